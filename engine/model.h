@@ -1,0 +1,228 @@
+/* The Whisper model as the engine holds it, and the internal entry points
+ * of the recognizer (encoder, decoder, decoding) used by the stream, the
+ * tools and the tests.
+ *
+ * Not installed: this is the contract between model.c / encoder.c /
+ * decoder.c / decode.c / stream.c and the tests (test-parity.c,
+ * test-stream.c).
+ *
+ * Shapes are given in ggml order as in wk_tensor (ne[0] first, the
+ * contiguous dimension): a Linear weight {in, out} is PyTorch's
+ * [out][in]. d = n_audio_state (encoder) or n_text_state (decoder). All
+ * 1-D tensors (biases, norms) are f32 and are used through plain
+ * pointers; 2-D weights are any wk_type and used in place from the
+ * mapping (never copied).
+ */
+#ifndef WK_MODEL_H
+#define WK_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "whisperknot.h"
+#include "wk-types.h"
+#include "knot.h"
+#include "pool.h"
+#include "mel.h"
+#include "tokenizer.h"
+
+/* Whisper's fixed audio framing. */
+#define WK_CHUNK_SECONDS 30
+#define WK_N_SAMPLES (WK_CHUNK_SECONDS * WK_SAMPLE_RATE)        /* 480000 */
+#define WK_N_FRAMES (WK_N_SAMPLES / WK_HOP)     /* 3000 mel frames */
+
+typedef struct
+{
+  int n_vocab;
+  int n_mels;
+  int n_audio_ctx;              /* 1500: encoder positions (frames / 2) */
+  int n_audio_state;
+  int n_audio_head;
+  int n_audio_layer;
+  int n_text_ctx;               /* 448 */
+  int n_text_state;
+  int n_text_head;
+  int n_text_layer;
+} wk_hparams;
+
+typedef struct
+{
+  const float *attn_ln_w, *attn_ln_b;   /* [d] */
+  const wk_tensor *attn_q;      /* {d, d} */
+  const float *attn_q_b;        /* [d] */
+  const wk_tensor *attn_k;      /* {d, d}, no bias */
+  const wk_tensor *attn_v;      /* {d, d} */
+  const float *attn_v_b;        /* [d] */
+  const wk_tensor *attn_o;      /* {d, d} */
+  const float *attn_o_b;        /* [d] */
+  const float *mlp_ln_w, *mlp_ln_b;     /* [d] */
+  const wk_tensor *mlp0;        /* {d, 4d} */
+  const float *mlp0_b;          /* [4d] */
+  const wk_tensor *mlp2;        /* {4d, d} */
+  const float *mlp2_b;          /* [d] */
+} wk_enc_layer;
+
+typedef struct
+{
+  const float *attn_ln_w, *attn_ln_b;   /* [d] */
+  const wk_tensor *attn_q;      /* {d, d} */
+  const float *attn_q_b;
+  const wk_tensor *attn_k;      /* {d, d}, no bias */
+  const wk_tensor *attn_v;      /* {d, d} */
+  const float *attn_v_b;
+  const wk_tensor *attn_o;      /* {d, d} */
+  const float *attn_o_b;
+  const float *cross_ln_w, *cross_ln_b; /* [d] */
+  const wk_tensor *cross_q;     /* {d, d} */
+  const float *cross_q_b;
+  const wk_tensor *cross_k;     /* {n_audio_state, d}, no bias */
+  const wk_tensor *cross_v;     /* {n_audio_state, d} */
+  const float *cross_v_b;
+  const wk_tensor *cross_o;     /* {d, d} */
+  const float *cross_o_b;
+  const float *mlp_ln_w, *mlp_ln_b;
+  const wk_tensor *mlp0;        /* {d, 4d} */
+  const float *mlp0_b;
+  const wk_tensor *mlp2;        /* {4d, d} */
+  const float *mlp2_b;
+} wk_dec_layer;
+
+struct wk_model
+{
+  /* process-wide sharing (model.c's list, under its mutex) */
+  int refcount;
+  uint64_t dev, ino;
+  struct wk_model *next;
+  char *path;
+
+  wk_knot *knot;
+  wk_hparams hp;
+  bool multilingual;
+  uint64_t n_params;
+
+  /* encoder */
+  wk_tensor conv1_w_2d;         /* conv1 viewed as {3 n_mels, d}: rows [in][k] */
+  const float *conv1_b;         /* [d] */
+  wk_tensor conv2_w_2d;         /* {3 d, d} */
+  const float *conv2_b;         /* [d] */
+  const wk_tensor *enc_pos;     /* {d, n_audio_ctx}, f32 or f16 */
+  wk_enc_layer *enc;            /* [n_audio_layer] */
+  const float *ln_post_w, *ln_post_b;   /* [d] */
+
+  /* decoder */
+  const wk_tensor *tok_emb;     /* {d, n_vocab}: embedding and logits */
+  const wk_tensor *dec_pos;     /* {d, n_text_ctx} */
+  wk_dec_layer *dec;            /* [n_text_layer] */
+  const float *ln_w, *ln_b;     /* [d] */
+
+  /* front end and vocabulary, built once */
+  float *mel_filters;           /* [n_mels][WK_N_BINS] */
+  wk_mel *mel;
+  wk_tokenizer *tok;
+  wk_special_tokens sp;
+  int max_token_bytes;          /* longest token text */
+
+  /* Whisper's logit filters, fixed per vocabulary */
+  int32_t *suppress;            /* non-speech symbols + specials, sorted */
+  int n_suppress;
+  int32_t blank[8];             /* encode(" ") */
+  int n_blank;
+};
+
+/* ---- small f32 helpers shared by encoder.c and decoder.c (model.c) ---- */
+
+/* y[i] = (x[i] - mean) / sqrt(var + 1e-5) * w[i] + b[i] over n; in place
+ * allowed. */
+void wk_nn_layer_norm (const float *x, float *y, int n, const float *w,
+    const float *b);
+/* x = 0.5 x (1 + erf (x / sqrt 2)), in place. */
+void wk_nn_gelu (float *x, int64_t n);
+/* Softmax of x[0..n-1] * scale, in place; -INFINITY entries become 0. */
+void wk_nn_softmax (float *x, int n, float scale);
+/* A 2-D view {ne0, ne1} of contiguous f32 memory for wk_linear. */
+wk_tensor wk_nn_f32_view (const float *data, int64_t ne0, int64_t ne1);
+
+/* ---- the recognizer's working state ----------------------------------- */
+
+/* Everything one run of the recognizer needs, allocated once by
+ * wk_ctx_new: encoder activations, the cross-attention cache (K and V of
+ * the encoder output per decoder layer), the self-attention KV cache per
+ * beam, logits and decoding buffers, and a thread pool. Holds a
+ * reference to the model. One thread at a time. */
+typedef struct wk_ctx wk_ctx;
+
+wk_status wk_ctx_new (wk_model * model, int n_threads, int n_beams,
+    wk_ctx ** out, char *err, size_t err_size);
+void wk_ctx_free (wk_ctx * ctx);
+wk_model *wk_ctx_model (const wk_ctx * ctx);
+/* Bytes of scratch this context owns. */
+uint64_t wk_ctx_state_bytes (const wk_ctx * ctx);
+
+/* The normalised log-mel window the encoder reads, as Whisper's
+ * transcribe() builds it: frames first .. first+n_frames-1 of the signal
+ * audio[0..n_audio-1] (n_frames <= WK_N_FRAMES), normalised over those
+ * frames (max - 8 clamp, (x+4)/4), then padded with 0.0 up to
+ * 2 * n_audio_ctx frames. out is [n_mels][2 * n_audio_ctx]. */
+void wk_model_window_mel (const wk_model * model, const float *audio,
+    size_t n_audio, int64_t first, int n_frames, float *out);
+
+/* Encoder: mel is [n_mels][ld] (ld >= 2 n_audio_ctx, frames along rows).
+ * Computes the encoder output and, from it, the cross-attention K/V of
+ * every decoder layer. */
+wk_status wk_encode (wk_ctx * ctx, const float *mel, int ld);
+/* The last encoder output after ln_post: [n_audio_ctx][n_audio_state]. */
+const float *wk_ctx_encoder_output (const wk_ctx * ctx);
+
+/* Decoder: runs tokens[0..n-1] at positions n_past .. n_past+n-1 of beam
+ * `beam` (its KV cache must hold positions 0..n_past-1 from earlier
+ * calls), after wk_encode. n_past + n <= n_text_ctx. If logits is not
+ * NULL it receives [n_logits][n_vocab] for the LAST n_logits of the n
+ * positions (1 <= n_logits <= n). */
+wk_status wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens,
+    int n, int n_past, float *logits, int n_logits);
+
+/* Plain greedy decoding for parity tests: feeds prompt[0..n_prompt-1],
+ * then appends argmax tokens (no logit filters, temperature 0) until
+ * <|endoftext|> (which is written) or max_new tokens or the context end.
+ * Returns the number of tokens written to out, or -1 on error. */
+int wk_greedy_raw (wk_ctx * ctx, const int32_t * prompt, int n_prompt,
+    int max_new, int32_t * out);
+
+/* Language detection as Whisper does it: the decoder on <|startoftranscript|>
+ * alone, argmax over the language tokens. Returns the language index
+ * (wk_language_code), or -1 for English-only models. probs (optional,
+ * [n_langs]) receives the language probabilities. After wk_encode. */
+int wk_detect_language (wk_ctx * ctx, float *probs);
+
+/* One 30 s window decoded with Whisper's rules and temperature fallback
+ * (decoding.py / transcribe.py's decode_with_fallback). Lives in the
+ * ctx; valid until the next decode on it. */
+typedef struct
+{
+  const int32_t *tokens;        /* sampled tokens, timestamps included,
+                                 * <|endoftext|> excluded */
+  const float *probs;           /* probability of each sampled token */
+  int n_tokens;
+  float sum_logprob;
+  float avg_logprob;            /* sum_logprob / (n_tokens + 1) */
+  float no_speech_prob;         /* P(<|nospeech|>) at the SOT position */
+  float temperature;            /* of the accepted attempt */
+  float compression_ratio;      /* zlib ratio of the text */
+  int n_attempts;
+} wk_window_result;
+
+/* Decodes the window last given to wk_encode. lang is a language index
+ * (ignored by English-only models; must be >= 0 for multilingual ones),
+ * prompt the previous text's tokens (the last n_text_ctx/2 - 1 are used;
+ * may be NULL). Uses p's task, timestamps, suppress_blank, temperature,
+ * thresholds, beam_size and seed. */
+wk_status wk_decode_window (wk_ctx * ctx, const wk_stream_params * p,
+    int lang, const int32_t * prompt, int n_prompt,
+    const wk_window_result ** res);
+
+/* zlib compression ratio of bytes, as Whisper measures repetition:
+ * len / len (zlib.compress (bytes)). Uses ctx's preallocated zlib arena. */
+float wk_ctx_compression_ratio (wk_ctx * ctx, const char *text, size_t len);
+
+#endif /* WK_MODEL_H */
