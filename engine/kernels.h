@@ -26,4 +26,82 @@ void wk_tensor_get_row (const wk_tensor * W, int64_t r, float *out);
 /* Name of the kernel set in use ("avx2", "ref"). */
 const char *wk_kernels_name (void);
 
+/* ---- Additions for the encoder and decoder (kernels helper) ----
+ *
+ * Results of quantized weights are defined as the exact dot product of the
+ * f32 activations with the dequantized weights (d * q), the same for every
+ * n and thread count; SIMD variants differ from the reference only by f32
+ * rounding (tests: |err| <= 1e-5 * sum_k |x_k w_k| + 1e-6). */
+
+/* Flags of wk_linear_ex. */
+enum
+{
+  /* Y = gelu (X W^T + b): Whisper's exact (erf) GELU, see wk_gelu. */
+  WK_LINEAR_GELU = 1 << 0,
+  /* Y += X W^T + b (a residual connection). Not together with GELU. */
+  WK_LINEAR_ADD = 1 << 1,
+};
+
+/* wk_linear with an epilogue fused into the store (flags above). */
+void wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
+    unsigned flags);
+
+/* General f32 product C = alpha * A . op(B), A [n][k] (row stride lda),
+ * C [n][m] (stride ldc). b_trans != 0: B is [m][k] (stride ldb) and
+ * op(B) = B^T (Q . K^T); b_trans == 0: B is [k][m] (P . V). C must not
+ * overlap A or B. Split over the pool's threads. */
+void wk_gemm_f32 (wk_pool * pool, int b_trans, int64_t n, int64_t m,
+    int64_t k, float alpha, const float *A, int64_t lda, const float *B,
+    int64_t ldb, float *C, int64_t ldc);
+
+/* Multi-head scaled dot-product attention, one call for all heads:
+ * for each head h (columns h*d_head .. (h+1)*d_head-1 of Q, K, V and O)
+ *   O_h = softmax (scale * Q_h K_h^T (+ causal mask)) V_h
+ * Q [n_q][ldq], K [n_kv][ldk], V [n_kv][ldv], O [n_q][ldo] (O must not
+ * overlap Q, K or V). causal != 0: query i sees keys 0 .. n_kv - n_q + i
+ * (the decoder's self-attention over a key cache whose last n_q entries
+ * are the queries' own); otherwise every key. Needs no scratch (keys are
+ * taken in chunks with a running softmax); split over heads and query
+ * blocks. d_head <= 256. */
+void wk_attention (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo);
+
+/* Layer normalisation of n rows of d values: Y = (X - mean) / sqrt (var +
+ * eps) * gamma + beta (gamma, beta [d], either may be NULL for 1 / 0). Y
+ * may be X (ldy == ldx). */
+void wk_layer_norm (wk_pool * pool, const float *X, int64_t n, int64_t d,
+    int64_t ldx, const float *gamma, const float *beta, float eps, float *Y,
+    int64_t ldy);
+
+/* In place: x = 0.5 x (1 + erf (x / sqrt 2)) (PyTorch's default GELU,
+ * which Whisper uses), to about 1e-6 absolute. */
+void wk_gelu (float *x, int64_t n);
+
+/* In place softmax of n values (max subtracted first). */
+void wk_softmax (float *x, int64_t n);
+
+/* y[i] += x[i]. */
+void wk_add (float *y, const float *x, int64_t n);
+
+/* Index of the largest value (the first one on ties); -1 when n <= 0. */
+int64_t wk_argmax (const float *x, int64_t n);
+
+/* Whisper's convolution stems: kernel 3, padding 1, stride 1 or 2.
+ *   Y[t][j] = bias[j] + sum_c sum_u W[j][c][u] * x (c, stride * t + u - 1)
+ * W ne = {3, c_in, c_out} (f32 or f16; any type wk_linear takes), bias
+ * [c_out] or NULL, x (c, t) = 0 outside 0 <= t < n_in. The input is
+ * channel-major, X[c * ldx + t] (the mel spectrogram), when x_time_major
+ * is 0, else time-major, X[t * ldx + c] (conv1's output). The output is
+ * time-major, Y [n_out][ldy] with n_out = (n_in - 1) / stride + 1.
+ * flags as wk_linear_ex (conv1 and conv2 use WK_LINEAR_GELU). work holds
+ * wk_conv1d_k3_work_size floats (the unfolded input). */
+int64_t wk_conv1d_k3_work_size (int64_t c_in, int64_t n_in, int stride);
+void wk_conv1d_k3 (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const float *X, int64_t c_in, int64_t n_in, int64_t ldx,
+    int x_time_major, int stride, float *Y, int64_t ldy, unsigned flags,
+    float *work);
+
 #endif

@@ -1,0 +1,64 @@
+/* Internal: the per-ISA kernel table behind kernels.h. kernels.c splits
+ * the work over the pool's threads and calls one table's entries on
+ * sub-ranges; kernels-ref.c defines the results, kernels-avx2.c is held to
+ * it by tests/test-kernels.c. */
+#ifndef WK_KERNELS_IMPL_H
+#define WK_KERNELS_IMPL_H
+
+#include <stdint.h>
+
+#include "kernels.h"
+
+typedef struct
+{
+  const char *name;
+
+  /* wk_linear_ex for all n rows of X and the outputs (rows of W)
+   * j0 .. j1-1. */
+  void (*linear) (const wk_tensor * W, const float *bias, const float *X,
+      int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+      unsigned flags);
+
+  /* wk_gemm_f32 for rows i0 .. i1-1 and columns j0 .. j1-1 of C. */
+  void (*gemm_f32) (int b_trans, int64_t i0, int64_t i1, int64_t j0,
+      int64_t j1, int64_t k, float alpha, const float *A, int64_t lda,
+      const float *B, int64_t ldb, float *C, int64_t ldc);
+
+  /* wk_attention for one head (pointers already offset to its columns)
+   * and query rows q0 .. q1-1 out of n_q. */
+  void (*attention_head) (int64_t d_head, int64_t q0, int64_t q1,
+      int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+      const float *K, int64_t ldk, const float *V, int64_t ldv, float scale,
+      int causal, float *O, int64_t ldo);
+
+  /* wk_layer_norm for one row. */
+  void (*layer_norm_row) (const float *x, int64_t d, const float *gamma,
+      const float *beta, float eps, float *y);
+
+  void (*gelu) (float *x, int64_t n);
+  void (*softmax) (float *x, int64_t n);
+  void (*add) (float *y, const float *x, int64_t n);
+} wk_kernel_set;
+
+extern const wk_kernel_set wk_kernels_ref;
+#ifdef WK_HAVE_AVX2_KERNELS
+extern const wk_kernel_set wk_kernels_avx2;
+#endif
+
+/* Test hooks (tests/test-kernels.c): the table in use, and a way to
+ * force one (NULL restores the run-time choice). */
+const wk_kernel_set *wk_kernels_get (void);
+void wk_kernels_set (const wk_kernel_set * set);
+
+/* Last key query i of n_q may see (causal attention over n_kv keys). */
+static inline int64_t
+wk_attention_last_key (int64_t i, int64_t n_q, int64_t n_kv, int causal)
+{
+  int64_t last;
+  if (!causal)
+    return n_kv - 1;
+  last = n_kv - n_q + i;
+  return last < n_kv - 1 ? last : n_kv - 1;
+}
+
+#endif

@@ -1,0 +1,208 @@
+/* Portable reference kernels: they define the results the SIMD variants
+ * are held to. Sums are taken in double, each weight is its exact f32
+ * value (dequantized d * q for q8_0/q4_0), and only the final value is
+ * rounded to f32. */
+#include "kernels-impl.h"
+
+#include <math.h>
+#include <stddef.h>
+
+/* Weights dequantized per chunk on the stack (a multiple of WK_QK). */
+#define REF_CHUNK 1024
+
+static float
+ref_gelu1 (float v)
+{
+  double x = v;
+  return (float) (0.5 * x * (1.0 + erf (x * 0.70710678118654752440)));
+}
+
+static void
+ref_store (float *y, double acc, const float *bias, int64_t j,
+    unsigned flags)
+{
+  float v;
+
+  if (bias)
+    acc += bias[j];
+  v = (float) acc;
+  if (flags & WK_LINEAR_GELU)
+    v = ref_gelu1 (v);
+  if (flags & WK_LINEAR_ADD)
+    *y += v;
+  else
+    *y = v;
+}
+
+static void
+ref_linear (const wk_tensor * W, const float *bias, const float *X,
+    int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags)
+{
+  const int64_t k = W->ne[0];
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  float wbuf[REF_CHUNK];
+  int64_t i, j, c, l;
+
+  if (row_bytes == 0)
+    return;
+  for (j = j0; j < j1; j++) {
+    const unsigned char *wrow = data + (size_t) j * row_bytes;
+
+    if (k <= REF_CHUNK) {
+      wk_row_to_f32 (W->type, wrow, wbuf, k);
+      for (i = 0; i < n; i++) {
+        const float *x = X + i * ldx;
+        double acc = 0.0;
+        for (l = 0; l < k; l++)
+          acc += (double) x[l] * wbuf[l];
+        ref_store (Y + i * ldy + j, acc, bias, j, flags);
+      }
+      continue;
+    }
+    for (i = 0; i < n; i++) {
+      const float *x = X + i * ldx;
+      double acc = 0.0;
+      for (c = 0; c < k; c += REF_CHUNK) {
+        int64_t len = k - c < REF_CHUNK ? k - c : REF_CHUNK;
+        wk_row_to_f32 (W->type, wrow + wk_type_row_bytes (W->type, c),
+            wbuf, len);
+        for (l = 0; l < len; l++)
+          acc += (double) x[c + l] * wbuf[l];
+      }
+      ref_store (Y + i * ldy + j, acc, bias, j, flags);
+    }
+  }
+}
+
+static void
+ref_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+    int64_t k, float alpha, const float *A, int64_t lda, const float *B,
+    int64_t ldb, float *C, int64_t ldc)
+{
+  int64_t i, j, l;
+
+  for (i = i0; i < i1; i++) {
+    const float *a = A + i * lda;
+    for (j = j0; j < j1; j++) {
+      double acc = 0.0;
+      if (b_trans) {
+        const float *b = B + j * ldb;
+        for (l = 0; l < k; l++)
+          acc += (double) a[l] * b[l];
+      } else {
+        for (l = 0; l < k; l++)
+          acc += (double) a[l] * B[l * ldb + j];
+      }
+      C[i * ldc + j] = (float) (acc * alpha);
+    }
+  }
+}
+
+/* One query at a time with a running (online) softmax in double. */
+static void
+ref_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo)
+{
+  double acc[256];
+  int64_t i, t, l;
+
+  for (i = q0; i < q1; i++) {
+    const float *q = Q + i * ldq;
+    int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+    double mx = -INFINITY, sum = 0.0;
+
+    for (l = 0; l < d_head; l++)
+      acc[l] = 0.0;
+    for (t = 0; t <= last; t++) {
+      const float *kr = K + t * ldk;
+      const float *vr = V + t * ldv;
+      double s = 0.0, p;
+      for (l = 0; l < d_head; l++)
+        s += (double) q[l] * kr[l];
+      s *= scale;
+      if (s > mx) {
+        double r = exp (mx - s);
+        for (l = 0; l < d_head; l++)
+          acc[l] *= r;
+        sum *= r;
+        mx = s;
+      }
+      p = exp (s - mx);
+      sum += p;
+      for (l = 0; l < d_head; l++)
+        acc[l] += p * vr[l];
+    }
+    for (l = 0; l < d_head; l++)
+      O[i * ldo + l] = sum > 0.0 ? (float) (acc[l] / sum) : 0.0f;
+  }
+}
+
+static void
+ref_layer_norm_row (const float *x, int64_t d, const float *gamma,
+    const float *beta, float eps, float *y)
+{
+  double mean = 0.0, var = 0.0, inv;
+  int64_t l;
+
+  for (l = 0; l < d; l++)
+    mean += x[l];
+  mean /= (double) d;
+  for (l = 0; l < d; l++)
+    var += ((double) x[l] - mean) * ((double) x[l] - mean);
+  var /= (double) d;
+  inv = 1.0 / sqrt (var + eps);
+  for (l = 0; l < d; l++) {
+    double v = ((double) x[l] - mean) * inv;
+    if (gamma)
+      v *= gamma[l];
+    if (beta)
+      v += beta[l];
+    y[l] = (float) v;
+  }
+}
+
+static void
+ref_gelu (float *x, int64_t n)
+{
+  int64_t i;
+  for (i = 0; i < n; i++)
+    x[i] = ref_gelu1 (x[i]);
+}
+
+static void
+ref_softmax (float *x, int64_t n)
+{
+  double mx = -INFINITY, sum = 0.0;
+  int64_t i;
+
+  for (i = 0; i < n; i++)
+    if (x[i] > mx)
+      mx = x[i];
+  for (i = 0; i < n; i++)
+    sum += exp ((double) x[i] - mx);
+  for (i = 0; i < n; i++)
+    x[i] = (float) (exp ((double) x[i] - mx) / sum);
+}
+
+static void
+ref_add (float *y, const float *x, int64_t n)
+{
+  int64_t i;
+  for (i = 0; i < n; i++)
+    y[i] += x[i];
+}
+
+const wk_kernel_set wk_kernels_ref = {
+  .name = "ref",
+  .linear = ref_linear,
+  .gemm_f32 = ref_gemm_f32,
+  .attention_head = ref_attention_head,
+  .layer_norm_row = ref_layer_norm_row,
+  .gelu = ref_gelu,
+  .softmax = ref_softmax,
+  .add = ref_add,
+};

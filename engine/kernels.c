@@ -1,0 +1,457 @@
+/* Kernel dispatch and threading. The ISA table is chosen once, at the
+ * first call, from the CPU's features (WK_KERNELS=ref forces the portable
+ * reference); the work of each call is split here over the pool's threads
+ * and the table's entries run on the pieces. */
+#include "kernels-impl.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dequant-orc.h"
+
+/* At least this many rows of X make wk_linear a matrix product (packed
+ * weight panels); fewer are a streamed matrix-vector product. Must match
+ * the kernels' own choice only for the split granularity. */
+#define WK_LINEAR_GEMM_ROWS 8
+
+static _Atomic (const wk_kernel_set *) wk_kernels_forced;
+static _Atomic (const wk_kernel_set *) wk_kernels_chosen;
+
+static const wk_kernel_set *
+wk_kernels_choose (void)
+{
+  const char *env = getenv ("WK_KERNELS");
+
+  if (env && strcmp (env, "ref") == 0)
+    return &wk_kernels_ref;
+#ifdef WK_HAVE_AVX2_KERNELS
+  __builtin_cpu_init ();
+  if (__builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma")
+      && __builtin_cpu_supports ("f16c"))
+    return &wk_kernels_avx2;
+#endif
+  return &wk_kernels_ref;
+}
+
+const wk_kernel_set *
+wk_kernels_get (void)
+{
+  const wk_kernel_set *set;
+
+  set = atomic_load_explicit (&wk_kernels_forced, memory_order_acquire);
+  if (set)
+    return set;
+  set = atomic_load_explicit (&wk_kernels_chosen, memory_order_acquire);
+  if (set)
+    return set;
+  /* Racing first calls all compute the same answer. */
+  set = wk_kernels_choose ();
+  atomic_store_explicit (&wk_kernels_chosen, set, memory_order_release);
+  return set;
+}
+
+void
+wk_kernels_set (const wk_kernel_set * set)
+{
+  atomic_store_explicit (&wk_kernels_forced, set, memory_order_release);
+}
+
+const char *
+wk_kernels_name (void)
+{
+  return wk_kernels_get ()->name;
+}
+
+/* [*b, *e) = piece ith of nth of [0, total) in units of `unit`. */
+static void
+wk_split (int64_t total, int64_t unit, int ith, int nth, int64_t * b,
+    int64_t * e)
+{
+  int64_t units = (total + unit - 1) / unit;
+  int64_t per = units / nth, extra = units % nth;
+  int64_t ub = ith * per + (ith < extra ? ith : extra);
+  int64_t ue = ub + per + (ith < extra ? 1 : 0);
+
+  *b = ub * unit < total ? ub * unit : total;
+  *e = ue * unit < total ? ue * unit : total;
+}
+
+/* ---- wk_linear ---- */
+
+typedef struct
+{
+  const wk_kernel_set *ks;
+  const wk_tensor *W;
+  const float *bias;
+  const float *X;
+  int64_t n, ldx;
+  float *Y;
+  int64_t ldy;
+  unsigned flags;
+  int split_rows;               /* split X's rows rather than W's */
+  int64_t unit;
+} wk_linear_job;
+
+static void
+wk_linear_worker (void *data, int ith, int nth)
+{
+  const wk_linear_job *job = data;
+  int64_t b, e;
+
+  if (job->split_rows) {
+    wk_split (job->n, job->unit, ith, nth, &b, &e);
+    if (b < e)
+      job->ks->linear (job->W, job->bias, job->X + b * job->ldx, e - b,
+          job->ldx, job->Y + b * job->ldy, job->ldy, 0, job->W->ne[1],
+          job->flags);
+  } else {
+    wk_split (job->W->ne[1], job->unit, ith, nth, &b, &e);
+    if (b < e)
+      job->ks->linear (job->W, job->bias, job->X, job->n, job->ldx, job->Y,
+          job->ldy, b, e, job->flags);
+  }
+}
+
+void
+wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
+    unsigned flags)
+{
+  wk_linear_job job;
+  int nth = wk_pool_size (pool);
+  int64_t m;
+
+  if (!W || n <= 0 || W->ne[0] <= 0 || W->ne[1] <= 0
+      || wk_type_row_bytes (W->type, W->ne[0]) == 0)
+    return;
+  m = W->ne[1];
+  job.ks = wk_kernels_get ();
+  job.W = W;
+  job.bias = bias;
+  job.X = X;
+  job.n = n;
+  job.ldx = ldx;
+  job.Y = Y;
+  job.ldy = ldy;
+  job.flags = flags;
+  job.unit = n >= WK_LINEAR_GEMM_ROWS ? 16 : 4;
+  job.split_rows = 0;
+  if (m < job.unit * nth * 2 && n >= 4 * nth * WK_LINEAR_GEMM_ROWS) {
+    job.split_rows = 1;
+    job.unit = WK_LINEAR_GEMM_ROWS;
+  }
+  /* small products are not worth waking the workers */
+  if (nth == 1 || n * m * W->ne[0] < 32768)
+    wk_linear_worker (&job, 0, 1);
+  else
+    wk_pool_run (pool, wk_linear_worker, &job);
+}
+
+void
+wk_linear (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy)
+{
+  wk_linear_ex (pool, W, bias, X, n, ldx, Y, ldy, 0);
+}
+
+/* ---- rows ---- */
+
+void
+wk_tensor_get_row (const wk_tensor * W, int64_t r, float *out)
+{
+  const int64_t k = W->ne[0];
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *row;
+  int64_t b;
+
+  if (row_bytes == 0 || r < 0 || r >= W->ne[1])
+    return;
+  row = (const unsigned char *) W->data + (size_t) r * row_bytes;
+  switch (W->type) {
+    case WK_TYPE_Q8_0:
+      for (b = 0; b < k / WK_QK; b++) {
+        const wk_block_q8_0 *blk = (const wk_block_q8_0 *) row + b;
+        wk_orc_dequant_q8_0 (out + b * WK_QK, blk->qs,
+            wk_fp16_to_fp32 (blk->d), WK_QK);
+      }
+      break;
+    case WK_TYPE_Q4_0:
+      for (b = 0; b < k / WK_QK; b++) {
+        const wk_block_q4_0 *blk = (const wk_block_q4_0 *) row + b;
+        wk_orc_dequant_q4_0 (out + b * WK_QK, out + b * WK_QK + WK_QK / 2,
+            blk->qs, wk_fp16_to_fp32 (blk->d), WK_QK / 2);
+      }
+      break;
+    default:
+      wk_row_to_f32 (W->type, row, out, k);
+      break;
+  }
+}
+
+/* ---- f32 products ---- */
+
+typedef struct
+{
+  const wk_kernel_set *ks;
+  int b_trans;
+  int64_t n, m, k;
+  float alpha;
+  const float *A, *B;
+  int64_t lda, ldb;
+  float *C;
+  int64_t ldc;
+  int split_rows;
+} wk_gemm_job;
+
+static void
+wk_gemm_worker (void *data, int ith, int nth)
+{
+  const wk_gemm_job *job = data;
+  int64_t b, e;
+
+  if (job->split_rows) {
+    wk_split (job->n, 8, ith, nth, &b, &e);
+    if (b < e)
+      job->ks->gemm_f32 (job->b_trans, b, e, 0, job->m, job->k, job->alpha,
+          job->A, job->lda, job->B, job->ldb, job->C, job->ldc);
+  } else {
+    wk_split (job->m, 16, ith, nth, &b, &e);
+    if (b < e)
+      job->ks->gemm_f32 (job->b_trans, 0, job->n, b, e, job->k, job->alpha,
+          job->A, job->lda, job->B, job->ldb, job->C, job->ldc);
+  }
+}
+
+void
+wk_gemm_f32 (wk_pool * pool, int b_trans, int64_t n, int64_t m, int64_t k,
+    float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+    float *C, int64_t ldc)
+{
+  wk_gemm_job job = { wk_kernels_get (), b_trans, n, m, k, alpha, A, B,
+    lda, ldb, C, ldc, 0
+  };
+  int nth = wk_pool_size (pool);
+
+  if (n <= 0 || m <= 0)
+    return;
+  job.split_rows = n >= 8 * nth;
+  if (nth == 1 || n * m * (k > 0 ? k : 1) < 32768)
+    wk_gemm_worker (&job, 0, 1);
+  else
+    wk_pool_run (pool, wk_gemm_worker, &job);
+}
+
+/* ---- attention ---- */
+
+/* Queries per work item. */
+#define WK_ATTN_QBLOCK 32
+
+typedef struct
+{
+  const wk_kernel_set *ks;
+  int n_head;
+  int64_t d_head, n_q, n_kv;
+  const float *Q, *K, *V;
+  int64_t ldq, ldk, ldv;
+  float scale;
+  int causal;
+  float *O;
+  int64_t ldo;
+  int64_t n_qblocks;
+} wk_attention_job;
+
+static void
+wk_attention_worker (void *data, int ith, int nth)
+{
+  const wk_attention_job *job = data;
+  int64_t b, e, it;
+
+  wk_split (job->n_head * job->n_qblocks, 1, ith, nth, &b, &e);
+  for (it = b; it < e; it++) {
+    int64_t h = it / job->n_qblocks;
+    int64_t q0 = (it % job->n_qblocks) * WK_ATTN_QBLOCK;
+    int64_t q1 = q0 + WK_ATTN_QBLOCK < job->n_q ? q0 + WK_ATTN_QBLOCK :
+        job->n_q;
+    int64_t off = h * job->d_head;
+    job->ks->attention_head (job->d_head, q0, q1, job->n_q, job->n_kv,
+        job->Q + off, job->ldq, job->K + off, job->ldk, job->V + off,
+        job->ldv, job->scale, job->causal, job->O + off, job->ldo);
+  }
+}
+
+void
+wk_attention (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo)
+{
+  wk_attention_job job = { wk_kernels_get (), n_head, d_head, n_q, n_kv,
+    Q, K, V, ldq, ldk, ldv, scale, causal, O, ldo,
+    (n_q + WK_ATTN_QBLOCK - 1) / WK_ATTN_QBLOCK
+  };
+  int nth = wk_pool_size (pool);
+
+  if (n_head <= 0 || d_head <= 0 || d_head > 256 || n_q <= 0 || n_kv <= 0)
+    return;
+  if (nth == 1 || n_head * n_q * n_kv * d_head < 16384)
+    wk_attention_worker (&job, 0, 1);
+  else
+    wk_pool_run (pool, wk_attention_worker, &job);
+}
+
+/* ---- element-wise ---- */
+
+typedef struct
+{
+  const wk_kernel_set *ks;
+  const float *X;
+  int64_t n, d, ldx;
+  const float *gamma, *beta;
+  float eps;
+  float *Y;
+  int64_t ldy;
+} wk_norm_job;
+
+static void
+wk_norm_worker (void *data, int ith, int nth)
+{
+  const wk_norm_job *job = data;
+  int64_t b, e, i;
+
+  wk_split (job->n, 1, ith, nth, &b, &e);
+  for (i = b; i < e; i++)
+    job->ks->layer_norm_row (job->X + i * job->ldx, job->d, job->gamma,
+        job->beta, job->eps, job->Y + i * job->ldy);
+}
+
+void
+wk_layer_norm (wk_pool * pool, const float *X, int64_t n, int64_t d,
+    int64_t ldx, const float *gamma, const float *beta, float eps, float *Y,
+    int64_t ldy)
+{
+  wk_norm_job job = { wk_kernels_get (), X, n, d, ldx, gamma, beta, eps, Y,
+    ldy
+  };
+
+  if (n <= 0 || d <= 0)
+    return;
+  if (wk_pool_size (pool) == 1 || n * d < 65536)
+    wk_norm_worker (&job, 0, 1);
+  else
+    wk_pool_run (pool, wk_norm_worker, &job);
+}
+
+void
+wk_gelu (float *x, int64_t n)
+{
+  if (n > 0)
+    wk_kernels_get ()->gelu (x, n);
+}
+
+void
+wk_softmax (float *x, int64_t n)
+{
+  if (n > 0)
+    wk_kernels_get ()->softmax (x, n);
+}
+
+void
+wk_add (float *y, const float *x, int64_t n)
+{
+  if (n > 0)
+    wk_kernels_get ()->add (y, x, n);
+}
+
+int64_t
+wk_argmax (const float *x, int64_t n)
+{
+  int64_t i, best = n > 0 ? 0 : -1;
+
+  for (i = 1; i < n; i++)
+    if (x[i] > x[best])
+      best = i;
+  return best;
+}
+
+/* ---- convolution stems ---- */
+
+int64_t
+wk_conv1d_k3_work_size (int64_t c_in, int64_t n_in, int stride)
+{
+  int64_t n_out;
+
+  if (c_in <= 0 || n_in <= 0 || stride <= 0)
+    return 0;
+  n_out = (n_in - 1) / stride + 1;
+  return n_out * c_in * 3;
+}
+
+typedef struct
+{
+  const float *X;
+  int64_t c_in, n_in, ldx;
+  int time_major, stride;
+  int64_t n_out;
+  float *work;
+} wk_im2col_job;
+
+/* work[t][c * 3 + u] = x (c, stride * t + u - 1) */
+static void
+wk_im2col_worker (void *data, int ith, int nth)
+{
+  const wk_im2col_job *job = data;
+  const int64_t kk = job->c_in * 3;
+  int64_t b, e, t, c;
+  int u;
+
+  wk_split (job->n_out, 16, ith, nth, &b, &e);
+  for (t = b; t < e; t++) {
+    float *row = job->work + t * kk;
+    for (u = 0; u < 3; u++) {
+      int64_t s = job->stride * t + u - 1;
+      if (s < 0 || s >= job->n_in) {
+        for (c = 0; c < job->c_in; c++)
+          row[c * 3 + u] = 0.0f;
+      } else if (job->time_major) {
+        const float *x = job->X + s * job->ldx;
+        for (c = 0; c < job->c_in; c++)
+          row[c * 3 + u] = x[c];
+      } else {
+        for (c = 0; c < job->c_in; c++)
+          row[c * 3 + u] = job->X[c * job->ldx + s];
+      }
+    }
+  }
+}
+
+void
+wk_conv1d_k3 (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const float *X, int64_t c_in, int64_t n_in, int64_t ldx,
+    int x_time_major, int stride, float *Y, int64_t ldy, unsigned flags,
+    float *work)
+{
+  wk_im2col_job job;
+  wk_tensor W2;
+
+  if (!W || c_in <= 0 || n_in <= 0 || stride <= 0 || W->ne[0] != 3
+      || W->ne[1] != c_in)
+    return;
+  job.X = X;
+  job.c_in = c_in;
+  job.n_in = n_in;
+  job.ldx = ldx;
+  job.time_major = x_time_major;
+  job.stride = stride;
+  job.n_out = (n_in - 1) / stride + 1;
+  job.work = work;
+  wk_pool_run (pool, wk_im2col_worker, &job);
+
+  /* the weight viewed as a matrix {3 * c_in, c_out} */
+  W2 = *W;
+  W2.n_dims = 2;
+  W2.ne[0] = 3 * c_in;
+  W2.ne[1] = W->ne[2];
+  W2.ne[2] = W2.ne[3] = 1;
+  wk_linear_ex (pool, &W2, bias, work, job.n_out, 3 * c_in, Y, ldy, flags);
+}
