@@ -1,0 +1,259 @@
+/* Whisper's log-mel front end.
+ *
+ * Per frame: 400 samples centred on f * 160 (reflected at the start of the
+ * signal, zero past its end, as torch.stft(center=True, pad_mode='reflect')
+ * sees Whisper's zero-padded audio), times a periodic Hann window, a real
+ * FFT (kissfft), the power of the 201 bins. Frames are handled in blocks:
+ * the power spectra of a block are stored bin-major so that the mel
+ * filterbank becomes, for each non-zero filter weight, one multiply-add
+ * along the block's frames straight into the output row (ORC loops). Each
+ * mel row only touches its non-zero range of bins (about 10 of 201).
+ */
+#include "mel.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kiss_fftr.h>
+
+#include "mel-orc.h"
+
+/* Frames per block: the bin-major power scratch is WK_N_BINS * this many
+ * floats on the stack (51 KB; about 70 KB of stack in all). Larger blocks
+ * mean fewer, longer ORC calls in the filterbank. */
+#define MEL_BLOCK 64
+
+/* kiss_fftr() writes into a work buffer inside its plan, so a plan can
+ * serve one caller at a time. The model keeps a few plans, each taken with
+ * an atomic flag; a caller that finds them all busy builds one on its
+ * stack (a few microseconds). */
+#define MEL_N_PLANS 4
+#define MEL_PLAN_BYTES 8192
+
+struct wk_mel
+{
+  int n_mels;
+  float window[WK_N_FFT];       /* periodic Hann */
+  /* Non-zero range of each filter row: bins [lo[m], hi[m]); the weights of
+   * row m are weights[off[m] .. off[m] + hi[m] - lo[m] - 1]. */
+  int *lo, *hi;
+  size_t *off;
+  float *weights;
+  size_t plan_bytes;
+  atomic_flag plan_busy[MEL_N_PLANS];
+  kiss_fftr_cfg plan[MEL_N_PLANS];
+  /* kiss_fftr_alloc() lays each plan out in this caller-owned memory. */
+  _Alignas (16) unsigned char plan_mem[MEL_N_PLANS][MEL_PLAN_BYTES];
+};
+
+wk_status
+wk_mel_new (int n_mels, const float *filters, wk_mel ** out)
+{
+  wk_mel *mel;
+  size_t n_weights = 0, len;
+  int m, k, i;
+
+  if (!out)
+    return WK_ERR_ARG;
+  *out = NULL;
+  if (n_mels <= 0 || n_mels > 1024 || !filters)
+    return WK_ERR_ARG;
+
+  len = 0;
+  kiss_fftr_alloc (WK_N_FFT, 0, NULL, &len);
+  if (len == 0 || len > MEL_PLAN_BYTES)
+    return WK_ERR_INTERNAL;
+
+  mel = calloc (1, sizeof *mel);
+  if (!mel)
+    return WK_ERR_NOMEM;
+  mel->n_mels = n_mels;
+  mel->plan_bytes = len;
+  mel->lo = calloc ((size_t) n_mels, sizeof *mel->lo);
+  mel->hi = calloc ((size_t) n_mels, sizeof *mel->hi);
+  mel->off = calloc ((size_t) n_mels, sizeof *mel->off);
+  if (!mel->lo || !mel->hi || !mel->off)
+    goto nomem;
+
+  /* torch.hann_window(400) is periodic: 0.5 - 0.5 cos (2 pi n / 400). */
+  for (i = 0; i < WK_N_FFT; i++)
+    mel->window[i] = (float) (0.5 - 0.5 * cos (2.0 * M_PI * i / WK_N_FFT));
+
+  for (m = 0; m < n_mels; m++) {
+    const float *row = filters + (size_t) m * WK_N_BINS;
+    int lo = WK_N_BINS, hi = 0;
+    for (k = 0; k < WK_N_BINS; k++) {
+      if (row[k] != 0.0f) {
+        if (k < lo)
+          lo = k;
+        hi = k + 1;
+      }
+    }
+    if (hi == 0)
+      lo = 0;                   /* an all-zero row: log10 (1e-10) */
+    mel->lo[m] = lo;
+    mel->hi[m] = hi;
+    mel->off[m] = n_weights;
+    n_weights += (size_t) (hi - lo);
+  }
+  mel->weights = malloc ((n_weights ? n_weights : 1) * sizeof (float));
+  if (!mel->weights)
+    goto nomem;
+  for (m = 0; m < n_mels; m++)
+    memcpy (mel->weights + mel->off[m],
+        filters + (size_t) m * WK_N_BINS + mel->lo[m],
+        (size_t) (mel->hi[m] - mel->lo[m]) * sizeof (float));
+
+  for (i = 0; i < MEL_N_PLANS; i++) {
+    size_t plan_len = MEL_PLAN_BYTES;
+    atomic_flag_clear (&mel->plan_busy[i]);
+    mel->plan[i] = kiss_fftr_alloc (WK_N_FFT, 0, mel->plan_mem[i], &plan_len);
+    if (!mel->plan[i]) {
+      wk_mel_free (mel);
+      return WK_ERR_INTERNAL;
+    }
+  }
+
+  *out = mel;
+  return WK_OK;
+
+nomem:
+  wk_mel_free (mel);
+  return WK_ERR_NOMEM;
+}
+
+void
+wk_mel_free (wk_mel * mel)
+{
+  if (!mel)
+    return;
+  /* The plans live in plan_mem: nothing to free for them. */
+  free (mel->lo);
+  free (mel->hi);
+  free (mel->off);
+  free (mel->weights);
+  free (mel);
+}
+
+/* The 400 samples of frame f into buf, or NULL when the frame lies inside
+ * the signal and the samples can be read in place. */
+static const float *
+mel_frame_samples (const float *audio, size_t n_audio, int64_t f, float *buf)
+{
+  int64_t start;
+  int k;
+
+  /* Frames far past the end (or before the start) are all zeros; this
+   * test also keeps f * WK_HOP from overflowing. */
+  if (f < -2 || f > (int64_t) (n_audio / WK_HOP) + 4) {
+    memset (buf, 0, WK_N_FFT * sizeof (float));
+    return buf;
+  }
+  start = f * WK_HOP - WK_N_FFT / 2;
+  if (start >= 0 && (uint64_t) start + WK_N_FFT <= n_audio)
+    return NULL;
+  for (k = 0; k < WK_N_FFT; k++) {
+    int64_t idx = start + k;
+    if (idx < 0)
+      idx = -idx;               /* reflect without repeating sample 0 */
+    buf[k] = (uint64_t) idx < n_audio ? audio[idx] : 0.0f;
+  }
+  return buf;
+}
+
+void
+wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
+    int64_t first, int n, float *out, int ld)
+{
+  wk_mel *m_mut = (wk_mel *) mel;       /* only the plan flags change */
+  _Alignas (16) unsigned char local_mem[MEL_PLAN_BYTES];
+  float power_t[WK_N_BINS][MEL_BLOCK];  /* bin-major powers of a block */
+  float frame[WK_N_FFT], windowed[WK_N_FFT], power[WK_N_BINS];
+  kiss_fft_cpx spec[WK_N_BINS];
+  kiss_fftr_cfg plan = NULL;
+  int plan_index = -1, b0, i, m;
+
+  if (!mel || !out || n <= 0 || ld < n)
+    return;
+  if (!audio)
+    n_audio = 0;
+
+  for (i = 0; i < MEL_N_PLANS; i++) {
+    if (!atomic_flag_test_and_set_explicit (&m_mut->plan_busy[i],
+            memory_order_acquire)) {
+      plan = mel->plan[i];
+      plan_index = i;
+      break;
+    }
+  }
+  if (!plan) {
+    size_t len = sizeof local_mem;
+    plan = kiss_fftr_alloc (WK_N_FFT, 0, local_mem, &len);
+    if (!plan) {
+      /* Cannot happen (the size was checked in wk_mel_new); leave a
+       * defined result rather than garbage. */
+      for (m = 0; m < mel->n_mels; m++)
+        for (i = 0; i < n; i++)
+          out[(size_t) m * ld + i] = -10.0f;
+      return;
+    }
+  }
+
+  for (b0 = 0; b0 < n; b0 += MEL_BLOCK) {
+    int nb = n - b0 < MEL_BLOCK ? n - b0 : MEL_BLOCK;
+    int b, k;
+
+    for (b = 0; b < nb; b++) {
+      const float *src = mel_frame_samples (audio, n_audio,
+          first + b0 + b, frame);
+      if (!src)
+        src = audio + ((first + b0 + b) * WK_HOP - WK_N_FFT / 2);
+      wk_orc_mel_window (windowed, src, mel->window, WK_N_FFT);
+      kiss_fftr (plan, windowed, spec);
+      wk_orc_mel_power (power, (const void *) spec, WK_N_BINS);
+      for (k = 0; k < WK_N_BINS; k++)
+        power_t[k][b] = power[k];
+    }
+
+    for (m = 0; m < mel->n_mels; m++) {
+      float *dst = out + (size_t) m * ld + b0;
+      const float *w = mel->weights + mel->off[m];
+      int lo = mel->lo[m], hi = mel->hi[m];
+
+      if (hi <= lo) {
+        memset (dst, 0, (size_t) nb * sizeof (float));
+      } else {
+        wk_orc_mel_scale (dst, power_t[lo], w[0], nb);
+        for (k = lo + 1; k < hi; k++)
+          if (w[k - lo] != 0.0f)
+            wk_orc_mel_madd (dst, power_t[k], w[k - lo], nb);
+      }
+      /* log10 as ln * (1 / ln 10): glibc's logf is several times faster
+       * than its log10f; the results differ by an ulp or two. */
+      for (b = 0; b < nb; b++)
+        dst[b] = logf (dst[b] > 1e-10f ? dst[b] : 1e-10f) * 0.4342944819f;
+    }
+  }
+
+  if (plan_index >= 0)
+    atomic_flag_clear_explicit (&m_mut->plan_busy[plan_index],
+        memory_order_release);
+}
+
+void
+wk_mel_normalize (float *mel, int n_mels, int n, int ld)
+{
+  float max = -INFINITY;
+  int m, i;
+
+  if (!mel || n_mels <= 0 || n <= 0 || ld < n)
+    return;
+  for (m = 0; m < n_mels; m++)
+    for (i = 0; i < n; i++)
+      if (mel[(size_t) m * ld + i] > max)
+        max = mel[(size_t) m * ld + i];
+  for (m = 0; m < n_mels; m++)
+    wk_orc_mel_norm (mel + (size_t) m * ld, max - 8.0f, 4.0f, 0.25f, n);
+}
