@@ -1,0 +1,412 @@
+#!/usr/bin/python3
+"""Train whisperknot's default model (Whisper architecture, English GPT-2 vocabulary).
+
+Reads utterance shards written by synth.py (knots/work/data/train/*.npz), packs
+several utterances into 30 s windows with Whisper's timestamp tokens, trains with
+AdamW, logs to knots/train/log.txt, and checkpoints to knots/work/ckpt/ (weights
++ optimizer). Resumes from knots/work/ckpt/last.pt if present, else from the
+committed weights-only knots/train/checkpoint/model-f16.pt, else starts fresh.
+
+Run (1 thread, background):
+  OMP_NUM_THREADS=1 nohup /usr/bin/python3 knots/train/train.py --threads 1 &
+"""
+import argparse
+import glob
+import math
+import os
+import random
+import re
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KNOTS = os.path.dirname(HERE)
+sys.path.insert(0, KNOTS)
+from whisper_ref import audio as wa  # noqa: E402
+from whisper_ref import model as wm  # noqa: E402
+from whisper_ref import tokenizer as wt  # noqa: E402
+
+WORK = os.environ.get("WK_TRAIN_WORK", os.path.join(KNOTS, "work"))
+DATA = os.path.join(WORK, "data", "train")
+EVAL = os.path.join(WORK, "eval")
+CKPT_DIR = os.path.join(WORK, "ckpt")
+COMMITTED = os.path.join(HERE, "checkpoint", "model-f16.pt")
+LOG = os.path.join(HERE, "log.txt")
+SR = wa.SAMPLE_RATE
+WIN = wa.N_SAMPLES
+
+DIMS = wm.ModelDims(n_mels=80, n_audio_ctx=1500, n_audio_state=256, n_audio_head=4,
+                    n_audio_layer=4, n_vocab=51864, n_text_ctx=448, n_text_state=256,
+                    n_text_head=4, n_text_layer=4)
+
+
+def log(msg):
+    line = "%s %s" % (time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), msg)
+    print(line, flush=True)
+    with open(LOG, "a") as f:
+        f.write(line + "\n")
+
+# ------------------------------------------------------------------ data ----
+
+
+class Pool:
+    """Utterances from synth.py shards, reloaded as new shards appear."""
+
+    def __init__(self, tok, max_shards=300, rng=None):
+        self.tok = tok
+        self.max_shards = max_shards
+        self.rng = rng or random.Random()
+        self.shards = {}  # path -> (audio int16, offsets, token lists)
+        self.index = []  # (path, i)
+
+    def refresh(self):
+        paths = sorted(glob.glob(os.path.join(DATA, "shard-*.npz")))
+        new = [p for p in paths if p not in self.shards]
+        if not new:
+            return 0
+        self.rng.shuffle(new)
+        for p in new:
+            if len(self.shards) >= self.max_shards:
+                victim = self.rng.choice(list(self.shards))
+                del self.shards[victim]
+            try:
+                with np.load(p) as z:
+                    a, off, txt = z["audio"], z["offsets"], [str(t) for t in z["text"]]
+            except Exception as e:  # partially written or corrupt: skip for now
+                log("skip shard %s: %s" % (p, e))
+                continue
+            toks = [self.tok.encode(" " + t) for t in txt]
+            self.shards[p] = (a, off, toks, txt)
+        self.index = [(p, i) for p, s in self.shards.items() for i in range(len(s[2]))]
+        return len(new)
+
+    def __len__(self):
+        return len(self.index)
+
+    def sample(self):
+        p, i = self.rng.choice(self.index)
+        a, off, toks, txt = self.shards[p]
+        return a[off[i]:off[i + 1]], toks[i], txt[i]
+
+
+def make_window(pool, rng, p_notimestamps=0.15, p_single=0.1, max_tokens=440):
+    """One training example: (float32 audio [WIN], token list)."""
+    x = np.zeros(WIN, dtype=np.float32)
+    ts = rng.random() >= p_notimestamps
+    single = rng.random() < p_single
+    segs = []  # (start_s, end_s, tokens)
+    partial = None
+    t = rng.uniform(0.0, 2.0) if not single else rng.uniform(0.0, 10.0)
+    n_tok = 3
+    while True:
+        u, toks, _ = pool.sample()
+        n = len(u)
+        start = int(t * SR)
+        gain = 10 ** (rng.uniform(-12, 0) / 20) / 32768.0
+        if start + n <= WIN:
+            if n_tok + len(toks) + 2 > max_tokens:
+                break
+            x[start:start + n] = u.astype(np.float32) * gain
+            segs.append((start / SR, (start + n) / SR, toks))
+            n_tok += len(toks) + 2
+            t = (start + n) / SR + rng.uniform(0.1, 1.5)
+            if single:
+                break
+        else:
+            if ts and not single and start < WIN - int(0.3 * SR) and rng.random() < 0.6:
+                m = WIN - start
+                x[start:] = u[:m].astype(np.float32) * gain
+                partial = start / SR
+            break
+        if t >= 29.7:
+            break
+    if not segs:  # first utterance too long for the window: cut and retry
+        return make_window(pool, rng, p_notimestamps, p_single, max_tokens)
+    # additive noise
+    if rng.random() < 0.5:
+        rms = math.sqrt(float(np.mean(x[x != 0] ** 2)) + 1e-12)
+        snr = rng.uniform(10, 40)
+        x += np.random.randn(WIN).astype(np.float32) * (rms * 10 ** (-snr / 20))
+    else:
+        x += np.random.randn(WIN).astype(np.float32) * 1e-5
+    tokens = [wt.SOT]
+    if ts:
+        for s, e, tk in segs:
+            tokens.append(wt.timestamp_token(s))
+            tokens.extend(tk)
+            tokens.append(wt.timestamp_token(e))
+        if partial is not None:
+            tokens.append(wt.timestamp_token(partial))
+    else:
+        tokens.append(wt.NO_TIMESTAMPS)
+        for _, _, tk in segs:
+            tokens.extend(tk)
+    tokens.append(wt.EOT)
+    return x, tokens
+
+
+def make_batch(pool, rng, bs):
+    xs, toks = [], []
+    for _ in range(bs):
+        x, t = make_window(pool, rng)
+        xs.append(x)
+        toks.append(t)
+    mel = wa.log_mel_spectrogram(torch.from_numpy(np.stack(xs)))
+    L = max(len(t) for t in toks) - 1
+    inp = torch.full((bs, L), wt.EOT, dtype=torch.long)
+    tgt = torch.full((bs, L), -100, dtype=torch.long)
+    for b, t in enumerate(toks):
+        t = torch.tensor(t)
+        inp[b, :len(t) - 1] = t[:-1]
+        tgt[b, :len(t) - 1] = t[1:]
+        if t[1] == wt.NO_TIMESTAMPS:
+            tgt[b, 0] = -100  # <|notimestamps|> is a prompt, not a prediction
+    return mel, inp, tgt
+
+# ------------------------------------------------------------------ eval ----
+
+
+@torch.no_grad()
+def greedy_decode(model, mel, timestamps=False, max_len=120):
+    """mel (n_mels, 3000) -> token list (after the prompt, without eot)."""
+    xa = model.encoder(mel[None])
+    dec = model.decoder
+    prompt = [wt.SOT] + ([] if timestamps else [wt.NO_TIMESTAMPS])
+    toks = list(prompt)
+    for _ in range(max_len):
+        t = torch.tensor([toks])
+        x = dec.token_embedding(t) + dec.positional_embedding[:len(toks)]
+        for blk in dec.blocks:
+            x = blk(x, xa, mask=dec.mask)
+        x = dec.ln(x[:, -1])
+        logits = x @ dec.token_embedding.weight.t()
+        logits[:, wt.SOT:wt.TIMESTAMP_BEGIN] = -float("inf")
+        if not timestamps:
+            logits[:, wt.TIMESTAMP_BEGIN:] = -float("inf")
+        nxt = int(logits.argmax())
+        if nxt == wt.EOT:
+            break
+        toks.append(nxt)
+    return toks[len(prompt):]
+
+
+def norm_words(s):
+    s = s.lower().replace("-", " ")
+    s = re.sub(r"[^a-z0-9' ]", " ", s)
+    return [w.strip("'") for w in s.split() if w.strip("'")]
+
+
+def edit_distance(a, b):
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+        prev = cur
+    return prev[len(b)]
+
+
+def load_eval_set(name):
+    p = os.path.join(EVAL, name + ".npz")
+    if not os.path.exists(p):
+        return None
+    with np.load(p) as z:
+        a, off, txt = z["audio"], z["offsets"], [str(t) for t in z["text"]]
+    return [(a[off[i]:off[i + 1]].astype(np.float32) / 32768.0, txt[i]) for i in range(len(txt))]
+
+
+def evaluate(model, tok, n, show=2):
+    model.eval()
+    res = {}
+    for name in ("trainvoices", "heldout-rms"):
+        data = load_eval_set(name)
+        if not data:
+            continue
+        errs = words = 0
+        shown = 0
+        for audio_, ref in data[:n]:
+            mel = wa.log_mel_spectrogram(wa.pad_or_trim(audio_))
+            hyp = tok.decode(greedy_decode(model, mel))
+            r, h = norm_words(ref), norm_words(hyp)
+            errs += edit_distance(r, h)
+            words += len(r)
+            if shown < show:
+                log("  [%s] ref: %s" % (name, ref))
+                log("  [%s] hyp: %s" % (name, hyp.strip()))
+                shown += 1
+        res[name] = 100.0 * errs / max(1, words)
+    model.train()
+    return res
+
+# ----------------------------------------------------------- checkpoints ----
+
+
+def save_work_ckpt(model, opt, step, extra):
+    os.makedirs(CKPT_DIR, exist_ok=True)
+    p = os.path.join(CKPT_DIR, "last.pt")
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                "dims": DIMS.to_dict(), **extra}, p + ".tmp")
+    os.replace(p + ".tmp", p)
+
+
+def save_committed(model, step, path=COMMITTED, extra=None):
+    """Weights-only f16 checkpoint for the repository (~42 MB)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    sd = {k: v.half() for k, v in model.state_dict().items()
+          if k != "encoder.positional_embedding"}
+    torch.save({"model_f16": sd, "step": step, "dims": DIMS.to_dict(), **(extra or {})},
+               path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def load_weights(model, path):
+    ck = torch.load(path, map_location="cpu")
+    sd = ck.get("model") or ck.get("model_f16")
+    sd = {k: v.float() for k, v in sd.items()}
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    missing = [m for m in missing if m != "encoder.positional_embedding"]
+    if missing or unexpected:
+        raise RuntimeError("checkpoint mismatch: missing %s unexpected %s" % (missing, unexpected))
+    return ck
+
+# ------------------------------------------------------------------ main ----
+
+
+def lr_at(step, args):
+    warm = min(1.0, (step + 1) / args.warmup)
+    if args.total_steps > 0:
+        prog = min(1.0, step / args.total_steps)
+        return args.lr * warm * (args.min_lr_frac + (1 - args.min_lr_frac) * 0.5 *
+                                 (1 + math.cos(math.pi * prog)))
+    return args.lr * warm
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--lr", type=float, default=6e-4)
+    ap.add_argument("--warmup", type=int, default=300)
+    ap.add_argument("--total-steps", type=int, default=0, help="cosine decay length; 0 = constant")
+    ap.add_argument("--min-lr-frac", type=float, default=0.1)
+    ap.add_argument("--wd", type=float, default=0.05)
+    ap.add_argument("--clip", type=float, default=1.0)
+    ap.add_argument("--ckpt-every", type=int, default=50)
+    ap.add_argument("--eval-every", type=int, default=250)
+    ap.add_argument("--eval-n", type=int, default=12)
+    ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--min-utts", type=int, default=400)
+    ap.add_argument("--fresh", action="store_true", help="ignore existing checkpoints")
+    ap.add_argument("--seed", type=int, default=None)
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    seed = args.seed if args.seed is not None else int(time.time())
+    rng = random.Random(seed)
+    np.random.seed(seed % (2 ** 32))
+    torch.manual_seed(seed)
+
+    tok = wt.get_tokenizer()
+    model = wm.Whisper(DIMS)
+    model.init_weights(seed=0)
+    decay, no_decay = [], []
+    for n, p in model.named_parameters():
+        (decay if p.dim() >= 2 and "positional" not in n else no_decay).append(p)
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.wd},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=args.lr, betas=(0.9, 0.98), eps=1e-6)
+    step = 0
+    windows_seen = 0
+    train_seconds = 0.0
+    last = os.path.join(CKPT_DIR, "last.pt")
+    if not args.fresh and os.path.exists(last):
+        ck = load_weights(model, last)
+        opt.load_state_dict(ck["opt"])
+        step = ck["step"]
+        windows_seen = ck.get("windows_seen", 0)
+        train_seconds = ck.get("train_seconds", 0.0)
+        log("resumed from %s at step %d" % (last, step))
+    elif not args.fresh and os.path.exists(COMMITTED):
+        ck = load_weights(model, COMMITTED)
+        step = ck["step"]
+        windows_seen = ck.get("windows_seen", 0)
+        train_seconds = ck.get("train_seconds", 0.0)
+        log("resumed weights from %s at step %d (fresh optimizer)" % (COMMITTED, step))
+    else:
+        log("fresh model: %s, %d params" % (DIMS.to_dict(), sum(p.numel() for p in model.parameters())))
+    log("args: %s threads=%d" % (vars(args), torch.get_num_threads()))
+
+    pool = Pool(tok, rng=rng)
+    while True:
+        pool.refresh()
+        if len(pool) >= args.min_utts:
+            break
+        log("waiting for data: %d utterances" % len(pool))
+        time.sleep(30)
+    log("pool: %d utterances in %d shards" % (len(pool), len(pool.shards)))
+
+    model.train()
+    t_last = time.time()
+    loss_acc = n_acc = 0.0
+    w_acc = 0
+    while args.max_steps <= 0 or step < args.max_steps:
+        if step % 20 == 0:
+            pool.refresh()
+        t0 = time.time()
+        mel, inp, tgt = make_batch(pool, rng, args.batch)
+        t_data = time.time() - t0
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, args)
+        logits = model(mel, inp)
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1), ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        opt.step()
+        step += 1
+        windows_seen += args.batch
+        dt = time.time() - t0
+        train_seconds += dt
+        loss_acc += float(loss)
+        n_acc += 1
+        w_acc += args.batch
+        if step % args.log_every == 0:
+            el = time.time() - t_last
+            log("step %d loss %.4f lr %.2e gnorm %.2f %.2f win/s (data %.2fs/step) windows %d "
+                "pool %d train_h %.2f" % (step, loss_acc / n_acc, lr_at(step, args), float(gn),
+                                           w_acc / el, t_data, windows_seen, len(pool),
+                                           train_seconds / 3600))
+            t_last = time.time()
+            loss_acc = n_acc = 0.0
+            w_acc = 0
+        if not math.isfinite(float(loss)):
+            log("non-finite loss, stopping (resume from last checkpoint)")
+            sys.exit(1)
+        extra = {"windows_seen": windows_seen, "train_seconds": train_seconds}
+        if step % args.ckpt_every == 0:
+            save_work_ckpt(model, opt, step, extra)
+        if step % args.eval_every == 0:
+            te = time.time()
+            res = evaluate(model, tok, args.eval_n)
+            if res:
+                log("eval step %d: %s (%.0f s)" % (step, ", ".join(
+                    "%s WER %.1f%%" % kv for kv in res.items()), time.time() - te))
+            t_last = time.time()
+        if os.path.exists(os.path.join(WORK, "save-committed")):
+            os.remove(os.path.join(WORK, "save-committed"))
+            save_committed(model, step, extra=extra)
+            log("wrote committed checkpoint %s at step %d" % (COMMITTED, step))
+        if os.path.exists(os.path.join(WORK, "stop")):
+            os.remove(os.path.join(WORK, "stop"))
+            save_work_ckpt(model, opt, step, extra)
+            log("stop requested: checkpoint saved at step %d" % step)
+            break
+
+
+if __name__ == "__main__":
+    main()
