@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The whole test suite: normal build, sanitizer build, fuzz smoke run.
+# Prints one summary line "N passed, N failed" at the end.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+passed=0
+failed=0
+status=0
+
+count_results () {
+  # meson's test log: one JSON object per test
+  local log=$1/meson-logs/testlog.json
+  [ -f "$log" ] || return
+  local p f
+  p=$(grep -c '"result": "OK"' "$log" || true)
+  f=$(grep -c -E '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)
+  passed=$((passed + p))
+  failed=$((failed + f))
+}
+
+run_suite () {
+  local dir=$1; shift
+  echo "== build $dir ($*) =="
+  rm -rf "$dir"
+  if ! meson setup "$dir" --werror "$@" || ! ninja -C "$dir"; then
+    echo "build $dir failed"
+    failed=$((failed + 1))
+    status=1
+    return
+  fi
+  if ! meson test -C "$dir" --print-errorlogs --num-processes 2 \
+      --timeout-multiplier "${TIMEOUT_MULT:-1}"; then
+    status=1
+  fi
+  count_results "$dir"
+}
+
+run_suite ci-build
+TIMEOUT_MULT=4 run_suite ci-build-asan -Db_sanitize=address,undefined \
+  -Db_lundef=false -Dbuildtype=debug -Doptimization=1
+# The ORC-less build must compile and pass too (checked-in -dist files).
+run_suite ci-build-noorc -Dorc=disabled
+
+# Fuzz targets, each for a bounded time on its seed corpus.
+echo "== fuzz =="
+if CC=clang meson setup ci-build-fuzz -Dfuzzing=true -Dtests=disabled >/dev/null \
+    && ninja -C ci-build-fuzz; then
+  for t in ci-build-fuzz/tests/fuzz/fuzz-*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    corpus=tests/fuzz/corpus/${name#fuzz-}
+    mkdir -p "ci-build-fuzz/$name-corpus"
+    if "$t" -max_total_time="${FUZZ_SECONDS:-60}" -rss_limit_mb=2048 \
+        "ci-build-fuzz/$name-corpus" $( [ -d "$corpus" ] && echo "$corpus" ) \
+        > "ci-build-fuzz/$name.log" 2>&1; then
+      echo "ok $name"; passed=$((passed + 1))
+    else
+      echo "FAIL $name"; tail -40 "ci-build-fuzz/$name.log"
+      failed=$((failed + 1)); status=1
+    fi
+  done
+else
+  echo "fuzz build failed"; failed=$((failed + 1)); status=1
+fi
+
+echo
+echo "$passed passed, $failed failed"
+exit $status

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Set-up for a fresh Debian 12 machine (run as root, or with sudo).
+#
+#   ./bootstrap.sh demo   install, build, transcribe the example audio with
+#                         the element and the default model
+#   ./bootstrap.sh test   install, build, run the whole test suite twice:
+#                         a normal build, then AddressSanitizer +
+#                         UndefinedBehaviorSanitizer; warnings are fatal;
+#                         then the fuzz targets for a bounded time
+set -euo pipefail
+cd "$(dirname "$0")"
+
+what=${1:-demo}
+BUILD_DEPS=(
+  meson ninja-build pkg-config gcc
+  libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+  liborc-0.4-dev liborc-0.4-dev-bin libkissfft-dev zlib1g-dev
+)
+TEST_DEPS=(clang libclang-rt-14-dev)
+
+install_deps () {
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+
+# The shared data folder beside the checkout holds the test audio and the
+# real Whisper vocabulary; examples fall back to the copy in tests/data.
+SHARED=${WK_SHARED_DATA:-$(cd .. && pwd)/shared/data}
+
+case "$what" in
+  demo)
+    install_deps "${BUILD_DEPS[@]}"
+    meson setup build --reconfigure >/dev/null 2>&1 || meson setup build
+    ninja -C build
+    audio="$SHARED/jfk.wav"
+    [ -f "$audio" ] || audio=examples/data/jfk.wav
+    echo "== whisperknot on $audio (default model) =="
+    GST_PLUGIN_PATH=build/gst-plugin GST_REGISTRY_1_0=build/registry.bin \
+      gst-launch-1.0 -q filesrc location="$audio" ! wavparse ! audioconvert ! \
+      audioresample ! whisperknot ! fdsink fd=1
+    echo
+    ;;
+  test)
+    install_deps "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"
+    exec bash .ci/test-all.sh
+    ;;
+  *)
+    echo "usage: $0 demo|test" >&2
+    exit 2
+    ;;
+esac
