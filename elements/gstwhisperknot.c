@@ -1,0 +1,1231 @@
+/* whisperknot: speech to text in a GStreamer element. */
+
+/**
+ * SECTION:element-whisperknot
+ * @title: whisperknot
+ *
+ * whisperknot transcribes speech with a Whisper-architecture model whose
+ * weights are mapped read-only from a knot file (convert whisper.cpp ggml
+ * files or Hugging Face models with `whisperknot-convert`). It takes mono
+ * 16 kHz audio and gives `text/x-raw, format=utf8` buffers, one per
+ * recognized segment, each with the PTS and duration of the speech it
+ * transcribes in the input's own time. Stretches without text are covered
+ * by GAP events so that downstream elements such as textoverlay never
+ * wait for text that will not come.
+ *
+ * The model loads on a thread of its own when the element goes from READY
+ * to PAUSED; recognition runs on the element's own thread (the source pad's
+ * task), fed through a bounded queue of audio, so the upstream streaming
+ * thread only copies samples. When the queue is full, upstream waits: audio
+ * is never dropped. A model that cannot be loaded posts an error naming the
+ * file and data flow stops with an error.
+ *
+ * Timestamps follow the input: the first buffer's timestamp is the time of
+ * the recognizer's first sample. A discontinuity (a buffer flagged DISCONT,
+ * or timestamps that jump by more than the audio they carry) transcribes
+ * what was queued before it, restarts the recognizer there, and the next
+ * text buffer carries DISCONT. EOS transcribes everything, then is passed
+ * on. A flush drops queued audio and pending text.
+ *
+ * The #GstWhisperKnot:latency property sets the recognizer's policy: 0
+ * transcribes in Whisper's 30 second windows (the most accurate, for files;
+ * text arrives up to 30 s after the speech, and the LATENCY query says so).
+ *
+ * ## Example pipelines
+ * |[
+ * gst-launch-1.0 filesrc location=jfk.wav ! wavparse ! audioconvert ! \
+ *     audioresample ! whisperknot model=tiny.en.knot ! fakesink dump=true
+ * ]| Transcribes a WAV file; the text buffers are dumped with their times.
+ * |[
+ * gst-launch-1.0 filesrc location=jfk.wav ! wavparse ! audioconvert ! \
+ *     audioresample ! whisperknot model=tiny.en.knot ! srtenc ! \
+ *     filesink location=jfk.srt
+ * ]| Writes SubRip subtitles (srtenc, or webvttenc for WebVTT, come with
+ * gst-plugins-bad).
+ * |[
+ * gst-launch-1.0 autoaudiosrc ! audioconvert ! audioresample ! \
+ *     whisperknot model=tiny.en.knot latency=1000 ! fdsink fd=1
+ * ]| Prints what the microphone hears.
+ *
+ * With a build tree, `GST_PLUGIN_PATH=build/gst-plugin gst-inspect-1.0
+ * whisperknot` lists the element, its caps and properties.
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <string.h>
+
+#include "gstwhisperknot.h"
+
+GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
+#define GST_CAT_DEFAULT whisperknot_debug
+
+#define DEFAULT_MODEL NULL
+#define DEFAULT_LANGUAGE "auto"
+#define DEFAULT_TRANSLATE FALSE
+#define DEFAULT_LATENCY 0
+#define DEFAULT_THREADS 0
+
+#define MAX_LATENCY 30000
+
+/* Audio the queue holds between the streaming thread and the recognizer:
+ * one Whisper window, so upstream keeps flowing while a window runs. */
+#define RING_SECONDS 30
+/* Samples handed to the engine per call, so the worker looks at flushes
+ * and events between calls. */
+#define FEED_CHUNK (WK_SAMPLE_RATE / 2)
+/* An upstream GAP up to this long is transcribed as silence, which keeps
+ * a short dropout from splitting a sentence; a longer one ends the
+ * recognizer's stream there and is passed on. */
+#define GAP_FILL_MAX (2 * GST_SECOND)
+/* Whisper's window: in offline mode no text can still come for audio more
+ * than this far behind what was fed. */
+#define WINDOW_SAMPLES (30 * WK_SAMPLE_RATE)
+/* GAP events for a stretch without text are sent in steps at least this
+ * long while audio flows (at a drain they cover everything). */
+#define MIN_GAP (GST_SECOND / 2)
+
+#define SINK_CAPS "audio/x-raw, " \
+    "format = (string) { F32LE, S16LE }, " \
+    "rate = (int) 16000, " \
+    "channels = (int) 1, " \
+    "layout = (string) interleaved"
+
+#define SRC_CAPS "text/x-raw, format = (string) utf8"
+
+#define MODEL_HINT "Convert a Whisper model (a whisper.cpp ggml .bin or a " \
+    "Hugging Face model.safetensors) with whisperknot-convert and set the " \
+    "model property to the .knot file, see the README"
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (SINK_CAPS));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (SRC_CAPS));
+
+enum
+{
+  PROP_0,
+  PROP_MODEL,
+  PROP_LANGUAGE,
+  PROP_TRANSLATE,
+  PROP_LATENCY,
+  PROP_THREADS,
+};
+
+/* Something the worker does at a position of the audio queue. */
+typedef enum
+{
+  MARKER_EVENT,                 /* pass a serialized event on */
+  MARKER_RESET,                 /* transcribe what came before, start anew */
+} MarkerKind;
+
+typedef struct
+{
+  guint64 pos;                  /* ring position (GstWhisperKnot.written) */
+  MarkerKind kind;
+  GstEvent *event;              /* MARKER_EVENT */
+  GstClockTime base;            /* MARKER_RESET: time of the next sample */
+} Marker;
+
+#define gst_whisperknot_parent_class parent_class
+G_DEFINE_TYPE (GstWhisperKnot, gst_whisperknot, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE (whisperknot, "whisperknot", GST_RANK_NONE,
+    GST_TYPE_WHISPERKNOT);
+
+static void gst_whisperknot_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_whisperknot_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static void gst_whisperknot_finalize (GObject * object);
+
+static GstStateChangeReturn gst_whisperknot_change_state (GstElement *
+    element, GstStateChange transition);
+static GstFlowReturn gst_whisperknot_chain (GstPad * pad, GstObject * parent,
+    GstBuffer * buf);
+static gboolean gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
+    GstEvent * event);
+static gboolean gst_whisperknot_src_query (GstPad * pad, GstObject * parent,
+    GstQuery * query);
+static gboolean gst_whisperknot_src_activate_mode (GstPad * pad,
+    GstObject * parent, GstPadMode mode, gboolean active);
+static void gst_whisperknot_loop (GstWhisperKnot * self);
+
+static void
+gst_whisperknot_class_init (GstWhisperKnotClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+
+  gobject_class->set_property = gst_whisperknot_set_property;
+  gobject_class->get_property = gst_whisperknot_get_property;
+  gobject_class->finalize = gst_whisperknot_finalize;
+
+  /**
+   * GstWhisperKnot:model:
+   *
+   * The knot file to load. Unset, the default model: $WHISPERKNOT_MODEL,
+   * else the one installed with the plugin (or the build tree's). Read
+   * when the element goes from READY to PAUSED.
+   */
+  g_object_class_install_property (gobject_class, PROP_MODEL,
+      g_param_spec_string ("model", "Model",
+          "Path of the model (a .knot file from whisperknot-convert); "
+          "unset: $WHISPERKNOT_MODEL or the installed default model",
+          DEFAULT_MODEL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  /**
+   * GstWhisperKnot:language:
+   *
+   * The spoken language as an ISO 639-1 code, or "auto" to detect it.
+   * English-only models always transcribe English.
+   */
+  g_object_class_install_property (gobject_class, PROP_LANGUAGE,
+      g_param_spec_string ("language", "Language",
+          "Spoken language (ISO 639-1 code such as \"en\" or \"de\"), or "
+          "\"auto\" to detect it (multilingual models)",
+          DEFAULT_LANGUAGE, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  g_object_class_install_property (gobject_class, PROP_TRANSLATE,
+      g_param_spec_boolean ("translate", "Translate",
+          "Translate the speech into English (multilingual models)",
+          DEFAULT_TRANSLATE, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  /**
+   * GstWhisperKnot:latency:
+   *
+   * Target delay in milliseconds from the end of a word to its text. 0
+   * transcribes in Whisper's 30 second windows (offline behaviour, the most
+   * accurate); the element then reports 30 s of latency.
+   */
+  g_object_class_install_property (gobject_class, PROP_LATENCY,
+      g_param_spec_uint ("latency", "Latency",
+          "Target delay from speech to text in milliseconds "
+          "(0 = 30 s windows, for files)", 0, MAX_LATENCY, DEFAULT_LATENCY,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  g_object_class_install_property (gobject_class, PROP_THREADS,
+      g_param_spec_uint ("threads", "Threads",
+          "Threads the recognizer computes on (0 = one per core)",
+          0, 256, DEFAULT_THREADS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+
+  gst_element_class_set_static_metadata (element_class,
+      "Speech to text", "Filter/Audio/Text",
+      "Transcribes speech with a Whisper model kept resident in memory",
+      "whisperknot developers");
+
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_whisperknot_change_state);
+
+  GST_DEBUG_CATEGORY_INIT (whisperknot_debug, "whisperknot", 0,
+      "speech to text");
+}
+
+static void
+gst_whisperknot_init (GstWhisperKnot * self)
+{
+  self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_whisperknot_chain));
+  gst_pad_set_event_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_whisperknot_sink_event));
+  GST_PAD_SET_ACCEPT_TEMPLATE (self->sinkpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+
+  self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_set_query_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_whisperknot_src_query));
+  gst_pad_set_activatemode_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_whisperknot_src_activate_mode));
+  gst_pad_use_fixed_caps (self->srcpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+
+  self->model_path = g_strdup (DEFAULT_MODEL);
+  self->language = g_strdup (DEFAULT_LANGUAGE);
+  self->translate = DEFAULT_TRANSLATE;
+  self->latency_ms = DEFAULT_LATENCY;
+  self->n_threads = DEFAULT_THREADS;
+
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  g_queue_init (&self->markers);
+  self->flushing = TRUE;
+  self->srcresult = GST_FLOW_FLUSHING;
+  self->format = GST_AUDIO_FORMAT_F32LE;
+  self->next_ts = GST_CLOCK_TIME_NONE;
+  self->base = GST_CLOCK_TIME_NONE;
+  self->out_pos = GST_CLOCK_TIME_NONE;
+}
+
+static void
+gst_whisperknot_finalize (GObject * object)
+{
+  GstWhisperKnot *self = GST_WHISPERKNOT (object);
+
+  g_free (self->model_path);
+  g_free (self->language);
+  g_free (self->loaded_path);
+  g_free (self->ring);
+  if (self->align)
+    gst_audio_stream_align_free (self->align);
+  if (self->stream)
+    wk_stream_free (self->stream);
+  if (self->model)
+    wk_model_unref (self->model);
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
+
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_whisperknot_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstWhisperKnot *self = GST_WHISPERKNOT (object);
+
+  /* Changes made in PAUSED or PLAYING are kept and take effect the next
+   * time the element goes from READY to PAUSED. */
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_MODEL:
+      g_free (self->model_path);
+      self->model_path = g_value_dup_string (value);
+      break;
+    case PROP_LANGUAGE:
+      g_free (self->language);
+      self->language = g_value_dup_string (value);
+      break;
+    case PROP_TRANSLATE:
+      self->translate = g_value_get_boolean (value);
+      break;
+    case PROP_LATENCY:
+      self->latency_ms = g_value_get_uint (value);
+      break;
+    case PROP_THREADS:
+      self->n_threads = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_whisperknot_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstWhisperKnot *self = GST_WHISPERKNOT (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_MODEL:
+      g_value_set_string (value, self->model_path);
+      break;
+    case PROP_LANGUAGE:
+      g_value_set_string (value, self->language);
+      break;
+    case PROP_TRANSLATE:
+      g_value_set_boolean (value, self->translate);
+      break;
+    case PROP_LATENCY:
+      g_value_set_uint (value, self->latency_ms);
+      break;
+    case PROP_THREADS:
+      g_value_set_uint (value, self->n_threads);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* ---- the model ---------------------------------------------------------- */
+
+static gpointer
+gst_whisperknot_load_thread (gpointer data)
+{
+  GstWhisperKnot *self = data;
+  wk_model_params params = wk_model_default_params ();
+  wk_model *model = NULL;
+  wk_status status;
+  gchar *path;
+  char err[512] = "";
+
+  g_mutex_lock (&self->lock);
+  path = g_strdup (self->loaded_path);
+  g_mutex_unlock (&self->lock);
+
+  GST_INFO_OBJECT (self, "loading model %s", path);
+  status = wk_model_load (path, &params, &model, err, sizeof err);
+
+  /* Posted before the worker learns of the failure, so that this message
+   * comes before any flow error upstream reports. */
+  if (status != WK_OK) {
+    if (status == WK_ERR_IO && !g_file_test (path, G_FILE_TEST_EXISTS)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("Could not load model '%s': the file does not exist. %s.", path,
+              MODEL_HINT), ("%s (%s)", err, wk_status_str (status)));
+    } else if (status == WK_ERR_IO) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("Could not load model '%s': %s.", path, err),
+          ("%s", wk_status_str (status)));
+    } else {
+      GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+          ("Could not load model '%s': %s. %s.", path, err, MODEL_HINT),
+          ("%s", wk_status_str (status)));
+    }
+  } else {
+    GST_INFO_OBJECT (self, "loaded model %s", path);
+  }
+
+  g_mutex_lock (&self->lock);
+  self->model = model;
+  self->loading = FALSE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+
+  g_free (path);
+  return NULL;
+}
+
+/* Starts loading the model named by the properties unless it is the one
+ * loaded already. */
+static gboolean
+gst_whisperknot_start_load (GstWhisperKnot * self)
+{
+  gchar *path;
+  GError *error = NULL;
+
+  GST_OBJECT_LOCK (self);
+  path = g_strdup (self->model_path && self->model_path[0] ?
+      self->model_path : wk_default_model_path ());
+  GST_OBJECT_UNLOCK (self);
+
+  g_mutex_lock (&self->lock);
+  if (self->model && !g_strcmp0 (self->loaded_path, path)) {
+    g_mutex_unlock (&self->lock);
+    g_free (path);
+    return TRUE;
+  }
+  if (self->model)
+    wk_model_unref (self->model);
+  self->model = NULL;
+  g_free (self->loaded_path);
+  self->loaded_path = path;
+  self->loading = TRUE;
+  g_mutex_unlock (&self->lock);
+
+  self->load_thread = g_thread_try_new ("wk-load",
+      gst_whisperknot_load_thread, self, &error);
+  if (!self->load_thread)
+    goto no_thread;
+  return TRUE;
+
+  /* ERRORS */
+no_thread:
+  {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("Could not start a thread to load the model: %s.", error->message),
+        (NULL));
+    g_clear_error (&error);
+    g_mutex_lock (&self->lock);
+    self->loading = FALSE;
+    g_mutex_unlock (&self->lock);
+    return FALSE;
+  }
+}
+
+static void
+gst_whisperknot_join_load (GstWhisperKnot * self)
+{
+  if (self->load_thread) {
+    g_thread_join (self->load_thread);
+    self->load_thread = NULL;
+  }
+}
+
+/* Worker: creates the engine stream with the current properties. */
+static gboolean
+gst_whisperknot_open_stream (GstWhisperKnot * self)
+{
+  wk_stream_params params = wk_stream_default_params ();
+  gchar *language;
+  wk_status status;
+  char err[512] = "";
+
+  GST_OBJECT_LOCK (self);
+  language = g_strdup (self->language);
+  params.translate = self->translate;
+  params.latency_ms = self->latency_ms;
+  params.n_threads = self->n_threads;
+  GST_OBJECT_UNLOCK (self);
+
+  if (language && language[0] && g_ascii_strcasecmp (language, "auto"))
+    params.language = language;
+
+  status = wk_stream_new (self->model, &params, &self->stream, err,
+      sizeof err);
+  if (status != WK_OK)
+    goto failed;
+
+  g_free (language);
+  return TRUE;
+
+  /* ERRORS */
+failed:
+  {
+    if (status == WK_ERR_ARG) {
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+          ("Could not start transcription: %s (language '%s', "
+              "translate %s).", err, language ? language : "auto",
+              params.translate ? "on" : "off"),
+          ("%s", wk_status_str (status)));
+    } else {
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT,
+          ("Could not start transcription: %s.", err),
+          ("%s", wk_status_str (status)));
+    }
+    g_free (language);
+    self->stream = NULL;
+    return FALSE;
+  }
+}
+
+/* ---- the queue ---------------------------------------------------------- */
+
+static void
+marker_free (Marker * marker)
+{
+  if (marker->event)
+    gst_event_unref (marker->event);
+  g_free (marker);
+}
+
+/* With the lock held. */
+static void
+gst_whisperknot_push_marker (GstWhisperKnot * self, MarkerKind kind,
+    GstEvent * event, GstClockTime base)
+{
+  Marker *marker = g_new0 (Marker, 1);
+
+  marker->pos = self->written;
+  marker->kind = kind;
+  marker->event = event;
+  marker->base = base;
+  g_queue_push_tail (&self->markers, marker);
+  g_cond_broadcast (&self->cond);
+}
+
+/* With the lock held. */
+static void
+gst_whisperknot_clear_queue (GstWhisperKnot * self)
+{
+  Marker *marker;
+
+  while ((marker = g_queue_pop_head (&self->markers)))
+    marker_free (marker);
+  self->written = self->read = 0;
+}
+
+/* Streaming thread: copies n samples (silence when data is NULL) into the
+ * ring, waiting while it is full. */
+static GstFlowReturn
+gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  gsize done = 0;
+
+  g_mutex_lock (&self->lock);
+  while (done < n) {
+    gsize used, space, wpos, m, i;
+    gfloat *out;
+
+    while (!self->flushing && self->srcresult == GST_FLOW_OK &&
+        self->written - self->read == self->ring_size) {
+      GST_LOG_OBJECT (self, "queue full, waiting");
+      g_cond_wait (&self->cond, &self->lock);
+    }
+    if (self->flushing || self->srcresult != GST_FLOW_OK) {
+      ret = self->flushing ? GST_FLOW_FLUSHING : self->srcresult;
+      break;
+    }
+
+    used = self->written - self->read;
+    space = self->ring_size - used;
+    wpos = self->written % self->ring_size;
+    m = MIN (MIN (space, self->ring_size - wpos), n - done);
+    out = self->ring + wpos;
+
+    if (!data) {
+      memset (out, 0, m * sizeof (gfloat));
+    } else if (self->format == GST_AUDIO_FORMAT_S16LE) {
+      const guint8 *in = data + done * 2;
+      for (i = 0; i < m; i++)
+        out[i] = (gint16) GST_READ_UINT16_LE (in + 2 * i) * (1.0f / 32768.0f);
+    } else {
+      const guint8 *in = data + done * 4;
+      for (i = 0; i < m; i++)
+        out[i] = GST_READ_FLOAT_LE (in + 4 * i);
+    }
+
+    self->written += m;
+    done += m;
+    g_cond_broadcast (&self->cond);
+  }
+  g_mutex_unlock (&self->lock);
+
+  return ret;
+}
+
+/* Streaming thread: follows the input timestamps; on a discontinuity, the
+ * worker restarts the recognizer at the new time. */
+static void
+gst_whisperknot_track_time (GstWhisperKnot * self, gboolean discont,
+    GstClockTime ts, gsize n)
+{
+  GstClockTime out_ts, out_dur;
+
+  if (!GST_CLOCK_TIME_IS_VALID (ts))
+    ts = GST_CLOCK_TIME_IS_VALID (self->next_ts) ? self->next_ts : 0;
+
+  if (gst_audio_stream_align_process (self->align, discont, ts, n, &out_ts,
+          &out_dur, NULL)) {
+    GST_DEBUG_OBJECT (self, "discontinuity at %" GST_TIME_FORMAT,
+        GST_TIME_ARGS (out_ts));
+    g_mutex_lock (&self->lock);
+    gst_whisperknot_push_marker (self, MARKER_RESET, NULL, out_ts);
+    g_mutex_unlock (&self->lock);
+  }
+  self->next_ts = out_ts + out_dur;
+}
+
+static GstFlowReturn
+gst_whisperknot_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
+{
+  GstWhisperKnot *self = GST_WHISPERKNOT (parent);
+  GstFlowReturn ret;
+  GstMapInfo map;
+  gsize bps, n;
+
+  g_mutex_lock (&self->lock);
+  ret = self->flushing ? GST_FLOW_FLUSHING : self->srcresult;
+  g_mutex_unlock (&self->lock);
+  if (ret != GST_FLOW_OK)
+    goto out;
+
+  if (!self->align)
+    goto not_negotiated;
+
+  if (!gst_buffer_map (buf, &map, GST_MAP_READ))
+    goto map_failed;
+
+  bps = self->format == GST_AUDIO_FORMAT_S16LE ? 2 : 4;
+  n = map.size / bps;
+  GST_LOG_OBJECT (self, "%" G_GSIZE_FORMAT " samples at %" GST_TIME_FORMAT,
+      n, GST_TIME_ARGS (GST_BUFFER_PTS (buf)));
+
+  if (n > 0) {
+    gst_whisperknot_track_time (self, GST_BUFFER_IS_DISCONT (buf),
+        GST_BUFFER_PTS (buf), n);
+    ret = gst_whisperknot_write (self, map.data, n);
+  }
+  gst_buffer_unmap (buf, &map);
+
+out:
+  gst_buffer_unref (buf);
+  return ret;
+
+  /* ERRORS */
+not_negotiated:
+  {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+        ("audio arrived before caps"));
+    gst_buffer_unref (buf);
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+map_failed:
+  {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, (NULL),
+        ("could not map an input buffer"));
+    gst_buffer_unref (buf);
+    return GST_FLOW_ERROR;
+  }
+}
+
+static gboolean
+gst_whisperknot_set_caps (GstWhisperKnot * self, GstCaps * caps)
+{
+  GstAudioInfo info;
+
+  if (!gst_audio_info_from_caps (&info, caps))
+    return FALSE;
+  if (GST_AUDIO_INFO_RATE (&info) != WK_SAMPLE_RATE ||
+      GST_AUDIO_INFO_CHANNELS (&info) != 1)
+    return FALSE;
+  if (GST_AUDIO_INFO_FORMAT (&info) != GST_AUDIO_FORMAT_F32LE &&
+      GST_AUDIO_INFO_FORMAT (&info) != GST_AUDIO_FORMAT_S16LE)
+    return FALSE;
+
+  self->format = GST_AUDIO_INFO_FORMAT (&info);
+  if (!self->align)
+    self->align = gst_audio_stream_align_new (WK_SAMPLE_RATE,
+        40 * GST_MSECOND, GST_SECOND);
+  return TRUE;
+}
+
+/* Streaming thread: queues a serialized event for the worker. */
+static gboolean
+gst_whisperknot_queue_event (GstWhisperKnot * self, GstEvent * event)
+{
+  gboolean ok;
+
+  g_mutex_lock (&self->lock);
+  ok = !self->flushing;
+  if (ok)
+    gst_whisperknot_push_marker (self, MARKER_EVENT, event, 0);
+  g_mutex_unlock (&self->lock);
+  if (!ok)
+    gst_event_unref (event);
+  return ok;
+}
+
+static gboolean
+gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
+    GstEvent * event)
+{
+  GstWhisperKnot *self = GST_WHISPERKNOT (parent);
+
+  GST_LOG_OBJECT (self, "%" GST_PTR_FORMAT, event);
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_FLUSH_START:
+    {
+      gboolean ret = gst_pad_push_event (self->srcpad, event);
+
+      g_mutex_lock (&self->lock);
+      self->flushing = TRUE;
+      self->srcresult = GST_FLOW_FLUSHING;
+      g_cond_broadcast (&self->cond);
+      g_mutex_unlock (&self->lock);
+      /* waits for the worker to leave its loop */
+      gst_pad_pause_task (self->srcpad);
+      return ret;
+    }
+    case GST_EVENT_FLUSH_STOP:
+    {
+      gboolean ret;
+
+      /* the worker is paused: its state is ours to reset */
+      g_mutex_lock (&self->lock);
+      gst_whisperknot_clear_queue (self);
+      self->flushing = FALSE;
+      self->srcresult = GST_FLOW_OK;
+      g_mutex_unlock (&self->lock);
+
+      if (self->stream)
+        wk_stream_reset (self->stream);
+      self->fed = 0;
+      self->base = GST_CLOCK_TIME_NONE;
+      self->out_pos = GST_CLOCK_TIME_NONE;
+      self->discont = TRUE;
+      self->next_ts = GST_CLOCK_TIME_NONE;
+      if (self->align)
+        gst_audio_stream_align_mark_discont (self->align);
+
+      ret = gst_pad_push_event (self->srcpad, event);
+      gst_pad_start_task (self->srcpad,
+          (GstTaskFunction) gst_whisperknot_loop, self, NULL);
+      return ret;
+    }
+    case GST_EVENT_CAPS:
+    {
+      GstCaps *caps;
+      gboolean ok;
+
+      gst_event_parse_caps (event, &caps);
+      ok = gst_whisperknot_set_caps (self, caps);
+      gst_event_unref (event);
+      if (!ok) {
+        GST_WARNING_OBJECT (self, "refused caps %" GST_PTR_FORMAT, caps);
+        return FALSE;
+      }
+      caps = gst_static_pad_template_get_caps (&src_template);
+      return gst_whisperknot_queue_event (self, gst_event_new_caps (caps));
+    }
+    case GST_EVENT_SEGMENT:
+    {
+      const GstSegment *segment;
+
+      gst_event_parse_segment (event, &segment);
+      if (segment->format != GST_FORMAT_TIME) {
+        GST_ELEMENT_ERROR (self, STREAM, FORMAT, (NULL),
+            ("need a TIME segment, got %s",
+                gst_format_get_name (segment->format)));
+        gst_event_unref (event);
+        return FALSE;
+      }
+      if (!GST_CLOCK_TIME_IS_VALID (self->next_ts))
+        self->next_ts = segment->start;
+      return gst_whisperknot_queue_event (self, event);
+    }
+    case GST_EVENT_GAP:
+    {
+      GstClockTime ts, dur;
+
+      gst_event_parse_gap (event, &ts, &dur);
+      if (self->align && GST_CLOCK_TIME_IS_VALID (dur) && dur <= GAP_FILL_MAX) {
+        gsize n = gst_util_uint64_scale_round (dur, WK_SAMPLE_RATE,
+            GST_SECOND);
+
+        gst_event_unref (event);
+        if (n == 0)
+          return TRUE;
+        gst_whisperknot_track_time (self, FALSE, ts, n);
+        return gst_whisperknot_write (self, NULL, n) == GST_FLOW_OK;
+      }
+      /* the worker transcribes what came before, then passes it on */
+      if (self->align)
+        gst_audio_stream_align_mark_discont (self->align);
+      self->next_ts = GST_CLOCK_TIME_NONE;
+      return gst_whisperknot_queue_event (self, event);
+    }
+    case GST_EVENT_EOS:
+      if (self->align)
+        gst_audio_stream_align_mark_discont (self->align);
+      self->next_ts = GST_CLOCK_TIME_NONE;
+      return gst_whisperknot_queue_event (self, event);
+    default:
+      if (GST_EVENT_IS_SERIALIZED (event))
+        return gst_whisperknot_queue_event (self, event);
+      return gst_pad_event_default (pad, parent, event);
+  }
+}
+
+/* ---- the worker --------------------------------------------------------- */
+
+static GstClockTime
+samples_to_time (gint64 samples)
+{
+  if (samples <= 0)
+    return 0;
+  return gst_util_uint64_scale_int (samples, GST_SECOND, WK_SAMPLE_RATE);
+}
+
+/* The latency this element adds: the engine's target, or a whole window
+ * in offline mode. */
+static GstClockTime
+gst_whisperknot_get_latency (GstWhisperKnot * self)
+{
+  guint ms;
+
+  GST_OBJECT_LOCK (self);
+  ms = self->latency_ms;
+  GST_OBJECT_UNLOCK (self);
+
+  if (ms == 0)
+    return samples_to_time (WINDOW_SAMPLES);
+  return ms * GST_MSECOND;
+}
+
+static GstFlowReturn
+gst_whisperknot_push_gap (GstWhisperKnot * self, GstClockTime end,
+    GstClockTime min_gap)
+{
+  GstClockTime start = self->out_pos;
+
+  if (!GST_CLOCK_TIME_IS_VALID (start) || !GST_CLOCK_TIME_IS_VALID (end) ||
+      end <= start || end - start < min_gap)
+    return GST_FLOW_OK;
+
+  GST_LOG_OBJECT (self, "gap %" GST_TIME_FORMAT " - %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (start), GST_TIME_ARGS (end));
+  self->out_pos = end;
+  if (!gst_pad_push_event (self->srcpad, gst_event_new_gap (start,
+              end - start)))
+    GST_DEBUG_OBJECT (self, "gap event not handled downstream");
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn
+gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
+{
+  GstClockTime start, end;
+  GstBuffer *buf;
+  GstFlowReturn ret;
+  const char *text = seg->text ? seg->text : "";
+  gsize len;
+
+  /* Whisper's segments begin with a space; a text buffer is the phrase */
+  while (g_ascii_isspace (*text))
+    text++;
+  len = strlen (text);
+  while (len > 0 && g_ascii_isspace (text[len - 1]))
+    len--;
+  if (len == 0)
+    return GST_FLOW_OK;
+
+  start = self->base + samples_to_time (seg->start);
+  end = self->base + samples_to_time (seg->end);
+  /* downstream has seen time up to out_pos: keep buffers in order */
+  if (GST_CLOCK_TIME_IS_VALID (self->out_pos)) {
+    if (start > self->out_pos) {
+      ret = gst_whisperknot_push_gap (self, start, 0);
+      if (ret != GST_FLOW_OK)
+        return ret;
+    }
+    start = MAX (start, self->out_pos);
+  }
+  end = MAX (end, start);
+
+  buf = gst_buffer_new_memdup (text, len);
+  GST_BUFFER_PTS (buf) = start;
+  GST_BUFFER_DURATION (buf) = end - start;
+  if (self->discont) {
+    GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    self->discont = FALSE;
+  }
+  self->out_pos = end;
+
+  GST_DEBUG_OBJECT (self, "text %" GST_TIME_FORMAT " - %" GST_TIME_FORMAT
+      ": %.*s", GST_TIME_ARGS (start), GST_TIME_ARGS (end), (int) len, text);
+  return gst_pad_push (self->srcpad, buf);
+}
+
+/* Pushes the segments the engine has completed, then a GAP up to where no
+ * more text can come from (the end of the audio once it is finished). */
+static GstFlowReturn
+gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
+{
+  const wk_segment *segs;
+  size_t n, i;
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  if (!GST_CLOCK_TIME_IS_VALID (self->base))
+    return GST_FLOW_OK;
+
+  n = wk_stream_take (self->stream, &segs);
+  for (i = 0; i < n && ret == GST_FLOW_OK; i++)
+    ret = gst_whisperknot_push_segment (self, &segs[i]);
+  if (ret != GST_FLOW_OK)
+    return ret;
+
+  if (finished)
+    return gst_whisperknot_push_gap (self,
+        self->base + samples_to_time (self->fed), 0);
+  /* TODO(live policy): ask the engine how far it has committed text */
+  if (self->fed > WINDOW_SAMPLES)
+    return gst_whisperknot_push_gap (self,
+        self->base + samples_to_time (self->fed - WINDOW_SAMPLES), MIN_GAP);
+  return GST_FLOW_OK;
+}
+
+/* Transcribes everything fed since the last reset, pushes it and resets
+ * the engine. */
+static GstFlowReturn
+gst_whisperknot_drain (GstWhisperKnot * self)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  wk_status status;
+
+  if (self->fed > 0) {
+    GST_DEBUG_OBJECT (self, "draining %" G_GUINT64_FORMAT " samples",
+        self->fed);
+    status = wk_stream_finish (self->stream);
+    if (status != WK_OK)
+      goto failed;
+    ret = gst_whisperknot_push_results (self, TRUE);
+  }
+  wk_stream_reset (self->stream);
+  self->fed = 0;
+  return ret;
+
+  /* ERRORS */
+failed:
+  {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("Transcription failed: %s.", wk_status_str (status)), (NULL));
+    self->own_error = TRUE;
+    return GST_FLOW_ERROR;
+  }
+}
+
+static GstFlowReturn
+gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  if (marker->kind == MARKER_RESET) {
+    ret = gst_whisperknot_drain (self);
+    self->base = marker->base;
+    self->out_pos = marker->base;
+    self->discont = TRUE;
+    return ret;
+  }
+
+  switch (GST_EVENT_TYPE (marker->event)) {
+    case GST_EVENT_EOS:
+    case GST_EVENT_GAP:
+      ret = gst_whisperknot_drain (self);
+      if (ret != GST_FLOW_OK)
+        return ret;
+      if (GST_EVENT_TYPE (marker->event) == GST_EVENT_GAP) {
+        GstClockTime ts, dur;
+
+        gst_event_parse_gap (marker->event, &ts, &dur);
+        if (GST_CLOCK_TIME_IS_VALID (ts) && GST_CLOCK_TIME_IS_VALID (dur) &&
+            (!GST_CLOCK_TIME_IS_VALID (self->out_pos) ||
+                self->out_pos < ts + dur))
+          self->out_pos = ts + dur;
+      }
+      break;
+    default:
+      break;
+  }
+
+  gst_pad_push_event (self->srcpad, marker->event);
+  marker->event = NULL;
+  return ret;
+}
+
+static void
+gst_whisperknot_loop (GstWhisperKnot * self)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  Marker *marker;
+  gsize off, n;
+  wk_status status;
+
+  g_mutex_lock (&self->lock);
+  while (self->loading && !self->flushing)
+    g_cond_wait (&self->cond, &self->lock);
+  while (!self->flushing && self->model && self->read == self->written &&
+      g_queue_is_empty (&self->markers))
+    g_cond_wait (&self->cond, &self->lock);
+  if (self->flushing)
+    goto flushing;
+  if (!self->model) {
+    /* the load thread posted the error */
+    g_mutex_unlock (&self->lock);
+    goto own_error;
+  }
+
+  marker = g_queue_peek_head (&self->markers);
+  if (marker && marker->pos == self->read) {
+    g_queue_pop_head (&self->markers);
+    g_mutex_unlock (&self->lock);
+    if (!self->stream && !gst_whisperknot_open_stream (self)) {
+      marker_free (marker);
+      goto own_error;
+    }
+    ret = gst_whisperknot_handle_marker (self, marker);
+    marker_free (marker);
+  } else {
+    n = self->written - self->read;
+    if (marker)
+      n = MIN (n, marker->pos - self->read);
+    off = self->read % self->ring_size;
+    n = MIN (MIN (n, self->ring_size - off), FEED_CHUNK);
+    g_mutex_unlock (&self->lock);
+
+    if (!self->stream && !gst_whisperknot_open_stream (self))
+      goto own_error;
+    /* the chain function does not write into [read, read + n) */
+    status = wk_stream_feed (self->stream, self->ring + off, n);
+    g_mutex_lock (&self->lock);
+    self->read += n;
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
+    if (status != WK_OK)
+      goto feed_failed;
+
+    self->fed += n;
+    ret = gst_whisperknot_push_results (self, FALSE);
+  }
+
+  if (ret == GST_FLOW_ERROR && self->own_error)
+    goto own_error;
+  if (ret != GST_FLOW_OK)
+    goto error;
+  return;
+
+flushing:
+  {
+    GST_DEBUG_OBJECT (self, "flushing, pausing");
+    g_mutex_unlock (&self->lock);
+    gst_pad_pause_task (self->srcpad);
+    return;
+  }
+feed_failed:
+  {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("Transcription failed: %s.", wk_status_str (status)), (NULL));
+    goto own_error;
+  }
+own_error:
+  {
+    /* the model load, the engine or the stream set-up failed and posted
+     * an error: stop, and make upstream stop too */
+    self->own_error = FALSE;
+    GST_DEBUG_OBJECT (self, "pausing after an error");
+    g_mutex_lock (&self->lock);
+    if (self->srcresult == GST_FLOW_OK)
+      self->srcresult = GST_FLOW_ERROR;
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
+    gst_pad_pause_task (self->srcpad);
+    return;
+  }
+error:
+  {
+    /* downstream refused data */
+    GST_DEBUG_OBJECT (self, "pausing: %s", gst_flow_get_name (ret));
+    g_mutex_lock (&self->lock);
+    if (self->srcresult == GST_FLOW_OK)
+      self->srcresult = ret;
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
+    gst_pad_pause_task (self->srcpad);
+    if (ret == GST_FLOW_NOT_LINKED || ret < GST_FLOW_EOS) {
+      GST_ELEMENT_FLOW_ERROR (self, ret);
+      gst_pad_push_event (self->srcpad, gst_event_new_eos ());
+    }
+    return;
+  }
+}
+
+static gboolean
+gst_whisperknot_src_activate_mode (GstPad * pad, GstObject * parent,
+    GstPadMode mode, gboolean active)
+{
+  GstWhisperKnot *self = GST_WHISPERKNOT (parent);
+
+  if (mode != GST_PAD_MODE_PUSH)
+    return FALSE;
+
+  if (active) {
+    g_mutex_lock (&self->lock);
+    self->flushing = FALSE;
+    self->srcresult = GST_FLOW_OK;
+    g_mutex_unlock (&self->lock);
+    return gst_pad_start_task (pad, (GstTaskFunction) gst_whisperknot_loop,
+        self, NULL);
+  }
+
+  g_mutex_lock (&self->lock);
+  self->flushing = TRUE;
+  self->srcresult = GST_FLOW_FLUSHING;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  return gst_pad_stop_task (pad);
+}
+
+static gboolean
+gst_whisperknot_src_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+  GstWhisperKnot *self = GST_WHISPERKNOT (parent);
+
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_LATENCY:
+    {
+      gboolean live;
+      GstClockTime min, max, ours;
+
+      if (!gst_pad_peer_query (self->sinkpad, query))
+        return FALSE;
+      gst_query_parse_latency (query, &live, &min, &max);
+      ours = gst_whisperknot_get_latency (self);
+      min += ours;
+      if (GST_CLOCK_TIME_IS_VALID (max))
+        max += ours;
+      GST_DEBUG_OBJECT (self, "latency: live %d, min %" GST_TIME_FORMAT
+          ", max %" GST_TIME_FORMAT, live, GST_TIME_ARGS (min),
+          GST_TIME_ARGS (max));
+      gst_query_set_latency (query, live, min, max);
+      return TRUE;
+    }
+    default:
+      return gst_pad_query_default (pad, parent, query);
+  }
+}
+
+static GstStateChangeReturn
+gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
+{
+  GstWhisperKnot *self = GST_WHISPERKNOT (element);
+  GstStateChangeReturn ret;
+
+  switch (transition) {
+    case GST_STATE_CHANGE_NULL_TO_READY:
+      self->ring_size = RING_SECONDS * WK_SAMPLE_RATE;
+      self->ring = g_new (gfloat, self->ring_size);
+      break;
+    case GST_STATE_CHANGE_READY_TO_PAUSED:
+      g_mutex_lock (&self->lock);
+      gst_whisperknot_clear_queue (self);
+      g_mutex_unlock (&self->lock);
+      self->fed = 0;
+      self->base = GST_CLOCK_TIME_NONE;
+      self->out_pos = GST_CLOCK_TIME_NONE;
+      self->discont = TRUE;
+      self->next_ts = GST_CLOCK_TIME_NONE;
+      self->format = GST_AUDIO_FORMAT_F32LE;
+      if (self->align) {
+        gst_audio_stream_align_free (self->align);
+        self->align = NULL;
+      }
+      if (!gst_whisperknot_start_load (self))
+        return GST_STATE_CHANGE_FAILURE;
+      break;
+    default:
+      break;
+  }
+
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+
+  switch (transition) {
+    case GST_STATE_CHANGE_PAUSED_TO_READY:
+      /* the pads are inactive: the worker has stopped */
+      gst_whisperknot_join_load (self);
+      g_mutex_lock (&self->lock);
+      gst_whisperknot_clear_queue (self);
+      g_mutex_unlock (&self->lock);
+      if (self->stream) {
+        wk_stream_free (self->stream);
+        self->stream = NULL;
+      }
+      break;
+    case GST_STATE_CHANGE_READY_TO_NULL:
+      /* READY_TO_PAUSED may have failed after starting a load */
+      gst_whisperknot_join_load (self);
+      if (self->model) {
+        wk_model_unref (self->model);
+        self->model = NULL;
+      }
+      g_clear_pointer (&self->loaded_path, g_free);
+      g_clear_pointer (&self->ring, g_free);
+      self->ring_size = 0;
+      break;
+    default:
+      break;
+  }
+
+  return ret;
+}

@@ -1,0 +1,97 @@
+/* whisperknot: speech to text in a GStreamer element.
+ *
+ * The element is thin: it queues audio and hands it to the engine
+ * (engine/whisperknot.h) on a thread of its own, and turns the engine's
+ * segments into timestamped text buffers.
+ */
+#ifndef __GST_WHISPERKNOT_H__
+#define __GST_WHISPERKNOT_H__
+
+#include <gst/gst.h>
+#include <gst/audio/audio.h>
+
+#include "whisperknot.h"
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_WHISPERKNOT \
+  (gst_whisperknot_get_type())
+#define GST_WHISPERKNOT(obj) \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj),GST_TYPE_WHISPERKNOT,GstWhisperKnot))
+#define GST_WHISPERKNOT_CLASS(klass) \
+  (G_TYPE_CHECK_CLASS_CAST((klass),GST_TYPE_WHISPERKNOT,GstWhisperKnotClass))
+#define GST_IS_WHISPERKNOT(obj) \
+  (G_TYPE_CHECK_INSTANCE_TYPE((obj),GST_TYPE_WHISPERKNOT))
+#define GST_IS_WHISPERKNOT_CLASS(klass) \
+  (G_TYPE_CHECK_CLASS_TYPE((klass),GST_TYPE_WHISPERKNOT))
+
+typedef struct _GstWhisperKnot GstWhisperKnot;
+typedef struct _GstWhisperKnotClass GstWhisperKnotClass;
+
+/**
+ * GstWhisperKnot:
+ *
+ * Opaque data structure.
+ */
+struct _GstWhisperKnot
+{
+  GstElement parent;
+
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  /* properties, protected by the object lock */
+  gchar *model_path;            /* NULL: wk_default_model_path () */
+  gchar *language;              /* "auto" or an ISO 639-1 code */
+  gboolean translate;
+  guint latency_ms;             /* 0: offline windows */
+  guint n_threads;              /* 0: engine default */
+
+  /* Everything below "lock" is shared by the streaming thread, the worker
+   * (the src pad task) and the model-loading thread; "cond" is broadcast
+   * on every change of it. */
+  GMutex lock;
+  GCond cond;
+
+  /* the model */
+  GThread *load_thread;
+  gboolean loading;             /* load_thread is running */
+  wk_model *model;              /* NULL when none or the load failed */
+  gchar *loaded_path;           /* path of model (or of the failed load) */
+
+  /* the bounded queue: audio in a ring, serialized events and resets as
+   * markers at sample positions of the ring */
+  gfloat *ring;                 /* [ring_size] mono 16 kHz samples */
+  gsize ring_size;
+  guint64 written;              /* samples ever written to the ring */
+  guint64 read;                 /* samples ever fed to the engine */
+  GQueue markers;               /* WkMarker, in position order */
+  gboolean flushing;
+  GstFlowReturn srcresult;      /* what the chain function returns */
+
+  /* streaming thread only */
+  GstAudioFormat format;        /* F32LE or S16LE */
+  GstAudioStreamAlign *align;   /* input timestamps -> discontinuities */
+  GstClockTime next_ts;         /* for buffers without a timestamp */
+
+  /* worker only (or with the worker stopped) */
+  wk_stream *stream;
+  GstClockTime base;            /* stream time of the engine's sample 0 */
+  guint64 fed;                  /* samples fed since the last reset */
+  GstClockTime out_pos;         /* text or gaps cover time up to here */
+  gboolean discont;             /* next text buffer carries DISCONT */
+  gboolean own_error;           /* the error was posted already */
+};
+
+struct _GstWhisperKnotClass
+{
+  GstElementClass parent_class;
+};
+
+GType gst_whisperknot_get_type (void);
+
+GST_ELEMENT_REGISTER_DECLARE (whisperknot);
+
+G_END_DECLS
+
+#endif /* __GST_WHISPERKNOT_H__ */
