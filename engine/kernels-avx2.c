@@ -1,0 +1,883 @@
+/* AVX2 + FMA + F16C kernels (built with -mavx2 -mfma -mf16c, only called
+ * after a run-time CPU check). Held to kernels-ref.c by
+ * tests/test-kernels.c.
+ *
+ * Products with many rows of X are blocked GEMMs: a panel of 16 weight rows
+ * by up to KC depth is converted once to f32 ([depth][16], on the stack)
+ * and a 6x16 register-blocked FMA micro-kernel runs over every 6-row stripe
+ * of X. Products with few rows (the decoder) stream each weight row once,
+ * dequantizing blocks in registers. */
+#include "kernels-impl.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define MR 6                    /* rows of X per micro-kernel */
+#define NR 16                   /* weight rows (outputs) per panel */
+#define NC 64                   /* outputs per packed block (4 panels) */
+#define KC 256                  /* depth per packed block (multiple of 32) */
+#define GEMM_MIN_ROWS 8         /* fewer rows of X: streamed GEMV */
+
+/* ---- vector math ---- */
+
+static inline float
+hsum256 (__m256 v)
+{
+  __m128 s = _mm_add_ps (_mm256_castps256_ps128 (v),
+      _mm256_extractf128_ps (v, 1));
+  s = _mm_add_ps (s, _mm_movehl_ps (s, s));
+  s = _mm_add_ss (s, _mm_movehdup_ps (s));
+  return _mm_cvtss_f32 (s);
+}
+
+static inline float
+hmax256 (__m256 v)
+{
+  __m128 s = _mm_max_ps (_mm256_castps256_ps128 (v),
+      _mm256_extractf128_ps (v, 1));
+  s = _mm_max_ps (s, _mm_movehl_ps (s, s));
+  s = _mm_max_ss (s, _mm_movehdup_ps (s));
+  return _mm_cvtss_f32 (s);
+}
+
+/* e^x, relative error about 2e-7 over the float range; 0 below -87. */
+static inline __m256
+exp256 (__m256 x)
+{
+  const __m256 hi = _mm256_set1_ps (88.3762626647949f);
+  const __m256 lo = _mm256_set1_ps (-87.3365447504f);
+  __m256 under = _mm256_cmp_ps (x, lo, _CMP_LT_OQ);
+  __m256 n, r, y, r2;
+  __m256i e;
+
+  x = _mm256_min_ps (x, hi);
+  x = _mm256_max_ps (x, lo);
+  n = _mm256_round_ps (_mm256_mul_ps (x, _mm256_set1_ps (1.44269504088896341f)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm256_fnmadd_ps (n, _mm256_set1_ps (0.693359375f), x);
+  r = _mm256_fnmadd_ps (n, _mm256_set1_ps (-2.12194440e-4f), r);
+  y = _mm256_set1_ps (1.9875691500E-4f);
+  y = _mm256_fmadd_ps (y, r, _mm256_set1_ps (1.3981999507E-3f));
+  y = _mm256_fmadd_ps (y, r, _mm256_set1_ps (8.3334519073E-3f));
+  y = _mm256_fmadd_ps (y, r, _mm256_set1_ps (4.1665795894E-2f));
+  y = _mm256_fmadd_ps (y, r, _mm256_set1_ps (1.6666665459E-1f));
+  y = _mm256_fmadd_ps (y, r, _mm256_set1_ps (5.0000001201E-1f));
+  r2 = _mm256_mul_ps (r, r);
+  y = _mm256_fmadd_ps (y, r2, _mm256_add_ps (r, _mm256_set1_ps (1.0f)));
+  e = _mm256_slli_epi32 (_mm256_add_epi32 (_mm256_cvtps_epi32 (n),
+          _mm256_set1_epi32 (127)), 23);
+  y = _mm256_mul_ps (y, _mm256_castsi256_ps (e));
+  return _mm256_andnot_ps (under, y);
+}
+
+/* 0.5 x (1 + erf (x / sqrt 2)) with Abramowitz & Stegun 7.1.26 for erf
+ * (absolute error below 1.5e-7). */
+static inline __m256
+gelu256 (__m256 x)
+{
+  const __m256 sign_mask = _mm256_set1_ps (-0.0f);
+  __m256 z = _mm256_mul_ps (x, _mm256_set1_ps (0.70710678118654752f));
+  __m256 az = _mm256_andnot_ps (sign_mask, z);
+  __m256 t = _mm256_div_ps (_mm256_set1_ps (1.0f),
+      _mm256_fmadd_ps (az, _mm256_set1_ps (0.3275911f),
+          _mm256_set1_ps (1.0f)));
+  __m256 p = _mm256_set1_ps (1.061405429f);
+  __m256 e, erf_abs, erf_v;
+
+  p = _mm256_fmadd_ps (p, t, _mm256_set1_ps (-1.453152027f));
+  p = _mm256_fmadd_ps (p, t, _mm256_set1_ps (1.421413741f));
+  p = _mm256_fmadd_ps (p, t, _mm256_set1_ps (-0.284496736f));
+  p = _mm256_fmadd_ps (p, t, _mm256_set1_ps (0.254829592f));
+  p = _mm256_mul_ps (p, t);
+  e = exp256 (_mm256_mul_ps (_mm256_xor_ps (az, sign_mask), az));
+  erf_abs = _mm256_fnmadd_ps (p, e, _mm256_set1_ps (1.0f));
+  erf_v = _mm256_or_ps (erf_abs, _mm256_and_ps (z, sign_mask));
+  return _mm256_mul_ps (_mm256_mul_ps (_mm256_set1_ps (0.5f), x),
+      _mm256_add_ps (_mm256_set1_ps (1.0f), erf_v));
+}
+
+/* Mask of the first n (0..8) lanes. */
+static inline __m256i
+lane_mask (int n)
+{
+  static const int32_t m[16] = { -1, -1, -1, -1, -1, -1, -1, -1,
+    0, 0, 0, 0, 0, 0, 0, 0
+  };
+  return _mm256_loadu_si256 ((const __m256i *) (m + 8 - n));
+}
+
+static void
+avx2_gelu (float *x, int64_t n)
+{
+  int64_t i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps (x + i, gelu256 (_mm256_loadu_ps (x + i)));
+  if (i < n) {
+    __m256i m = lane_mask ((int) (n - i));
+    _mm256_maskstore_ps (x + i, m, gelu256 (_mm256_maskload_ps (x + i, m)));
+  }
+}
+
+/* ---- weight rows to f32 ---- */
+
+static inline float
+f16 (uint16_t h)
+{
+  return _cvtsh_ss (h);
+}
+
+static inline void
+q8_0_block (const wk_block_q8_0 * b, __m256 w[4])
+{
+  __m256 d = _mm256_set1_ps (f16 (b->d));
+  int u;
+  for (u = 0; u < 4; u++) {
+    __m128i q = _mm_loadl_epi64 ((const __m128i *) (b->qs + 8 * u));
+    w[u] = _mm256_mul_ps (_mm256_cvtepi32_ps (_mm256_cvtepi8_epi32 (q)), d);
+  }
+}
+
+static inline void
+q4_0_block (const wk_block_q4_0 * b, __m256 w[4])
+{
+  const __m128i m4 = _mm_set1_epi8 (0x0f);
+  float df = f16 (b->d);
+  __m256 d = _mm256_set1_ps (df);
+  __m256 off = _mm256_set1_ps (-8.0f * df);
+  __m128i q = _mm_loadu_si128 ((const __m128i *) b->qs);
+  __m128i lo = _mm_and_si128 (q, m4);
+  __m128i hi = _mm_and_si128 (_mm_srli_epi16 (q, 4), m4);
+
+  w[0] = _mm256_fmadd_ps (_mm256_cvtepi32_ps (_mm256_cvtepu8_epi32 (lo)),
+      d, off);
+  w[1] = _mm256_fmadd_ps (_mm256_cvtepi32_ps (_mm256_cvtepu8_epi32
+          (_mm_srli_si128 (lo, 8))), d, off);
+  w[2] = _mm256_fmadd_ps (_mm256_cvtepi32_ps (_mm256_cvtepu8_epi32 (hi)),
+      d, off);
+  w[3] = _mm256_fmadd_ps (_mm256_cvtepi32_ps (_mm256_cvtepu8_epi32
+          (_mm_srli_si128 (hi, 8))), d, off);
+}
+
+/* out[0 .. len-1] = row elements l0 .. l0+len-1 as f32; l0 (and len,
+ * unless it reaches the row's end) are multiples of WK_QK for q8_0/q4_0. */
+static void
+row_seg_to_f32 (wk_type type, const unsigned char *row, int64_t l0,
+    int64_t len, float *out)
+{
+  int64_t l = 0, b;
+  __m256 w[4];
+
+  switch (type) {
+    case WK_TYPE_F32:
+      memcpy (out, (const float *) row + l0, (size_t) len * sizeof (float));
+      break;
+    case WK_TYPE_F16:{
+      const uint16_t *h = (const uint16_t *) row + l0;
+      for (; l + 8 <= len; l += 8)
+        _mm256_storeu_ps (out + l,
+            _mm256_cvtph_ps (_mm_loadu_si128 ((const __m128i *) (h + l))));
+      for (; l < len; l++)
+        out[l] = f16 (h[l]);
+      break;
+    }
+    case WK_TYPE_Q8_0:{
+      const wk_block_q8_0 *blk = (const wk_block_q8_0 *) row + l0 / WK_QK;
+      for (b = 0; b < len / WK_QK; b++) {
+        q8_0_block (blk + b, w);
+        _mm256_storeu_ps (out + b * 32, w[0]);
+        _mm256_storeu_ps (out + b * 32 + 8, w[1]);
+        _mm256_storeu_ps (out + b * 32 + 16, w[2]);
+        _mm256_storeu_ps (out + b * 32 + 24, w[3]);
+      }
+      break;
+    }
+    case WK_TYPE_Q4_0:{
+      const wk_block_q4_0 *blk = (const wk_block_q4_0 *) row + l0 / WK_QK;
+      for (b = 0; b < len / WK_QK; b++) {
+        q4_0_block (blk + b, w);
+        _mm256_storeu_ps (out + b * 32, w[0]);
+        _mm256_storeu_ps (out + b * 32 + 8, w[1]);
+        _mm256_storeu_ps (out + b * 32 + 16, w[2]);
+        _mm256_storeu_ps (out + b * 32 + 24, w[3]);
+      }
+      break;
+    }
+    default:
+      memset (out, 0, (size_t) len * sizeof (float));
+      break;
+  }
+}
+
+/* ---- blocked GEMM core ---- */
+
+/* Where the right-hand operand's columns (outputs) come from. */
+typedef struct
+{
+  int kind;                     /* 0 weight rows, 1 f32 rows, 2 f32 columns */
+  wk_type type;
+  const unsigned char *data;    /* kind 0 */
+  size_t row_bytes;
+  const float *B;               /* kind 1: B[j*ldb + l]; 2: B[l*ldb + j] */
+  int64_t ldb;
+} gemm_src;
+
+typedef struct
+{
+  const float *bias;            /* added on the last depth block */
+  unsigned flags;               /* WK_LINEAR_GELU / WK_LINEAR_ADD */
+  float alpha;
+} gemm_epi;
+
+/* Packs outputs j .. j+nr-1 (nr <= NR, the rest zero) at depth l0 ..
+ * l0+kc-1 into bp[kk * NR + jj]. */
+static void
+pack_panel (const gemm_src * s, int64_t j, int nr, int64_t l0, int kc,
+    float *bp)
+{
+  float tmp[KC];
+  int jj, kk;
+
+  if (s->kind == 2) {
+    for (kk = 0; kk < kc; kk++) {
+      const float *src = s->B + (l0 + kk) * s->ldb + j;
+      float *dst = bp + kk * NR;
+      if (nr == NR) {
+        _mm256_storeu_ps (dst, _mm256_loadu_ps (src));
+        _mm256_storeu_ps (dst + 8, _mm256_loadu_ps (src + 8));
+      } else {
+        for (jj = 0; jj < nr; jj++)
+          dst[jj] = src[jj];
+        for (; jj < NR; jj++)
+          dst[jj] = 0.0f;
+      }
+    }
+    return;
+  }
+  for (jj = 0; jj < NR; jj++) {
+    const float *src;
+    if (jj >= nr) {
+      for (kk = 0; kk < kc; kk++)
+        bp[kk * NR + jj] = 0.0f;
+      continue;
+    }
+    if (s->kind == 1) {
+      src = s->B + (j + jj) * s->ldb + l0;
+    } else {
+      row_seg_to_f32 (s->type, s->data + (size_t) (j + jj) * s->row_bytes,
+          l0, kc, tmp);
+      src = tmp;
+    }
+    for (kk = 0; kk < kc; kk++)
+      bp[kk * NR + jj] = src[kk];
+  }
+}
+
+/* c[r][h] += sum_kk a_r[kk] * bp[kk][8h .. 8h+7] for r < 6. */
+static inline void
+ukernel_6x16 (int kc, const float *a0, const float *a1, const float *a2,
+    const float *a3, const float *a4, const float *a5, const float *bp,
+    __m256 c[12])
+{
+  __m256 c00 = _mm256_setzero_ps (), c01 = _mm256_setzero_ps ();
+  __m256 c10 = _mm256_setzero_ps (), c11 = _mm256_setzero_ps ();
+  __m256 c20 = _mm256_setzero_ps (), c21 = _mm256_setzero_ps ();
+  __m256 c30 = _mm256_setzero_ps (), c31 = _mm256_setzero_ps ();
+  __m256 c40 = _mm256_setzero_ps (), c41 = _mm256_setzero_ps ();
+  __m256 c50 = _mm256_setzero_ps (), c51 = _mm256_setzero_ps ();
+  int kk;
+
+  for (kk = 0; kk < kc; kk++) {
+    __m256 b0 = _mm256_loadu_ps (bp + kk * NR);
+    __m256 b1 = _mm256_loadu_ps (bp + kk * NR + 8);
+    __m256 a;
+    a = _mm256_broadcast_ss (a0 + kk);
+    c00 = _mm256_fmadd_ps (a, b0, c00);
+    c01 = _mm256_fmadd_ps (a, b1, c01);
+    a = _mm256_broadcast_ss (a1 + kk);
+    c10 = _mm256_fmadd_ps (a, b0, c10);
+    c11 = _mm256_fmadd_ps (a, b1, c11);
+    a = _mm256_broadcast_ss (a2 + kk);
+    c20 = _mm256_fmadd_ps (a, b0, c20);
+    c21 = _mm256_fmadd_ps (a, b1, c21);
+    a = _mm256_broadcast_ss (a3 + kk);
+    c30 = _mm256_fmadd_ps (a, b0, c30);
+    c31 = _mm256_fmadd_ps (a, b1, c31);
+    a = _mm256_broadcast_ss (a4 + kk);
+    c40 = _mm256_fmadd_ps (a, b0, c40);
+    c41 = _mm256_fmadd_ps (a, b1, c41);
+    a = _mm256_broadcast_ss (a5 + kk);
+    c50 = _mm256_fmadd_ps (a, b0, c50);
+    c51 = _mm256_fmadd_ps (a, b1, c51);
+  }
+  c[0] = c00;
+  c[1] = c01;
+  c[2] = c10;
+  c[3] = c11;
+  c[4] = c20;
+  c[5] = c21;
+  c[6] = c30;
+  c[7] = c31;
+  c[8] = c40;
+  c[9] = c41;
+  c[10] = c50;
+  c[11] = c51;
+}
+
+/* Stores a tile of mr x nr partial sums at Y (row stride ldy), columns
+ * starting at output j: first/last say which depth block this is. */
+static inline void
+store_tile (const __m256 c[12], int mr, int nr, float *Y, int64_t ldy,
+    int64_t j, int first, int last, const gemm_epi * epi)
+{
+  __m256i m0 = lane_mask (nr >= 8 ? 8 : nr);
+  __m256i m1 = lane_mask (nr >= 16 ? 8 : nr > 8 ? nr - 8 : 0);
+  __m256 bias0 = _mm256_setzero_ps (), bias1 = _mm256_setzero_ps ();
+  __m256 alpha = _mm256_set1_ps (epi->alpha);
+  int accumulate = !first || (epi->flags & WK_LINEAR_ADD);
+  int gelu = last && (epi->flags & WK_LINEAR_GELU);
+  int r;
+
+  if (last && epi->bias) {
+    bias0 = _mm256_maskload_ps (epi->bias + j, m0);
+    bias1 = _mm256_maskload_ps (epi->bias + j + 8, m1);
+  }
+  for (r = 0; r < mr; r++) {
+    float *y = Y + r * ldy + j;
+    __m256 v0 = _mm256_mul_ps (c[2 * r], alpha);
+    __m256 v1 = _mm256_mul_ps (c[2 * r + 1], alpha);
+    if (accumulate) {
+      v0 = _mm256_add_ps (v0, _mm256_maskload_ps (y, m0));
+      v1 = _mm256_add_ps (v1, _mm256_maskload_ps (y + 8, m1));
+    }
+    v0 = _mm256_add_ps (v0, bias0);
+    v1 = _mm256_add_ps (v1, bias1);
+    if (gelu) {
+      v0 = gelu256 (v0);
+      v1 = gelu256 (v1);
+    }
+    if (nr == NR) {
+      _mm256_storeu_ps (y, v0);
+      _mm256_storeu_ps (y + 8, v1);
+    } else {
+      _mm256_maskstore_ps (y, m0, v0);
+      _mm256_maskstore_ps (y + 8, m1, v1);
+    }
+  }
+}
+
+/* Y[i][j] (i < n, j0 <= j < j1) = epilogue (sum_l X[i][l] * src(l, j)). */
+static void
+gemm_core (const gemm_src * s, const float *X, int64_t n, int64_t ldx,
+    float *Y, int64_t ldy, int64_t j0, int64_t j1, int64_t k,
+    const gemm_epi * epi)
+{
+  float bp[NC / NR][KC * NR] __attribute__ ((aligned (32)));
+  int64_t jc, pc, i;
+
+  for (jc = j0; jc < j1; jc += NC) {
+    int64_t jn = j1 - jc < NC ? j1 - jc : NC;
+    int np = (int) ((jn + NR - 1) / NR);
+
+    for (pc = 0; pc < k; pc += KC) {
+      int kc = (int) (k - pc < KC ? k - pc : KC);
+      int first = pc == 0, last = pc + kc >= k;
+      int p;
+
+      for (p = 0; p < np; p++) {
+        int64_t jp = jc + p * NR;
+        int nr = (int) (j1 - jp < NR ? j1 - jp : NR);
+        pack_panel (s, jp, nr, pc, kc, bp[p]);
+      }
+      for (i = 0; i < n; i += MR) {
+        int mr = (int) (n - i < MR ? n - i : MR);
+        const float *a[MR];
+        int r;
+        /* short stripes repeat their last row; the extra sums are not
+         * stored */
+        for (r = 0; r < MR; r++)
+          a[r] = X + (i + (r < mr ? r : mr - 1)) * ldx + pc;
+        for (p = 0; p < np; p++) {
+          int64_t jp = jc + p * NR;
+          int nr = (int) (j1 - jp < NR ? j1 - jp : NR);
+          __m256 c[12];
+          ukernel_6x16 (kc, a[0], a[1], a[2], a[3], a[4], a[5], bp[p], c);
+          store_tile (c, mr, nr, Y + i * ldy, ldy, jp, first, last, epi);
+        }
+      }
+    }
+  }
+}
+
+/* ---- streamed products for a few rows of X (decoder) ---- */
+
+/* Dot products of one weight row with nx (1..4) rows of X. */
+#define GEMV_BODY(NX, NA) \
+  do { \
+    __m256 acc[NX][NA]; \
+    float tail[NX]; \
+    int64_t l = 0; \
+    int r_, u_; \
+    for (r_ = 0; r_ < NX; r_++) { \
+      tail[r_] = 0.0f; \
+      for (u_ = 0; u_ < NA; u_++) \
+        acc[r_][u_] = _mm256_setzero_ps (); \
+    } \
+    switch (type) { \
+      case WK_TYPE_Q8_0: \
+      case WK_TYPE_Q4_0: \
+        for (l = 0; l < k; l += 32) { \
+          __m256 w[4]; \
+          if (type == WK_TYPE_Q8_0) \
+            q8_0_block ((const wk_block_q8_0 *) wrow + l / 32, w); \
+          else \
+            q4_0_block ((const wk_block_q4_0 *) wrow + l / 32, w); \
+          for (r_ = 0; r_ < NX; r_++) \
+            for (u_ = 0; u_ < 4; u_++) \
+              acc[r_][u_ % NA] = _mm256_fmadd_ps (w[u_], \
+                  _mm256_loadu_ps (x[r_] + l + 8 * u_), acc[r_][u_ % NA]); \
+        } \
+        break; \
+      case WK_TYPE_F16: { \
+        const uint16_t *h = (const uint16_t *) wrow; \
+        for (; l + 32 <= k; l += 32) \
+          for (u_ = 0; u_ < 4; u_++) { \
+            __m256 w = _mm256_cvtph_ps (_mm_loadu_si128 \
+                ((const __m128i *) (h + l + 8 * u_))); \
+            for (r_ = 0; r_ < NX; r_++) \
+              acc[r_][u_ % NA] = _mm256_fmadd_ps (w, \
+                  _mm256_loadu_ps (x[r_] + l + 8 * u_), acc[r_][u_ % NA]); \
+          } \
+        for (; l + 8 <= k; l += 8) { \
+          __m256 w = _mm256_cvtph_ps (_mm_loadu_si128 \
+              ((const __m128i *) (h + l))); \
+          for (r_ = 0; r_ < NX; r_++) \
+            acc[r_][0] = _mm256_fmadd_ps (w, _mm256_loadu_ps (x[r_] + l), \
+                acc[r_][0]); \
+        } \
+        for (; l < k; l++) \
+          for (r_ = 0; r_ < NX; r_++) \
+            tail[r_] += x[r_][l] * f16 (h[l]); \
+        break; \
+      } \
+      default: { \
+        const float *f = (const float *) wrow; \
+        for (; l + 32 <= k; l += 32) \
+          for (u_ = 0; u_ < 4; u_++) { \
+            __m256 w = _mm256_loadu_ps (f + l + 8 * u_); \
+            for (r_ = 0; r_ < NX; r_++) \
+              acc[r_][u_ % NA] = _mm256_fmadd_ps (w, \
+                  _mm256_loadu_ps (x[r_] + l + 8 * u_), acc[r_][u_ % NA]); \
+          } \
+        for (; l + 8 <= k; l += 8) { \
+          __m256 w = _mm256_loadu_ps (f + l); \
+          for (r_ = 0; r_ < NX; r_++) \
+            acc[r_][0] = _mm256_fmadd_ps (w, _mm256_loadu_ps (x[r_] + l), \
+                acc[r_][0]); \
+        } \
+        for (; l < k; l++) \
+          for (r_ = 0; r_ < NX; r_++) \
+            tail[r_] += x[r_][l] * f[l]; \
+        break; \
+      } \
+    } \
+    for (r_ = 0; r_ < NX; r_++) { \
+      for (u_ = 1; u_ < NA; u_++) \
+        acc[r_][0] = _mm256_add_ps (acc[r_][0], acc[r_][u_]); \
+      out[r_] = hsum256 (acc[r_][0]) + tail[r_]; \
+    } \
+  } while (0)
+
+static void
+gemv_row_1 (wk_type type, const unsigned char *wrow, int64_t k,
+    const float *const *x, float *out)
+{
+  GEMV_BODY (1, 4);
+}
+
+static void
+gemv_row_2 (wk_type type, const unsigned char *wrow, int64_t k,
+    const float *const *x, float *out)
+{
+  GEMV_BODY (2, 4);
+}
+
+static void
+gemv_row_3 (wk_type type, const unsigned char *wrow, int64_t k,
+    const float *const *x, float *out)
+{
+  GEMV_BODY (3, 2);
+}
+
+static void
+gemv_row_4 (wk_type type, const unsigned char *wrow, int64_t k,
+    const float *const *x, float *out)
+{
+  GEMV_BODY (4, 2);
+}
+
+static void
+gemv (const wk_tensor * W, const float *bias, const float *X, int64_t n,
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags)
+{
+  const int64_t k = W->ne[0];
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  int64_t i0, j;
+
+  for (i0 = 0; i0 < n; i0 += 4) {
+    int nx = (int) (n - i0 < 4 ? n - i0 : 4);
+    const float *x[4];
+    float out[4];
+    int r;
+
+    for (r = 0; r < 4; r++)
+      x[r] = X + (i0 + (r < nx ? r : 0)) * ldx;
+    for (j = j0; j < j1; j++) {
+      const unsigned char *wrow = data + (size_t) j * row_bytes;
+      switch (nx) {
+        case 1:
+          gemv_row_1 (W->type, wrow, k, x, out);
+          break;
+        case 2:
+          gemv_row_2 (W->type, wrow, k, x, out);
+          break;
+        case 3:
+          gemv_row_3 (W->type, wrow, k, x, out);
+          break;
+        default:
+          gemv_row_4 (W->type, wrow, k, x, out);
+          break;
+      }
+      for (r = 0; r < nx; r++) {
+        float v = out[r] + (bias ? bias[j] : 0.0f);
+        float *y = Y + (i0 + r) * ldy + j;
+        if (flags & WK_LINEAR_ADD)
+          *y += v;
+        else
+          *y = v;
+      }
+    }
+    if (flags & WK_LINEAR_GELU)
+      for (r = 0; r < nx; r++)
+        avx2_gelu (Y + (i0 + r) * ldy + j0, j1 - j0);
+  }
+}
+
+static void
+avx2_linear (const wk_tensor * W, const float *bias, const float *X,
+    int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags)
+{
+  gemm_src s;
+  gemm_epi epi;
+
+  if (n < GEMM_MIN_ROWS) {
+    gemv (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+    return;
+  }
+  s.kind = 0;
+  s.type = W->type;
+  s.data = W->data;
+  s.row_bytes = wk_type_row_bytes (W->type, W->ne[0]);
+  s.B = NULL;
+  s.ldb = 0;
+  epi.bias = bias;
+  epi.flags = flags;
+  epi.alpha = 1.0f;
+  gemm_core (&s, X, n, ldx, Y, ldy, j0, j1, W->ne[0], &epi);
+}
+
+static void
+avx2_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+    int64_t k, float alpha, const float *A, int64_t lda, const float *B,
+    int64_t ldb, float *C, int64_t ldc)
+{
+  gemm_src s = { b_trans ? 1 : 2, WK_TYPE_F32, NULL, 0, B, ldb };
+  gemm_epi epi = { NULL, 0, alpha };
+  int64_t i;
+
+  if (k <= 0) {
+    for (i = i0; i < i1; i++)
+      memset (C + i * ldc + j0, 0, (size_t) (j1 - j0) * sizeof (float));
+    return;
+  }
+  gemm_core (&s, A + i0 * lda, i1 - i0, lda, C + i0 * ldc, ldc, j0, j1, k,
+      &epi);
+}
+
+/* ---- attention ---- */
+
+/* Keys per chunk of the running softmax. */
+#define ATT_KC 64
+#define ATT_QMAX 32
+
+/* Blocked: S = Q K^T and O += P V as small GEMMs on stack tiles. */
+static void
+attention_blocked (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo)
+{
+  float S[ATT_QMAX * ATT_KC] __attribute__ ((aligned (32)));
+  float acc[ATT_QMAX * 256] __attribute__ ((aligned (32)));
+  float mx[ATT_QMAX], sum[ATT_QMAX];
+  const int64_t nq = q1 - q0;
+  const int64_t dpad = (d_head + 7) & ~(int64_t) 7;
+  int64_t last_all = wk_attention_last_key (q1 - 1, n_q, n_kv, causal);
+  int64_t t0, i, l;
+  gemm_src ks = { 1, WK_TYPE_F32, NULL, 0, K, ldk };
+  gemm_src vs = { 2, WK_TYPE_F32, NULL, 0, V, ldv };
+  gemm_epi e_s = { NULL, 0, scale };
+  gemm_epi e_o = { NULL, WK_LINEAR_ADD, 1.0f };
+
+  for (i = 0; i < nq; i++) {
+    mx[i] = -INFINITY;
+    sum[i] = 0.0f;
+    for (l = 0; l < dpad; l++)
+      acc[i * dpad + l] = 0.0f;
+  }
+  for (t0 = 0; t0 <= last_all; t0 += ATT_KC) {
+    int64_t kn = last_all + 1 - t0 < ATT_KC ? last_all + 1 - t0 : ATT_KC;
+
+    ks.B = K + t0 * ldk;
+    gemm_core (&ks, Q + q0 * ldq, nq, ldq, S, ATT_KC, 0, kn, d_head, &e_s);
+    for (i = 0; i < nq; i++) {
+      float *s = S + i * ATT_KC;
+      int64_t last = wk_attention_last_key (q0 + i, n_q, n_kv, causal);
+      int64_t valid = last - t0 + 1 < kn ? last - t0 + 1 : kn;
+      __m256 vmax = _mm256_set1_ps (-INFINITY), vsum, vm;
+      float m_new, r;
+      int64_t t;
+
+      if (valid <= 0) {
+        for (t = 0; t < kn; t++)
+          s[t] = 0.0f;
+        continue;
+      }
+      for (t = valid; t < kn; t++)
+        s[t] = -INFINITY;
+      for (t = 0; t + 8 <= kn; t += 8)
+        vmax = _mm256_max_ps (vmax, _mm256_loadu_ps (s + t));
+      m_new = hmax256 (vmax);
+      for (; t < kn; t++)
+        m_new = s[t] > m_new ? s[t] : m_new;
+      if (m_new < mx[i])
+        m_new = mx[i];
+      r = expf (mx[i] - m_new);
+      vm = _mm256_set1_ps (m_new);
+      vsum = _mm256_setzero_ps ();
+      for (t = 0; t + 8 <= kn; t += 8) {
+        __m256 p = exp256 (_mm256_sub_ps (_mm256_loadu_ps (s + t), vm));
+        _mm256_storeu_ps (s + t, p);
+        vsum = _mm256_add_ps (vsum, p);
+      }
+      sum[i] = sum[i] * r + hsum256 (vsum);
+      for (; t < kn; t++) {
+        s[t] = t < valid ? expf (s[t] - m_new) : 0.0f;
+        sum[i] += s[t];
+      }
+      mx[i] = m_new;
+      if (r != 1.0f) {
+        __m256 vr = _mm256_set1_ps (r);
+        for (l = 0; l < dpad; l += 8)
+          _mm256_storeu_ps (acc + i * dpad + l,
+              _mm256_mul_ps (vr, _mm256_loadu_ps (acc + i * dpad + l)));
+      }
+    }
+    vs.B = V + t0 * ldv;
+    gemm_core (&vs, S, nq, ATT_KC, acc, dpad, 0, d_head, kn, &e_o);
+  }
+  for (i = 0; i < nq; i++) {
+    float inv = sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
+    for (l = 0; l < d_head; l++)
+      O[(q0 + i) * ldo + l] = acc[i * dpad + l] * inv;
+  }
+}
+
+/* One query: dot products against every key, then a weighted sum of the
+ * value rows (the decoder's n_q = 1 case). */
+static void
+attention_one (int64_t d_head, const float *q, int64_t last, const float *K,
+    int64_t ldk, const float *V, int64_t ldv, float scale, float *o)
+{
+  float s[ATT_KC];
+  __m256 acc[32];
+  const int64_t nv = (d_head + 7) / 8;
+  __m256i mtail = lane_mask ((int) (d_head - (nv - 1) * 8));
+  float mx = -INFINITY, sum = 0.0f;
+  int64_t t0, t, v, l;
+
+  for (v = 0; v < nv; v++)
+    acc[v] = _mm256_setzero_ps ();
+  for (t0 = 0; t0 <= last; t0 += ATT_KC) {
+    int64_t kn = last + 1 - t0 < ATT_KC ? last + 1 - t0 : ATT_KC;
+    float m_new = mx, r;
+
+    for (t = 0; t < kn; t++) {
+      const float *kr = K + (t0 + t) * ldk;
+      __m256 d0 = _mm256_setzero_ps (), d1 = _mm256_setzero_ps ();
+      float tail = 0.0f;
+      for (l = 0; l + 16 <= d_head; l += 16) {
+        d0 = _mm256_fmadd_ps (_mm256_loadu_ps (q + l),
+            _mm256_loadu_ps (kr + l), d0);
+        d1 = _mm256_fmadd_ps (_mm256_loadu_ps (q + l + 8),
+            _mm256_loadu_ps (kr + l + 8), d1);
+      }
+      for (; l + 8 <= d_head; l += 8)
+        d0 = _mm256_fmadd_ps (_mm256_loadu_ps (q + l),
+            _mm256_loadu_ps (kr + l), d0);
+      for (; l < d_head; l++)
+        tail += q[l] * kr[l];
+      s[t] = (hsum256 (_mm256_add_ps (d0, d1)) + tail) * scale;
+      if (s[t] > m_new)
+        m_new = s[t];
+    }
+    r = expf (mx - m_new);
+    sum *= r;
+    if (r != 1.0f)
+      for (v = 0; v < nv; v++)
+        acc[v] = _mm256_mul_ps (acc[v], _mm256_set1_ps (r));
+    mx = m_new;
+    for (t = 0; t < kn; t++) {
+      const float *vr = V + (t0 + t) * ldv;
+      float p = expf (s[t] - mx);
+      __m256 vp = _mm256_set1_ps (p);
+      sum += p;
+      for (v = 0; v < nv - 1; v++)
+        acc[v] = _mm256_fmadd_ps (vp, _mm256_loadu_ps (vr + 8 * v), acc[v]);
+      acc[v] = _mm256_fmadd_ps (vp, _mm256_maskload_ps (vr + 8 * v, mtail),
+          acc[v]);
+    }
+  }
+  {
+    __m256 inv = _mm256_set1_ps (sum > 0.0f ? 1.0f / sum : 0.0f);
+    for (v = 0; v < nv - 1; v++)
+      _mm256_storeu_ps (o + 8 * v, _mm256_mul_ps (acc[v], inv));
+    _mm256_maskstore_ps (o + 8 * v, mtail, _mm256_mul_ps (acc[v], inv));
+  }
+}
+
+static void
+avx2_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo)
+{
+  int64_t i;
+
+  if (q1 - q0 < 4) {
+    for (i = q0; i < q1; i++)
+      attention_one (d_head, Q + i * ldq,
+          wk_attention_last_key (i, n_q, n_kv, causal), K, ldk, V, ldv,
+          scale, O + i * ldo);
+    return;
+  }
+  for (i = q0; i < q1; i += ATT_QMAX) {
+    int64_t e = q1 - i < ATT_QMAX ? q1 : i + ATT_QMAX;
+    attention_blocked (d_head, i, e, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+        causal, O, ldo);
+  }
+}
+
+/* ---- rows ---- */
+
+static void
+avx2_layer_norm_row (const float *x, int64_t d, const float *gamma,
+    const float *beta, float eps, float *y)
+{
+  __m256 s0 = _mm256_setzero_ps (), s1 = _mm256_setzero_ps ();
+  float mean, var, inv, tail = 0.0f;
+  __m256 vm, vi;
+  int64_t l;
+
+  for (l = 0; l + 8 <= d; l += 8)
+    s0 = _mm256_add_ps (s0, _mm256_loadu_ps (x + l));
+  for (; l < d; l++)
+    tail += x[l];
+  mean = (hsum256 (s0) + tail) / (float) d;
+  vm = _mm256_set1_ps (mean);
+  tail = 0.0f;
+  for (l = 0; l + 8 <= d; l += 8) {
+    __m256 c = _mm256_sub_ps (_mm256_loadu_ps (x + l), vm);
+    s1 = _mm256_fmadd_ps (c, c, s1);
+  }
+  for (; l < d; l++)
+    tail += (x[l] - mean) * (x[l] - mean);
+  var = (hsum256 (s1) + tail) / (float) d;
+  inv = 1.0f / sqrtf (var + eps);
+  vi = _mm256_set1_ps (inv);
+  for (l = 0; l + 8 <= d; l += 8) {
+    __m256 v = _mm256_mul_ps (_mm256_sub_ps (_mm256_loadu_ps (x + l), vm),
+        vi);
+    if (gamma)
+      v = _mm256_mul_ps (v, _mm256_loadu_ps (gamma + l));
+    if (beta)
+      v = _mm256_add_ps (v, _mm256_loadu_ps (beta + l));
+    _mm256_storeu_ps (y + l, v);
+  }
+  for (; l < d; l++) {
+    float v = (x[l] - mean) * inv;
+    if (gamma)
+      v *= gamma[l];
+    if (beta)
+      v += beta[l];
+    y[l] = v;
+  }
+}
+
+static void
+avx2_softmax (float *x, int64_t n)
+{
+  __m256 vmax = _mm256_set1_ps (-INFINITY), vsum = _mm256_setzero_ps (), vm;
+  float mx, sum = 0.0f, inv;
+  int64_t i;
+
+  for (i = 0; i + 8 <= n; i += 8)
+    vmax = _mm256_max_ps (vmax, _mm256_loadu_ps (x + i));
+  mx = hmax256 (vmax);
+  for (; i < n; i++)
+    mx = x[i] > mx ? x[i] : mx;
+  vm = _mm256_set1_ps (mx);
+  for (i = 0; i + 8 <= n; i += 8) {
+    __m256 p = exp256 (_mm256_sub_ps (_mm256_loadu_ps (x + i), vm));
+    _mm256_storeu_ps (x + i, p);
+    vsum = _mm256_add_ps (vsum, p);
+  }
+  for (; i < n; i++) {
+    x[i] = expf (x[i] - mx);
+    sum += x[i];
+  }
+  sum += hsum256 (vsum);
+  inv = 1.0f / sum;
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps (x + i, _mm256_mul_ps (_mm256_loadu_ps (x + i),
+            _mm256_set1_ps (inv)));
+  for (; i < n; i++)
+    x[i] *= inv;
+}
+
+static void
+avx2_add (float *y, const float *x, int64_t n)
+{
+  int64_t i;
+
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps (y + i, _mm256_add_ps (_mm256_loadu_ps (y + i),
+            _mm256_loadu_ps (x + i)));
+  for (; i < n; i++)
+    y[i] += x[i];
+}
+
+const wk_kernel_set wk_kernels_avx2 = {
+  .name = "avx2",
+  .linear = avx2_linear,
+  .gemm_f32 = avx2_gemm_f32,
+  .attention_head = avx2_attention_head,
+  .layer_norm_row = avx2_layer_norm_row,
+  .gelu = avx2_gelu,
+  .softmax = avx2_softmax,
+  .add = avx2_add,
+};

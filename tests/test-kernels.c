@@ -1,0 +1,738 @@
+/* Kernels: the reference against independently computed exact values, each
+ * SIMD kernel set against the reference over many random (ragged) shapes,
+ * single- and multi-threaded; the thread pool under many short jobs.
+ *
+ * Quantized weights: wk_linear's result is defined with f32 activations
+ * and exactly dequantized weights (no activation quantization), so every
+ * kernel is held to the same tolerance as the f32 paths:
+ *   |y - y_ref| <= 1e-5 * sum_k |x_k w_k| + 1e-6 (plus |y| * 1e-6 for the
+ *   fused GELU's approximation). */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels-impl.h"
+#include "pool.h"
+#include "wk-test.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t
+rng_u32 (void)
+{
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (uint32_t) (rng_state >> 16);
+}
+
+/* uniform in [-1, 1) */
+static float
+rng_f (void)
+{
+  return (float) ((double) rng_u32 () / 2147483648.0 - 1.0);
+}
+
+static float *
+rand_floats (int64_t n, float scale)
+{
+  float *p = malloc ((size_t) (n > 0 ? n : 1) * sizeof (float));
+  int64_t i;
+  for (i = 0; i < n; i++)
+    p[i] = rng_f () * scale;
+  return p;
+}
+
+/* A random m x k weight of the given type (data malloc'ed). */
+static wk_tensor
+make_weight (wk_type type, int64_t k, int64_t m)
+{
+  wk_tensor W;
+  size_t rb = wk_type_row_bytes (type, k);
+  unsigned char *data = malloc (rb * (size_t) m);
+  float *row = malloc ((size_t) k * sizeof (float));
+  int64_t j, l;
+
+  for (j = 0; j < m; j++) {
+    /* rows of different magnitudes, and an outlier now and then */
+    float s = 0.05f + (float) (j % 7) * 0.1f;
+    for (l = 0; l < k; l++)
+      row[l] = rng_f () * s * ((rng_u32 () % 97) == 0 ? 8.0f : 1.0f);
+    switch (type) {
+      case WK_TYPE_F32:
+        memcpy (data + j * rb, row, rb);
+        break;
+      case WK_TYPE_F16:
+        for (l = 0; l < k; l++) {
+          uint16_t h = wk_fp32_to_fp16 (row[l]);
+          memcpy (data + j * rb + 2 * l, &h, 2);
+        }
+        break;
+      case WK_TYPE_Q8_0:
+        wk_quantize_row_q8_0 (row, (wk_block_q8_0 *) (data + j * rb), k);
+        break;
+      case WK_TYPE_Q4_0:
+        wk_quantize_row_q4_0 (row, (wk_block_q4_0 *) (data + j * rb), k);
+        break;
+    }
+  }
+  free (row);
+  memset (&W, 0, sizeof W);
+  W.name = "w";
+  W.type = type;
+  W.n_dims = 2;
+  W.ne[0] = k;
+  W.ne[1] = m;
+  W.ne[2] = W.ne[3] = 1;
+  W.data = data;
+  W.nbytes = rb * (size_t) m;
+  return W;
+}
+
+static double
+gelu_exact (double x)
+{
+  return 0.5 * x * (1.0 + erf (x / sqrt (2.0)));
+}
+
+/* Exact values from an independent dequantization: the definition. */
+static void
+exact_linear (const wk_tensor * W, const float *bias, const float *X,
+    int64_t n, int64_t ldx, double *Y, double *L1)
+{
+  int64_t k = W->ne[0], m = W->ne[1], i, j, l;
+  size_t rb = wk_type_row_bytes (W->type, k);
+  float *w = malloc ((size_t) k * sizeof (float));
+
+  for (j = 0; j < m; j++) {
+    wk_row_to_f32 (W->type, (const unsigned char *) W->data + j * rb, w, k);
+    for (i = 0; i < n; i++) {
+      double acc = bias ? bias[j] : 0.0, mag = bias ? fabs (bias[j]) : 0.0;
+      for (l = 0; l < k; l++) {
+        acc += (double) X[i * ldx + l] * w[l];
+        mag += fabs ((double) X[i * ldx + l] * w[l]);
+      }
+      Y[i * m + j] = acc;
+      L1[i * m + j] = mag;
+    }
+  }
+  free (w);
+}
+
+static const wk_type all_types[] = { WK_TYPE_F32, WK_TYPE_F16, WK_TYPE_Q8_0,
+  WK_TYPE_Q4_0
+};
+
+/* kernel sets to hold to the reference */
+static const wk_kernel_set *simd_sets[4];
+static int n_simd_sets;
+
+static void
+find_simd_sets (void)
+{
+#ifdef WK_HAVE_AVX2_KERNELS
+  __builtin_cpu_init ();
+  if (__builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma")
+      && __builtin_cpu_supports ("f16c"))
+    simd_sets[n_simd_sets++] = &wk_kernels_avx2;
+  else
+    printf ("# no AVX2+FMA+F16C on this CPU: only the reference is tested\n");
+#endif
+}
+
+/* One linear case: reference vs exact, then every SIMD set vs exact on 1
+ * and several threads. Returns the largest error / tolerance ratio. */
+static double
+check_linear_case (wk_pool ** pools, int n_pools, wk_type type, int64_t n,
+    int64_t k, int64_t m, int with_bias, unsigned flags)
+{
+  wk_tensor W = make_weight (type, k, m);
+  int64_t ldx = k + (rng_u32 () % 3), ldy = m + (rng_u32 () % 3);
+  float *X = rand_floats (n * ldx, 1.0f);
+  float *bias = with_bias ? rand_floats (m, 0.5f) : NULL;
+  float *Y0 = rand_floats (n * ldy, 1.0f);
+  float *Y = malloc ((size_t) (n * ldy) * sizeof (float));
+  double *E = malloc ((size_t) (n * m) * sizeof (double));
+  double *L1 = malloc ((size_t) (n * m) * sizeof (double));
+  double worst = 0.0;
+  int s, p, fails = 0;
+
+  exact_linear (&W, bias, X, n, ldx, E, L1);
+  for (s = -1; s < n_simd_sets; s++) {
+    const wk_kernel_set *ks = s < 0 ? &wk_kernels_ref : simd_sets[s];
+    wk_kernels_set (ks);
+    for (p = 0; p < n_pools; p++) {
+      int64_t i, j;
+      if (s < 0 && p > 0)
+        break;
+      memcpy (Y, Y0, (size_t) (n * ldy) * sizeof (float));
+      wk_linear_ex (pools[p], &W, bias, X, n, ldx, Y, ldy, flags);
+      for (i = 0; i < n; i++) {
+        for (j = 0; j < m; j++) {
+          double want = E[i * m + j], tol;
+          double got = Y[i * ldy + j];
+          /* the reference rounds the sum once: 1e-7 relative */
+          tol = (s < 0 ? 1e-7 : 1e-5) * L1[i * m + j] + 1e-6;
+          if (flags & WK_LINEAR_GELU) {
+            want = gelu_exact (want);
+            tol = tol * 1.2 + 1e-6 * (1.0 + fabs (want));
+          }
+          if (flags & WK_LINEAR_ADD) {
+            want += Y0[i * ldy + j];
+            tol += 1e-7 * fabs (want);
+          }
+          if (fabs (got - want) / tol > worst)
+            worst = fabs (got - want) / tol;
+          if (!(fabs (got - want) <= tol) && fails++ < 5)
+            CHECK_MSG (0, "%s %s n=%ld k=%ld m=%ld bias=%d flags=%u "
+                "threads=%d: Y[%ld][%ld] = %.9g, want %.9g (tol %.3g)",
+                ks->name, wk_type_name (type), (long) n, (long) k, (long) m,
+                with_bias, flags, wk_pool_size (pools[p]), (long) i, (long) j,
+                got, want, tol);
+        }
+        /* padding between rows untouched */
+        for (j = m; j < ldy; j++)
+          if (Y[i * ldy + j] != Y0[i * ldy + j] && fails++ < 5)
+            CHECK_MSG (0, "%s wrote past m at row %ld", ks->name, (long) i);
+      }
+    }
+  }
+  wk_kernels_set (NULL);
+  free ((void *) W.data);
+  free (X);
+  free (bias);
+  free (Y0);
+  free (Y);
+  free (E);
+  free (L1);
+  return worst;
+}
+
+static wk_pool *pools[4];
+static int n_pools;
+
+static void
+test_linear_random_shapes (void)
+{
+  static const int64_t ns[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 31, 64, 101 };
+  static const int64_t ms[] = { 1, 3, 15, 16, 17, 33, 64, 67, 130 };
+  static const int64_t ks_q[] = { 32, 64, 96, 256, 288, 544 };
+  static const int64_t ks_f[] = { 1, 5, 8, 17, 33, 100, 257, 300 };
+  double worst[4] = { 0 };
+  int t, c;
+
+  for (t = 0; t < 4; t++) {
+    wk_type type = all_types[t];
+    int quant = type == WK_TYPE_Q8_0 || type == WK_TYPE_Q4_0;
+    for (c = 0; c < 60; c++) {
+      int64_t n = ns[rng_u32 () % (sizeof ns / sizeof ns[0])];
+      int64_t m = ms[rng_u32 () % (sizeof ms / sizeof ms[0])];
+      int64_t k = quant ? ks_q[rng_u32 () % 6] : (rng_u32 () % 2) ?
+          ks_f[rng_u32 () % 8] : ks_q[rng_u32 () % 6];
+      unsigned flags = c % 3 == 0 ? 0 : c % 3 == 1 ? WK_LINEAR_GELU :
+          WK_LINEAR_ADD;
+      double w = check_linear_case (pools, n_pools, type, n, k, m, c % 2,
+          flags);
+      if (w > worst[t])
+        worst[t] = w;
+    }
+    printf ("# linear %s: worst error / tolerance %.3f\n",
+        wk_type_name (type), worst[t]);
+  }
+}
+
+/* The encoder's and decoder's shapes (scaled down in n), including a
+ * depth beyond one packed block. */
+static void
+test_linear_model_shapes (void)
+{
+  int t;
+  for (t = 0; t < 4; t++) {
+    check_linear_case (pools, n_pools, all_types[t], 50, 384, 384, 1, 0);
+    check_linear_case (pools, n_pools, all_types[t], 20, 1536, 96, 1,
+        WK_LINEAR_ADD);
+    check_linear_case (pools, n_pools, all_types[t], 30, 384, 200, 1,
+        WK_LINEAR_GELU);
+    check_linear_case (pools, n_pools, all_types[t], 1, 384, 1000, 1, 0);
+    check_linear_case (pools, n_pools, all_types[t], 5, 384, 300, 0, 0);
+  }
+}
+
+static void
+test_linear_is_deterministic_across_threads (void)
+{
+  wk_tensor W = make_weight (WK_TYPE_Q8_0, 384, 200);
+  float *X = rand_floats (40 * 384, 1.0f);
+  float *Y1 = malloc (40 * 200 * sizeof (float));
+  float *Y2 = malloc (40 * 200 * sizeof (float));
+  int p;
+
+  wk_linear (NULL, &W, NULL, X, 40, 384, Y1, 200);
+  for (p = 0; p < n_pools; p++) {
+    wk_linear (pools[p], &W, NULL, X, 40, 384, Y2, 200);
+    CHECK (memcmp (Y1, Y2, 40 * 200 * sizeof (float)) == 0);
+  }
+  free ((void *) W.data);
+  free (X);
+  free (Y1);
+  free (Y2);
+}
+
+static void
+test_get_row (void)
+{
+  int t;
+  for (t = 0; t < 4; t++) {
+    wk_tensor W = make_weight (all_types[t], 96, 5);
+    size_t rb = wk_type_row_bytes (all_types[t], 96);
+    float got[96], want[96];
+    int64_t r;
+    for (r = 0; r < 5; r++) {
+      wk_tensor_get_row (&W, r, got);
+      wk_row_to_f32 (all_types[t], (const unsigned char *) W.data + r * rb,
+          want, 96);
+      CHECK_MSG (memcmp (got, want, sizeof got) == 0, "%s row %ld",
+          wk_type_name (all_types[t]), (long) r);
+    }
+    free ((void *) W.data);
+  }
+}
+
+static void
+check_gemm_case (int b_trans, int64_t n, int64_t m, int64_t k)
+{
+  int64_t lda = k + 1, ldb = (b_trans ? k : m) + 2, ldc = m + 3;
+  float *A = rand_floats (n * lda, 1.0f);
+  float *B = rand_floats ((b_trans ? m : k) * ldb, 1.0f);
+  float *C = malloc ((size_t) (n * ldc) * sizeof (float));
+  float alpha = 0.125f;
+  int s, p;
+
+  for (s = -1; s < n_simd_sets; s++) {
+    wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
+    for (p = 0; p < n_pools; p++) {
+      int64_t i, j, l, bad = 0;
+      memset (C, 0, (size_t) (n * ldc) * sizeof (float));
+      wk_gemm_f32 (pools[p], b_trans, n, m, k, alpha, A, lda, B, ldb, C,
+          ldc);
+      for (i = 0; i < n; i++)
+        for (j = 0; j < m; j++) {
+          double acc = 0.0, mag = 0.0;
+          for (l = 0; l < k; l++) {
+            double b = b_trans ? B[j * ldb + l] : B[l * ldb + j];
+            acc += A[i * lda + l] * b;
+            mag += fabs (A[i * lda + l] * b);
+          }
+          acc *= alpha;
+          mag *= alpha;
+          if (!(fabs (C[i * ldc + j] - acc) <= 1e-5 * mag + 1e-6) && bad++ < 3)
+            CHECK_MSG (0, "gemm %s trans=%d n=%ld m=%ld k=%ld C[%ld][%ld] = "
+                "%g want %g", s < 0 ? "ref" : simd_sets[s]->name, b_trans,
+                (long) n, (long) m, (long) k, (long) i, (long) j,
+                C[i * ldc + j], acc);
+        }
+    }
+  }
+  wk_kernels_set (NULL);
+  free (A);
+  free (B);
+  free (C);
+}
+
+static void
+test_gemm_f32 (void)
+{
+  static const int64_t sz[] = { 1, 2, 5, 6, 7, 16, 17, 33, 64, 70 };
+  int c;
+  for (c = 0; c < 40; c++)
+    check_gemm_case (c % 2, sz[rng_u32 () % 10], sz[rng_u32 () % 10],
+        sz[rng_u32 () % 10]);
+  check_gemm_case (1, 100, 150, 64);
+  check_gemm_case (0, 100, 64, 150);
+  check_gemm_case (1, 20, 30, 300);
+}
+
+static void
+check_attention_case (int n_head, int64_t d_head, int64_t n_q, int64_t n_kv,
+    int causal)
+{
+  int64_t d = n_head * d_head, ld = d + 3;
+  float *Q = rand_floats (n_q * ld, 2.0f);
+  float *K = rand_floats (n_kv * ld, 2.0f);
+  float *V = rand_floats (n_kv * ld, 1.0f);
+  float *O = malloc ((size_t) (n_q * ld) * sizeof (float));
+  float *R = malloc ((size_t) (n_q * ld) * sizeof (float));
+  float scale = 1.0f / sqrtf ((float) d_head);
+  int s, p;
+
+  /* reference against a direct softmax in the test */
+  wk_kernels_set (&wk_kernels_ref);
+  wk_attention (NULL, n_head, d_head, n_q, n_kv, Q, ld, K, ld, V, ld, scale,
+      causal, R, ld);
+  {
+    double *w = malloc ((size_t) n_kv * sizeof (double));
+    int64_t h, i, t, l, bad = 0;
+    for (h = 0; h < n_head; h++)
+      for (i = 0; i < n_q; i++) {
+        int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+        double mx = -INFINITY, sum = 0.0;
+        for (t = 0; t <= last; t++) {
+          double dot = 0.0;
+          for (l = 0; l < d_head; l++)
+            dot += (double) Q[i * ld + h * d_head + l] * K[t * ld + h * d_head
+                + l];
+          w[t] = dot * scale;
+          mx = w[t] > mx ? w[t] : mx;
+        }
+        for (t = 0; t <= last; t++)
+          sum += (w[t] = exp (w[t] - mx));
+        for (l = 0; l < d_head; l++) {
+          double o = 0.0;
+          for (t = 0; t <= last; t++)
+            o += w[t] / sum * V[t * ld + h * d_head + l];
+          if (!(fabs (R[i * ld + h * d_head + l] - o) <= 1e-6) && bad++ < 3)
+            CHECK_MSG (0, "ref attention h=%ld i=%ld l=%ld: %g want %g",
+                (long) h, (long) i, (long) l, R[i * ld + h * d_head + l], o);
+        }
+      }
+    free (w);
+  }
+  for (s = 0; s < n_simd_sets; s++) {
+    wk_kernels_set (simd_sets[s]);
+    for (p = 0; p < n_pools; p++) {
+      int64_t i, l, bad = 0;
+      memset (O, 0, (size_t) (n_q * ld) * sizeof (float));
+      wk_attention (pools[p], n_head, d_head, n_q, n_kv, Q, ld, K, ld, V, ld,
+          scale, causal, O, ld);
+      for (i = 0; i < n_q; i++)
+        for (l = 0; l < d; l++)
+          if (!(fabs (O[i * ld + l] - R[i * ld + l]) <= 2e-5) && bad++ < 3)
+            CHECK_MSG (0, "%s attention heads=%d d_head=%ld n_q=%ld n_kv=%ld "
+                "causal=%d threads=%d: O[%ld][%ld] = %g want %g",
+                simd_sets[s]->name, n_head, (long) d_head, (long) n_q,
+                (long) n_kv, causal, wk_pool_size (pools[p]), (long) i,
+                (long) l, O[i * ld + l], R[i * ld + l]);
+    }
+  }
+  wk_kernels_set (NULL);
+  free (Q);
+  free (K);
+  free (V);
+  free (O);
+  free (R);
+}
+
+static void
+test_attention (void)
+{
+  static const int64_t nqs[] = { 1, 2, 3, 4, 5, 31, 33, 70 };
+  static const int64_t nkvs[] = { 1, 7, 64, 65, 150 };
+  static const int64_t dhs[] = { 8, 13, 64 };
+  int c;
+  for (c = 0; c < 40; c++) {
+    int64_t n_q = nqs[rng_u32 () % 8], n_kv = nkvs[rng_u32 () % 5];
+    int causal = c % 2;
+    if (causal && n_kv < n_q)
+      n_kv = n_q + (int64_t) (rng_u32 () % 5);
+    check_attention_case (1 + (int) (rng_u32 () % 3), dhs[rng_u32 () % 3],
+        n_q, n_kv, causal);
+  }
+  check_attention_case (6, 64, 100, 300, 0);
+  check_attention_case (6, 64, 1, 300, 0);
+  check_attention_case (6, 64, 5, 40, 1);
+}
+
+static void
+test_rows (void)
+{
+  static const int64_t lens[] = { 1, 7, 8, 9, 64, 384, 1001 };
+  int s, c;
+
+  for (c = 0; c < 7; c++) {
+    int64_t n = lens[c], i;
+    float *x = rand_floats (n, 6.0f);
+    float *g = rand_floats (n, 1.0f), *b = rand_floats (n, 1.0f);
+    float *y = malloc ((size_t) n * sizeof (float));
+    float *r = malloc ((size_t) n * sizeof (float));
+
+    for (s = -1; s < n_simd_sets; s++) {
+      const wk_kernel_set *ks = s < 0 ? &wk_kernels_ref : simd_sets[s];
+      double mean = 0.0, var = 0.0, mx = -INFINITY, sum = 0.0;
+      int bad = 0;
+
+      wk_kernels_set (ks);
+      /* layer norm (in place) */
+      memcpy (y, x, (size_t) n * sizeof (float));
+      wk_layer_norm (NULL, y, 1, n, n, g, b, 1e-5f, y, n);
+      for (i = 0; i < n; i++)
+        mean += x[i];
+      mean /= n;
+      for (i = 0; i < n; i++)
+        var += (x[i] - mean) * (x[i] - mean);
+      var /= n;
+      for (i = 0; i < n; i++) {
+        double want = (x[i] - mean) / sqrt (var + 1e-5) * g[i] + b[i];
+        if (!(fabs (y[i] - want) <= 1e-5 * (1.0 + fabs (want))) && bad++ < 3)
+          CHECK_MSG (0, "%s layer_norm n=%ld [%ld] %g want %g", ks->name,
+              (long) n, (long) i, y[i], want);
+      }
+      /* gelu */
+      memcpy (y, x, (size_t) n * sizeof (float));
+      wk_gelu (y, n);
+      for (i = 0; i < n; i++) {
+        double want = gelu_exact (x[i]);
+        if (!(fabs (y[i] - want) <= 1e-6 * (1.0 + fabs (x[i]))) && bad++ < 3)
+          CHECK_MSG (0, "%s gelu (%g) = %.9g want %.9g", ks->name, x[i], y[i],
+              want);
+      }
+      /* softmax */
+      memcpy (y, x, (size_t) n * sizeof (float));
+      wk_softmax (y, n);
+      for (i = 0; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+      for (i = 0; i < n; i++)
+        sum += exp (x[i] - mx);
+      for (i = 0; i < n; i++) {
+        double want = exp (x[i] - mx) / sum;
+        if (!(fabs (y[i] - want) <= 1e-6 * want + 1e-9) && bad++ < 3)
+          CHECK_MSG (0, "%s softmax n=%ld [%ld] %g want %g", ks->name,
+              (long) n, (long) i, y[i], want);
+      }
+      /* add */
+      memcpy (y, x, (size_t) n * sizeof (float));
+      wk_add (y, g, n);
+      for (i = 0; i < n; i++)
+        if (y[i] != x[i] + g[i] && bad++ < 3)
+          CHECK_MSG (0, "%s add", ks->name);
+    }
+    wk_kernels_set (NULL);
+    memcpy (r, x, (size_t) n * sizeof (float));
+    CHECK (wk_argmax (r, n) >= 0);
+    for (i = 0; i < n; i++)
+      CHECK (r[i] <= r[wk_argmax (r, n)]);
+    free (x);
+    free (g);
+    free (b);
+    free (y);
+    free (r);
+  }
+  {
+    float t[4] = { 1, 3, 3, 2 };
+    CHECK (wk_argmax (t, 4) == 1);
+    CHECK (wk_argmax (t, 0) == -1);
+  }
+  {
+    /* extreme values: softmax of huge spreads, gelu far out */
+    float big[9] = { -1e30f, 0, 80, -80, 88, -100, 1e30f, -3, 3 };
+    float g2[4] = { -10, 10, -1e4f, 1e4f };
+    for (s = 0; s < n_simd_sets; s++) {
+      float y[9];
+      wk_kernels_set (simd_sets[s]);
+      memcpy (y, big, sizeof y);
+      wk_softmax (y, 9);
+      CHECK (y[6] == 1.0f && y[0] == 0.0f);
+      memcpy (y, g2, sizeof g2);
+      wk_gelu (y, 4);
+      CHECK (fabsf (y[0]) < 1e-6f && y[1] == 10.0f && fabsf (y[2]) < 1e-3f
+          && y[3] == 1e4f);
+    }
+    wk_kernels_set (NULL);
+  }
+}
+
+static void
+check_conv_case (wk_type type, int64_t c_in, int64_t n_in, int64_t c_out,
+    int stride, int time_major)
+{
+  /* W ne = {3, c_in, c_out}: the linear weight {3 c_in, c_out} */
+  wk_tensor W = make_weight (type, 3 * c_in, c_out);
+  int64_t n_out = (n_in - 1) / stride + 1, ldx, ldy = c_out + 1, t, j, c;
+  float *X, *Y, *work, *bias = rand_floats (c_out, 0.5f), *w;
+  size_t rb = wk_type_row_bytes (type, 3 * c_in);
+  int bad = 0, p;
+
+  W.n_dims = 3;
+  W.ne[0] = 3;
+  W.ne[1] = c_in;
+  W.ne[2] = c_out;
+  ldx = time_major ? c_in + 2 : n_in + 5;
+  X = rand_floats ((time_major ? n_in : c_in) * ldx, 1.0f);
+  Y = malloc ((size_t) (n_out * ldy) * sizeof (float));
+  work = malloc ((size_t) wk_conv1d_k3_work_size (c_in, n_in, stride) *
+      sizeof (float));
+  w = malloc ((size_t) (3 * c_in) * sizeof (float));
+  CHECK (wk_conv1d_k3_work_size (c_in, n_in, stride) == n_out * 3 * c_in);
+
+  for (p = 0; p < n_pools; p++) {
+    wk_conv1d_k3 (pools[p], &W, bias, X, c_in, n_in, ldx, time_major, stride,
+        Y, ldy, WK_LINEAR_GELU, work);
+    for (j = 0; j < c_out; j++) {
+      wk_row_to_f32 (type, (const unsigned char *) W.data + j * rb, w,
+          3 * c_in);
+      for (t = 0; t < n_out; t++) {
+        double acc = bias[j], mag = fabs (bias[j]);
+        int u;
+        for (c = 0; c < c_in; c++)
+          for (u = 0; u < 3; u++) {
+            int64_t s = stride * t + u - 1;
+            double x;
+            if (s < 0 || s >= n_in)
+              continue;
+            x = time_major ? X[s * ldx + c] : X[c * ldx + s];
+            acc += x * w[c * 3 + u];
+            mag += fabs (x * w[c * 3 + u]);
+          }
+        acc = gelu_exact (acc);
+        if (!(fabs (Y[t * ldy + j] - acc) <= 2e-5 * mag + 2e-6) && bad++ < 3)
+          CHECK_MSG (0, "conv %s c_in=%ld n_in=%ld stride=%d tm=%d "
+              "Y[%ld][%ld] = %g want %g", wk_type_name (type), (long) c_in,
+              (long) n_in, stride, time_major, (long) t, (long) j,
+              Y[t * ldy + j], acc);
+      }
+    }
+  }
+  free ((void *) W.data);
+  free (X);
+  free (Y);
+  free (work);
+  free (bias);
+  free (w);
+}
+
+static void
+test_conv1d (void)
+{
+  check_conv_case (WK_TYPE_F32, 5, 20, 7, 1, 0);
+  check_conv_case (WK_TYPE_F16, 5, 21, 7, 2, 0);
+  check_conv_case (WK_TYPE_F16, 80, 100, 24, 1, 0);
+  check_conv_case (WK_TYPE_F16, 24, 100, 24, 2, 1);
+  check_conv_case (WK_TYPE_F32, 17, 9, 33, 2, 1);
+  check_conv_case (WK_TYPE_F16, 1, 1, 1, 1, 1);
+}
+
+/* ---- pool ---- */
+
+typedef struct
+{
+  atomic_int calls[8];
+  atomic_int nth_seen;
+  int64_t data[8];
+  int round;
+} pool_ctx;
+
+static void
+pool_job (void *data, int ith, int nth)
+{
+  pool_ctx *c = data;
+  atomic_fetch_add (&c->calls[ith], 1);
+  atomic_store (&c->nth_seen, nth);
+  c->data[ith] += c->round + ith;
+}
+
+static void
+test_pool_many_short_jobs (void)
+{
+  int nt;
+  for (nt = 1; nt <= 4; nt++) {
+    wk_pool *pool = wk_pool_new (nt);
+    pool_ctx *c = calloc (1, sizeof *c);
+    int64_t want[8] = { 0 };
+    int r, i;
+
+    CHECK (pool != NULL);
+    if (!pool)
+      continue;
+    CHECK (wk_pool_size (pool) == nt);
+    for (r = 0; r < 20000; r++) {
+      c->round = r;
+      wk_pool_run (pool, pool_job, c);
+      for (i = 0; i < nt; i++)
+        want[i] += r + i;
+      /* every worker finished this round before run returned */
+      if (r % 997 == 0)
+        for (i = 0; i < nt; i++)
+          CHECK (c->data[i] == want[i]);
+    }
+    for (i = 0; i < nt; i++) {
+      CHECK (atomic_load (&c->calls[i]) == 20000);
+      CHECK (c->data[i] == want[i]);
+    }
+    for (; i < 8; i++)
+      CHECK (atomic_load (&c->calls[i]) == 0);
+    CHECK (atomic_load (&c->nth_seen) == nt);
+    wk_pool_free (pool);
+    free (c);
+  }
+}
+
+static void
+test_pool_null_and_default (void)
+{
+  pool_ctx c;
+  wk_pool *pool;
+
+  memset (&c, 0, sizeof c);
+  wk_pool_run (NULL, pool_job, &c);
+  CHECK (atomic_load (&c.calls[0]) == 1 && atomic_load (&c.nth_seen) == 1);
+  CHECK (wk_pool_size (NULL) == 1);
+  pool = wk_pool_new (0);
+  CHECK (pool != NULL && wk_pool_size (pool) >= 1
+      && wk_pool_size (pool) <= 8);
+  wk_pool_free (pool);
+  wk_pool_free (NULL);
+  /* create and destroy repeatedly (no leaked or stuck threads) */
+  {
+    int r;
+    for (r = 0; r < 50; r++) {
+      pool = wk_pool_new (3);
+      if (r % 2)
+        wk_pool_run (pool, pool_job, &c);
+      wk_pool_free (pool);
+    }
+  }
+}
+
+static void
+test_dispatch (void)
+{
+  const char *name = wk_kernels_name ();
+  const char *env = getenv ("WK_KERNELS");
+  CHECK (name != NULL);
+  CHECK (strcmp (name, "ref") == 0 || strcmp (name, "avx2") == 0);
+  if (env && strcmp (env, "ref") == 0)
+    CHECK (strcmp (name, "ref") == 0);
+  else if (n_simd_sets > 0)
+    CHECK (strcmp (name, simd_sets[0]->name) == 0);
+  printf ("# kernels in use: %s\n", name);
+}
+
+int
+main (void)
+{
+  int i;
+
+  find_simd_sets ();
+  pools[n_pools++] = NULL;
+  for (i = 2; i <= 4; i++)
+    if ((pools[n_pools] = wk_pool_new (i)) != NULL)
+      n_pools++;
+
+  RUN (test_dispatch);
+  RUN (test_pool_many_short_jobs);
+  RUN (test_pool_null_and_default);
+  RUN (test_get_row);
+  RUN (test_linear_random_shapes);
+  RUN (test_linear_model_shapes);
+  RUN (test_linear_is_deterministic_across_threads);
+  RUN (test_gemm_f32);
+  RUN (test_attention);
+  RUN (test_rows);
+  RUN (test_conv1d);
+
+  for (i = 1; i < n_pools; i++)
+    wk_pool_free (pools[i]);
+  return TEST_EXIT ();
+}
