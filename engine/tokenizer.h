@@ -49,4 +49,38 @@ int wk_tokenizer_encode (const wk_tokenizer * tok, const char *text,
 const char *wk_language_code (int index);
 int wk_language_index (const char *code);      /* -1 if unknown */
 
+/* ---- added by the front-end helper ---------------------------------- */
+
+#define WK_N_LANGUAGES 100
+
+/* The English name of language index ("english", "chinese", ...), or NULL
+ * outside 0 .. WK_N_LANGUAGES-1. */
+const char *wk_language_name (int index);
+
+/* Index of a language given by code or English name, ASCII case-insensitive
+ * ("de", "German"), with Whisper's aliases ("mandarin", "castilian", ...);
+ * -1 if unknown. */
+int wk_language_lookup (const char *code_or_name);
+
+/* Concatenates the bytes of the ordinary tokens among ids (special tokens,
+ * ids >= eot, are skipped) into out, NUL-terminated and truncated to
+ * out_size; returns the full length (as snprintf). The bytes are raw: a
+ * character may be split at either end, see wk_utf8_valid_prefix_len. */
+size_t wk_tokenizer_decode (const wk_tokenizer * tok, const int32_t * ids,
+    int n, char *out, size_t out_size);
+
+/* Length of the longest prefix of s[0 .. len-1] that does not end inside
+ * an incomplete UTF-8 character: the bytes after it are the start of a
+ * character whose remaining bytes may arrive with the next token, so text
+ * assembly keeps them back. Invalid bytes count as complete (they never
+ * become valid); the result is at least len - 3. */
+size_t wk_utf8_valid_prefix_len (const char *s, size_t len);
+
+/* Copies s[0 .. len-1] to out replacing each invalid or incomplete UTF-8
+ * sequence by U+FFFD (as Python's errors="replace" does, one per maximal
+ * invalid subpart), NUL-terminated and truncated to out_size (never inside
+ * a character); returns the full length of the result. */
+size_t wk_utf8_sanitize (const char *s, size_t len, char *out,
+    size_t out_size);
+
 #endif
