@@ -102,9 +102,9 @@ struct wk_model
   uint64_t n_params;
 
   /* encoder */
-  wk_tensor conv1_w_2d;         /* conv1 viewed as {3 n_mels, d}: rows [in][k] */
+  const wk_tensor *conv1_w;     /* {3, n_mels, d}, f32 or f16 */
   const float *conv1_b;         /* [d] */
-  wk_tensor conv2_w_2d;         /* {3 d, d} */
+  const wk_tensor *conv2_w;     /* {3, d, d} */
   const float *conv2_b;         /* [d] */
   const wk_tensor *enc_pos;     /* {d, n_audio_ctx}, f32 or f16 */
   wk_enc_layer *enc;            /* [n_audio_layer] */
@@ -129,19 +129,6 @@ struct wk_model
   int32_t blank[8];             /* encode(" ") */
   int n_blank;
 };
-
-/* ---- small f32 helpers shared by encoder.c and decoder.c (model.c) ---- */
-
-/* y[i] = (x[i] - mean) / sqrt(var + 1e-5) * w[i] + b[i] over n; in place
- * allowed. */
-void wk_nn_layer_norm (const float *x, float *y, int n, const float *w,
-    const float *b);
-/* x = 0.5 x (1 + erf (x / sqrt 2)), in place. */
-void wk_nn_gelu (float *x, int64_t n);
-/* Softmax of x[0..n-1] * scale, in place; -INFINITY entries become 0. */
-void wk_nn_softmax (float *x, int n, float scale);
-/* A 2-D view {ne0, ne1} of contiguous f32 memory for wk_linear. */
-wk_tensor wk_nn_f32_view (const float *data, int64_t ne0, int64_t ne1);
 
 /* ---- the recognizer's working state ----------------------------------- */
 
@@ -224,5 +211,64 @@ wk_status wk_decode_window (wk_ctx * ctx, const wk_stream_params * p,
 /* zlib compression ratio of bytes, as Whisper measures repetition:
  * len / len (zlib.compress (bytes)). Uses ctx's preallocated zlib arena. */
 float wk_ctx_compression_ratio (wk_ctx * ctx, const char *text, size_t len);
+
+/* Private to the engine's model files (encoder.c, decoder.c, decode.c,
+ * stream.c); tests use the functions below. da = n_audio_state, dt =
+ * n_text_state, A = n_audio_ctx, T = n_text_ctx, V = n_vocab. */
+struct wk_ctx
+{
+  wk_model *model;
+  wk_pool *pool;
+  int n_beams;
+
+  /* encoder */
+  float *mel;                   /* [n_mels][2 A]: the window (stream's) */
+  float *conv_work;             /* im2col of the larger conv */
+  float *e_conv;                /* [2 A][da] conv1 output */
+  float *e_x;                   /* [A][da] residual stream; output */
+  float *e_xn;                  /* [A][da] normed */
+  float *e_q, *e_k, *e_v;       /* [A][da] */
+  float *e_att;                 /* [A][da] */
+  float *e_h;                   /* [A][4 da] MLP hidden */
+  bool encoded;
+
+  /* cross-attention cache, per decoder layer: K and V of the encoder
+   * output, [n_text_layer][A][dt] */
+  float *cross_k, *cross_v;
+
+  /* self-attention cache, per beam and layer: [n_beams][n_text_layer][T][dt] */
+  float *kv_k, *kv_v;
+
+  /* decoder activations for up to T tokens at once */
+  float *d_x;                   /* [T][dt] */
+  float *d_xn, *d_q, *d_att;    /* [T][dt] */
+  float *d_h;                   /* [T][4 dt] */
+  float *d_row;                 /* [dt] */
+
+  /* decoding */
+  float *logits;                /* [max (2, n_beams)][V] */
+  float *logprobs;              /* [V] */
+  int32_t *seq;                 /* [T + 1]: initial + sampled tokens */
+  int32_t *res_tokens;          /* [T] accepted result */
+  float *res_probs;             /* [T] */
+  int32_t *try_tokens;          /* [T] current attempt */
+  float *try_probs;             /* [T] */
+  char *text;                   /* decoded bytes for the compression ratio */
+  size_t text_cap;
+  unsigned char *zbuf;          /* zlib output */
+  size_t zbuf_cap;
+  unsigned char *zarena;        /* zlib's own state, preallocated */
+  size_t zarena_cap, zarena_used;
+  uint64_t rng;
+  wk_window_result result;
+
+  /* beam search (beam_size > 1) */
+  int32_t *beam_seq;            /* [3][n_beams][T + 1]: live, next, done */
+  float *beam_p;                /* [3][n_beams][T + 1]: their probs */
+
+  uint64_t state_bytes;
+  double t_encoder, t_decoder;  /* wall seconds, accumulated */
+  int64_t n_decoder_tokens;
+};
 
 #endif /* WK_MODEL_H */

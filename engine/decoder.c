@@ -1,0 +1,130 @@
+/* Whisper's text decoder: token embedding + learned positions, pre-LN
+ * blocks of causal self-attention (over a KV cache sized once, n_text_ctx
+ * positions per layer and beam), cross-attention over the encoder's
+ * cached K/V, MLP; final layer norm; logits against the token embedding.
+ * One entry point runs n tokens at once (the start-of-transcript
+ * sequence in one pass) or a single step.
+ */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels.h"
+#include "model.h"
+
+#define WK_LN_EPS 1e-5f
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The K (or V) cache of one layer of one beam: [T][dt]. */
+static float *
+kv_at (const wk_ctx * ctx, float *base, int beam, int layer)
+{
+  const wk_hparams *hp = &ctx->model->hp;
+  return base + ((size_t) beam * hp->n_text_layer + layer)
+      * (size_t) hp->n_text_ctx * hp->n_text_state;
+}
+
+wk_status
+wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
+    int n_past, float *logits, int n_logits)
+{
+  const wk_model *m;
+  const wk_hparams *hp;
+  int64_t dt, nh, dh, A, T, V;
+  float scale;
+  int i, l;
+  double t0;
+
+  if (!ctx || !tokens || n < 1 || n_past < 0)
+    return WK_ERR_ARG;
+  m = ctx->model;
+  hp = &m->hp;
+  dt = hp->n_text_state;
+  nh = hp->n_text_head;
+  dh = dt / nh;
+  A = hp->n_audio_ctx;
+  T = hp->n_text_ctx;
+  V = hp->n_vocab;
+  if (beam < 0 || beam >= ctx->n_beams || n > T || n_past > T - n)
+    return WK_ERR_ARG;
+  if (logits && (n_logits < 1 || n_logits > n))
+    return WK_ERR_ARG;
+  if (!ctx->encoded)
+    return WK_ERR_STATE;
+  for (i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= V)
+      return WK_ERR_ARG;
+  t0 = now_s ();
+
+  /* x = token embedding + position */
+  for (i = 0; i < n; i++) {
+    float *x = ctx->d_x + (size_t) i * dt;
+    wk_tensor_get_row (m->tok_emb, tokens[i], x);
+    if (m->dec_pos->type == WK_TYPE_F32) {
+      wk_add (x, (const float *) m->dec_pos->data + (size_t) (n_past + i) * dt,
+          dt);
+    } else {
+      wk_tensor_get_row (m->dec_pos, n_past + i, ctx->d_row);
+      wk_add (x, ctx->d_row, dt);
+    }
+  }
+
+  scale = 1.0f / sqrtf ((float) dh);
+  for (l = 0; l < hp->n_text_layer; l++) {
+    const wk_dec_layer *L = &m->dec[l];
+    float *Kc = kv_at (ctx, ctx->kv_k, beam, l);
+    float *Vc = kv_at (ctx, ctx->kv_v, beam, l);
+
+    /* causal self-attention; the new keys and values go straight into
+     * the cache at positions n_past .. n_past+n-1 */
+    wk_layer_norm (ctx->pool, ctx->d_x, n, dt, dt, L->attn_ln_w,
+        L->attn_ln_b, WK_LN_EPS, ctx->d_xn, dt);
+    wk_linear (ctx->pool, L->attn_q, L->attn_q_b, ctx->d_xn, n, dt, ctx->d_q,
+        dt);
+    wk_linear (ctx->pool, L->attn_k, NULL, ctx->d_xn, n, dt,
+        Kc + (size_t) n_past * dt, dt);
+    wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->d_xn, n, dt,
+        Vc + (size_t) n_past * dt, dt);
+    wk_attention (ctx->pool, (int) nh, dh, n, n_past + n, ctx->d_q, dt, Kc,
+        dt, Vc, dt, scale, 1, ctx->d_att, dt);
+    wk_linear_ex (ctx->pool, L->attn_o, L->attn_o_b, ctx->d_att, n, dt,
+        ctx->d_x, dt, WK_LINEAR_ADD);
+
+    /* cross-attention over the encoder output */
+    wk_layer_norm (ctx->pool, ctx->d_x, n, dt, dt, L->cross_ln_w,
+        L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
+    wk_linear (ctx->pool, L->cross_q, L->cross_q_b, ctx->d_xn, n, dt,
+        ctx->d_q, dt);
+    wk_attention (ctx->pool, (int) nh, dh, n, A, ctx->d_q, dt,
+        ctx->cross_k + (size_t) l * A * dt, dt,
+        ctx->cross_v + (size_t) l * A * dt, dt, scale, 0, ctx->d_att, dt);
+    wk_linear_ex (ctx->pool, L->cross_o, L->cross_o_b, ctx->d_att, n, dt,
+        ctx->d_x, dt, WK_LINEAR_ADD);
+
+    /* MLP */
+    wk_layer_norm (ctx->pool, ctx->d_x, n, dt, dt, L->mlp_ln_w, L->mlp_ln_b,
+        WK_LN_EPS, ctx->d_xn, dt);
+    wk_linear_ex (ctx->pool, L->mlp0, L->mlp0_b, ctx->d_xn, n, dt, ctx->d_h,
+        4 * dt, WK_LINEAR_GELU);
+    wk_linear_ex (ctx->pool, L->mlp2, L->mlp2_b, ctx->d_h, n, 4 * dt,
+        ctx->d_x, dt, WK_LINEAR_ADD);
+  }
+
+  if (logits) {
+    const float *x = ctx->d_x + (size_t) (n - n_logits) * dt;
+    wk_layer_norm (ctx->pool, x, n_logits, dt, dt, m->ln_w, m->ln_b,
+        WK_LN_EPS, ctx->d_xn, dt);
+    wk_linear (ctx->pool, m->tok_emb, NULL, ctx->d_xn, n_logits, dt, logits,
+        V);
+  }
+  ctx->n_decoder_tokens += n;
+  ctx->t_decoder += now_s () - t0;
+  return WK_OK;
+}

@@ -1,0 +1,116 @@
+/* Whisper's audio encoder: two convolutions with GELU, learned positions,
+ * pre-LN transformer blocks, a final layer norm; then, once per window,
+ * the cross-attention keys and values of every decoder layer.
+ *
+ * All activations live in the wk_ctx (allocated once); the heavy lifting
+ * is in the kernels (wk_linear_ex with fused GELU / residual add,
+ * wk_attention, which runs over the 1500 keys in blocks with a running
+ * softmax, so no n_ctx x n_ctx score matrix is ever materialised).
+ */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels.h"
+#include "model.h"
+
+#define WK_LN_EPS 1e-5f
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+wk_status
+wk_encode (wk_ctx * ctx, const float *mel, int ld)
+{
+  const wk_model *m;
+  const wk_hparams *hp;
+  int64_t A, da, dt, nh, dh, p;
+  float scale;
+  int l;
+  double t0;
+
+  if (!ctx || !mel)
+    return WK_ERR_ARG;
+  m = ctx->model;
+  hp = &m->hp;
+  A = hp->n_audio_ctx;
+  da = hp->n_audio_state;
+  dt = hp->n_text_state;
+  nh = hp->n_audio_head;
+  dh = da / nh;
+  if (ld < 2 * A)
+    return WK_ERR_ARG;
+  t0 = now_s ();
+
+  /* conv1: [n_mels][2A] (channel-major) -> [2A][da]; conv2 (stride 2) ->
+   * [A][da], both with GELU */
+  wk_conv1d_k3 (ctx->pool, m->conv1_w, m->conv1_b, mel, hp->n_mels, 2 * A,
+      ld, 0, 1, ctx->e_conv, da, WK_LINEAR_GELU, ctx->conv_work);
+  wk_conv1d_k3 (ctx->pool, m->conv2_w, m->conv2_b, ctx->e_conv, da, 2 * A,
+      da, 1, 2, ctx->e_x, da, WK_LINEAR_GELU, ctx->conv_work);
+
+  /* + positional embedding (f32 in place, f16 through a row buffer) */
+  for (p = 0; p < A; p++) {
+    float *x = ctx->e_x + p * da;
+    const float *pos;
+    if (m->enc_pos->type == WK_TYPE_F32) {
+      pos = (const float *) m->enc_pos->data + p * da;
+    } else {
+      wk_tensor_get_row (m->enc_pos, p, ctx->e_att);
+      pos = ctx->e_att;
+    }
+    wk_add (x, pos, da);
+  }
+
+  scale = 1.0f / sqrtf ((float) dh);
+  for (l = 0; l < hp->n_audio_layer; l++) {
+    const wk_enc_layer *L = &m->enc[l];
+
+    /* self-attention */
+    wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, L->attn_ln_w, L->attn_ln_b,
+        WK_LN_EPS, ctx->e_xn, da);
+    wk_linear (ctx->pool, L->attn_q, L->attn_q_b, ctx->e_xn, A, da, ctx->e_q,
+        da);
+    wk_linear (ctx->pool, L->attn_k, NULL, ctx->e_xn, A, da, ctx->e_k, da);
+    wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->e_xn, A, da, ctx->e_v,
+        da);
+    wk_attention (ctx->pool, (int) nh, dh, A, A, ctx->e_q, da, ctx->e_k, da,
+        ctx->e_v, da, scale, 0, ctx->e_att, da);
+    wk_linear_ex (ctx->pool, L->attn_o, L->attn_o_b, ctx->e_att, A, da,
+        ctx->e_x, da, WK_LINEAR_ADD);
+
+    /* MLP */
+    wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, L->mlp_ln_w, L->mlp_ln_b,
+        WK_LN_EPS, ctx->e_xn, da);
+    wk_linear_ex (ctx->pool, L->mlp0, L->mlp0_b, ctx->e_xn, A, da, ctx->e_h,
+        4 * da, WK_LINEAR_GELU);
+    wk_linear_ex (ctx->pool, L->mlp2, L->mlp2_b, ctx->e_h, A, 4 * da,
+        ctx->e_x, da, WK_LINEAR_ADD);
+  }
+  wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, m->ln_post_w, m->ln_post_b,
+      WK_LN_EPS, ctx->e_x, da);
+
+  /* cross-attention cache: K and V of the encoder output per decoder
+   * layer, [A][dt] each */
+  for (l = 0; l < hp->n_text_layer; l++) {
+    const wk_dec_layer *L = &m->dec[l];
+    wk_linear (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da,
+        ctx->cross_k + (size_t) l * A * dt, dt);
+    wk_linear (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
+        ctx->cross_v + (size_t) l * A * dt, dt);
+  }
+  ctx->encoded = true;
+  ctx->t_encoder += now_s () - t0;
+  return WK_OK;
+}
+
+const float *
+wk_ctx_encoder_output (const wk_ctx * ctx)
+{
+  return ctx && ctx->encoded ? ctx->e_x : NULL;
+}

@@ -1,0 +1,964 @@
+/* Loading a knot into a wk_model: hyper-parameters checked, every tensor
+ * bound by name and checked against them, mel tables and vocabulary built
+ * once. Weights stay in the read-only mapping.
+ *
+ * Models are shared process-wide: a second load of the same file (same
+ * device and inode) returns the first wk_model with one more reference.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernels.h"
+#include "model.h"
+
+/* ---- status and paths -------------------------------------------------- */
+
+const char *
+wk_status_str (wk_status status)
+{
+  switch (status) {
+    case WK_OK:
+      return "success";
+    case WK_ERR_IO:
+      return "I/O error";
+    case WK_ERR_FORMAT:
+      return "corrupt or invalid file";
+    case WK_ERR_UNSUPPORTED:
+      return "unsupported model";
+    case WK_ERR_NOMEM:
+      return "out of memory";
+    case WK_ERR_ARG:
+      return "invalid argument";
+    case WK_ERR_STATE:
+      return "call not allowed in this state";
+    case WK_ERR_INTERNAL:
+      return "internal error";
+  }
+  return "unknown status";
+}
+
+#ifndef WK_MODEL_INSTALL_PATH
+#define WK_MODEL_INSTALL_PATH "/usr/local/share/whisperknot/default.knot"
+#endif
+#ifndef WK_MODEL_BUILD_PATH
+#define WK_MODEL_BUILD_PATH "knots/default.knot"
+#endif
+
+const char *
+wk_default_model_path (void)
+{
+  const char *env = getenv ("WHISPERKNOT_MODEL");
+
+  if (env && env[0])
+    return env;
+  if (access (WK_MODEL_INSTALL_PATH, R_OK) == 0)
+    return WK_MODEL_INSTALL_PATH;
+  return WK_MODEL_BUILD_PATH;
+}
+
+wk_model_params
+wk_model_default_params (void)
+{
+  wk_model_params p;
+
+  memset (&p, 0, sizeof p);
+  return p;
+}
+
+static void
+set_err (char *err, size_t err_size, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (!err || err_size == 0)
+    return;
+  va_start (ap, fmt);
+  vsnprintf (err, err_size, fmt, ap);
+  va_end (ap);
+}
+
+/* ---- the process-wide list of loaded models ---------------------------- */
+
+static pthread_mutex_t models_lock = PTHREAD_MUTEX_INITIALIZER;
+static wk_model *models;
+
+static void
+model_destroy (wk_model * m)
+{
+  if (!m)
+    return;
+  wk_mel_free (m->mel);
+  wk_tokenizer_free (m->tok);
+  free (m->mel_filters);
+  free (m->suppress);
+  free (m->enc);
+  free (m->dec);
+  free (m->path);
+  if (m->knot)
+    wk_knot_close (m->knot);
+  free (m);
+}
+
+wk_model *
+wk_model_ref (wk_model * model)
+{
+  if (!model)
+    return NULL;
+  pthread_mutex_lock (&models_lock);
+  model->refcount++;
+  pthread_mutex_unlock (&models_lock);
+  return model;
+}
+
+void
+wk_model_unref (wk_model * model)
+{
+  bool last = false;
+
+  if (!model)
+    return;
+  pthread_mutex_lock (&models_lock);
+  if (--model->refcount == 0) {
+    wk_model **pp;
+    for (pp = &models; *pp; pp = &(*pp)->next) {
+      if (*pp == model) {
+        *pp = model->next;
+        break;
+      }
+    }
+    last = true;
+  }
+  pthread_mutex_unlock (&models_lock);
+  if (last)
+    model_destroy (model);
+}
+
+/* ---- binding tensors ----------------------------------------------------- */
+
+typedef struct
+{
+  wk_model *m;
+  char *err;
+  size_t err_size;
+  wk_status status;
+} binder;
+
+static void
+fmt_shape (char *buf, size_t size, int n_dims, const int64_t * ne)
+{
+  size_t off = 0;
+  int i;
+
+  off += snprintf (buf + off, size - off, "[");
+  for (i = 0; i < n_dims && off < size; i++)
+    off += snprintf (buf + off, size - off, "%s%lld", i ? ", " : "",
+        (long long) ne[i]);
+  if (off < size)
+    snprintf (buf + off, size - off, "]");
+}
+
+/* Finds `name` and checks it has n_dims dimensions ne[] (ggml order). A
+ * tensor stored with trailing dimensions of 1 is accepted. 1-D tensors
+ * must be f32; others any type whose rows are whole blocks. */
+static const wk_tensor *
+bind (binder * b, const char *name, int n_dims, int64_t ne0, int64_t ne1)
+{
+  const wk_tensor *t;
+  int64_t want[WK_MAX_DIMS] = { ne0, ne1, 1, 1 };
+  int i;
+
+  if (b->status != WK_OK)
+    return NULL;
+  t = wk_knot_find (b->m->knot, name);
+  if (!t) {
+    set_err (b->err, b->err_size, "model: tensor '%s' is missing", name);
+    b->status = WK_ERR_FORMAT;
+    return NULL;
+  }
+  for (i = 0; i < WK_MAX_DIMS; i++) {
+    int64_t have = i < t->n_dims ? t->ne[i] : 1;
+    if (have != want[i] || (i >= n_dims && i < t->n_dims && t->ne[i] != 1)) {
+      char hs[96], ws[96];
+      fmt_shape (hs, sizeof hs, t->n_dims, t->ne);
+      fmt_shape (ws, sizeof ws, n_dims, want);
+      set_err (b->err, b->err_size,
+          "model: tensor '%s' has shape %s but the header says %s", name, hs,
+          ws);
+      b->status = WK_ERR_FORMAT;
+      return NULL;
+    }
+  }
+  if (!wk_type_is_known (t->type)) {
+    set_err (b->err, b->err_size, "model: tensor '%s' has unknown type %d",
+        name, (int) t->type);
+    b->status = WK_ERR_UNSUPPORTED;
+    return NULL;
+  }
+  if (n_dims == 1 && t->type != WK_TYPE_F32) {
+    set_err (b->err, b->err_size,
+        "model: tensor '%s' is %s but 1-D tensors must be f32", name,
+        wk_type_name (t->type));
+    b->status = WK_ERR_UNSUPPORTED;
+    return NULL;
+  }
+  if (wk_type_row_bytes (t->type, t->ne[0]) == 0) {
+    set_err (b->err, b->err_size,
+        "model: tensor '%s' (%s) has rows of %lld elements, not whole blocks",
+        name, wk_type_name (t->type), (long long) t->ne[0]);
+    b->status = WK_ERR_UNSUPPORTED;
+    return NULL;
+  }
+  if (((uintptr_t) t->data & 3) != 0) {
+    set_err (b->err, b->err_size, "model: tensor '%s' data is misaligned",
+        name);
+    b->status = WK_ERR_FORMAT;
+    return NULL;
+  }
+  b->m->n_params += (uint64_t) (t->ne[0] * t->ne[1]);
+  return t;
+}
+
+static const float *
+bind_vec (binder * b, const char *name, int64_t n)
+{
+  const wk_tensor *t = bind (b, name, 1, n, 1);
+  return t ? (const float *) t->data : NULL;
+}
+
+/* 2-D weight whose type must be f32 or f16 (conv kernels, positions). */
+static const wk_tensor *
+bind_float (binder * b, const char *name, int n_dims, int64_t ne0,
+    int64_t ne1)
+{
+  const wk_tensor *t = bind (b, name, n_dims, ne0, ne1);
+  if (t && t->type != WK_TYPE_F32 && t->type != WK_TYPE_F16) {
+    set_err (b->err, b->err_size,
+        "model: tensor '%s' is %s; only f32 and f16 are supported here",
+        name, wk_type_name (t->type));
+    b->status = WK_ERR_UNSUPPORTED;
+    return NULL;
+  }
+  return t;
+}
+
+/* conv weights: ne = {3, in, out}, viewed as the 2-D {3 in, out}. */
+static const wk_tensor *
+bind_conv (binder * b, const char *name, int64_t in, int64_t out)
+{
+  const wk_tensor *t;
+  int64_t want[3] = { 3, in, out };
+  int i;
+
+  if (b->status != WK_OK)
+    return NULL;
+  t = wk_knot_find (b->m->knot, name);
+  if (!t) {
+    set_err (b->err, b->err_size, "model: tensor '%s' is missing", name);
+    b->status = WK_ERR_FORMAT;
+    return NULL;
+  }
+  for (i = 0; i < WK_MAX_DIMS; i++) {
+    int64_t have = i < t->n_dims ? t->ne[i] : 1;
+    int64_t w = i < 3 ? want[i] : 1;
+    if (have != w) {
+      char hs[96], ws[96];
+      fmt_shape (hs, sizeof hs, t->n_dims, t->ne);
+      fmt_shape (ws, sizeof ws, 3, want);
+      set_err (b->err, b->err_size,
+          "model: tensor '%s' has shape %s but the header says %s", name, hs,
+          ws);
+      b->status = WK_ERR_FORMAT;
+      return NULL;
+    }
+  }
+  if (t->type != WK_TYPE_F32 && t->type != WK_TYPE_F16) {
+    set_err (b->err, b->err_size,
+        "model: tensor '%s' is %s; convolutions must be f32 or f16", name,
+        wk_type_is_known (t->type) ? wk_type_name (t->type) : "unknown");
+    b->status = WK_ERR_UNSUPPORTED;
+    return NULL;
+  }
+  if (((uintptr_t) t->data & 3) != 0) {
+    set_err (b->err, b->err_size, "model: tensor '%s' data is misaligned",
+        name);
+    b->status = WK_ERR_FORMAT;
+    return NULL;
+  }
+  b->m->n_params += (uint64_t) (3 * in * out);
+  return t;
+}
+
+static void
+bind_attn (binder * b, const char *prefix, int64_t d_in, int64_t d,
+    const wk_tensor ** q, const float **q_b, const wk_tensor ** k,
+    const wk_tensor ** v, const float **v_b, const wk_tensor ** o,
+    const float **o_b)
+{
+  char name[160];
+
+  snprintf (name, sizeof name, "%s.query.weight", prefix);
+  *q = bind (b, name, 2, d, d);
+  snprintf (name, sizeof name, "%s.query.bias", prefix);
+  *q_b = bind_vec (b, name, d);
+  snprintf (name, sizeof name, "%s.key.weight", prefix);
+  *k = bind (b, name, 2, d_in, d);
+  snprintf (name, sizeof name, "%s.value.weight", prefix);
+  *v = bind (b, name, 2, d_in, d);
+  snprintf (name, sizeof name, "%s.value.bias", prefix);
+  *v_b = bind_vec (b, name, d);
+  snprintf (name, sizeof name, "%s.out.weight", prefix);
+  *o = bind (b, name, 2, d, d);
+  snprintf (name, sizeof name, "%s.out.bias", prefix);
+  *o_b = bind_vec (b, name, d);
+}
+
+static void
+bind_ln (binder * b, const char *prefix, int64_t d, const float **w,
+    const float **bias)
+{
+  char name[160];
+
+  snprintf (name, sizeof name, "%s.weight", prefix);
+  *w = bind_vec (b, name, d);
+  snprintf (name, sizeof name, "%s.bias", prefix);
+  *bias = bind_vec (b, name, d);
+}
+
+static void
+bind_mlp (binder * b, const char *prefix, int64_t d, const wk_tensor ** w0,
+    const float **b0, const wk_tensor ** w2, const float **b2)
+{
+  char name[160];
+
+  snprintf (name, sizeof name, "%s.mlp.0.weight", prefix);
+  *w0 = bind (b, name, 2, d, 4 * d);
+  snprintf (name, sizeof name, "%s.mlp.0.bias", prefix);
+  *b0 = bind_vec (b, name, 4 * d);
+  snprintf (name, sizeof name, "%s.mlp.2.weight", prefix);
+  *w2 = bind (b, name, 2, 4 * d, d);
+  snprintf (name, sizeof name, "%s.mlp.2.bias", prefix);
+  *b2 = bind_vec (b, name, d);
+}
+
+static wk_status
+bind_all (wk_model * m, char *err, size_t err_size)
+{
+  binder b = { m, err, err_size, WK_OK };
+  const wk_hparams *hp = &m->hp;
+  int64_t da = hp->n_audio_state, dt = hp->n_text_state;
+  char prefix[128];
+  int i;
+
+  m->enc = calloc ((size_t) hp->n_audio_layer, sizeof *m->enc);
+  m->dec = calloc ((size_t) hp->n_text_layer, sizeof *m->dec);
+  if (!m->enc || !m->dec) {
+    set_err (err, err_size, "model: out of memory");
+    return WK_ERR_NOMEM;
+  }
+
+  m->conv1_w = bind_conv (&b, "encoder.conv1.weight", hp->n_mels, da);
+  m->conv1_b = bind_vec (&b, "encoder.conv1.bias", da);
+  m->conv2_w = bind_conv (&b, "encoder.conv2.weight", da, da);
+  m->conv2_b = bind_vec (&b, "encoder.conv2.bias", da);
+  m->enc_pos = bind_float (&b, "encoder.positional_embedding", 2, da,
+      hp->n_audio_ctx);
+  for (i = 0; i < hp->n_audio_layer; i++) {
+    wk_enc_layer *l = &m->enc[i];
+    char name[160];
+
+    snprintf (prefix, sizeof prefix, "encoder.blocks.%d.attn_ln", i);
+    bind_ln (&b, prefix, da, &l->attn_ln_w, &l->attn_ln_b);
+    snprintf (prefix, sizeof prefix, "encoder.blocks.%d.attn", i);
+    bind_attn (&b, prefix, da, da, &l->attn_q, &l->attn_q_b, &l->attn_k,
+        &l->attn_v, &l->attn_v_b, &l->attn_o, &l->attn_o_b);
+    snprintf (name, sizeof name, "encoder.blocks.%d.mlp_ln", i);
+    bind_ln (&b, name, da, &l->mlp_ln_w, &l->mlp_ln_b);
+    snprintf (prefix, sizeof prefix, "encoder.blocks.%d", i);
+    bind_mlp (&b, prefix, da, &l->mlp0, &l->mlp0_b, &l->mlp2, &l->mlp2_b);
+  }
+  bind_ln (&b, "encoder.ln_post", da, &m->ln_post_w, &m->ln_post_b);
+
+  m->tok_emb = bind (&b, "decoder.token_embedding.weight", 2, dt,
+      hp->n_vocab);
+  m->dec_pos = bind_float (&b, "decoder.positional_embedding", 2, dt,
+      hp->n_text_ctx);
+  for (i = 0; i < hp->n_text_layer; i++) {
+    wk_dec_layer *l = &m->dec[i];
+    char name[160];
+
+    snprintf (prefix, sizeof prefix, "decoder.blocks.%d.attn_ln", i);
+    bind_ln (&b, prefix, dt, &l->attn_ln_w, &l->attn_ln_b);
+    snprintf (prefix, sizeof prefix, "decoder.blocks.%d.attn", i);
+    bind_attn (&b, prefix, dt, dt, &l->attn_q, &l->attn_q_b, &l->attn_k,
+        &l->attn_v, &l->attn_v_b, &l->attn_o, &l->attn_o_b);
+    snprintf (prefix, sizeof prefix, "decoder.blocks.%d.cross_attn_ln", i);
+    bind_ln (&b, prefix, dt, &l->cross_ln_w, &l->cross_ln_b);
+    snprintf (prefix, sizeof prefix, "decoder.blocks.%d.cross_attn", i);
+    bind_attn (&b, prefix, da, dt, &l->cross_q, &l->cross_q_b, &l->cross_k,
+        &l->cross_v, &l->cross_v_b, &l->cross_o, &l->cross_o_b);
+    snprintf (name, sizeof name, "decoder.blocks.%d.mlp_ln", i);
+    bind_ln (&b, name, dt, &l->mlp_ln_w, &l->mlp_ln_b);
+    snprintf (prefix, sizeof prefix, "decoder.blocks.%d", i);
+    bind_mlp (&b, prefix, dt, &l->mlp0, &l->mlp0_b, &l->mlp2, &l->mlp2_b);
+  }
+  bind_ln (&b, "decoder.ln", dt, &m->ln_w, &m->ln_b);
+  return b.status;
+}
+
+/* ---- hyper-parameters ---------------------------------------------------- */
+
+static wk_status
+read_hparams (wk_model * m, char *err, size_t err_size)
+{
+  static const struct
+  {
+    const char *key;
+    size_t off;
+    uint32_t max;
+  } keys[] = {
+    {"whisper.n_vocab", offsetof (wk_hparams, n_vocab), 51866},
+    {"whisper.n_audio_ctx", offsetof (wk_hparams, n_audio_ctx), 1 << 14},
+    {"whisper.n_audio_state", offsetof (wk_hparams, n_audio_state), 1 << 14},
+    {"whisper.n_audio_head", offsetof (wk_hparams, n_audio_head), 1024},
+    {"whisper.n_audio_layer", offsetof (wk_hparams, n_audio_layer), 1024},
+    {"whisper.n_text_ctx", offsetof (wk_hparams, n_text_ctx), 1 << 14},
+    {"whisper.n_text_state", offsetof (wk_hparams, n_text_state), 1 << 14},
+    {"whisper.n_text_head", offsetof (wk_hparams, n_text_head), 1024},
+    {"whisper.n_text_layer", offsetof (wk_hparams, n_text_layer), 1024},
+    {"whisper.n_mels", offsetof (wk_hparams, n_mels), 128},
+  };
+  wk_hparams *hp = &m->hp;
+  const char *arch;
+  size_t arch_len, i;
+
+  if (!wk_knot_get_str (m->knot, "general.architecture", &arch, &arch_len)
+      || arch_len != 7 || memcmp (arch, "whisper", 7) != 0) {
+    set_err (err, err_size,
+        "model: general.architecture is missing or not \"whisper\"");
+    return WK_ERR_FORMAT;
+  }
+  for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    uint32_t v;
+    if (!wk_knot_get_u32 (m->knot, keys[i].key, &v)) {
+      set_err (err, err_size, "model: metadata key %s is missing",
+          keys[i].key);
+      return WK_ERR_FORMAT;
+    }
+    if (v == 0 || v > keys[i].max) {
+      set_err (err, err_size, "model: %s = %u is out of range (1..%u)",
+          keys[i].key, v, keys[i].max);
+      return WK_ERR_FORMAT;
+    }
+    *(int *) ((char *) hp + keys[i].off) = (int) v;
+  }
+  if (hp->n_vocab != 51864 && hp->n_vocab != 51865 && hp->n_vocab != 51866) {
+    set_err (err, err_size, "model: n_vocab %d is not a Whisper vocabulary "
+        "(51864, 51865 or 51866)", hp->n_vocab);
+    return WK_ERR_UNSUPPORTED;
+  }
+  if (hp->n_mels != 80 && hp->n_mels != 128) {
+    set_err (err, err_size, "model: n_mels %d is not 80 or 128", hp->n_mels);
+    return WK_ERR_UNSUPPORTED;
+  }
+  if (hp->n_audio_state % hp->n_audio_head != 0
+      || hp->n_text_state % hp->n_text_head != 0) {
+    set_err (err, err_size, "model: the state width (%d audio, %d text) is "
+        "not a multiple of the head count (%d, %d)", hp->n_audio_state,
+        hp->n_text_state, hp->n_audio_head, hp->n_text_head);
+    return WK_ERR_FORMAT;
+  }
+  if (hp->n_audio_state / hp->n_audio_head > 256
+      || hp->n_text_state / hp->n_text_head > 256) {
+    set_err (err, err_size, "model: heads wider than 256 are not supported");
+    return WK_ERR_UNSUPPORTED;
+  }
+  if (hp->n_audio_ctx * 2 > WK_N_FRAMES) {
+    set_err (err, err_size, "model: n_audio_ctx %d is longer than a 30 s "
+        "window (%d)", hp->n_audio_ctx, WK_N_FRAMES / 2);
+    return WK_ERR_UNSUPPORTED;
+  }
+  if (hp->n_text_ctx < 16) {
+    set_err (err, err_size, "model: n_text_ctx %d is too short",
+        hp->n_text_ctx);
+    return WK_ERR_UNSUPPORTED;
+  }
+  return WK_OK;
+}
+
+/* ---- vocabulary and logit filters ---------------------------------------- */
+
+static wk_status
+build_tokenizer (wk_model * m, char *err, size_t err_size)
+{
+  size_t count, i;
+  const char **toks = NULL;
+  size_t *lens = NULL;
+  wk_status st;
+  int n_base;
+
+  wk_special_tokens_for (m->hp.n_vocab, &m->sp);
+  if (!wk_knot_get_arr_len (m->knot, "tokenizer.ggml.tokens", &count)) {
+    set_err (err, err_size, "model: tokenizer.ggml.tokens is missing");
+    return WK_ERR_FORMAT;
+  }
+  /* ordinary tokens are ids 0 .. eot-1; an English-only vocabulary lists
+   * <|endoftext|> too, a multilingual one an empty entry */
+  if (count < (size_t) m->sp.eot || count > (size_t) m->sp.timestamp_begin) {
+    set_err (err, err_size, "model: the vocabulary has %zu tokens; this "
+        "n_vocab (%d) needs %d", count, m->hp.n_vocab, m->sp.eot + 1);
+    return WK_ERR_FORMAT;
+  }
+  n_base = m->sp.eot;
+  toks = calloc ((size_t) n_base, sizeof *toks);
+  lens = calloc ((size_t) n_base, sizeof *lens);
+  if (!toks || !lens) {
+    free (toks);
+    free (lens);
+    set_err (err, err_size, "model: out of memory");
+    return WK_ERR_NOMEM;
+  }
+  for (i = 0; i < (size_t) n_base; i++) {
+    if (!wk_knot_get_str_at (m->knot, "tokenizer.ggml.tokens", i, &toks[i],
+            &lens[i])) {
+      free (toks);
+      free (lens);
+      set_err (err, err_size, "model: vocabulary entry %zu is unreadable", i);
+      return WK_ERR_FORMAT;
+    }
+  }
+  st = wk_tokenizer_new (m->hp.n_vocab, n_base, toks, lens, &m->tok, err,
+      err_size);
+  free (toks);
+  free (lens);
+  if (st != WK_OK)
+    return st;
+
+  m->max_token_bytes = 0;
+  for (i = 0; i < (size_t) m->hp.n_vocab; i++) {
+    size_t len = 0;
+    wk_tokenizer_bytes (m->tok, (int) i, &len);
+    if ((int) len > m->max_token_bytes)
+      m->max_token_bytes = (int) len;
+  }
+  return WK_OK;
+}
+
+static int
+cmp_i32 (const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
+  return (x > y) - (x < y);
+}
+
+/* Whisper's suppress_tokens="-1": the non-speech symbols (tokenizer.py
+ * non_speech_tokens) plus the special tokens decoding.py adds. */
+static wk_status
+build_suppress (wk_model * m)
+{
+  static const char *const symbols[] = {
+    "\"", "#", "(", ")", "*", "+", "/", ":", ";", "<", "=", ">", "@", "[",
+    "\\", "]", "^", "_", "`", "{", "|", "}", "~", "\xe3\x80\x8c",
+    "\xe3\x80\x8d", "\xe3\x80\x8e", "\xe3\x80\x8f",
+    "<<", ">>", "<<<", ">>>", "--", "---", "-(", "-[", "('", "(\"", "((",
+    "))", "(((", ")))", "[[", "]]", "{{", "}}", "\xe2\x99\xaa\xe2\x99\xaa",
+    "\xe2\x99\xaa\xe2\x99\xaa\xe2\x99\xaa",
+  };
+  /* U+2669..U+266F: always suppressed by their first token */
+  static const char *const misc[] = {
+    "\xe2\x99\xa9", "\xe2\x99\xaa", "\xe2\x99\xab", "\xe2\x99\xac",
+    "\xe2\x99\xad", "\xe2\x99\xae", "\xe2\x99\xaf",
+  };
+  size_t n_sym = sizeof symbols / sizeof symbols[0];
+  size_t n_misc = sizeof misc / sizeof misc[0];
+  size_t cap = 2 * (n_sym + n_misc) + 16, n = 0, i, j;
+  int32_t *out, ids[64];
+  char buf[64];
+  int k;
+
+  out = malloc (cap * sizeof *out);
+  if (!out)
+    return WK_ERR_NOMEM;
+  k = wk_tokenizer_encode (m->tok, " -", 2, ids, 64);
+  if (k >= 1)
+    out[n++] = ids[0];
+  k = wk_tokenizer_encode (m->tok, " '", 2, ids, 64);
+  if (k >= 1)
+    out[n++] = ids[0];
+  for (i = 0; i < n_sym + n_misc; i++) {
+    const char *s = i < n_sym ? symbols[i] : misc[i - n_sym];
+    bool is_misc = i >= n_sym;
+    for (j = 0; j < 2; j++) {
+      snprintf (buf, sizeof buf, "%s%s", j ? " " : "", s);
+      k = wk_tokenizer_encode (m->tok, buf, strlen (buf), ids, 64);
+      if (k == 1 || (is_misc && k >= 1))
+        out[n++] = ids[0];
+    }
+  }
+  out[n++] = m->sp.transcribe;
+  out[n++] = m->sp.translate;
+  out[n++] = m->sp.sot;
+  out[n++] = m->sp.prev;
+  out[n++] = m->sp.solm;
+  out[n++] = m->sp.nosp;
+  qsort (out, n, sizeof *out, cmp_i32);
+  for (i = 0, j = 0; i < n; i++)
+    if (j == 0 || out[j - 1] != out[i])
+      out[j++] = out[i];
+  m->suppress = out;
+  m->n_suppress = (int) j;
+
+  k = wk_tokenizer_encode (m->tok, " ", 1, ids, 64);
+  m->n_blank = 0;
+  for (i = 0; k > 0 && i < (size_t) k && i < 8; i++)
+    m->blank[m->n_blank++] = ids[i];
+  return WK_OK;
+}
+
+/* ---- load ----------------------------------------------------------------- */
+
+wk_status
+wk_model_load (const char *path, const wk_model_params * params,
+    wk_model ** out, char *err, size_t err_size)
+{
+  struct stat sb;
+  wk_model *m;
+  wk_status st;
+  size_t n_filt;
+
+  (void) params;
+  if (err && err_size)
+    err[0] = '\0';
+  if (!out) {
+    set_err (err, err_size, "model: no output pointer");
+    return WK_ERR_ARG;
+  }
+  *out = NULL;
+  if (!path || !path[0]) {
+    set_err (err, err_size, "model: no model path given");
+    return WK_ERR_ARG;
+  }
+  if (stat (path, &sb) != 0) {
+    set_err (err, err_size, "model: cannot open '%s': %s", path,
+        strerror (errno));
+    return WK_ERR_IO;
+  }
+
+  /* Shared? The lock is held over the whole load so that two threads
+   * loading the same file end up with one copy. */
+  pthread_mutex_lock (&models_lock);
+  for (m = models; m; m = m->next) {
+    if (m->dev == (uint64_t) sb.st_dev && m->ino == (uint64_t) sb.st_ino) {
+      m->refcount++;
+      pthread_mutex_unlock (&models_lock);
+      *out = m;
+      return WK_OK;
+    }
+  }
+
+  m = calloc (1, sizeof *m);
+  if (!m) {
+    pthread_mutex_unlock (&models_lock);
+    set_err (err, err_size, "model: out of memory");
+    return WK_ERR_NOMEM;
+  }
+  m->refcount = 1;
+  m->dev = (uint64_t) sb.st_dev;
+  m->ino = (uint64_t) sb.st_ino;
+  m->path = strdup (path);
+
+  st = wk_knot_open (path, &m->knot, err, err_size);
+  if (st != WK_OK)
+    goto fail;
+  st = read_hparams (m, err, err_size);
+  if (st != WK_OK)
+    goto fail;
+  m->multilingual = m->hp.n_vocab >= 51865;
+
+  n_filt = (size_t) m->hp.n_mels * WK_N_BINS;
+  {
+    size_t n;
+    if (!wk_knot_get_arr_len (m->knot, "whisper.mel_filters", &n)
+        || n != n_filt) {
+      set_err (err, err_size, "model: whisper.mel_filters is missing or not "
+          "%d x %d values", m->hp.n_mels, WK_N_BINS);
+      st = WK_ERR_FORMAT;
+      goto fail;
+    }
+  }
+  m->mel_filters = malloc (n_filt * sizeof (float));
+  if (!m->mel_filters || !m->path) {
+    st = WK_ERR_NOMEM;
+    set_err (err, err_size, "model: out of memory");
+    goto fail;
+  }
+  if (!wk_knot_copy_f32_arr (m->knot, "whisper.mel_filters", m->mel_filters,
+          n_filt)) {
+    set_err (err, err_size, "model: whisper.mel_filters is not an f32 array");
+    st = WK_ERR_FORMAT;
+    goto fail;
+  }
+  st = wk_mel_new (m->hp.n_mels, m->mel_filters, &m->mel);
+  if (st != WK_OK) {
+    set_err (err, err_size, "model: cannot set up the mel front end: %s",
+        wk_status_str (st));
+    goto fail;
+  }
+
+  st = build_tokenizer (m, err, err_size);
+  if (st != WK_OK)
+    goto fail;
+  st = build_suppress (m);
+  if (st != WK_OK) {
+    set_err (err, err_size, "model: out of memory");
+    goto fail;
+  }
+
+  st = bind_all (m, err, err_size);
+  if (st != WK_OK)
+    goto fail;
+
+  m->next = models;
+  models = m;
+  pthread_mutex_unlock (&models_lock);
+  *out = m;
+  return WK_OK;
+
+fail:
+  pthread_mutex_unlock (&models_lock);
+  if (err && err_size && !err[0])
+    set_err (err, err_size, "model: cannot load '%s': %s", path,
+        wk_status_str (st));
+  model_destroy (m);
+  return st;
+}
+
+void
+wk_model_get_info (const wk_model * model, wk_model_info * info)
+{
+  if (!info)
+    return;
+  memset (info, 0, sizeof *info);
+  if (!model)
+    return;
+  info->n_vocab = model->hp.n_vocab;
+  info->n_mels = model->hp.n_mels;
+  info->n_audio_ctx = model->hp.n_audio_ctx;
+  info->n_audio_state = model->hp.n_audio_state;
+  info->n_audio_head = model->hp.n_audio_head;
+  info->n_audio_layer = model->hp.n_audio_layer;
+  info->n_text_ctx = model->hp.n_text_ctx;
+  info->n_text_state = model->hp.n_text_state;
+  info->n_text_head = model->hp.n_text_head;
+  info->n_text_layer = model->hp.n_text_layer;
+  info->multilingual = model->multilingual;
+  info->n_params = model->n_params;
+  info->file_bytes = wk_knot_size (model->knot);
+}
+
+/* ---- the encoder's input window ---------------------------------------- */
+
+void
+wk_model_window_mel (const wk_model * model, const float *audio,
+    size_t n_audio, int64_t first, int n_frames, float *out)
+{
+  int n_mels = model->hp.n_mels;
+  int ld = 2 * model->hp.n_audio_ctx;
+  int i;
+
+  if (n_frames > ld)
+    n_frames = ld;
+  if (n_frames < 0)
+    n_frames = 0;
+  if (n_frames > 0) {
+    wk_mel_log_frames (model->mel, audio, n_audio, first, n_frames, out, ld);
+    wk_mel_normalize (out, n_mels, n_frames, ld);
+  }
+  for (i = 0; i < n_mels; i++)
+    memset (out + (size_t) i * ld + n_frames, 0,
+        (size_t) (ld - n_frames) * sizeof (float));
+}
+
+/* ---- the working state ------------------------------------------------- */
+
+static void *
+ctx_alloc (wk_ctx * ctx, size_t n, size_t elem, bool * ok)
+{
+  void *p;
+
+  if (!*ok)
+    return NULL;
+  if (n == 0)
+    n = 1;
+  if (n > SIZE_MAX / elem) {
+    *ok = false;
+    return NULL;
+  }
+  p = calloc (n, elem);
+  if (!p)
+    *ok = false;
+  else
+    ctx->state_bytes += n * elem;
+  return p;
+}
+
+/* zlib's state for one deflate at level 6 (window 32 KiB, memLevel 8)
+ * takes about 270 KiB; it is carved from this arena so that decoding
+ * never allocates. */
+#define WK_ZARENA_BYTES (512 * 1024)
+
+wk_status
+wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
+    char *err, size_t err_size)
+{
+  wk_ctx *ctx;
+  const wk_hparams *hp;
+  size_t A, da, dt, T, V, Lt, conv_work, n_logit_rows;
+  bool ok = true;
+
+  if (out)
+    *out = NULL;
+  if (!model || !out) {
+    set_err (err, err_size, "stream: no model");
+    return WK_ERR_ARG;
+  }
+  if (n_beams < 1)
+    n_beams = 1;
+  if (n_beams > 16) {
+    set_err (err, err_size, "stream: beam size %d is larger than 16",
+        n_beams);
+    return WK_ERR_ARG;
+  }
+  hp = &model->hp;
+  A = (size_t) hp->n_audio_ctx;
+  da = (size_t) hp->n_audio_state;
+  dt = (size_t) hp->n_text_state;
+  T = (size_t) hp->n_text_ctx;
+  V = (size_t) hp->n_vocab;
+  Lt = (size_t) hp->n_text_layer;
+
+  ctx = calloc (1, sizeof *ctx);
+  if (!ctx) {
+    set_err (err, err_size, "stream: out of memory");
+    return WK_ERR_NOMEM;
+  }
+  ctx->model = wk_model_ref (model);
+  ctx->n_beams = n_beams;
+  ctx->pool = wk_pool_new (n_threads);
+  if (!ctx->pool)
+    ok = false;
+
+  conv_work = (size_t) wk_conv1d_k3_work_size (hp->n_mels, 2 * A, 1);
+  if ((size_t) wk_conv1d_k3_work_size (da, 2 * A, 2) > conv_work)
+    conv_work = (size_t) wk_conv1d_k3_work_size (da, 2 * A, 2);
+
+  ctx->mel = ctx_alloc (ctx, (size_t) hp->n_mels * 2 * A, sizeof (float),
+      &ok);
+  ctx->conv_work = ctx_alloc (ctx, conv_work, sizeof (float), &ok);
+  ctx->e_conv = ctx_alloc (ctx, 2 * A * da, sizeof (float), &ok);
+  ctx->e_x = ctx_alloc (ctx, A * da, sizeof (float), &ok);
+  ctx->e_xn = ctx_alloc (ctx, A * da, sizeof (float), &ok);
+  ctx->e_q = ctx_alloc (ctx, A * da, sizeof (float), &ok);
+  ctx->e_k = ctx_alloc (ctx, A * da, sizeof (float), &ok);
+  ctx->e_v = ctx_alloc (ctx, A * da, sizeof (float), &ok);
+  ctx->e_att = ctx_alloc (ctx, A * da, sizeof (float), &ok);
+  ctx->e_h = ctx_alloc (ctx, A * 4 * da, sizeof (float), &ok);
+  ctx->cross_k = ctx_alloc (ctx, Lt * A * dt, sizeof (float), &ok);
+  ctx->cross_v = ctx_alloc (ctx, Lt * A * dt, sizeof (float), &ok);
+  ctx->kv_k = ctx_alloc (ctx, (size_t) n_beams * Lt * T * dt, sizeof (float),
+      &ok);
+  ctx->kv_v = ctx_alloc (ctx, (size_t) n_beams * Lt * T * dt, sizeof (float),
+      &ok);
+  ctx->d_x = ctx_alloc (ctx, T * dt, sizeof (float), &ok);
+  ctx->d_xn = ctx_alloc (ctx, T * dt, sizeof (float), &ok);
+  ctx->d_q = ctx_alloc (ctx, T * dt, sizeof (float), &ok);
+  ctx->d_att = ctx_alloc (ctx, T * dt, sizeof (float), &ok);
+  ctx->d_h = ctx_alloc (ctx, T * 4 * dt, sizeof (float), &ok);
+  ctx->d_row = ctx_alloc (ctx, dt, sizeof (float), &ok);
+  n_logit_rows = (size_t) (n_beams > 5 ? n_beams : 5);
+  ctx->logits = ctx_alloc (ctx, n_logit_rows * V, sizeof (float), &ok);
+  ctx->logprobs = ctx_alloc (ctx, V, sizeof (float), &ok);
+  ctx->seq = ctx_alloc (ctx, T + 1, sizeof (int32_t), &ok);
+  ctx->res_tokens = ctx_alloc (ctx, T + 1, sizeof (int32_t), &ok);
+  ctx->res_probs = ctx_alloc (ctx, T + 1, sizeof (float), &ok);
+  ctx->try_tokens = ctx_alloc (ctx, T + 1, sizeof (int32_t), &ok);
+  ctx->try_probs = ctx_alloc (ctx, T + 1, sizeof (float), &ok);
+  ctx->text_cap = (T + 1) * (size_t) (model->max_token_bytes + 1) * 3 + 16;
+  ctx->text = ctx_alloc (ctx, ctx->text_cap, 1, &ok);
+  ctx->zbuf_cap = ctx->text_cap + ctx->text_cap / 8 + 64;
+  ctx->zbuf = ctx_alloc (ctx, ctx->zbuf_cap, 1, &ok);
+  ctx->zarena_cap = WK_ZARENA_BYTES;
+  ctx->zarena = ctx_alloc (ctx, ctx->zarena_cap, 1, &ok);
+  ctx->beam_seq = ctx_alloc (ctx, 3 * (size_t) n_beams * (T + 1),
+      sizeof (int32_t), &ok);
+  ctx->beam_p = ctx_alloc (ctx, 3 * (size_t) n_beams * (T + 1),
+      sizeof (float), &ok);
+  ctx->rng = 0x9e3779b97f4a7c15ull;
+  if (!ok) {
+    set_err (err, err_size, "stream: out of memory (or no threads) for "
+        "%.1f MB of state", ctx->state_bytes / 1e6);
+    wk_ctx_free (ctx);
+    return WK_ERR_NOMEM;
+  }
+  *out = ctx;
+  return WK_OK;
+}
+
+void
+wk_ctx_free (wk_ctx * ctx)
+{
+  if (!ctx)
+    return;
+  wk_pool_free (ctx->pool);
+  free (ctx->mel);
+  free (ctx->conv_work);
+  free (ctx->e_conv);
+  free (ctx->e_x);
+  free (ctx->e_xn);
+  free (ctx->e_q);
+  free (ctx->e_k);
+  free (ctx->e_v);
+  free (ctx->e_att);
+  free (ctx->e_h);
+  free (ctx->cross_k);
+  free (ctx->cross_v);
+  free (ctx->kv_k);
+  free (ctx->kv_v);
+  free (ctx->d_x);
+  free (ctx->d_xn);
+  free (ctx->d_q);
+  free (ctx->d_att);
+  free (ctx->d_h);
+  free (ctx->d_row);
+  free (ctx->logits);
+  free (ctx->logprobs);
+  free (ctx->seq);
+  free (ctx->res_tokens);
+  free (ctx->res_probs);
+  free (ctx->try_tokens);
+  free (ctx->try_probs);
+  free (ctx->text);
+  free (ctx->zbuf);
+  free (ctx->zarena);
+  free (ctx->beam_seq);
+  free (ctx->beam_p);
+  wk_model_unref (ctx->model);
+  free (ctx);
+}
+
+wk_model *
+wk_ctx_model (const wk_ctx * ctx)
+{
+  return ctx ? ctx->model : NULL;
+}
+
+uint64_t
+wk_ctx_state_bytes (const wk_ctx * ctx)
+{
+  return ctx ? ctx->state_bytes : 0;
+}

@@ -1,0 +1,642 @@
+/* The public stream API: audio in, timestamped segments out.
+ *
+ * Offline policy (latency_ms = 0), as Whisper's transcribe() does it:
+ * 30 s windows (2 n_audio_ctx mel frames) starting at `seek`; after each
+ * window, seek moves to the last timestamp when the window ended with a
+ * complete segment pair, else by the whole window; earlier text (up to
+ * max_text_ctx tokens, reset after a window decoded above temperature
+ * 0.5) is the prompt.
+ *
+ * Memory: everything is allocated in wk_stream_new. The audio buffer
+ * holds one window plus a few frames of history (for the mel frames
+ * that look back) plus one second of slack; wk_stream_feed copies what
+ * fits, runs every complete window (a window runs once its last frame
+ * has all its samples, so chunking never changes results), drops the
+ * audio behind the new seek and goes on. Nothing in feed, flush or
+ * finish allocates: the encoder, decoder and decoding buffers are in the
+ * wk_ctx, zlib works in a preallocated arena, results go to fixed
+ * arrays sized for WK_PENDING_WINDOWS windows of output (if a caller
+ * never takes results, the oldest untaken ones are dropped).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model.h"
+
+#define WK_PENDING_WINDOWS 8
+#define WK_HISTORY_FRAMES 3     /* >= 200 samples before a window's frame 0 */
+#define WK_SLACK_SAMPLES WK_SAMPLE_RATE
+#define WK_TS_SAMPLES (2 * WK_HOP)      /* one timestamp step: 0.02 s */
+
+struct wk_stream
+{
+  wk_model *model;
+  wk_ctx *ctx;
+  wk_stream_params p;
+  int lang_fixed;               /* configured language index, -1 = detect */
+  int lang;                     /* in use, -1 = not known yet */
+  bool finished;
+  int W;                        /* window frames: 2 n_audio_ctx */
+
+  /* audio: samples [base, base + len) of the stream */
+  float *audio;
+  size_t audio_cap, audio_len;
+  int64_t audio_base;
+  int64_t total;                /* samples fed */
+  int64_t seek;                 /* first frame of the next window */
+
+  /* previous text (prompt), the last prompt_cap tokens */
+  int32_t *prompt;
+  int n_prompt, prompt_cap;
+
+  /* results since the last take */
+  wk_segment *segs;
+  int n_segs, segs_cap;
+  wk_token *toks;
+  int n_toks, toks_cap;
+  char *text;
+  size_t text_len, text_cap;
+  char *raw;                    /* one segment's bytes before sanitizing */
+  size_t raw_cap;
+  bool taken;
+  int64_t last_end;
+
+  wk_stream_stats stats;
+  uint64_t own_bytes;
+};
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void
+set_err (char *err, size_t err_size, const char *msg, const char *arg)
+{
+  if (err && err_size)
+    snprintf (err, err_size, msg, arg ? arg : "");
+}
+
+wk_stream_params
+wk_stream_default_params (void)
+{
+  wk_stream_params p;
+
+  memset (&p, 0, sizeof p);
+  p.language = NULL;
+  p.translate = false;
+  p.n_threads = 0;
+  p.beam_size = 1;
+  p.temperature_inc = 0.2f;
+  p.logprob_threshold = -1.0f;
+  p.compression_ratio_threshold = 2.4f;
+  p.no_speech_threshold = 0.6f;
+  p.suppress_blank = true;
+  p.no_timestamps = false;
+  p.max_text_ctx = 224;
+  p.seed = 0;
+  p.latency_ms = 0;
+  return p;
+}
+
+static void *
+stream_alloc (wk_stream * s, size_t n, size_t elem, bool * ok)
+{
+  void *p;
+  if (!*ok)
+    return NULL;
+  p = calloc (n ? n : 1, elem);
+  if (!p)
+    *ok = false;
+  else
+    s->own_bytes += n * elem;
+  return p;
+}
+
+wk_status
+wk_stream_new (wk_model * model, const wk_stream_params * params,
+    wk_stream ** out, char *err, size_t err_size)
+{
+  wk_stream *s;
+  wk_stream_params p = params ? *params : wk_stream_default_params ();
+  const wk_hparams *hp;
+  wk_status st;
+  bool ok = true;
+  int T, max_seg_tokens;
+
+  if (err && err_size)
+    err[0] = '\0';
+  if (!out) {
+    set_err (err, err_size, "stream: no output pointer", NULL);
+    return WK_ERR_ARG;
+  }
+  *out = NULL;
+  if (!model) {
+    set_err (err, err_size, "stream: no model", NULL);
+    return WK_ERR_ARG;
+  }
+  hp = &model->hp;
+  T = hp->n_text_ctx;
+  if (p.beam_size > 16) {
+    set_err (err, err_size, "stream: beam_size is limited to 16", NULL);
+    return WK_ERR_ARG;
+  }
+  if (p.temperature_inc < 0.0f || p.temperature_inc > 1.0f
+      || p.max_text_ctx < 0) {
+    set_err (err, err_size, "stream: temperature_inc must be in [0, 1] and "
+        "max_text_ctx >= 0", NULL);
+    return WK_ERR_ARG;
+  }
+
+  s = calloc (1, sizeof *s);
+  if (!s) {
+    set_err (err, err_size, "stream: out of memory", NULL);
+    return WK_ERR_NOMEM;
+  }
+  s->lang_fixed = -1;
+  if (model->multilingual && p.language && p.language[0]
+      && strcmp (p.language, "auto") != 0) {
+    s->lang_fixed = wk_language_lookup (p.language);
+    if (s->lang_fixed < 0 || s->lang_fixed >= model->sp.n_langs) {
+      set_err (err, err_size, "stream: unknown language code '%s'",
+          p.language);
+      free (s);
+      return WK_ERR_ARG;
+    }
+  }
+  p.language = NULL;            /* not kept: the caller's string */
+  s->p = p;
+  s->lang = s->lang_fixed;
+
+  st = wk_ctx_new (model, p.n_threads, p.beam_size > 1 ? p.beam_size : 1,
+      &s->ctx, err, err_size);
+  if (st != WK_OK) {
+    free (s);
+    return st;
+  }
+  s->model = wk_model_ref (model);
+  s->W = 2 * hp->n_audio_ctx;
+  s->audio_cap = (size_t) (s->W + WK_HISTORY_FRAMES + 2) * WK_HOP
+      + WK_SLACK_SAMPLES;
+  s->audio = stream_alloc (s, s->audio_cap, sizeof (float), &ok);
+  s->prompt_cap = T / 2;
+  s->prompt = stream_alloc (s, (size_t) s->prompt_cap, sizeof (int32_t), &ok);
+
+  /* a window yields at most T/2 tokens, and a segment has at least 2 */
+  max_seg_tokens = T / 2 + 1;
+  s->segs_cap = WK_PENDING_WINDOWS * (max_seg_tokens / 2 + 2);
+  s->segs = stream_alloc (s, (size_t) s->segs_cap, sizeof (wk_segment), &ok);
+  s->toks_cap = WK_PENDING_WINDOWS * max_seg_tokens;
+  s->toks = stream_alloc (s, (size_t) s->toks_cap, sizeof (wk_token), &ok);
+  s->raw_cap = (size_t) max_seg_tokens * (model->max_token_bytes + 1) + 1;
+  s->raw = stream_alloc (s, s->raw_cap, 1, &ok);
+  s->text_cap = WK_PENDING_WINDOWS * (s->raw_cap * 3 + (size_t) s->segs_cap
+      / WK_PENDING_WINDOWS + 16);
+  s->text = stream_alloc (s, s->text_cap, 1, &ok);
+  if (!ok) {
+    set_err (err, err_size, "stream: out of memory", NULL);
+    wk_stream_free (s);
+    return WK_ERR_NOMEM;
+  }
+  s->ctx->rng = p.seed ^ 0x5851f42d4c957f2dull;
+  *out = s;
+  return WK_OK;
+}
+
+void
+wk_stream_free (wk_stream * s)
+{
+  if (!s)
+    return;
+  wk_ctx_free (s->ctx);
+  free (s->audio);
+  free (s->prompt);
+  free (s->segs);
+  free (s->toks);
+  free (s->raw);
+  free (s->text);
+  wk_model_unref (s->model);
+  free (s);
+}
+
+/* ---- results ------------------------------------------------------------- */
+
+static void
+clear_results (wk_stream * s)
+{
+  s->n_segs = 0;
+  s->n_toks = 0;
+  s->text_len = 0;
+  s->taken = false;
+}
+
+/* Results handed out by the last take are released by the next call. */
+static void
+begin_call (wk_stream * s)
+{
+  if (s->taken)
+    clear_results (s);
+}
+
+static void
+prompt_push (wk_stream * s, const int32_t * t, int n)
+{
+  int cap = s->prompt_cap;
+  if (s->p.max_text_ctx < cap)
+    cap = s->p.max_text_ctx;
+  if (cap <= 0) {
+    s->n_prompt = 0;
+    return;
+  }
+  if (n >= cap) {
+    memcpy (s->prompt, t + n - cap, (size_t) cap * sizeof *t);
+    s->n_prompt = cap;
+    return;
+  }
+  if (s->n_prompt + n > cap) {
+    int drop = s->n_prompt + n - cap;
+    memmove (s->prompt, s->prompt + drop,
+        (size_t) (s->n_prompt - drop) * sizeof *t);
+    s->n_prompt -= drop;
+  }
+  memcpy (s->prompt + s->n_prompt, t, (size_t) n * sizeof *t);
+  s->n_prompt += n;
+}
+
+/* Adds the segment tokens[0..n-1] spanning [start, end) samples. Returns
+ * false when it is empty (no text, or no duration), as Whisper clears
+ * those. */
+static bool
+add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
+    const float *prob, int n, int64_t start, int64_t end)
+{
+  const wk_model *m = s->model;
+  size_t raw_len = 0, need, len;
+  int i, n_text = 0;
+  int64_t total_bytes = 0, cum = 0;
+  wk_segment *seg;
+  bool any = false;
+
+  for (i = 0; i < n; i++) {
+    size_t tl = 0;
+    const char *t;
+    if (tok[i] >= m->sp.eot)
+      continue;
+    t = wk_tokenizer_bytes (m->tok, tok[i], &tl);
+    if (!t || raw_len + tl >= s->raw_cap)
+      break;
+    memcpy (s->raw + raw_len, t, tl);
+    raw_len += tl;
+    n_text++;
+  }
+  for (i = 0; i < (int) raw_len; i++)
+    if (!strchr (" \t\n\r\v\f", s->raw[i]))
+      any = true;
+  if (start < s->last_end)
+    start = s->last_end;
+  if (end < start)
+    end = start;
+  if (!any || end == start)
+    return false;
+
+  need = raw_len * 3 + 1;
+  if (s->n_segs + 1 > s->segs_cap || s->n_toks + n_text > s->toks_cap
+      || s->text_len + need > s->text_cap)
+    clear_results (s);          /* never taken: drop the oldest output */
+
+  seg = &s->segs[s->n_segs++];
+  len = wk_utf8_sanitize (s->raw, raw_len, s->text + s->text_len, need);
+  if (len >= need)
+    len = strlen (s->text + s->text_len);
+  seg->text = s->text + s->text_len;
+  s->text_len += len + 1;
+  seg->start = start;
+  seg->end = end;
+  seg->avg_logprob = r->avg_logprob;
+  seg->no_speech_prob = r->no_speech_prob;
+  seg->tokens = s->toks + s->n_toks;
+  seg->n_tokens = 0;
+
+  /* token times: the segment's span shared out in proportion to the
+   * tokens' byte lengths */
+  for (i = 0; i < n; i++) {
+    size_t tl = 0;
+    if (tok[i] < m->sp.eot) {
+      wk_tokenizer_bytes (m->tok, tok[i], &tl);
+      total_bytes += (int64_t) tl;
+    }
+  }
+  if (total_bytes == 0)
+    total_bytes = 1;
+  for (i = 0; i < n && seg->n_tokens < n_text; i++) {
+    wk_token *t;
+    size_t tl = 0;
+    if (tok[i] >= m->sp.eot)
+      continue;
+    t = &s->toks[s->n_toks++];
+    t->id = tok[i];
+    t->p = prob[i];
+    t->text = wk_tokenizer_bytes (m->tok, tok[i], &tl);
+    t->start = start + (end - start) * cum / total_bytes;
+    cum += (int64_t) tl;
+    t->end = start + (end - start) * cum / total_bytes;
+    seg->n_tokens++;
+  }
+  s->last_end = end;
+  prompt_push (s, tok, n);
+  return true;
+}
+
+/* ---- windows ---------------------------------------------------------- */
+
+/* Runs the window at s->seek with n_frames frames of content (the rest
+ * padded) and advances seek. */
+static wk_status
+run_window (wk_stream * s, int n_frames)
+{
+  wk_ctx *ctx = s->ctx;
+  const wk_model *m = s->model;
+  const wk_window_result *r;
+  int64_t first, offset, window_end;
+  const float *audio;
+  size_t n_audio;
+  int tb = m->sp.timestamp_begin, i, n, n_cons = 0, last_slice = 0;
+  bool single_ending;
+  wk_status st;
+  double t0;
+
+  /* frames are relative to audio[0], i.e. sample s->audio_base */
+  audio = s->audio;
+  n_audio = s->audio_len;
+  first = s->seek - s->audio_base / WK_HOP;
+
+  t0 = now_s ();
+  wk_model_window_mel (m, audio, n_audio, first, n_frames, ctx->mel);
+  s->stats.mel_seconds += now_s () - t0;
+
+  st = wk_encode (ctx, ctx->mel, s->W);
+  if (st != WK_OK)
+    return st;
+  s->stats.n_windows++;
+
+  if (s->lang < 0 && m->multilingual)
+    s->lang = wk_detect_language (ctx, NULL);
+
+  st = wk_decode_window (ctx, &s->p, s->lang, s->n_prompt ? s->prompt : NULL,
+      s->n_prompt, &r);
+  if (st != WK_OK)
+    return st;
+
+  offset = s->seek * WK_HOP;
+  window_end = (s->seek + n_frames) * WK_HOP;
+  n = r->n_tokens;
+
+  /* no speech: skip the window */
+  if (r->no_speech_prob > s->p.no_speech_threshold
+      && !(r->avg_logprob > s->p.logprob_threshold)) {
+    s->seek += n_frames;
+    return WK_OK;
+  }
+
+  single_ending = n >= 2 && r->tokens[n - 2] < tb && r->tokens[n - 1] >= tb;
+  for (i = 1; i < n; i++) {
+    if (r->tokens[i - 1] >= tb && r->tokens[i] >= tb) {
+      int64_t a = r->tokens[last_slice] >= tb ?
+          offset + (int64_t) (r->tokens[last_slice] - tb) * WK_TS_SAMPLES :
+          offset;
+      int64_t b = offset + (int64_t) (r->tokens[i - 1] - tb) * WK_TS_SAMPLES;
+      if (b > window_end)
+        b = window_end;
+      add_segment (s, r, r->tokens + last_slice, r->probs + last_slice,
+          i - last_slice, a, b);
+      last_slice = i;
+      n_cons++;
+    }
+  }
+  if (n_cons > 0) {
+    if (single_ending) {
+      int64_t a = r->tokens[last_slice] >= tb ?
+          offset + (int64_t) (r->tokens[last_slice] - tb) * WK_TS_SAMPLES :
+          offset;
+      int64_t b = offset + (int64_t) (r->tokens[n - 1] - tb) * WK_TS_SAMPLES;
+      if (b > window_end)
+        b = window_end;
+      add_segment (s, r, r->tokens + last_slice, r->probs + last_slice,
+          n - last_slice, a, b);
+      s->seek += n_frames;
+    } else {
+      /* the unfinished segment is decoded again from its start */
+      int64_t adv = (int64_t) (r->tokens[last_slice - 1] - tb) * 2;
+      if (adv <= 0 || adv > n_frames)
+        adv = n_frames;
+      s->seek += adv;
+    }
+  } else {
+    int64_t dur = (int64_t) n_frames * WK_HOP;
+    for (i = n - 1; i >= 0; i--) {
+      if (r->tokens[i] >= tb) {
+        if (r->tokens[i] != tb)
+          dur = (int64_t) (r->tokens[i] - tb) * WK_TS_SAMPLES;
+        break;
+      }
+    }
+    if (offset + dur > window_end)
+      dur = window_end - offset;
+    add_segment (s, r, r->tokens, r->probs, n, offset, offset + dur);
+    s->seek += n_frames;
+  }
+  if (r->temperature > 0.5f)
+    s->n_prompt = 0;            /* don't condition on high-temperature text */
+  return WK_OK;
+}
+
+/* Drops audio no window will need again. */
+static void
+trim_audio (wk_stream * s)
+{
+  int64_t keep = s->seek - WK_HISTORY_FRAMES;
+  int64_t new_base, drop;
+
+  if (keep < 0)
+    keep = 0;
+  new_base = keep * WK_HOP;
+  if (new_base <= s->audio_base)
+    return;
+  drop = new_base - s->audio_base;
+  if (drop >= (int64_t) s->audio_len) {
+    s->audio_len = 0;
+  } else {
+    memmove (s->audio, s->audio + drop,
+        (s->audio_len - (size_t) drop) * sizeof (float));
+    s->audio_len -= (size_t) drop;
+  }
+  s->audio_base = new_base;
+}
+
+/* Runs every window whose frames all have their samples. */
+static wk_status
+run_complete_windows (wk_stream * s)
+{
+  for (;;) {
+    int64_t need = (s->seek + s->W) * WK_HOP + WK_N_FFT / 2;
+    wk_status st;
+    if (s->audio_base + (int64_t) s->audio_len < need)
+      return WK_OK;
+    st = run_window (s, s->W);
+    trim_audio (s);
+    if (st != WK_OK)
+      return st;
+  }
+}
+
+wk_status
+wk_stream_feed (wk_stream * s, const float *pcm, size_t n)
+{
+  if (!s || (!pcm && n))
+    return WK_ERR_ARG;
+  if (s->finished)
+    return WK_ERR_STATE;
+  begin_call (s);
+  while (n > 0) {
+    size_t space, k;
+    wk_status st;
+
+    trim_audio (s);
+    space = s->audio_cap - s->audio_len;
+    if (space == 0)
+      return WK_ERR_INTERNAL;   /* cannot happen: a full buffer holds a window */
+    k = n < space ? n : space;
+    memcpy (s->audio + s->audio_len, pcm, k * sizeof (float));
+    s->audio_len += k;
+    s->total += (int64_t) k;
+    s->stats.audio_seconds += (double) k / WK_SAMPLE_RATE;
+    pcm += k;
+    n -= k;
+    st = run_complete_windows (s);
+    if (st != WK_OK)
+      return st;
+  }
+  return WK_OK;
+}
+
+wk_status
+wk_stream_feed_s16 (wk_stream * s, const int16_t * pcm, size_t n)
+{
+  float buf[2048];
+
+  if (!s || (!pcm && n))
+    return WK_ERR_ARG;
+  while (n > 0) {
+    size_t k = n < 2048 ? n : 2048, i;
+    wk_status st;
+    for (i = 0; i < k; i++)
+      buf[i] = pcm[i] / 32768.0f;
+    st = wk_stream_feed (s, buf, k);
+    if (st != WK_OK)
+      return st;
+    pcm += k;
+    n -= k;
+  }
+  return s->finished ? WK_ERR_STATE : WK_OK;
+}
+
+wk_status
+wk_stream_flush (wk_stream * s)
+{
+  int64_t content;
+
+  if (!s)
+    return WK_ERR_ARG;
+  if (s->finished)
+    return WK_OK;
+  begin_call (s);
+  /* Whisper's content frames: floor (samples / hop) */
+  content = s->total / WK_HOP;
+  while (s->seek < content) {
+    int64_t left = content - s->seek;
+    int nf = left < s->W ? (int) left : s->W;
+    wk_status st = run_window (s, nf);
+    trim_audio (s);
+    if (st != WK_OK)
+      return st;
+  }
+  return WK_OK;
+}
+
+wk_status
+wk_stream_finish (wk_stream * s)
+{
+  wk_status st;
+
+  if (!s)
+    return WK_ERR_ARG;
+  if (s->finished)
+    return WK_OK;
+  st = wk_stream_flush (s);
+  s->finished = true;
+  return st;
+}
+
+void
+wk_stream_reset (wk_stream * s)
+{
+  if (!s)
+    return;
+  clear_results (s);
+  s->audio_len = 0;
+  s->audio_base = 0;
+  s->total = 0;
+  s->seek = 0;
+  s->n_prompt = 0;
+  s->last_end = 0;
+  s->finished = false;
+  s->lang = s->lang_fixed;
+  s->ctx->rng = s->p.seed ^ 0x5851f42d4c957f2dull;
+}
+
+size_t
+wk_stream_take (wk_stream * s, const wk_segment ** segs)
+{
+  if (!s) {
+    if (segs)
+      *segs = NULL;
+    return 0;
+  }
+  begin_call (s);
+  if (segs)
+    *segs = s->n_segs ? s->segs : NULL;
+  s->taken = true;
+  return (size_t) s->n_segs;
+}
+
+const char *
+wk_stream_language (const wk_stream * s)
+{
+  if (!s)
+    return NULL;
+  if (!s->model->multilingual)
+    return "en";
+  return s->lang >= 0 ? wk_language_code (s->lang) : NULL;
+}
+
+void
+wk_stream_get_stats (const wk_stream * s, wk_stream_stats * stats)
+{
+  if (!stats)
+    return;
+  memset (stats, 0, sizeof *stats);
+  if (!s)
+    return;
+  *stats = s->stats;
+  stats->encoder_seconds = s->ctx->t_encoder;
+  stats->decoder_seconds = s->ctx->t_decoder;
+  stats->n_tokens = s->ctx->n_decoder_tokens;
+  stats->state_bytes = wk_ctx_state_bytes (s->ctx) + s->own_bytes
+      + sizeof *s;
+}
