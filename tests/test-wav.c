@@ -1,0 +1,390 @@
+/* The WAV reader: jfk.wav (data chunk at byte 78, not 44), every supported
+ * encoding and channel mix against known values, chunk order and padding,
+ * WAVE_FORMAT_EXTENSIBLE, truncated and hostile files (errors, never a
+ * crash: every prefix of a file and random corruptions are parsed). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wav.h"
+#include "wk-test.h"
+
+/* ---- a little WAV builder -------------------------------------------- */
+
+typedef struct
+{
+  unsigned char b[65536];
+  size_t n;
+} buf;
+
+static void
+put (buf * w, const void *p, size_t n)
+{
+  memcpy (w->b + w->n, p, n);
+  w->n += n;
+}
+
+static void
+put16 (buf * w, unsigned v)
+{
+  unsigned char p[2] = { (unsigned char) v, (unsigned char) (v >> 8) };
+  put (w, p, 2);
+}
+
+static void
+put32 (buf * w, uint32_t v)
+{
+  unsigned char p[4] = { (unsigned char) v, (unsigned char) (v >> 8),
+    (unsigned char) (v >> 16), (unsigned char) (v >> 24)
+  };
+  put (w, p, 4);
+}
+
+static void
+begin_riff (buf * w)
+{
+  w->n = 0;
+  put (w, "RIFF", 4);
+  put32 (w, 0);                 /* filled by end_riff */
+  put (w, "WAVE", 4);
+}
+
+static void
+end_riff (buf * w)
+{
+  uint32_t v = (uint32_t) (w->n - 8);
+  w->b[4] = (unsigned char) v;
+  w->b[5] = (unsigned char) (v >> 8);
+  w->b[6] = (unsigned char) (v >> 16);
+  w->b[7] = (unsigned char) (v >> 24);
+}
+
+static void
+put_fmt (buf * w, unsigned format, unsigned channels, uint32_t rate,
+    unsigned bits)
+{
+  unsigned align = channels * bits / 8;
+  put (w, "fmt ", 4);
+  put32 (w, 16);
+  put16 (w, format);
+  put16 (w, channels);
+  put32 (w, rate);
+  put32 (w, rate * align);
+  put16 (w, align);
+  put16 (w, bits);
+}
+
+static void
+put_fmt_extensible (buf * w, unsigned sub, unsigned channels, unsigned bits)
+{
+  static const unsigned char tail[14] = { 0x00, 0x00, 0x00, 0x00, 0x10, 0x00,
+    0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71
+  };
+  unsigned align = channels * bits / 8;
+  put (w, "fmt ", 4);
+  put32 (w, 40);
+  put16 (w, 0xFFFE);
+  put16 (w, channels);
+  put32 (w, 16000);
+  put32 (w, 16000 * align);
+  put16 (w, align);
+  put16 (w, bits);
+  put16 (w, 22);                /* cbSize */
+  put16 (w, bits);              /* valid bits */
+  put32 (w, channels == 2 ? 3 : 4);     /* channel mask */
+  put16 (w, sub);
+  put (w, tail, sizeof tail);
+}
+
+static void
+put_chunk (buf * w, const char *id, const void *p, uint32_t n)
+{
+  put (w, id, 4);
+  put32 (w, n);
+  put (w, p, n);
+  if (n & 1)
+    w->b[w->n++] = 0;
+}
+
+static wk_status
+parse (const buf * w, wk_wav * wav)
+{
+  char err[256];
+  return wk_wav_parse (w->b, w->n, wav, err, sizeof err);
+}
+
+/* ---- tests ----------------------------------------------------------- */
+
+static void
+test_jfk_wav (void)
+{
+  const char *path = wk_test_shared_path ("jfk.wav");
+  char err[256] = "";
+  wk_wav wav;
+  FILE *f;
+  unsigned char raw[78 + 20];
+  int i;
+
+  CHECK (path != NULL);
+  if (!path)
+    return;
+  CHECK_MSG (wk_wav_read (path, &wav, err, sizeof err) == WK_OK, "%s", err);
+  CHECK (wav.rate == 16000 && wav.channels == 1 && wav.n_samples == 176000);
+  f = fopen (path, "rb");
+  CHECK (f && fread (raw, 1, sizeof raw, f) == sizeof raw);
+  if (f)
+    fclose (f);
+  /* samples start at byte 78, after a LIST chunk */
+  for (i = 0; i < 10 && wav.samples; i++)
+    CHECK (wav.samples[i] == (float) (int16_t) (raw[78 + 2 * i] |
+            raw[79 + 2 * i] << 8) / 32768.0f);
+  wk_wav_clear (&wav);
+  CHECK (wav.samples == NULL && wav.n_samples == 0);
+}
+
+static void
+test_encodings_and_mixdown (void)
+{
+  buf *w = malloc (sizeof *w);
+  wk_wav wav;
+  unsigned char d[64];
+  float fl[4] = { 0.5f, -0.25f, 1.0f, 0.0f };
+
+  /* s16 stereo: (16384 + -16384) / 2, (32767 + 32767) / 2 */
+  begin_riff (w);
+  put_fmt (w, 1, 2, 16000, 16);
+  {
+    int16_t s[4] = { 16384, -16384, 32767, 32767 };
+    put_chunk (w, "data", s, sizeof s);
+  }
+  end_riff (w);
+  CHECK (parse (w, &wav) == WK_OK);
+  CHECK (wav.n_samples == 2 && wav.channels == 2 && wav.rate == 16000);
+  if (wav.samples) {
+    CHECK (wav.samples[0] == 0.0f);
+    CHECK (wav.samples[1] == 32767.0f / 32768.0f);
+  }
+  wk_wav_clear (&wav);
+
+  /* s24 mono: 0x400000 = 0.5, 0x800000 = -1 */
+  begin_riff (w);
+  put_fmt (w, 1, 1, 16000, 24);
+  d[0] = 0x00; d[1] = 0x00; d[2] = 0x40;
+  d[3] = 0x00; d[4] = 0x00; d[5] = 0x80;
+  d[6] = 0xff; d[7] = 0xff; d[8] = 0xff;
+  put_chunk (w, "data", d, 9);  /* odd: padded */
+  end_riff (w);
+  CHECK (parse (w, &wav) == WK_OK && wav.n_samples == 3);
+  if (wav.samples) {
+    CHECK (wav.samples[0] == 0.5f);
+    CHECK (wav.samples[1] == -1.0f);
+    CHECK (wav.samples[2] == -1.0f / 8388608.0f);
+  }
+  wk_wav_clear (&wav);
+
+  /* s32 mono */
+  begin_riff (w);
+  put_fmt (w, 1, 1, 16000, 32);
+  {
+    int32_t s[2] = { INT32_MIN, 1 << 30 };
+    put_chunk (w, "data", s, sizeof s);
+  }
+  end_riff (w);
+  CHECK (parse (w, &wav) == WK_OK && wav.n_samples == 2);
+  if (wav.samples)
+    CHECK (wav.samples[0] == -1.0f && wav.samples[1] == 0.5f);
+  wk_wav_clear (&wav);
+
+  /* u8 mono */
+  begin_riff (w);
+  put_fmt (w, 1, 1, 8000, 8);
+  d[0] = 128; d[1] = 0; d[2] = 192;
+  put_chunk (w, "data", d, 3);
+  end_riff (w);
+  CHECK (parse (w, &wav) == WK_OK && wav.n_samples == 3 && wav.rate == 8000);
+  if (wav.samples)
+    CHECK (wav.samples[0] == 0.0f && wav.samples[1] == -1.0f
+        && wav.samples[2] == 0.5f);
+  wk_wav_clear (&wav);
+
+  /* float32 4 channels, one frame: mean 0.3125 */
+  begin_riff (w);
+  put_fmt (w, 3, 4, 16000, 32);
+  put_chunk (w, "data", fl, sizeof fl);
+  end_riff (w);
+  CHECK (parse (w, &wav) == WK_OK && wav.n_samples == 1 && wav.channels == 4);
+  if (wav.samples)
+    CHECK (wav.samples[0] == 0.3125f);
+  wk_wav_clear (&wav);
+
+  /* float64 mono with a NaN: 0 */
+  begin_riff (w);
+  put_fmt (w, 3, 1, 16000, 64);
+  {
+    double v[2] = { -0.75, NAN };
+    put_chunk (w, "data", v, sizeof v);
+  }
+  end_riff (w);
+  CHECK (parse (w, &wav) == WK_OK && wav.n_samples == 2);
+  if (wav.samples)
+    CHECK (wav.samples[0] == -0.75f && wav.samples[1] == 0.0f);
+  wk_wav_clear (&wav);
+
+  /* WAVE_FORMAT_EXTENSIBLE: PCM s16 stereo and float mono */
+  begin_riff (w);
+  put_fmt_extensible (w, 1, 2, 16);
+  {
+    int16_t s[2] = { 8192, 8192 };
+    put_chunk (w, "data", s, sizeof s);
+  }
+  end_riff (w);
+  CHECK (parse (w, &wav) == WK_OK && wav.n_samples == 1);
+  if (wav.samples)
+    CHECK (wav.samples[0] == 0.25f);
+  wk_wav_clear (&wav);
+  begin_riff (w);
+  put_fmt_extensible (w, 3, 1, 32);
+  put_chunk (w, "data", fl, 8);
+  end_riff (w);
+  CHECK (parse (w, &wav) == WK_OK && wav.n_samples == 2);
+  if (wav.samples)
+    CHECK (wav.samples[1] == -0.25f);
+  wk_wav_clear (&wav);
+  free (w);
+}
+
+static void
+test_chunk_order_and_padding (void)
+{
+  buf *w = malloc (sizeof *w);
+  wk_wav wav;
+  int16_t s[3] = { 100, 200, 300 };
+
+  /* odd LIST chunk (padded), data before fmt, junk chunk between */
+  begin_riff (w);
+  put_chunk (w, "LIST", "INFOabc", 7);
+  put_chunk (w, "data", s, sizeof s);
+  put_chunk (w, "junk", "x", 1);
+  put_fmt (w, 1, 1, 16000, 16);
+  end_riff (w);
+  CHECK (parse (w, &wav) == WK_OK && wav.n_samples == 3);
+  if (wav.samples)
+    CHECK (wav.samples[2] == 300.0f / 32768.0f);
+  wk_wav_clear (&wav);
+  free (w);
+}
+
+static void
+test_truncated_and_broken_files (void)
+{
+  buf *w = malloc (sizeof *w), *c = malloc (sizeof *c);
+  char err[256];
+  wk_wav wav;
+  int16_t s[100];
+  size_t cut, i;
+  uint32_t seed = 1;
+  int n_ok = 0;
+
+  for (i = 0; i < 100; i++)
+    s[i] = (int16_t) (i * 300);
+  begin_riff (w);
+  put_fmt (w, 1, 1, 16000, 16);
+  put_chunk (w, "LIST", "INFOxy", 6);
+  put_chunk (w, "data", s, sizeof s);
+  end_riff (w);
+
+  /* data cut short: the whole frames that are there */
+  CHECK (wk_wav_parse (w->b, w->n - 51, &wav, err, sizeof err) == WK_OK);
+  CHECK (wav.n_samples == 74);
+  wk_wav_clear (&wav);
+
+  /* cut inside the headers: an error with a message */
+  err[0] = '\0';
+  CHECK (wk_wav_parse (w->b, 30, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (err[0] != '\0' && wav.samples == NULL);
+  CHECK (wk_wav_parse (w->b, 11, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (wk_wav_parse (NULL, 0, &wav, err, sizeof err) == WK_ERR_FORMAT);
+
+  /* every prefix parses without crashing (ASan watches) */
+  for (cut = 0; cut <= w->n; cut++) {
+    memcpy (c->b, w->b, cut);
+    if (wk_wav_parse (c->b, cut, &wav, err, sizeof err) == WK_OK) {
+      n_ok++;
+      CHECK (wav.n_samples <= 100);
+    }
+    wk_wav_clear (&wav);
+  }
+  CHECK (n_ok > 0);
+
+  /* random corruptions of the header bytes */
+  for (i = 0; i < 20000; i++) {
+    size_t k;
+    memcpy (c->b, w->b, w->n);
+    for (k = 0; k < 3; k++) {
+      seed = seed * 1664525u + 1013904223u;
+      c->b[(seed >> 8) % 80] = (unsigned char) (seed >> 24);
+    }
+    if (wk_wav_parse (c->b, w->n, &wav, err, sizeof err) == WK_OK)
+      CHECK (wav.n_samples <= w->n && wav.samples != NULL);
+    wk_wav_clear (&wav);
+  }
+
+  /* a chunk size near 4 GiB before the data: an error */
+  begin_riff (c);
+  put_fmt (c, 1, 1, 16000, 16);
+  put (c, "LIST", 4);
+  put32 (c, 0xFFFFFFF0u);
+  put_chunk (c, "data", s, sizeof s);
+  end_riff (c);
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
+
+  /* no fmt, no data, bad block align, unsupported encodings */
+  begin_riff (c);
+  put_chunk (c, "data", s, sizeof s);
+  end_riff (c);
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (strstr (err, "fmt") != NULL);
+  begin_riff (c);
+  put_fmt (c, 1, 1, 16000, 16);
+  end_riff (c);
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (strstr (err, "data") != NULL);
+  begin_riff (c);
+  put_fmt (c, 1, 2, 16000, 16);
+  c->b[12 + 8 + 12] = 3;        /* block align 3 for 2 x 16 bits */
+  put_chunk (c, "data", s, sizeof s);
+  end_riff (c);
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  begin_riff (c);
+  put_fmt (c, 2, 1, 16000, 4);  /* ADPCM */
+  put_chunk (c, "data", s, sizeof s);
+  end_riff (c);
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err)
+      == WK_ERR_UNSUPPORTED);
+  begin_riff (c);
+  put_fmt (c, 1, 1, 16000, 12);
+  put_chunk (c, "data", s, sizeof s);
+  end_riff (c);
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err)
+      == WK_ERR_UNSUPPORTED);
+  memcpy (c->b, "RF64", 4);
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err)
+      == WK_ERR_UNSUPPORTED);
+
+  CHECK (wk_wav_read ("/nonexistent/x.wav", &wav, err, sizeof err)
+      == WK_ERR_IO);
+  CHECK (strstr (err, "/nonexistent/x.wav") != NULL);
+  free (w);
+  free (c);
+}
+
+int
+main (void)
+{
+  RUN (test_jfk_wav);
+  RUN (test_encodings_and_mixdown);
+  RUN (test_chunk_order_and_padding);
+  RUN (test_truncated_and_broken_files);
+  return TEST_EXIT ();
+}
