@@ -21,11 +21,12 @@
  * file and data flow stops with an error.
  *
  * Timestamps follow the input: the first buffer's timestamp is the time of
- * the recognizer's first sample. A discontinuity (a buffer flagged DISCONT,
- * or timestamps that jump by more than the audio they carry) transcribes
- * what was queued before it, restarts the recognizer there, and the next
- * text buffer carries DISCONT. EOS transcribes everything, then is passed
- * on. A flush drops queued audio and pending text.
+ * the recognizer's first sample, and later ones are checked against the
+ * samples received. A hole of up to 2 s (missing timestamps or a GAP event)
+ * is transcribed as silence; a larger jump, or a GAP event longer than 2 s,
+ * transcribes what came before, restarts the recognizer at the new time,
+ * and the next text buffer carries DISCONT. EOS transcribes everything,
+ * then is passed on. A flush drops queued audio and pending text.
  *
  * The #GstWhisperKnot:latency property sets the recognizer's policy: 0
  * transcribes in Whisper's 30 second windows (the most accurate, for files;
@@ -76,10 +77,17 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 /* Samples handed to the engine per call, so the worker looks at flushes
  * and events between calls. */
 #define FEED_CHUNK (WK_SAMPLE_RATE / 2)
-/* An upstream GAP up to this long is transcribed as silence, which keeps
- * a short dropout from splitting a sentence; a longer one ends the
- * recognizer's stream there and is passed on. */
-#define GAP_FILL_MAX (2 * GST_SECOND)
+/* Input timing. Text times are the time of the recognizer's first sample
+ * plus the samples fed since, so input timestamps are checked against that
+ * count: jitter up to ALIGN_THRESHOLD is ignored; a hole up to FILL_MAX (in
+ * the timestamps or a GAP event) is transcribed as silence, which keeps a
+ * short dropout from splitting a sentence; timestamps up to REBASE_MAX
+ * behind the count move the time of later text back (a drifting clock);
+ * anything else (a seek, a long pause, a new stream) transcribes what came
+ * before and restarts the recognizer at the new time. */
+#define ALIGN_THRESHOLD (40 * GST_MSECOND)
+#define FILL_MAX (2 * GST_SECOND)
+#define REBASE_MAX (500 * GST_MSECOND)
 /* Whisper's window: in offline mode no text can still come for audio more
  * than this far behind what was fed. */
 #define WINDOW_SAMPLES (30 * WK_SAMPLE_RATE)
@@ -124,6 +132,7 @@ typedef enum
 {
   MARKER_EVENT,                 /* pass a serialized event on */
   MARKER_RESET,                 /* transcribe what came before, start anew */
+  MARKER_REBASE,                /* move the time of later text */
 } MarkerKind;
 
 typedef struct
@@ -132,6 +141,7 @@ typedef struct
   MarkerKind kind;
   GstEvent *event;              /* MARKER_EVENT */
   GstClockTime base;            /* MARKER_RESET: time of the next sample */
+  GstClockTimeDiff delta;       /* MARKER_REBASE: change of the base */
 } Marker;
 
 #define gst_whisperknot_parent_class parent_class
@@ -267,7 +277,8 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->flushing = TRUE;
   self->srcresult = GST_FLOW_FLUSHING;
   self->format = GST_AUDIO_FORMAT_F32LE;
-  self->next_ts = GST_CLOCK_TIME_NONE;
+  self->segment_start = 0;
+  self->in_base = GST_CLOCK_TIME_NONE;
   self->base = GST_CLOCK_TIME_NONE;
   self->out_pos = GST_CLOCK_TIME_NONE;
 }
@@ -281,8 +292,6 @@ gst_whisperknot_finalize (GObject * object)
   g_free (self->language);
   g_free (self->loaded_path);
   g_free (self->ring);
-  if (self->align)
-    gst_audio_stream_align_free (self->align);
   if (self->stream)
     wk_stream_free (self->stream);
   if (self->model)
@@ -520,28 +529,34 @@ marker_free (Marker * marker)
 }
 
 /* With the lock held. */
-static void
-gst_whisperknot_push_marker (GstWhisperKnot * self, MarkerKind kind,
-    GstEvent * event, GstClockTime base)
+static Marker *
+gst_whisperknot_push_marker (GstWhisperKnot * self, MarkerKind kind)
 {
   Marker *marker = g_new0 (Marker, 1);
 
   marker->pos = self->written;
   marker->kind = kind;
-  marker->event = event;
-  marker->base = base;
   g_queue_push_tail (&self->markers, marker);
   g_cond_broadcast (&self->cond);
+  return marker;
 }
 
-/* With the lock held. */
+/* With the lock held. On a flush, sticky events still queued (stream-start,
+ * caps, tags) are stored on the src pad, to go out before the next data. */
 static void
-gst_whisperknot_clear_queue (GstWhisperKnot * self)
+gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean keep_sticky)
 {
   Marker *marker;
 
-  while ((marker = g_queue_pop_head (&self->markers)))
+  while ((marker = g_queue_pop_head (&self->markers))) {
+    GstEvent *event = marker->event;
+
+    if (keep_sticky && event && GST_EVENT_IS_STICKY (event) &&
+        GST_EVENT_TYPE (event) != GST_EVENT_SEGMENT &&
+        GST_EVENT_TYPE (event) != GST_EVENT_EOS)
+      gst_pad_store_sticky_event (self->srcpad, event);
     marker_free (marker);
+  }
   self->written = self->read = 0;
 }
 
@@ -595,26 +610,58 @@ gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
   return ret;
 }
 
-/* Streaming thread: follows the input timestamps; on a discontinuity, the
- * worker restarts the recognizer at the new time. */
-static void
-gst_whisperknot_track_time (GstWhisperKnot * self, gboolean discont,
-    GstClockTime ts, gsize n)
+/* Streaming thread: checks the timestamp of the next n input samples
+ * against the samples queued so far (see ALIGN_THRESHOLD) and queues a
+ * reset, a rebase or silence when they disagree. */
+static GstFlowReturn
+gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts, gsize n)
 {
-  GstClockTime out_ts, out_dur;
+  GstFlowReturn ret = GST_FLOW_OK;
+  GstClockTime expected = GST_CLOCK_TIME_NONE;
+  GstClockTimeDiff drift = 0;
+  Marker *marker;
 
+  if (GST_CLOCK_TIME_IS_VALID (self->in_base))
+    expected = self->in_base + gst_util_uint64_scale_int (self->in_samples,
+        GST_SECOND, WK_SAMPLE_RATE);
   if (!GST_CLOCK_TIME_IS_VALID (ts))
-    ts = GST_CLOCK_TIME_IS_VALID (self->next_ts) ? self->next_ts : 0;
+    ts = GST_CLOCK_TIME_IS_VALID (expected) ? expected : self->segment_start;
+  if (GST_CLOCK_TIME_IS_VALID (expected))
+    drift = GST_CLOCK_DIFF (expected, ts);
 
-  if (gst_audio_stream_align_process (self->align, discont, ts, n, &out_ts,
-          &out_dur, NULL)) {
-    GST_DEBUG_OBJECT (self, "discontinuity at %" GST_TIME_FORMAT,
-        GST_TIME_ARGS (out_ts));
+  if (GST_CLOCK_TIME_IS_VALID (expected) && ABS (drift) <= ALIGN_THRESHOLD) {
+    /* continuous */
+  } else if (GST_CLOCK_TIME_IS_VALID (expected) && drift > 0 &&
+      drift <= FILL_MAX) {
+    gsize fill = gst_util_uint64_scale_int_round (drift, WK_SAMPLE_RATE,
+        GST_SECOND);
+
+    GST_DEBUG_OBJECT (self, "filling a hole of %" GST_STIME_FORMAT,
+        GST_STIME_ARGS (drift));
+    ret = gst_whisperknot_write (self, NULL, fill);
+    self->in_samples += fill;
+  } else if (GST_CLOCK_TIME_IS_VALID (expected) && drift < 0 &&
+      drift >= -REBASE_MAX) {
+    GST_DEBUG_OBJECT (self, "timestamps %" GST_STIME_FORMAT " behind",
+        GST_STIME_ARGS (drift));
     g_mutex_lock (&self->lock);
-    gst_whisperknot_push_marker (self, MARKER_RESET, NULL, out_ts);
+    marker = gst_whisperknot_push_marker (self, MARKER_REBASE);
+    marker->delta = drift;
     g_mutex_unlock (&self->lock);
+    self->in_base = ts;
+    self->in_samples = 0;
+  } else {
+    GST_DEBUG_OBJECT (self, "restarting at %" GST_TIME_FORMAT " (expected %"
+        GST_TIME_FORMAT ")", GST_TIME_ARGS (ts), GST_TIME_ARGS (expected));
+    g_mutex_lock (&self->lock);
+    marker = gst_whisperknot_push_marker (self, MARKER_RESET);
+    marker->base = ts;
+    g_mutex_unlock (&self->lock);
+    self->in_base = ts;
+    self->in_samples = 0;
   }
-  self->next_ts = out_ts + out_dur;
+  self->in_samples += n;
+  return ret;
 }
 
 static GstFlowReturn
@@ -631,7 +678,7 @@ gst_whisperknot_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   if (ret != GST_FLOW_OK)
     goto out;
 
-  if (!self->align)
+  if (!self->negotiated)
     goto not_negotiated;
 
   if (!gst_buffer_map (buf, &map, GST_MAP_READ))
@@ -642,11 +689,12 @@ gst_whisperknot_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   GST_LOG_OBJECT (self, "%" G_GSIZE_FORMAT " samples at %" GST_TIME_FORMAT,
       n, GST_TIME_ARGS (GST_BUFFER_PTS (buf)));
 
-  if (n > 0) {
-    gst_whisperknot_track_time (self, GST_BUFFER_IS_DISCONT (buf),
-        GST_BUFFER_PTS (buf), n);
+  /* DISCONT alone is not acted on: what matters is whether the
+   * timestamps still match the samples */
+  if (n > 0)
+    ret = gst_whisperknot_track_time (self, GST_BUFFER_PTS (buf), n);
+  if (n > 0 && ret == GST_FLOW_OK)
     ret = gst_whisperknot_write (self, map.data, n);
-  }
   gst_buffer_unmap (buf, &map);
 
 out:
@@ -685,9 +733,7 @@ gst_whisperknot_set_caps (GstWhisperKnot * self, GstCaps * caps)
     return FALSE;
 
   self->format = GST_AUDIO_INFO_FORMAT (&info);
-  if (!self->align)
-    self->align = gst_audio_stream_align_new (WK_SAMPLE_RATE,
-        40 * GST_MSECOND, GST_SECOND);
+  self->negotiated = TRUE;
   return TRUE;
 }
 
@@ -700,7 +746,7 @@ gst_whisperknot_queue_event (GstWhisperKnot * self, GstEvent * event)
   g_mutex_lock (&self->lock);
   ok = !self->flushing;
   if (ok)
-    gst_whisperknot_push_marker (self, MARKER_EVENT, event, 0);
+    gst_whisperknot_push_marker (self, MARKER_EVENT)->event = event;
   g_mutex_unlock (&self->lock);
   if (!ok)
     gst_event_unref (event);
@@ -735,7 +781,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
 
       /* the worker is paused: its state is ours to reset */
       g_mutex_lock (&self->lock);
-      gst_whisperknot_clear_queue (self);
+      gst_whisperknot_clear_queue (self, TRUE);
       self->flushing = FALSE;
       self->srcresult = GST_FLOW_OK;
       g_mutex_unlock (&self->lock);
@@ -746,9 +792,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
       self->base = GST_CLOCK_TIME_NONE;
       self->out_pos = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
-      self->next_ts = GST_CLOCK_TIME_NONE;
-      if (self->align)
-        gst_audio_stream_align_mark_discont (self->align);
+      self->in_base = GST_CLOCK_TIME_NONE;
 
       ret = gst_pad_push_event (self->srcpad, event);
       gst_pad_start_task (self->srcpad,
@@ -782,8 +826,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
         gst_event_unref (event);
         return FALSE;
       }
-      if (!GST_CLOCK_TIME_IS_VALID (self->next_ts))
-        self->next_ts = segment->start;
+      self->segment_start = segment->start;
       return gst_whisperknot_queue_event (self, event);
     }
     case GST_EVENT_GAP:
@@ -791,26 +834,25 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
       GstClockTime ts, dur;
 
       gst_event_parse_gap (event, &ts, &dur);
-      if (self->align && GST_CLOCK_TIME_IS_VALID (dur) && dur <= GAP_FILL_MAX) {
-        gsize n = gst_util_uint64_scale_round (dur, WK_SAMPLE_RATE,
+      if (self->negotiated && GST_CLOCK_TIME_IS_VALID (ts) &&
+          GST_CLOCK_TIME_IS_VALID (dur) && dur <= FILL_MAX) {
+        gsize n = gst_util_uint64_scale_int_round (dur, WK_SAMPLE_RATE,
             GST_SECOND);
 
         gst_event_unref (event);
         if (n == 0)
           return TRUE;
-        gst_whisperknot_track_time (self, FALSE, ts, n);
+        if (gst_whisperknot_track_time (self, ts, n) != GST_FLOW_OK)
+          return FALSE;
         return gst_whisperknot_write (self, NULL, n) == GST_FLOW_OK;
       }
-      /* the worker transcribes what came before, then passes it on */
-      if (self->align)
-        gst_audio_stream_align_mark_discont (self->align);
-      self->next_ts = GST_CLOCK_TIME_NONE;
+      /* the worker transcribes what came before, then passes it on; the
+       * next audio starts anew */
+      self->in_base = GST_CLOCK_TIME_NONE;
       return gst_whisperknot_queue_event (self, event);
     }
     case GST_EVENT_EOS:
-      if (self->align)
-        gst_audio_stream_align_mark_discont (self->align);
-      self->next_ts = GST_CLOCK_TIME_NONE;
+      self->in_base = GST_CLOCK_TIME_NONE;
       return gst_whisperknot_queue_event (self, event);
     default:
       if (GST_EVENT_IS_SERIALIZED (event))
@@ -867,7 +909,7 @@ gst_whisperknot_push_gap (GstWhisperKnot * self, GstClockTime end,
 static GstFlowReturn
 gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
 {
-  GstClockTime start, end;
+  GstClockTime start, end, limit;
   GstBuffer *buf;
   GstFlowReturn ret;
   const char *text = seg->text ? seg->text : "";
@@ -882,8 +924,10 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
   if (len == 0)
     return GST_FLOW_OK;
 
-  start = self->base + samples_to_time (seg->start);
-  end = self->base + samples_to_time (seg->end);
+  /* within the audio fed, whatever the model says */
+  limit = self->base + samples_to_time (self->fed);
+  start = MIN (self->base + samples_to_time (seg->start), limit);
+  end = MIN (self->base + samples_to_time (seg->end), limit);
   /* downstream has seen time up to out_pos: keep buffers in order */
   if (GST_CLOCK_TIME_IS_VALID (self->out_pos)) {
     if (start > self->out_pos) {
@@ -978,6 +1022,13 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
     self->out_pos = marker->base;
     self->discont = TRUE;
     return ret;
+  }
+  if (marker->kind == MARKER_REBASE) {
+    /* text and GAPs already out keep out_pos monotonic */
+    if (GST_CLOCK_TIME_IS_VALID (self->base))
+      self->base = (GstClockTimeDiff) self->base + marker->delta > 0 ?
+          self->base + marker->delta : 0;
+    return GST_FLOW_OK;
   }
 
   switch (GST_EVENT_TYPE (marker->event)) {
@@ -1179,18 +1230,16 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       break;
     case GST_STATE_CHANGE_READY_TO_PAUSED:
       g_mutex_lock (&self->lock);
-      gst_whisperknot_clear_queue (self);
+      gst_whisperknot_clear_queue (self, FALSE);
       g_mutex_unlock (&self->lock);
       self->fed = 0;
       self->base = GST_CLOCK_TIME_NONE;
       self->out_pos = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
-      self->next_ts = GST_CLOCK_TIME_NONE;
+      self->negotiated = FALSE;
       self->format = GST_AUDIO_FORMAT_F32LE;
-      if (self->align) {
-        gst_audio_stream_align_free (self->align);
-        self->align = NULL;
-      }
+      self->segment_start = 0;
+      self->in_base = GST_CLOCK_TIME_NONE;
       if (!gst_whisperknot_start_load (self))
         return GST_STATE_CHANGE_FAILURE;
       break;
@@ -1205,7 +1254,7 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       /* the pads are inactive: the worker has stopped */
       gst_whisperknot_join_load (self);
       g_mutex_lock (&self->lock);
-      gst_whisperknot_clear_queue (self);
+      gst_whisperknot_clear_queue (self, FALSE);
       g_mutex_unlock (&self->lock);
       if (self->stream) {
         wk_stream_free (self->stream);

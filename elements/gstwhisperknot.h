@@ -70,9 +70,11 @@ struct _GstWhisperKnot
   GstFlowReturn srcresult;      /* what the chain function returns */
 
   /* streaming thread only */
+  gboolean negotiated;
   GstAudioFormat format;        /* F32LE or S16LE */
-  GstAudioStreamAlign *align;   /* input timestamps -> discontinuities */
-  GstClockTime next_ts;         /* for buffers without a timestamp */
+  GstClockTime segment_start;   /* for a first buffer without timestamp */
+  GstClockTime in_base;         /* input time of in_samples = 0, or NONE */
+  guint64 in_samples;           /* samples queued since in_base */
 
   /* worker only (or with the worker stopped) */
   wk_stream *stream;

@@ -1,0 +1,1016 @@
+/* GstHarness tests of the whisperknot element: caps, timestamps, EOS,
+ * flush, discontinuities, GAPs, latency and model errors.
+ *
+ * The model is a small random-weight one the test makes itself
+ * ($WK_MAKE_TEST_MODEL, then $WK_CONVERT, into a temporary folder), or the
+ * knot named by $WK_ELEMENT_TEST_MODEL. Random weights give arbitrary text
+ * (possibly none), so the checks hold for any text: every text buffer has
+ * a PTS and a duration inside the input's time, and text buffers and GAP
+ * events together cover the input's time exactly, in order.
+ */
+
+#include <string.h>
+#include <glib/gstdio.h>
+#include <gst/audio/audio.h>
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+
+#define RATE 16000
+#define CAPS_F32 "audio/x-raw, format=F32LE, rate=16000, channels=1, " \
+    "layout=interleaved"
+#define CAPS_S16 "audio/x-raw, format=S16LE, rate=16000, channels=1, " \
+    "layout=interleaved"
+/* Whisper's window: in offline mode (latency 0) no text can come before
+ * this much audio has been fed */
+#define WINDOW (30 * GST_SECOND)
+/* sample rounding of times computed by the element */
+#define TOLERANCE (GST_SECOND / RATE)
+
+static gchar *tmp_dir;
+static gchar *model_path;       /* a loadable knot */
+static gchar *truncated_path;   /* its first bytes */
+static gchar *garbage_path;     /* not a knot */
+
+/* ---- what comes out of the element, in order ---------------------------- */
+
+typedef struct
+{
+  gboolean is_buffer;
+  GstEventType type;            /* events */
+  GstClockTime ts, dur;         /* buffers and GAPs */
+  gboolean discont;
+  gchar *text;
+} Item;
+
+static GMutex rec_lock;
+static GCond rec_cond;
+static GArray *rec_items;
+
+static void
+item_clear (gpointer data)
+{
+  Item *item = data;
+  g_free (item->text);
+}
+
+static GstPadProbeReturn
+record_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  Item item = { 0, };
+
+  if (GST_PAD_PROBE_INFO_TYPE (info) & GST_PAD_PROBE_TYPE_BUFFER) {
+    GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+    GstMapInfo map;
+
+    item.is_buffer = TRUE;
+    item.ts = GST_BUFFER_PTS (buf);
+    item.dur = GST_BUFFER_DURATION (buf);
+    item.discont = GST_BUFFER_IS_DISCONT (buf);
+    gst_buffer_map (buf, &map, GST_MAP_READ);
+    item.text = g_strndup ((const gchar *) map.data, map.size);
+    /* the text must be valid UTF-8 without NUL bytes */
+    fail_unless (g_utf8_validate ((const gchar *) map.data, map.size, NULL));
+    gst_buffer_unmap (buf, &map);
+  } else {
+    GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
+
+    item.type = GST_EVENT_TYPE (event);
+    item.ts = item.dur = GST_CLOCK_TIME_NONE;
+    if (item.type == GST_EVENT_GAP)
+      gst_event_parse_gap (event, &item.ts, &item.dur);
+  }
+
+  g_mutex_lock (&rec_lock);
+  g_array_append_val (rec_items, item);
+  g_cond_broadcast (&rec_cond);
+  g_mutex_unlock (&rec_lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static guint
+rec_count (void)
+{
+  guint n;
+
+  g_mutex_lock (&rec_lock);
+  n = rec_items->len;
+  g_mutex_unlock (&rec_lock);
+  return n;
+}
+
+/* The item at i; only items already recorded, which are not changed. */
+static const Item *
+rec_item (guint i)
+{
+  const Item *item;
+
+  g_mutex_lock (&rec_lock);
+  fail_unless (i < rec_items->len);
+  item = &g_array_index (rec_items, Item, i);
+  g_mutex_unlock (&rec_lock);
+  return item;
+}
+
+/* Waits up to 60 s for an event of this type after index from; returns its
+ * index. */
+static guint
+rec_wait_event (guint from, GstEventType type)
+{
+  gint64 end = g_get_monotonic_time () + 60 * G_TIME_SPAN_SECOND;
+  guint i = from;
+
+  g_mutex_lock (&rec_lock);
+  for (;;) {
+    for (; i < rec_items->len; i++) {
+      Item *item = &g_array_index (rec_items, Item, i);
+      if (!item->is_buffer && item->type == type) {
+        g_mutex_unlock (&rec_lock);
+        return i;
+      }
+    }
+    if (!g_cond_wait_until (&rec_cond, &rec_lock, end))
+      break;
+  }
+  g_mutex_unlock (&rec_lock);
+  fail ("no %s event within 60 s", gst_event_type_get_name (type));
+  return 0;
+}
+
+/* Waits up to 60 s until text or GAPs cover time up to at least t. */
+static void
+rec_wait_covered (GstClockTime t)
+{
+  gint64 end = g_get_monotonic_time () + 60 * G_TIME_SPAN_SECOND;
+  guint i;
+
+  g_mutex_lock (&rec_lock);
+  for (;;) {
+    for (i = 0; i < rec_items->len; i++) {
+      Item *item = &g_array_index (rec_items, Item, i);
+      if ((item->is_buffer || item->type == GST_EVENT_GAP) &&
+          GST_CLOCK_TIME_IS_VALID (item->ts) &&
+          GST_CLOCK_TIME_IS_VALID (item->dur) && item->ts + item->dur >= t) {
+        g_mutex_unlock (&rec_lock);
+        return;
+      }
+    }
+    if (!g_cond_wait_until (&rec_cond, &rec_lock, end))
+      break;
+  }
+  g_mutex_unlock (&rec_lock);
+  fail ("time up to %" GST_TIME_FORMAT " not covered within 60 s",
+      GST_TIME_ARGS (t));
+}
+
+static guint
+count_buffers (guint from, guint to)
+{
+  guint i, n = 0;
+
+  for (i = from; i < to; i++)
+    n += rec_item (i)->is_buffer;
+  return n;
+}
+
+/* Checks that the text buffers and GAP events in [from, to) cover [t0, t1]
+ * exactly, in order, each with a valid timestamp and duration. Returns the
+ * number of text buffers. */
+static guint
+check_coverage (guint from, guint to, GstClockTime t0, GstClockTime t1)
+{
+  GstClockTime pos = t0;
+  guint i, n_buffers = 0;
+
+  for (i = from; i < to; i++) {
+    const Item *item = rec_item (i);
+
+    if (!item->is_buffer && item->type != GST_EVENT_GAP)
+      continue;
+    fail_unless (GST_CLOCK_TIME_IS_VALID (item->ts),
+        "item %u has no timestamp", i);
+    fail_unless (GST_CLOCK_TIME_IS_VALID (item->dur),
+        "item %u has no duration", i);
+    /* contiguous: no hole, no overlap, no going back */
+    fail_unless (item->ts + TOLERANCE >= pos && item->ts <= pos + TOLERANCE,
+        "item %u starts at %" GST_TIME_FORMAT ", expected %" GST_TIME_FORMAT,
+        i, GST_TIME_ARGS (item->ts), GST_TIME_ARGS (pos));
+    fail_unless (item->ts + item->dur <= t1 + TOLERANCE,
+        "item %u ends at %" GST_TIME_FORMAT ", after the input's end %"
+        GST_TIME_FORMAT, i, GST_TIME_ARGS (item->ts + item->dur),
+        GST_TIME_ARGS (t1));
+    if (item->is_buffer) {
+      n_buffers++;
+      GST_INFO ("text %" GST_TIME_FORMAT " + %" GST_TIME_FORMAT ": %s",
+          GST_TIME_ARGS (item->ts), GST_TIME_ARGS (item->dur), item->text);
+    }
+    pos = item->ts + item->dur;
+  }
+  fail_unless (pos + TOLERANCE >= t1, "text and gaps end at %" GST_TIME_FORMAT
+      ", the input at %" GST_TIME_FORMAT, GST_TIME_ARGS (pos),
+      GST_TIME_ARGS (t1));
+  return n_buffers;
+}
+
+/* Index of the first text buffer in [from, to), or to. */
+static guint
+first_buffer (guint from, guint to)
+{
+  while (from < to && !rec_item (from)->is_buffer)
+    from++;
+  return from;
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+static GstBus *bus;
+
+static GstHarness *
+setup_full (const gchar * model, guint latency_ms, gboolean play)
+{
+  GstElement *element;
+  GstHarness *h;
+  GstPad *pad;
+
+  rec_items = g_array_new (FALSE, TRUE, sizeof (Item));
+  g_array_set_clear_func (rec_items, item_clear);
+
+  element = gst_element_factory_make ("whisperknot", NULL);
+  fail_unless (element != NULL, "no whisperknot element: is "
+      "GST_PLUGIN_PATH set to the build's gst-plugin folder?");
+  g_object_set (element, "model", model, "latency", latency_ms, NULL);
+  bus = gst_bus_new ();
+  gst_element_set_bus (element, bus);
+
+  pad = gst_element_get_static_pad (element, "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM | GST_PAD_PROBE_TYPE_EVENT_FLUSH,
+      record_probe, NULL, NULL);
+  gst_object_unref (pad);
+
+  /* the harness starts the element */
+  h = gst_harness_new_with_element (element, "sink", "src");
+  gst_object_unref (element);
+  if (!play) {
+    /* back to NULL: the test changes the states itself */
+    fail_unless_equals_int (gst_element_set_state (h->element,
+            GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    gst_bus_set_flushing (bus, TRUE);
+    gst_bus_set_flushing (bus, FALSE);
+  }
+  return h;
+}
+
+static GstHarness *
+setup (void)
+{
+  return setup_full (model_path, 0, TRUE);
+}
+
+static void
+teardown (GstHarness * h)
+{
+  gst_harness_teardown (h);
+  g_array_unref (rec_items);
+  rec_items = NULL;
+  gst_bus_set_flushing (bus, TRUE);
+  gst_object_unref (bus);
+  bus = NULL;
+}
+
+/* Deterministic audio: bursts of noise (1.2 s) between quieter stretches
+ * (0.8 s); sample values are S16 ones so F32 input can be identical. */
+static gint16
+audio_sample (guint64 i)
+{
+  guint32 x = (guint32) (i * 2654435761u) ^ 0x9e3779b9u;
+  gint amp = (i % (2 * RATE)) < RATE * 6 / 5 ? 8000 : 300;
+
+  x ^= x >> 13;
+  x *= 0x5bd1e995u;
+  x ^= x >> 15;
+  return (gint16) ((gint) (x % (2 * amp + 1)) - amp);
+}
+
+/* Pushes seconds of audio starting at t0, in 100 ms buffers; the sample
+ * index continues from *pos so that repeated calls give one signal. */
+static GstFlowReturn
+push_audio (GstHarness * h, gboolean f32, GstClockTime t0, gdouble seconds,
+    guint64 * pos, gboolean first_discont)
+{
+  guint n_bufs = (guint) (seconds * 10 + 0.5), b, i;
+  const guint n = RATE / 10;
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  for (b = 0; b < n_bufs && ret == GST_FLOW_OK; b++) {
+    GstBuffer *buf = gst_buffer_new_and_alloc (n * (f32 ? 4 : 2));
+    GstMapInfo map;
+
+    gst_buffer_map (buf, &map, GST_MAP_WRITE);
+    for (i = 0; i < n; i++) {
+      gint16 s = audio_sample ((*pos)++);
+      if (f32)
+        GST_WRITE_FLOAT_LE (map.data + 4 * i, s / 32768.0f);
+      else
+        GST_WRITE_UINT16_LE (map.data + 2 * i, (guint16) s);
+    }
+    gst_buffer_unmap (buf, &map);
+    GST_BUFFER_PTS (buf) = t0 + b * GST_SECOND / 10;
+    GST_BUFFER_DURATION (buf) = GST_SECOND / 10;
+    if (b == 0 && first_discont)
+      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    ret = gst_harness_push (h, buf);
+  }
+  return ret;
+}
+
+/* Pops the first ERROR message within 60 s. */
+static GstMessage *
+wait_error (void)
+{
+  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
+      GST_MESSAGE_ERROR);
+
+  fail_unless (msg != NULL, "no error message on the bus");
+  return msg;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+GST_START_TEST (test_properties_have_defaults)
+{
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+  gchar *model, *language;
+  gboolean translate;
+  guint latency, threads;
+
+  fail_unless (e != NULL);
+  g_object_get (e, "model", &model, "language", &language, "translate",
+      &translate, "latency", &latency, "threads", &threads, NULL);
+  fail_unless (model == NULL);
+  fail_unless_equals_string (language, "auto");
+  fail_unless (!translate);
+  fail_unless_equals_int (latency, 0);
+  fail_unless_equals_int (threads, 0);
+  g_free (language);
+
+  g_object_set (e, "model", "/x.knot", "language", "de", "translate", TRUE,
+      "latency", 1500, "threads", 2, NULL);
+  g_object_get (e, "model", &model, "language", &language, "translate",
+      &translate, "latency", &latency, "threads", &threads, NULL);
+  fail_unless_equals_string (model, "/x.knot");
+  fail_unless_equals_string (language, "de");
+  fail_unless (translate);
+  fail_unless_equals_int (latency, 1500);
+  fail_unless_equals_int (threads, 2);
+  g_free (model);
+  g_free (language);
+  gst_object_unref (e);
+}
+
+GST_END_TEST;
+
+/* gst-inspect-1.0 creates the element and may take it to READY: neither
+ * loads the model. */
+GST_START_TEST (test_model_not_loaded_before_paused)
+{
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+  GstBus *b = gst_bus_new ();
+
+  g_object_set (e, "model", "/nonexistent/folder/model.knot", NULL);
+  gst_element_set_bus (e, b);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_READY),
+      GST_STATE_CHANGE_SUCCESS);
+  fail_unless (gst_bus_timed_pop_filtered (b, GST_SECOND / 2,
+          GST_MESSAGE_ERROR) == NULL);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (e);
+  gst_object_unref (b);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_caps_f32_and_s16_accepted)
+{
+  const gchar *caps_strs[] = { CAPS_F32, CAPS_S16 };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (caps_strs); i++) {
+    GstHarness *h = setup ();
+    GstCaps *caps = gst_caps_from_string (caps_strs[i]);
+    guint64 pos = 0;
+
+    fail_unless (gst_pad_peer_query_accept_caps (h->srcpad, caps));
+    gst_harness_set_src_caps (h, caps);
+    fail_unless_equals_int (push_audio (h, i == 0, 0, 0.5, &pos, TRUE),
+        GST_FLOW_OK);
+    teardown (h);
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_caps_wrong_rate_channels_format_refused)
+{
+  const gchar *refused[] = {
+    "audio/x-raw, format=F32LE, rate=44100, channels=1, layout=interleaved",
+    "audio/x-raw, format=S16LE, rate=8000, channels=1, layout=interleaved",
+    "audio/x-raw, format=F32LE, rate=16000, channels=2, layout=interleaved",
+    "audio/x-raw, format=S32LE, rate=16000, channels=1, layout=interleaved",
+    "audio/x-raw, format=F32BE, rate=16000, channels=1, layout=interleaved",
+    "audio/x-raw, format=U8, rate=16000, channels=1, layout=interleaved",
+    "audio/x-raw, format=F32LE, rate=16000, channels=1, "
+        "layout=non-interleaved",
+    "text/x-raw, format=utf8",
+  };
+  GstHarness *h = setup ();
+  GstPad *sinkpad = gst_element_get_static_pad (h->element, "sink");
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (refused); i++) {
+    GstCaps *caps = gst_caps_from_string (refused[i]);
+
+    fail_if (gst_pad_query_accept_caps (sinkpad, caps), "%s", refused[i]);
+    fail_if (gst_pad_send_event (sinkpad, gst_event_new_caps (caps)), "%s",
+        refused[i]);
+    gst_caps_unref (caps);
+  }
+  gst_object_unref (sinkpad);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* Input starting at 10 s: stream-start, caps and segment come first, then
+ * text buffers and GAPs covering exactly 10 s to 15 s, then EOS. */
+static void
+check_timestamps (gboolean f32)
+{
+  GstHarness *h = setup ();
+  GstClockTime t0 = 10 * GST_SECOND;
+  guint64 pos = 0;
+  guint eos, i, first_buf;
+  gboolean seen_start = FALSE, seen_caps = FALSE, seen_segment = FALSE;
+
+  gst_harness_set_src_caps_str (h, f32 ? CAPS_F32 : CAPS_S16);
+  fail_unless_equals_int (push_audio (h, f32, t0, 5.0, &pos, TRUE),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+
+  for (i = 0; i < eos; i++) {
+    const Item *item = rec_item (i);
+
+    if (item->is_buffer || item->type == GST_EVENT_GAP) {
+      fail_unless (seen_start && seen_caps && seen_segment,
+          "data before stream-start, caps and segment");
+    } else if (item->type == GST_EVENT_STREAM_START) {
+      seen_start = TRUE;
+    } else if (item->type == GST_EVENT_CAPS) {
+      fail_unless (seen_start);
+      seen_caps = TRUE;
+    } else if (item->type == GST_EVENT_SEGMENT) {
+      fail_unless (seen_caps);
+      seen_segment = TRUE;
+    }
+  }
+  check_coverage (0, eos, t0, t0 + 5 * GST_SECOND);
+  first_buf = first_buffer (0, eos);
+  if (first_buf < eos)
+    fail_unless (rec_item (first_buf)->discont, "first text buffer not DISCONT");
+  fail_unless_equals_int (rec_count (), eos + 1);
+  teardown (h);
+}
+
+GST_START_TEST (test_timestamps_follow_input_s16)
+{
+  check_timestamps (FALSE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_timestamps_follow_input_f32)
+{
+  check_timestamps (TRUE);
+}
+
+GST_END_TEST;
+
+/* The same samples as S16 and as F32 give the same text and times. */
+GST_START_TEST (test_s16_and_f32_give_same_output)
+{
+  GArray *runs[2];
+  guint r, i;
+
+  for (r = 0; r < 2; r++) {
+    GstHarness *h = setup ();
+    guint64 pos = 0;
+
+    gst_harness_set_src_caps_str (h, r ? CAPS_F32 : CAPS_S16);
+    fail_unless_equals_int (push_audio (h, r, 0, 4.0, &pos, TRUE),
+        GST_FLOW_OK);
+    gst_harness_push_event (h, gst_event_new_eos ());
+    rec_wait_event (0, GST_EVENT_EOS);
+    runs[r] = g_array_ref (rec_items);
+    teardown (h);
+  }
+  fail_unless_equals_int (runs[0]->len, runs[1]->len);
+  for (i = 0; i < runs[0]->len; i++) {
+    Item *a = &g_array_index (runs[0], Item, i);
+    Item *b = &g_array_index (runs[1], Item, i);
+
+    fail_unless_equals_int (a->is_buffer, b->is_buffer);
+    fail_unless_equals_int (a->type, b->type);
+    fail_unless_equals_uint64 (a->ts, b->ts);
+    fail_unless_equals_uint64 (a->dur, b->dur);
+    fail_unless_equals_string (a->text, b->text);
+  }
+  g_array_unref (runs[0]);
+  g_array_unref (runs[1]);
+}
+
+GST_END_TEST;
+
+/* Offline mode: nothing comes out of 5 s of audio until EOS; EOS brings
+ * the text (or GAPs) for all of it, then EOS itself, last. */
+GST_START_TEST (test_eos_drains)
+{
+  GstHarness *h = setup ();
+  guint64 pos = 0;
+  guint before, eos;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 5.0, &pos, TRUE),
+      GST_FLOW_OK);
+  /* give the worker time to feed everything */
+  g_usleep (G_USEC_PER_SEC / 2);
+  before = rec_count ();
+  fail_unless_equals_int (count_buffers (0, before), 0);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (before, GST_EVENT_EOS);
+  check_coverage (0, eos, 0, 5 * GST_SECOND);
+  g_usleep (G_USEC_PER_SEC / 10);
+  fail_unless_equals_int (rec_count (), eos + 1);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* A flush drops queued audio and pending text: after it, output starts at
+ * the new input's time with DISCONT. */
+GST_START_TEST (test_flush_resets)
+{
+  GstHarness *h = setup ();
+  guint64 pos = 0;
+  guint flush_stop, eos, i, first_buf;
+  GstClockTime t1 = 100 * GST_SECOND;
+  GstSegment segment;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 3.0, &pos, TRUE),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  flush_stop = rec_wait_event (0, GST_EVENT_FLUSH_STOP);
+
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  fail_unless_equals_int (push_audio (h, FALSE, t1, 2.0, &pos, FALSE),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (flush_stop, GST_EVENT_EOS);
+
+  /* nothing from before the flush comes after it */
+  for (i = flush_stop; i < eos; i++) {
+    const Item *item = rec_item (i);
+    if (item->is_buffer || item->type == GST_EVENT_GAP)
+      fail_unless (item->ts >= t1, "item %u at %" GST_TIME_FORMAT
+          " after the flush", i, GST_TIME_ARGS (item->ts));
+  }
+  check_coverage (flush_stop, eos, t1, t1 + 2 * GST_SECOND);
+  first_buf = first_buffer (flush_stop, eos);
+  if (first_buf < eos)
+    fail_unless (rec_item (first_buf)->discont);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* A flush while the recognizer works on a full window neither hangs nor
+ * lets old text through. */
+GST_START_TEST (test_flush_while_busy)
+{
+  GstHarness *h = setup ();
+  guint64 pos = 0;
+  guint flush_stop, eos, i;
+  GstClockTime t1 = 200 * GST_SECOND;
+  GstSegment segment;
+
+  gst_harness_set_src_caps_str (h, CAPS_F32);
+  fail_unless_equals_int (push_audio (h, TRUE, 0, 31.0, &pos, TRUE),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  flush_stop = rec_wait_event (0, GST_EVENT_FLUSH_STOP);
+
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  fail_unless_equals_int (push_audio (h, TRUE, t1, 1.0, &pos, FALSE),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (flush_stop, GST_EVENT_EOS);
+  for (i = flush_stop; i < eos; i++) {
+    const Item *item = rec_item (i);
+    if (item->is_buffer || item->type == GST_EVENT_GAP)
+      fail_unless (item->ts >= t1);
+  }
+  check_coverage (flush_stop, eos, t1, t1 + GST_SECOND);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* A jump in the input timestamps restarts the recognizer at the new time:
+ * text and GAPs cover [0, 2 s] then [20 s, 22 s]; the first_buf text after the
+ * jump carries DISCONT. */
+GST_START_TEST (test_timestamp_jump_restarts)
+{
+  GstHarness *h = setup ();
+  guint64 pos = 0;
+  guint eos, i, split = 0, first_buf;
+  GstClockTime t1 = 20 * GST_SECOND;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 2.0, &pos, TRUE),
+      GST_FLOW_OK);
+  fail_unless_equals_int (push_audio (h, FALSE, t1, 2.0, &pos, FALSE),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+
+  for (i = 0; i < eos && !split; i++) {
+    const Item *item = rec_item (i);
+    if ((item->is_buffer || item->type == GST_EVENT_GAP) && item->ts >= t1)
+      split = i;
+  }
+  fail_unless (split > 0, "nothing covers the time after the jump");
+  check_coverage (0, split, 0, 2 * GST_SECOND);
+  check_coverage (split, eos, t1, t1 + 2 * GST_SECOND);
+  first_buf = first_buffer (split, eos);
+  if (first_buf < eos)
+    fail_unless (rec_item (first_buf)->discont);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* A hole of 1 s in the timestamps is transcribed as silence: one
+ * continuous stretch of text and GAPs, no DISCONT after the first. */
+GST_START_TEST (test_short_hole_filled)
+{
+  GstHarness *h = setup ();
+  guint64 pos = 0;
+  guint eos, i;
+
+  gst_harness_set_src_caps_str (h, CAPS_F32);
+  fail_unless_equals_int (push_audio (h, TRUE, 0, 2.0, &pos, TRUE),
+      GST_FLOW_OK);
+  fail_unless_equals_int (push_audio (h, TRUE, 3 * GST_SECOND, 2.0, &pos,
+          TRUE), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  check_coverage (0, eos, 0, 5 * GST_SECOND);
+  for (i = first_buffer (0, eos) + 1; i < eos; i++)
+    fail_if (rec_item (i)->is_buffer && rec_item (i)->discont);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* While audio flows, GAP events (or text) cover the past before EOS, so
+ * that textoverlay and other waiting elements do not stall. */
+GST_START_TEST (test_gaps_while_streaming)
+{
+  GstHarness *h = setup ();
+  guint64 pos = 0;
+  guint eos;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 45.0, &pos, TRUE),
+      GST_FLOW_OK);
+  /* no text can still come for the audio one window behind the end */
+  rec_wait_covered (45 * GST_SECOND - WINDOW);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  check_coverage (0, eos, 0, 45 * GST_SECOND);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* The LATENCY query is answered in PAUSED, before any data: upstream's
+ * latency plus ours (a 30 s window in offline mode, else the property). */
+GST_START_TEST (test_latency_query)
+{
+  const struct
+  {
+    guint latency_ms;
+    GstClockTime ours;
+  } cases[] = { {0, WINDOW}, {1000, GST_SECOND}, {250, 250 * GST_MSECOND} };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    GstHarness *h = setup_full (model_path, cases[i].latency_ms, FALSE);
+    GstQuery *query;
+    gboolean live;
+    GstClockTime min, max;
+
+    gst_harness_set_live (h, TRUE);
+    gst_harness_set_upstream_latency (h, 20 * GST_MSECOND);
+    fail_unless_equals_int (gst_element_set_state (h->element,
+            GST_STATE_PAUSED), GST_STATE_CHANGE_SUCCESS);
+
+    query = gst_query_new_latency ();
+    fail_unless (gst_pad_peer_query (h->sinkpad, query));
+    gst_query_parse_latency (query, &live, &min, &max);
+    gst_query_unref (query);
+    fail_unless (live);
+    fail_unless_equals_uint64 (min, 20 * GST_MSECOND + cases[i].ours);
+    /* the harness reports no upstream maximum */
+    fail_unless (max == GST_CLOCK_TIME_NONE ||
+        max >= 20 * GST_MSECOND + cases[i].ours);
+    teardown (h);
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_missing_model_posts_error)
+{
+  const gchar *path = "/nonexistent/folder/model.knot";
+  GstHarness *h = setup_full (path, 0, TRUE);
+  GstFlowReturn ret = GST_FLOW_OK;
+  GstMessage *msg;
+  GError *error = NULL;
+  gchar *debug = NULL;
+  guint64 pos = 0;
+  guint i;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  /* the flow fails once the load has failed (the queue holds 30 s) */
+  for (i = 0; i < 600 && ret == GST_FLOW_OK; i++)
+    ret = push_audio (h, FALSE, i * GST_SECOND / 10, 0.1, &pos, i == 0);
+  fail_unless_equals_int (ret, GST_FLOW_ERROR);
+
+  msg = wait_error ();
+  gst_message_parse_error (msg, &error, &debug);
+  GST_INFO ("error: %s (%s)", error->message, debug);
+  fail_unless (g_error_matches (error, GST_RESOURCE_ERROR,
+          GST_RESOURCE_ERROR_NOT_FOUND), "%s", error->message);
+  fail_unless (strstr (error->message, path) != NULL, "%s", error->message);
+  fail_unless (strstr (error->message, "whisperknot-convert") != NULL);
+  g_clear_error (&error);
+  g_free (debug);
+  gst_message_unref (msg);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+static void
+check_bad_model (const gchar * path)
+{
+  GstHarness *h = setup_full (path, 0, TRUE);
+  GstFlowReturn ret = GST_FLOW_OK;
+  GstMessage *msg;
+  GError *error = NULL;
+  gchar *debug = NULL;
+  guint64 pos = 0;
+  guint i;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  for (i = 0; i < 600 && ret == GST_FLOW_OK; i++)
+    ret = push_audio (h, FALSE, i * GST_SECOND / 10, 0.1, &pos, i == 0);
+  fail_unless_equals_int (ret, GST_FLOW_ERROR);
+
+  msg = wait_error ();
+  gst_message_parse_error (msg, &error, &debug);
+  GST_INFO ("error: %s (%s)", error->message, debug);
+  fail_unless (error->domain == GST_RESOURCE_ERROR, "%s", error->message);
+  fail_unless (strstr (error->message, path) != NULL, "%s", error->message);
+  /* the engine's reason follows the path */
+  fail_unless (strlen (error->message) > strlen (path) + 30, "%s",
+      error->message);
+  g_clear_error (&error);
+  g_free (debug);
+  gst_message_unref (msg);
+  teardown (h);
+}
+
+GST_START_TEST (test_corrupt_model_posts_error)
+{
+  check_bad_model (garbage_path);
+  check_bad_model (truncated_path);
+}
+
+GST_END_TEST;
+
+/* Going up and down the states, with and without data, never hangs. */
+GST_START_TEST (test_state_changes)
+{
+  GstHarness *h = setup_full (model_path, 0, FALSE);
+  GstElement *e = h->element;
+  guint i;
+
+  for (i = 0; i < 3; i++) {
+    fail_unless (gst_element_set_state (e, GST_STATE_PAUSED) !=
+        GST_STATE_CHANGE_FAILURE);
+    fail_unless (gst_element_set_state (e, i == 1 ? GST_STATE_NULL :
+            GST_STATE_READY) == GST_STATE_CHANGE_SUCCESS);
+  }
+  fail_unless (gst_element_set_state (e, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  {
+    guint64 pos = 0;
+    /* deactivating the pads dropped the harness' stream-start */
+    gst_harness_push_event (h, gst_event_new_stream_start ("again"));
+    gst_harness_set_src_caps_str (h, CAPS_S16);
+    fail_unless_equals_int (push_audio (h, FALSE, 0, 1.0, &pos, TRUE),
+        GST_FLOW_OK);
+  }
+  /* stopping with audio queued and no EOS */
+  fail_unless (gst_element_set_state (e, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  fail_unless (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) == NULL);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* gst-inspect-1.0 lists the element from the build's plugin folder. */
+GST_START_TEST (test_gst_inspect_lists_element)
+{
+  gchar *argv[] = { (gchar *) "gst-inspect-1.0", (gchar *) "whisperknot",
+    NULL
+  };
+  gchar *out = NULL, *err = NULL;
+  gint status = 0;
+  GError *error = NULL;
+
+  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
+          &err, &status, &error)) {
+    GST_WARNING ("gst-inspect-1.0 not run: %s", error->message);
+    g_clear_error (&error);
+    return;
+  }
+  fail_unless (g_spawn_check_wait_status (status, NULL), "%s", err);
+  fail_unless (strstr (out, "text/x-raw") != NULL, "%s", out);
+  fail_unless (strstr (out, "S16LE") != NULL, "%s", out);
+  fail_unless (strstr (out, "F32LE") != NULL, "%s", out);
+  fail_unless (strstr (out, "rate: 16000") != NULL, "%s", out);
+  fail_unless (strstr (out, "libgstwhisperknot.so") != NULL, "%s", out);
+  fail_unless (strstr (out, "  model ") != NULL, "%s", out);
+  fail_unless (strstr (out, "  latency ") != NULL, "%s", out);
+  g_free (out);
+  g_free (err);
+}
+
+GST_END_TEST;
+
+/* ---- the test model ----------------------------------------------------- */
+
+static gboolean
+run_tool (const gchar * const *argv)
+{
+  gchar *out = NULL, *err = NULL;
+  gint status = 0;
+  GError *error = NULL;
+  gboolean ok;
+
+  ok = g_spawn_sync (NULL, (gchar **) argv, NULL, G_SPAWN_DEFAULT, NULL,
+      NULL, &out, &err, &status, &error) &&
+      g_spawn_check_wait_status (status, &error);
+  if (!ok)
+    g_printerr ("%s failed: %s\n%s%s", argv[0],
+        error ? error->message : "", out ? out : "", err ? err : "");
+  g_clear_error (&error);
+  g_free (out);
+  g_free (err);
+  return ok;
+}
+
+static gboolean
+write_file (const gchar * path, const void *data, gsize size)
+{
+  return g_file_set_contents (path, data, size, NULL);
+}
+
+/* Makes the test files in tmp_dir; FALSE when a tool is missing. */
+static gboolean
+make_models (void)
+{
+  const gchar *given = g_getenv ("WK_ELEMENT_TEST_MODEL");
+  const gchar *make = g_getenv ("WK_MAKE_TEST_MODEL");
+  const gchar *convert = g_getenv ("WK_CONVERT");
+  gchar *contents = NULL;
+  gsize size = 0;
+  static const gchar garbage[] = "This is not a knot file, just text.\n";
+
+  tmp_dir = g_dir_make_tmp ("wk-element-XXXXXX", NULL);
+  if (!tmp_dir)
+    return FALSE;
+
+  if (given) {
+    model_path = g_strdup (given);
+  } else {
+    gchar *bin = g_build_filename (tmp_dir, "model.bin", NULL);
+    const gchar *make_argv[] = { make, "--small", bin, NULL };
+    const gchar *convert_argv[] = { convert, bin, NULL, NULL };
+
+    model_path = g_build_filename (tmp_dir, "model.knot", NULL);
+    convert_argv[2] = model_path;
+    if (!make || !convert || !run_tool (make_argv) ||
+        !run_tool (convert_argv)) {
+      g_free (bin);
+      return FALSE;
+    }
+    g_unlink (bin);
+    g_free (bin);
+  }
+
+  /* the first_buf kilobyte of a good knot: header and part of the metadata */
+  if (!g_file_get_contents (model_path, &contents, &size, NULL))
+    return FALSE;
+  truncated_path = g_build_filename (tmp_dir, "truncated.knot", NULL);
+  garbage_path = g_build_filename (tmp_dir, "garbage.knot", NULL);
+  if (!write_file (truncated_path, contents, MIN (size, 1024)) ||
+      !write_file (garbage_path, garbage, sizeof garbage - 1)) {
+    g_free (contents);
+    return FALSE;
+  }
+  g_free (contents);
+  return TRUE;
+}
+
+static void
+remove_models (void)
+{
+  if (!g_getenv ("WK_ELEMENT_TEST_MODEL") && model_path)
+    g_unlink (model_path);
+  if (truncated_path)
+    g_unlink (truncated_path);
+  if (garbage_path)
+    g_unlink (garbage_path);
+  if (tmp_dir)
+    g_rmdir (tmp_dir);
+}
+
+static Suite *
+whisperknot_suite (void)
+{
+  Suite *s = suite_create ("whisperknot");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  /* a random-weight model is slow under the sanitizers */
+  tcase_set_timeout (tc, 300);
+  tcase_add_test (tc, test_properties_have_defaults);
+  tcase_add_test (tc, test_model_not_loaded_before_paused);
+  tcase_add_test (tc, test_caps_f32_and_s16_accepted);
+  tcase_add_test (tc, test_caps_wrong_rate_channels_format_refused);
+  tcase_add_test (tc, test_timestamps_follow_input_s16);
+  tcase_add_test (tc, test_timestamps_follow_input_f32);
+  tcase_add_test (tc, test_s16_and_f32_give_same_output);
+  tcase_add_test (tc, test_eos_drains);
+  tcase_add_test (tc, test_flush_resets);
+  tcase_add_test (tc, test_flush_while_busy);
+  tcase_add_test (tc, test_timestamp_jump_restarts);
+  tcase_add_test (tc, test_short_hole_filled);
+  tcase_add_test (tc, test_gaps_while_streaming);
+  tcase_add_test (tc, test_latency_query);
+  tcase_add_test (tc, test_missing_model_posts_error);
+  tcase_add_test (tc, test_corrupt_model_posts_error);
+  tcase_add_test (tc, test_state_changes);
+  tcase_add_test (tc, test_gst_inspect_lists_element);
+  return s;
+}
+
+int
+main (int argc, char **argv)
+{
+  Suite *s;
+  int failed;
+
+  gst_check_init (&argc, &argv);
+  if (!make_models ()) {
+    g_printerr ("could not make the test model (WK_MAKE_TEST_MODEL=%s, "
+        "WK_CONVERT=%s)\n", g_getenv ("WK_MAKE_TEST_MODEL"),
+        g_getenv ("WK_CONVERT"));
+    remove_models ();
+    return 1;
+  }
+  s = whisperknot_suite ();
+  failed = gst_check_run_suite (s, "whisperknot", __FILE__);
+  remove_models ();
+  return failed;
+}
