@@ -912,6 +912,7 @@ make_models (void)
   const gchar *given = g_getenv ("WK_ELEMENT_TEST_MODEL");
   const gchar *make = g_getenv ("WK_MAKE_TEST_MODEL");
   const gchar *convert = g_getenv ("WK_CONVERT");
+  const gchar *shared = g_getenv ("WK_SHARED_DATA");
   gchar *contents = NULL;
   gsize size = 0;
   static const gchar garbage[] = "This is not a knot file, just text.\n";
@@ -923,19 +924,24 @@ make_models (void)
   if (given) {
     model_path = g_strdup (given);
   } else {
+    /* the real vocabulary, small random q8_0 weights (64 wide, 2 layers) */
+    gchar *vocab = g_build_filename (shared ? shared : ".",
+        "for-tests-ggml-tiny.en.bin", NULL);
     gchar *bin = g_build_filename (tmp_dir, "model.bin", NULL);
-    const gchar *make_argv[] = { make, "--small", bin, NULL };
+    const gchar *make_argv[] = { make, "--type", "q8_0", "--vocab", vocab,
+      bin, NULL
+    };
     const gchar *convert_argv[] = { convert, bin, NULL, NULL };
+    gboolean ok;
 
     model_path = g_build_filename (tmp_dir, "model.knot", NULL);
     convert_argv[2] = model_path;
-    if (!make || !convert || !run_tool (make_argv) ||
-        !run_tool (convert_argv)) {
-      g_free (bin);
-      return FALSE;
-    }
+    ok = make && convert && run_tool (make_argv) && run_tool (convert_argv);
     g_unlink (bin);
     g_free (bin);
+    g_free (vocab);
+    if (!ok)
+      return FALSE;
   }
 
   /* the first_buf kilobyte of a good knot: header and part of the metadata */

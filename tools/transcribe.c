@@ -1,0 +1,503 @@
+/* whisperknot-transcribe: a WAV file in, its transcript out (plain text,
+ * SubRip, WebVTT or JSON), through the same engine and stream API as the
+ * GStreamer element. With --stats it prints timings for benchmarks.
+ *
+ * Exit status: 0 done, 1 the model, the audio or the output failed,
+ * 2 bad command line.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "whisperknot.h"
+#include "wav.h"
+
+#define PROGRAM "whisperknot-transcribe"
+/* audio handed to the engine per call, as a live source would */
+#define CHUNK WK_SAMPLE_RATE
+
+typedef enum
+{
+  FORMAT_TXT,
+  FORMAT_SRT,
+  FORMAT_VTT,
+  FORMAT_JSON,
+} out_format;
+
+typedef struct
+{
+  FILE *f;
+  out_format format;
+  int n_segments;
+  int tokens;                   /* JSON: list tokens */
+} writer;
+
+static void
+usage (FILE * f)
+{
+  fprintf (f,
+      "usage: " PROGRAM " [OPTION...] FILE.wav\n"
+      "\n"
+      "Transcribes a 16 kHz WAV file (\"-\" reads standard input).\n"
+      "\n"
+      "  -m, --model MODEL     knot file (default: $WHISPERKNOT_MODEL or the\n"
+      "                        installed default model)\n"
+      "  -l, --language LANG   spoken language, ISO 639-1, or auto (default)\n"
+      "      --translate       translate into English\n"
+      "  -t, --threads N       threads (default 0: one per core)\n"
+      "  -b, --beam-size N     beam search width (default: the engine's)\n"
+      "      --latency MS      streaming policy target delay (default 0:\n"
+      "                        30 s windows)\n"
+      "  -f, --format FMT      txt (default), srt, vtt or json\n"
+      "      --tokens          json: list each segment's tokens\n"
+      "  -o, --output FILE     write there instead of standard output\n"
+      "      --stats           timings and counters on standard error\n"
+      "  -h, --help            this help\n"
+      "\n"
+      "Exit status: 0 done, 1 model, audio or output failed, 2 usage.\n");
+}
+
+static double
+now_seconds (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Whisper's segments start with a space; subtitles do not want it. */
+static const char *
+skip_space (const char *s)
+{
+  while (*s == ' ' || *s == '\t' || *s == '\n')
+    s++;
+  return s;
+}
+
+/* HH:MM:SS<sep>mmm for a sample position */
+static void
+format_time (char *buf, size_t size, int64_t samples, char sep)
+{
+  int64_t ms = samples > 0 ? samples * 1000 / WK_SAMPLE_RATE : 0;
+
+  snprintf (buf, size, "%02" PRId64 ":%02d:%02d%c%03d", ms / 3600000,
+      (int) (ms / 60000 % 60), (int) (ms / 1000 % 60), sep, (int) (ms % 1000));
+}
+
+/* Length of the valid UTF-8 sequence at s (1 to 4), or 0. */
+static int
+utf8_len (const unsigned char *s)
+{
+  int n, i;
+  uint32_t c;
+
+  if (s[0] < 0x80)
+    return 1;
+  if ((s[0] & 0xe0) == 0xc0)
+    n = 2, c = s[0] & 0x1f;
+  else if ((s[0] & 0xf0) == 0xe0)
+    n = 3, c = s[0] & 0x0f;
+  else if ((s[0] & 0xf8) == 0xf0)
+    n = 4, c = s[0] & 0x07;
+  else
+    return 0;
+  for (i = 1; i < n; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+    c = c << 6 | (s[i] & 0x3f);
+  }
+  if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 &&
+          (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
+    return 0;
+  return n;
+}
+
+/* A JSON string; bytes that are not UTF-8 (a token may hold part of a
+ * character) become U+FFFD. */
+static void
+json_string (FILE * f, const char *s)
+{
+  const unsigned char *p = (const unsigned char *) s;
+
+  fputc ('"', f);
+  while (*p) {
+    int n = utf8_len (p);
+
+    if (n == 0) {
+      fputs ("\\ufffd", f);
+      p++;
+    } else if (*p == '"' || *p == '\\') {
+      fprintf (f, "\\%c", *p++);
+    } else if (*p < 0x20) {
+      fprintf (f, "\\u%04x", *p++);
+    } else {
+      fwrite (p, 1, (size_t) n, f);
+      p += n;
+    }
+  }
+  fputc ('"', f);
+}
+
+static void
+write_begin (writer * w)
+{
+  if (w->format == FORMAT_VTT)
+    fputs ("WEBVTT\n\n", w->f);
+  else if (w->format == FORMAT_JSON)
+    fputs ("{\n  \"segments\": [", w->f);
+}
+
+static void
+write_segment (writer * w, const wk_segment * seg)
+{
+  const char *text = skip_space (seg->text ? seg->text : "");
+  char t0[32], t1[32];
+  int i;
+
+  switch (w->format) {
+    case FORMAT_TXT:
+      if (*text)
+        fprintf (w->f, "%s\n", text);
+      break;
+    case FORMAT_SRT:
+      if (!*text)
+        break;
+      format_time (t0, sizeof t0, seg->start, ',');
+      format_time (t1, sizeof t1, seg->end, ',');
+      fprintf (w->f, "%d\n%s --> %s\n%s\n\n", w->n_segments + 1, t0, t1,
+          text);
+      break;
+    case FORMAT_VTT:
+      if (!*text)
+        break;
+      format_time (t0, sizeof t0, seg->start, '.');
+      format_time (t1, sizeof t1, seg->end, '.');
+      fprintf (w->f, "%s --> %s\n%s\n\n", t0, t1, text);
+      break;
+    case FORMAT_JSON:
+      fprintf (w->f, "%s\n    {\"start\": %.3f, \"end\": %.3f, \"text\": ",
+          w->n_segments ? "," : "", (double) seg->start / WK_SAMPLE_RATE,
+          (double) seg->end / WK_SAMPLE_RATE);
+      json_string (w->f, text);
+      fprintf (w->f, ", \"avg_logprob\": %.4f, \"no_speech_prob\": %.4f",
+          seg->avg_logprob, seg->no_speech_prob);
+      if (w->tokens) {
+        fputs (", \"tokens\": [", w->f);
+        for (i = 0; i < seg->n_tokens; i++) {
+          const wk_token *t = &seg->tokens[i];
+          fprintf (w->f, "%s{\"id\": %d, \"start\": %.3f, \"end\": %.3f, "
+              "\"p\": %.4f, \"text\": ", i ? ", " : "", (int) t->id,
+              (double) t->start / WK_SAMPLE_RATE,
+              (double) t->end / WK_SAMPLE_RATE, t->p);
+          json_string (w->f, t->text ? t->text : "");
+          fputc ('}', w->f);
+        }
+        fputc (']', w->f);
+      }
+      fputc ('}', w->f);
+      break;
+  }
+  if (*text || w->format == FORMAT_JSON)
+    w->n_segments++;
+  fflush (w->f);
+}
+
+static void
+write_end (writer * w, const char *language)
+{
+  if (w->format == FORMAT_JSON) {
+    fputs ("\n  ],\n  \"language\": ", w->f);
+    json_string (w->f, language ? language : "");
+    fputs ("\n}\n", w->f);
+  }
+}
+
+static void
+write_results (writer * w, wk_stream * stream)
+{
+  const wk_segment *segs;
+  size_t n = wk_stream_take (stream, &segs), i;
+
+  for (i = 0; i < n; i++)
+    write_segment (w, &segs[i]);
+}
+
+/* Reads a whole stream (standard input) into memory. */
+static int
+read_all (FILE * f, unsigned char **data, size_t *size)
+{
+  size_t cap = 1 << 20, len = 0;
+  unsigned char *buf = malloc (cap), *tmp;
+
+  if (!buf)
+    return -1;
+  for (;;) {
+    size_t got = fread (buf + len, 1, cap - len, f);
+    len += got;
+    if (len < cap) {
+      if (ferror (f)) {
+        free (buf);
+        return -1;
+      }
+      break;
+    }
+    if (cap > SIZE_MAX / 2 || !(tmp = realloc (buf, cap * 2))) {
+      free (buf);
+      return -1;
+    }
+    buf = tmp;
+    cap *= 2;
+  }
+  *data = buf;
+  *size = len;
+  return 0;
+}
+
+static int
+parse_int (const char *s, int min, int max, int *out)
+{
+  char *end;
+  long v;
+
+  errno = 0;
+  v = strtol (s, &end, 10);
+  if (errno || end == s || *end || v < min || v > max)
+    return -1;
+  *out = (int) v;
+  return 0;
+}
+
+enum
+{
+  OPT_TRANSLATE = 256,
+  OPT_LATENCY,
+  OPT_TOKENS,
+  OPT_STATS,
+};
+
+int
+main (int argc, char **argv)
+{
+  static const struct option options[] = {
+    {"model", required_argument, NULL, 'm'},
+    {"language", required_argument, NULL, 'l'},
+    {"translate", no_argument, NULL, OPT_TRANSLATE},
+    {"threads", required_argument, NULL, 't'},
+    {"beam-size", required_argument, NULL, 'b'},
+    {"latency", required_argument, NULL, OPT_LATENCY},
+    {"format", required_argument, NULL, 'f'},
+    {"tokens", no_argument, NULL, OPT_TOKENS},
+    {"output", required_argument, NULL, 'o'},
+    {"stats", no_argument, NULL, OPT_STATS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}
+  };
+  const char *model_path = NULL, *out_path = NULL, *in_path;
+  wk_model_params mp = wk_model_default_params ();
+  wk_stream_params sp = wk_stream_default_params ();
+  wk_model *model = NULL;
+  wk_stream *stream = NULL;
+  wk_wav wav = { 0 };
+  writer w = { NULL, FORMAT_TXT, 0, 0 };
+  wk_status st;
+  char err[512] = "";
+  int opt, stats = 0, rc = 1;
+  double t_start, t_loaded, t_done;
+  size_t pos;
+
+  while ((opt = getopt_long (argc, argv, "m:l:t:b:f:o:h", options,
+              NULL)) != -1) {
+    switch (opt) {
+      case 'm':
+        model_path = optarg;
+        break;
+      case 'l':
+        sp.language = strcmp (optarg, "auto") ? optarg : NULL;
+        break;
+      case OPT_TRANSLATE:
+        sp.translate = true;
+        break;
+      case 't':
+        if (parse_int (optarg, 0, 1024, &sp.n_threads) < 0)
+          goto bad_value;
+        break;
+      case 'b':
+        if (parse_int (optarg, 1, 64, &sp.beam_size) < 0)
+          goto bad_value;
+        break;
+      case OPT_LATENCY:
+        if (parse_int (optarg, 0, 30000, &sp.latency_ms) < 0)
+          goto bad_value;
+        break;
+      case 'f':
+        if (!strcmp (optarg, "txt"))
+          w.format = FORMAT_TXT;
+        else if (!strcmp (optarg, "srt"))
+          w.format = FORMAT_SRT;
+        else if (!strcmp (optarg, "vtt"))
+          w.format = FORMAT_VTT;
+        else if (!strcmp (optarg, "json"))
+          w.format = FORMAT_JSON;
+        else
+          goto bad_value;
+        break;
+      case OPT_TOKENS:
+        w.tokens = 1;
+        break;
+      case 'o':
+        out_path = optarg;
+        break;
+      case OPT_STATS:
+        stats = 1;
+        break;
+      case 'h':
+        usage (stdout);
+        return 0;
+      default:
+        usage (stderr);
+        return 2;
+    }
+  }
+  if (optind != argc - 1) {
+    fprintf (stderr, PROGRAM ": expected one WAV file\n");
+    usage (stderr);
+    return 2;
+  }
+  in_path = argv[optind];
+  if (!model_path)
+    model_path = wk_default_model_path ();
+
+  /* the audio first: a typo in its name should not wait for a model */
+  if (!strcmp (in_path, "-")) {
+    unsigned char *data;
+    size_t size;
+
+    if (read_all (stdin, &data, &size) < 0) {
+      fprintf (stderr, PROGRAM ": cannot read standard input: %s\n",
+          strerror (errno));
+      return 1;
+    }
+    st = wk_wav_parse (data, size, &wav, err, sizeof err);
+    free (data);
+  } else {
+    st = wk_wav_read (in_path, &wav, err, sizeof err);
+  }
+  if (st != WK_OK) {
+    fprintf (stderr, PROGRAM ": %s: %s\n", in_path, err);
+    return 1;
+  }
+  if (wav.rate != WK_SAMPLE_RATE) {
+    fprintf (stderr, PROGRAM ": %s: the sample rate is %d Hz; whisperknot "
+        "needs 16000 Hz (convert with: gst-launch-1.0 filesrc location=IN "
+        "! decodebin ! audioconvert ! audioresample ! "
+        "audio/x-raw,rate=16000,channels=1 ! wavenc ! filesink "
+        "location=OUT.wav)\n", in_path, wav.rate);
+    goto done;
+  }
+
+  t_start = now_seconds ();
+  st = wk_model_load (model_path, &mp, &model, err, sizeof err);
+  if (st != WK_OK) {
+    fprintf (stderr, PROGRAM ": cannot load model '%s': %s\n"
+        "Convert a Whisper model with whisperknot-convert and pass it with "
+        "-m (see the README).\n", model_path, err);
+    goto done;
+  }
+  st = wk_stream_new (model, &sp, &stream, err, sizeof err);
+  if (st != WK_OK) {
+    fprintf (stderr, PROGRAM ": %s\n", err);
+    goto done;
+  }
+  t_loaded = now_seconds ();
+
+  if (out_path) {
+    w.f = fopen (out_path, "w");
+    if (!w.f) {
+      fprintf (stderr, PROGRAM ": cannot write '%s': %s\n", out_path,
+          strerror (errno));
+      goto done;
+    }
+  } else {
+    w.f = stdout;
+  }
+
+  write_begin (&w);
+  for (pos = 0; pos < wav.n_samples; pos += CHUNK) {
+    size_t n = wav.n_samples - pos < CHUNK ? wav.n_samples - pos : CHUNK;
+
+    st = wk_stream_feed (stream, wav.samples + pos, n);
+    if (st != WK_OK)
+      goto engine_failed;
+    write_results (&w, stream);
+  }
+  st = wk_stream_finish (stream);
+  if (st != WK_OK)
+    goto engine_failed;
+  write_results (&w, stream);
+  write_end (&w, wk_stream_language (stream));
+  t_done = now_seconds ();
+
+  if (fflush (w.f) != 0 || ferror (w.f)) {
+    fprintf (stderr, PROGRAM ": cannot write '%s': %s\n",
+        out_path ? out_path : "standard output", strerror (errno));
+    goto done;
+  }
+
+  if (stats) {
+    wk_stream_stats s;
+    wk_model_info info;
+    double audio = (double) wav.n_samples / WK_SAMPLE_RATE;
+    double wall = t_done - t_loaded;
+
+    wk_stream_get_stats (stream, &s);
+    wk_model_get_info (model, &info);
+    fprintf (stderr,
+        "model: %s\n"
+        "model_bytes: %" PRIu64 "\n"
+        "model_params: %" PRIu64 "\n"
+        "load_seconds: %.3f\n"
+        "audio_seconds: %.3f\n"
+        "wall_seconds: %.3f\n"
+        "real_time_factor: %.4f\n"
+        "mel_seconds: %.3f\n"
+        "encoder_seconds: %.3f\n"
+        "decoder_seconds: %.3f\n"
+        "windows: %" PRId64 "\n"
+        "tokens: %" PRId64 "\n"
+        "state_bytes: %" PRIu64 "\n"
+        "language: %s\n",
+        model_path, info.file_bytes, info.n_params, t_loaded - t_start,
+        audio, wall, audio > 0 ? wall / audio : 0.0, s.mel_seconds,
+        s.encoder_seconds, s.decoder_seconds, s.n_windows, s.n_tokens,
+        s.state_bytes, wk_stream_language (stream) ?
+        wk_stream_language (stream) : "");
+  }
+  rc = 0;
+  goto done;
+
+engine_failed:
+  fprintf (stderr, PROGRAM ": transcription failed: %s\n",
+      wk_status_str (st));
+done:
+  if (w.f && w.f != stdout && fclose (w.f) != 0 && rc == 0) {
+    fprintf (stderr, PROGRAM ": cannot write '%s': %s\n", out_path,
+        strerror (errno));
+    rc = 1;
+  }
+  if (stream)
+    wk_stream_free (stream);
+  if (model)
+    wk_model_unref (model);
+  wk_wav_clear (&wav);
+  return rc;
+
+bad_value:
+  fprintf (stderr, PROGRAM ": bad value '%s'\n", optarg);
+  usage (stderr);
+  return 2;
+}
