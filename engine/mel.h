@@ -24,7 +24,8 @@ void wk_mel_free (wk_mel * mel);
  * as torch.stft(center=True) does: reflected at the start of the signal,
  * zero past its end (Whisper pads its audio with zeros). out is
  * [n_mels][ld] with frames along each row, ld >= n. Thread-safe for
- * distinct out buffers; scratch is on the stack. */
+ * distinct out buffers; scratch is on the stack (about 70 KB). Cost is
+ * per frame: calls of any size are fine. */
 void wk_mel_log_frames (const wk_mel * mel, const float *audio,
     size_t n_audio, int64_t first, int n, float *out, int ld);
 
