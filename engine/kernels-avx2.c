@@ -133,6 +133,7 @@ q8_0_block (const wk_block_q8_0 * b, __m256 w[4])
 {
   __m256 d = _mm256_set1_ps (f16 (b->d));
   int u;
+#pragma GCC unroll 4
   for (u = 0; u < 4; u++) {
     __m128i q = _mm_loadl_epi64 ((const __m128i *) (b->qs + 8 * u));
     w[u] = _mm256_mul_ps (_mm256_cvtepi32_ps (_mm256_cvtepi8_epi32 (q)), d);
@@ -419,9 +420,9 @@ gemm_core (const gemm_src * s, const float *X, int64_t n, int64_t ldx,
     float tail[NX]; \
     int64_t l = 0; \
     int r_, u_; \
-    for (r_ = 0; r_ < NX; r_++) { \
+    _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) { \
       tail[r_] = 0.0f; \
-      for (u_ = 0; u_ < NA; u_++) \
+      _Pragma ("GCC unroll 4") for (u_ = 0; u_ < NA; u_++) \
         acc[r_][u_] = _mm256_setzero_ps (); \
     } \
     switch (type) { \
@@ -433,8 +434,8 @@ gemm_core (const gemm_src * s, const float *X, int64_t n, int64_t ldx,
             q8_0_block ((const wk_block_q8_0 *) wrow + l / 32, w); \
           else \
             q4_0_block ((const wk_block_q4_0 *) wrow + l / 32, w); \
-          for (r_ = 0; r_ < NX; r_++) \
-            for (u_ = 0; u_ < 4; u_++) \
+          _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) \
+            _Pragma ("GCC unroll 4") for (u_ = 0; u_ < 4; u_++) \
               acc[r_][u_ % NA] = _mm256_fmadd_ps (w[u_], \
                   _mm256_loadu_ps (x[r_] + l + 8 * u_), acc[r_][u_ % NA]); \
         } \
@@ -442,48 +443,48 @@ gemm_core (const gemm_src * s, const float *X, int64_t n, int64_t ldx,
       case WK_TYPE_F16: { \
         const uint16_t *h = (const uint16_t *) wrow; \
         for (; l + 32 <= k; l += 32) \
-          for (u_ = 0; u_ < 4; u_++) { \
+          _Pragma ("GCC unroll 4") for (u_ = 0; u_ < 4; u_++) { \
             __m256 w = _mm256_cvtph_ps (_mm_loadu_si128 \
                 ((const __m128i *) (h + l + 8 * u_))); \
-            for (r_ = 0; r_ < NX; r_++) \
+            _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) \
               acc[r_][u_ % NA] = _mm256_fmadd_ps (w, \
                   _mm256_loadu_ps (x[r_] + l + 8 * u_), acc[r_][u_ % NA]); \
           } \
         for (; l + 8 <= k; l += 8) { \
           __m256 w = _mm256_cvtph_ps (_mm_loadu_si128 \
               ((const __m128i *) (h + l))); \
-          for (r_ = 0; r_ < NX; r_++) \
+          _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) \
             acc[r_][0] = _mm256_fmadd_ps (w, _mm256_loadu_ps (x[r_] + l), \
                 acc[r_][0]); \
         } \
         for (; l < k; l++) \
-          for (r_ = 0; r_ < NX; r_++) \
+          _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) \
             tail[r_] += x[r_][l] * f16 (h[l]); \
         break; \
       } \
       default: { \
         const float *f = (const float *) wrow; \
         for (; l + 32 <= k; l += 32) \
-          for (u_ = 0; u_ < 4; u_++) { \
+          _Pragma ("GCC unroll 4") for (u_ = 0; u_ < 4; u_++) { \
             __m256 w = _mm256_loadu_ps (f + l + 8 * u_); \
-            for (r_ = 0; r_ < NX; r_++) \
+            _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) \
               acc[r_][u_ % NA] = _mm256_fmadd_ps (w, \
                   _mm256_loadu_ps (x[r_] + l + 8 * u_), acc[r_][u_ % NA]); \
           } \
         for (; l + 8 <= k; l += 8) { \
           __m256 w = _mm256_loadu_ps (f + l); \
-          for (r_ = 0; r_ < NX; r_++) \
+          _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) \
             acc[r_][0] = _mm256_fmadd_ps (w, _mm256_loadu_ps (x[r_] + l), \
                 acc[r_][0]); \
         } \
         for (; l < k; l++) \
-          for (r_ = 0; r_ < NX; r_++) \
+          _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) \
             tail[r_] += x[r_][l] * f[l]; \
         break; \
       } \
     } \
-    for (r_ = 0; r_ < NX; r_++) { \
-      for (u_ = 1; u_ < NA; u_++) \
+    _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) { \
+      _Pragma ("GCC unroll 4") for (u_ = 1; u_ < NA; u_++) \
         acc[r_][0] = _mm256_add_ps (acc[r_][0], acc[r_][u_]); \
       out[r_] = hsum256 (acc[r_][0]) + tail[r_]; \
     } \
@@ -610,154 +611,285 @@ avx2_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
 
 /* ---- attention ---- */
 
-/* Keys per chunk of the running softmax. */
-#define ATT_KC 64
-#define ATT_QMAX 32
+#define AQ 16                   /* queries per block: the vector lanes */
+#define AK 96                   /* keys per chunk (16 stripes of MR) */
 
-/* Blocked: S = Q K^T and O += P V as small GEMMs on stack tiles. */
+/* c[r][h] = sum_kk a_r[kk * sa] * b[kk * ldb + 8h ..] for r < 6, with B
+ * read in place (masked when the panel is partial). */
+static inline void
+ukernel_6x16_strided (int kc, const float *const *a, int64_t sa,
+    const float *b, int64_t ldb, __m256i m0, __m256i m1, int full,
+    __m256 c[12])
+{
+  __m256 c00 = _mm256_setzero_ps (), c01 = _mm256_setzero_ps ();
+  __m256 c10 = _mm256_setzero_ps (), c11 = _mm256_setzero_ps ();
+  __m256 c20 = _mm256_setzero_ps (), c21 = _mm256_setzero_ps ();
+  __m256 c30 = _mm256_setzero_ps (), c31 = _mm256_setzero_ps ();
+  __m256 c40 = _mm256_setzero_ps (), c41 = _mm256_setzero_ps ();
+  __m256 c50 = _mm256_setzero_ps (), c51 = _mm256_setzero_ps ();
+  const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4],
+      *a5 = a[5];
+  int kk;
+
+  for (kk = 0; kk < kc; kk++) {
+    __m256 b0, b1, x;
+    if (full) {
+      b0 = _mm256_loadu_ps (b + kk * ldb);
+      b1 = _mm256_loadu_ps (b + kk * ldb + 8);
+    } else {
+      b0 = _mm256_maskload_ps (b + kk * ldb, m0);
+      b1 = _mm256_maskload_ps (b + kk * ldb + 8, m1);
+    }
+    x = _mm256_broadcast_ss (a0 + kk * sa);
+    c00 = _mm256_fmadd_ps (x, b0, c00);
+    c01 = _mm256_fmadd_ps (x, b1, c01);
+    x = _mm256_broadcast_ss (a1 + kk * sa);
+    c10 = _mm256_fmadd_ps (x, b0, c10);
+    c11 = _mm256_fmadd_ps (x, b1, c11);
+    x = _mm256_broadcast_ss (a2 + kk * sa);
+    c20 = _mm256_fmadd_ps (x, b0, c20);
+    c21 = _mm256_fmadd_ps (x, b1, c21);
+    x = _mm256_broadcast_ss (a3 + kk * sa);
+    c30 = _mm256_fmadd_ps (x, b0, c30);
+    c31 = _mm256_fmadd_ps (x, b1, c31);
+    x = _mm256_broadcast_ss (a4 + kk * sa);
+    c40 = _mm256_fmadd_ps (x, b0, c40);
+    c41 = _mm256_fmadd_ps (x, b1, c41);
+    x = _mm256_broadcast_ss (a5 + kk * sa);
+    c50 = _mm256_fmadd_ps (x, b0, c50);
+    c51 = _mm256_fmadd_ps (x, b1, c51);
+  }
+  c[0] = c00;
+  c[1] = c01;
+  c[2] = c10;
+  c[3] = c11;
+  c[4] = c20;
+  c[5] = c21;
+  c[6] = c30;
+  c[7] = c31;
+  c[8] = c40;
+  c[9] = c41;
+  c[10] = c50;
+  c[11] = c51;
+}
+
+/* Up to 16 queries at once, keys in chunks of AK with a running softmax.
+ * Scores are kept transposed, S^T[key][query], so that the softmax runs
+ * across the 16 queries in two vectors: S^T = K (scale Q)^T with the
+ * queries packed once as the micro-kernel's panel, then O += P V with the
+ * value rows read in place. */
 static void
-attention_blocked (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
+attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
     const float *V, int64_t ldv, float scale, int causal, float *O,
     int64_t ldo)
 {
-  float S[ATT_QMAX * ATT_KC] __attribute__ ((aligned (32)));
-  float acc[ATT_QMAX * 256] __attribute__ ((aligned (32)));
-  float mx[ATT_QMAX], sum[ATT_QMAX];
-  const int64_t nq = q1 - q0;
-  const int64_t dpad = (d_head + 7) & ~(int64_t) 7;
-  int64_t last_all = wk_attention_last_key (q1 - 1, n_q, n_kv, causal);
-  int64_t t0, i, l;
-  gemm_src ks = { 1, WK_TYPE_F32, NULL, 0, K, ldk };
-  gemm_src vs = { 2, WK_TYPE_F32, NULL, 0, V, ldv };
-  gemm_epi e_s = { NULL, 0, scale };
-  gemm_epi e_o = { NULL, WK_LINEAR_ADD, 1.0f };
+  float qt[256 * AQ] __attribute__ ((aligned (32)));
+  float pt[AK * AQ] __attribute__ ((aligned (32)));
+  float acc[AQ * 256] __attribute__ ((aligned (32)));
+  float rr[AQ] __attribute__ ((aligned (32)));
+  const int64_t dpad = (d_head + 15) & ~(int64_t) 15;
+  const __m256 ninf = _mm256_set1_ps (-INFINITY);
+  const __m256 iota0 = _mm256_setr_ps (0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 iota1 = _mm256_setr_ps (8, 9, 10, 11, 12, 13, 14, 15);
+  /* query q0 + i sees keys t <= base + i (causal) */
+  const int64_t base = n_kv - n_q + q0;
+  int64_t last_all = wk_attention_last_key (q0 + nq - 1, n_q, n_kv, causal);
+  __m256 mx0 = ninf, mx1 = ninf, sm0 = _mm256_setzero_ps (),
+      sm1 = _mm256_setzero_ps ();
+  int64_t t0, l;
+  int i;
 
-  for (i = 0; i < nq; i++) {
-    mx[i] = -INFINITY;
-    sum[i] = 0.0f;
-    for (l = 0; l < dpad; l++)
-      acc[i * dpad + l] = 0.0f;
-  }
-  for (t0 = 0; t0 <= last_all; t0 += ATT_KC) {
-    int64_t kn = last_all + 1 - t0 < ATT_KC ? last_all + 1 - t0 : ATT_KC;
+  for (l = 0; l < d_head; l++)
+    for (i = 0; i < AQ; i++)
+      qt[l * AQ + i] = i < nq ? Q[(q0 + i) * ldq + l] * scale : 0.0f;
+  memset (acc, 0, sizeof (float) * (size_t) (AQ * dpad));
 
-    ks.B = K + t0 * ldk;
-    gemm_core (&ks, Q + q0 * ldq, nq, ldq, S, ATT_KC, 0, kn, d_head, &e_s);
-    for (i = 0; i < nq; i++) {
-      float *s = S + i * ATT_KC;
-      int64_t last = wk_attention_last_key (q0 + i, n_q, n_kv, causal);
-      int64_t valid = last - t0 + 1 < kn ? last - t0 + 1 : kn;
-      __m256 vmax = _mm256_set1_ps (-INFINITY), vsum, vm;
-      float m_new, r;
-      int64_t t;
+  for (t0 = 0; t0 <= last_all; t0 += AK) {
+    int kn = (int) (last_all + 1 - t0 < AK ? last_all + 1 - t0 : AK);
+    __m256 n0 = mx0, n1 = mx1, r0, r1, z0, z1, ps0, ps1;
+    int t;
 
-      if (valid <= 0) {
-        for (t = 0; t < kn; t++)
-          s[t] = 0.0f;
-        continue;
-      }
-      for (t = valid; t < kn; t++)
-        s[t] = -INFINITY;
-      for (t = 0; t + 8 <= kn; t += 8)
-        vmax = _mm256_max_ps (vmax, _mm256_loadu_ps (s + t));
-      m_new = hmax256 (vmax);
-      for (; t < kn; t++)
-        m_new = s[t] > m_new ? s[t] : m_new;
-      if (m_new < mx[i])
-        m_new = mx[i];
-      r = expf (mx[i] - m_new);
-      vm = _mm256_set1_ps (m_new);
-      vsum = _mm256_setzero_ps ();
-      for (t = 0; t + 8 <= kn; t += 8) {
-        __m256 p = exp256 (_mm256_sub_ps (_mm256_loadu_ps (s + t), vm));
-        _mm256_storeu_ps (s + t, p);
-        vsum = _mm256_add_ps (vsum, p);
-      }
-      sum[i] = sum[i] * r + hsum256 (vsum);
-      for (; t < kn; t++) {
-        s[t] = t < valid ? expf (s[t] - m_new) : 0.0f;
-        sum[i] += s[t];
-      }
-      mx[i] = m_new;
-      if (r != 1.0f) {
-        __m256 vr = _mm256_set1_ps (r);
-        for (l = 0; l < dpad; l += 8)
-          _mm256_storeu_ps (acc + i * dpad + l,
-              _mm256_mul_ps (vr, _mm256_loadu_ps (acc + i * dpad + l)));
+    /* S^T for keys t0 .. t0+kn-1 */
+    for (t = 0; t < kn; t += MR) {
+      int mr = kn - t < MR ? kn - t : MR, r;
+      const float *a[MR];
+      __m256 c[12];
+      for (r = 0; r < MR; r++)
+        a[r] = K + (t0 + t + (r < mr ? r : mr - 1)) * ldk;
+      ukernel_6x16_strided ((int) d_head, a, 1, qt, AQ, lane_mask (8),
+          lane_mask (8), 1, c);
+      for (r = 0; r < mr; r++) {
+        __m256 s0 = c[2 * r], s1 = c[2 * r + 1];
+        if (causal) {
+          /* lanes i < t0 + t + r - base are in the future */
+          __m256 thr = _mm256_set1_ps ((float) (t0 + t + r - base));
+          s0 = _mm256_blendv_ps (s0, ninf, _mm256_cmp_ps (iota0, thr,
+                  _CMP_LT_OQ));
+          s1 = _mm256_blendv_ps (s1, ninf, _mm256_cmp_ps (iota1, thr,
+                  _CMP_LT_OQ));
+        }
+        _mm256_store_ps (pt + (t + r) * AQ, s0);
+        _mm256_store_ps (pt + (t + r) * AQ + 8, s1);
+        n0 = _mm256_max_ps (n0, s0);
+        n1 = _mm256_max_ps (n1, s1);
       }
     }
-    vs.B = V + t0 * ldv;
-    gemm_core (&vs, S, nq, ATT_KC, acc, dpad, 0, d_head, kn, &e_o);
+    /* running softmax across the 16 query lanes; lanes that have seen
+     * no key yet keep a max of -inf and get zero weights */
+    z0 = _mm256_blendv_ps (n0, _mm256_setzero_ps (), _mm256_cmp_ps (n0, ninf,
+            _CMP_EQ_OQ));
+    z1 = _mm256_blendv_ps (n1, _mm256_setzero_ps (), _mm256_cmp_ps (n1, ninf,
+            _CMP_EQ_OQ));
+    r0 = exp256 (_mm256_sub_ps (mx0, z0));
+    r1 = exp256 (_mm256_sub_ps (mx1, z1));
+    mx0 = n0;
+    mx1 = n1;
+    ps0 = _mm256_setzero_ps ();
+    ps1 = _mm256_setzero_ps ();
+    for (t = 0; t < kn; t++) {
+      __m256 p0 = exp256 (_mm256_sub_ps (_mm256_load_ps (pt + t * AQ), z0));
+      __m256 p1 = exp256 (_mm256_sub_ps (_mm256_load_ps (pt + t * AQ + 8),
+              z1));
+      _mm256_store_ps (pt + t * AQ, p0);
+      _mm256_store_ps (pt + t * AQ + 8, p1);
+      ps0 = _mm256_add_ps (ps0, p0);
+      ps1 = _mm256_add_ps (ps1, p1);
+    }
+    sm0 = _mm256_fmadd_ps (sm0, r0, ps0);
+    sm1 = _mm256_fmadd_ps (sm1, r1, ps1);
+    _mm256_store_ps (rr, r0);
+    _mm256_store_ps (rr + 8, r1);
+
+    /* acc = r * acc + P V */
+    for (i = 0; i < nq; i += MR) {
+      int mr = nq - i < MR ? nq - i : MR, r;
+      const float *a[MR];
+      for (r = 0; r < MR; r++)
+        a[r] = pt + i + (r < mr ? r : mr - 1);
+      for (l = 0; l < d_head; l += 16) {
+        int nr = (int) (d_head - l < 16 ? d_head - l : 16);
+        __m256i m0 = lane_mask (nr >= 8 ? 8 : nr);
+        __m256i m1 = lane_mask (nr >= 16 ? 8 : nr > 8 ? nr - 8 : 0);
+        __m256 c[12];
+        ukernel_6x16_strided (kn, a, AQ, V + t0 * ldv + l, ldv, m0, m1,
+            nr == 16, c);
+        for (r = 0; r < mr; r++) {
+          float *o = acc + (i + r) * dpad + l;
+          __m256 vr = _mm256_set1_ps (rr[i + r]);
+          _mm256_store_ps (o, _mm256_fmadd_ps (_mm256_load_ps (o), vr,
+                  c[2 * r]));
+          _mm256_store_ps (o + 8, _mm256_fmadd_ps (_mm256_load_ps (o + 8), vr,
+                  c[2 * r + 1]));
+        }
+      }
+    }
   }
+
+  _mm256_store_ps (rr, sm0);
+  _mm256_store_ps (rr + 8, sm1);
   for (i = 0; i < nq; i++) {
-    float inv = sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
+    float inv = rr[i] > 0.0f ? 1.0f / rr[i] : 0.0f;
     for (l = 0; l < d_head; l++)
       O[(q0 + i) * ldo + l] = acc[i * dpad + l] * inv;
   }
 }
 
-/* One query: dot products against every key, then a weighted sum of the
- * value rows (the decoder's n_q = 1 case). */
+/* Eight dot products of 8-lane partial sums, reduced into one vector. */
+static inline __m256
+hsum8x8 (__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5,
+    __m256 a6, __m256 a7)
+{
+  __m256 h01 = _mm256_hadd_ps (a0, a1), h23 = _mm256_hadd_ps (a2, a3);
+  __m256 h45 = _mm256_hadd_ps (a4, a5), h67 = _mm256_hadd_ps (a6, a7);
+  __m256 h0123 = _mm256_hadd_ps (h01, h23), h4567 = _mm256_hadd_ps (h45, h67);
+  /* h0123 = [s0 s1 s2 s3 | s0' s1' s2' s3'] halves of each sum */
+  __m256 lo = _mm256_permute2f128_ps (h0123, h4567, 0x20);
+  __m256 hi = _mm256_permute2f128_ps (h0123, h4567, 0x31);
+  return _mm256_add_ps (lo, hi);
+}
+
+/* One query (the decoder): scores for a chunk of keys eight at a time,
+ * a vector exp, then the weighted sum of value rows. */
 static void
 attention_one (int64_t d_head, const float *q, int64_t last, const float *K,
     int64_t ldk, const float *V, int64_t ldv, float scale, float *o)
 {
-  float s[ATT_KC];
-  __m256 acc[32];
-  const int64_t nv = (d_head + 7) / 8;
-  __m256i mtail = lane_mask ((int) (d_head - (nv - 1) * 8));
+  float s[AK + 8] __attribute__ ((aligned (32)));
+  float acc[256 + 8] __attribute__ ((aligned (32)));
+  const int64_t n8 = d_head & ~(int64_t) 7;
   float mx = -INFINITY, sum = 0.0f;
-  int64_t t0, t, v, l;
+  int64_t t0, t, l;
 
-  for (v = 0; v < nv; v++)
-    acc[v] = _mm256_setzero_ps ();
-  for (t0 = 0; t0 <= last; t0 += ATT_KC) {
-    int64_t kn = last + 1 - t0 < ATT_KC ? last + 1 - t0 : ATT_KC;
-    float m_new = mx, r;
+  memset (acc, 0, sizeof acc);
+  for (t0 = 0; t0 <= last; t0 += AK) {
+    int kn = (int) (last + 1 - t0 < AK ? last + 1 - t0 : AK);
+    __m256 vmax = _mm256_set1_ps (-INFINITY), vs = _mm256_setzero_ps (), vm;
+    float m_new, r;
 
-    for (t = 0; t < kn; t++) {
-      const float *kr = K + (t0 + t) * ldk;
-      __m256 d0 = _mm256_setzero_ps (), d1 = _mm256_setzero_ps ();
-      float tail = 0.0f;
-      for (l = 0; l + 16 <= d_head; l += 16) {
-        d0 = _mm256_fmadd_ps (_mm256_loadu_ps (q + l),
-            _mm256_loadu_ps (kr + l), d0);
-        d1 = _mm256_fmadd_ps (_mm256_loadu_ps (q + l + 8),
-            _mm256_loadu_ps (kr + l + 8), d1);
+    for (t = 0; t < kn; t += 8) {
+      __m256 a[8];
+      int u;
+#pragma GCC unroll 8
+      for (u = 0; u < 8; u++) {
+        const float *kr = K + (t0 + t + (t + u < kn ? u : 0)) * ldk;
+        __m256 d = _mm256_setzero_ps ();
+        float tail = 0.0f;
+#pragma GCC unroll 4
+        for (l = 0; l < n8; l += 8)
+          d = _mm256_fmadd_ps (_mm256_loadu_ps (q + l),
+              _mm256_loadu_ps (kr + l), d);
+        for (; l < d_head; l++)
+          tail += q[l] * kr[l];
+        /* the scalar tail goes into lane 0 */
+        a[u] = _mm256_add_ps (d, _mm256_setr_ps (tail, 0, 0, 0, 0, 0, 0, 0));
       }
-      for (; l + 8 <= d_head; l += 8)
-        d0 = _mm256_fmadd_ps (_mm256_loadu_ps (q + l),
-            _mm256_loadu_ps (kr + l), d0);
-      for (; l < d_head; l++)
-        tail += q[l] * kr[l];
-      s[t] = (hsum256 (_mm256_add_ps (d0, d1)) + tail) * scale;
-      if (s[t] > m_new)
-        m_new = s[t];
+      _mm256_store_ps (s + t, _mm256_mul_ps (hsum8x8 (a[0], a[1], a[2], a[3],
+                  a[4], a[5], a[6], a[7]), _mm256_set1_ps (scale)));
     }
+    for (t = kn; t < ((kn + 7) & ~7); t++)
+      s[t] = -INFINITY;
+    for (t = 0; t < kn; t += 8)
+      vmax = _mm256_max_ps (vmax, _mm256_load_ps (s + t));
+    m_new = hmax256 (vmax);
+    if (m_new < mx)
+      m_new = mx;
     r = expf (mx - m_new);
-    sum *= r;
-    if (r != 1.0f)
-      for (v = 0; v < nv; v++)
-        acc[v] = _mm256_mul_ps (acc[v], _mm256_set1_ps (r));
+    vm = _mm256_set1_ps (m_new);
+    for (t = 0; t < kn; t += 8) {
+      __m256 p = exp256 (_mm256_sub_ps (_mm256_load_ps (s + t), vm));
+      _mm256_store_ps (s + t, p);
+      vs = _mm256_add_ps (vs, p);
+    }
+    sum = sum * r + hsum256 (vs);
     mx = m_new;
-    for (t = 0; t < kn; t++) {
-      const float *vr = V + (t0 + t) * ldv;
-      float p = expf (s[t] - mx);
-      __m256 vp = _mm256_set1_ps (p);
-      sum += p;
-      for (v = 0; v < nv - 1; v++)
-        acc[v] = _mm256_fmadd_ps (vp, _mm256_loadu_ps (vr + 8 * v), acc[v]);
-      acc[v] = _mm256_fmadd_ps (vp, _mm256_maskload_ps (vr + 8 * v, mtail),
-          acc[v]);
+    /* acc = r acc + sum_t p_t V[t] */
+    for (l = 0; l < d_head; l += 8) {
+      int nl = (int) (d_head - l < 8 ? d_head - l : 8);
+      __m256i mk = lane_mask (nl);
+      __m256 a0 = _mm256_mul_ps (_mm256_load_ps (acc + l), _mm256_set1_ps (r));
+      __m256 a1 = _mm256_setzero_ps ();
+      const float *vr = V + t0 * ldv + l;
+      if (nl == 8) {
+        for (t = 0; t + 2 <= kn; t += 2) {
+          a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[t]),
+              _mm256_loadu_ps (vr + t * ldv), a0);
+          a1 = _mm256_fmadd_ps (_mm256_set1_ps (s[t + 1]),
+              _mm256_loadu_ps (vr + (t + 1) * ldv), a1);
+        }
+        for (; t < kn; t++)
+          a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[t]),
+              _mm256_loadu_ps (vr + t * ldv), a0);
+      } else {
+        for (t = 0; t < kn; t++)
+          a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[t]),
+              _mm256_maskload_ps (vr + t * ldv, mk), a0);
+      }
+      _mm256_store_ps (acc + l, _mm256_add_ps (a0, a1));
     }
   }
-  {
-    __m256 inv = _mm256_set1_ps (sum > 0.0f ? 1.0f / sum : 0.0f);
-    for (v = 0; v < nv - 1; v++)
-      _mm256_storeu_ps (o + 8 * v, _mm256_mul_ps (acc[v], inv));
-    _mm256_maskstore_ps (o + 8 * v, mtail, _mm256_mul_ps (acc[v], inv));
-  }
+  for (l = 0; l < d_head; l++)
+    o[l] = sum > 0.0f ? acc[l] / sum : 0.0f;
 }
 
 static void
@@ -769,15 +901,20 @@ avx2_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
   int64_t i;
 
   if (q1 - q0 < 4) {
-    for (i = q0; i < q1; i++)
-      attention_one (d_head, Q + i * ldq,
-          wk_attention_last_key (i, n_q, n_kv, causal), K, ldk, V, ldv,
-          scale, O + i * ldo);
+    for (i = q0; i < q1; i++) {
+      int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+      if (last < 0) {
+        memset (O + i * ldo, 0, (size_t) d_head * sizeof (float));
+        continue;
+      }
+      attention_one (d_head, Q + i * ldq, last, K, ldk, V, ldv, scale,
+          O + i * ldo);
+    }
     return;
   }
-  for (i = q0; i < q1; i += ATT_QMAX) {
-    int64_t e = q1 - i < ATT_QMAX ? q1 : i + ATT_QMAX;
-    attention_blocked (d_head, i, e, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+  for (i = q0; i < q1; i += AQ) {
+    int nq = (int) (q1 - i < AQ ? q1 - i : AQ);
+    attention_block (d_head, i, nq, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
         causal, O, ldo);
   }
 }

@@ -2,9 +2,11 @@
  * 384) for each weight type, kernel set and thread count, and prints
  * medians and GFLOP/s. Figures only, no assertions.
  *
- *   wk-bench-kernels [-t max_threads] [-q] [-s shape-substring]
+ *   wk-bench-kernels [-t max_threads] [-q] [-c] [-s shape-substring]
  *
- * -q skips the (slow) reference kernels. Built with OpenBLAS (meson finds
+ * -q skips the (slow) reference kernels; -c reports the process's CPU time
+ * instead of wall time (steadier on a busy machine, but it counts every
+ * thread's time and no waiting, so use it with one thread). Built with OpenBLAS (meson finds
  * it when libopenblas-dev is installed) it also times cblas_sgemm on the
  * encoder shapes with the same threads. */
 #include <stdint.h>
@@ -21,11 +23,14 @@
 void openblas_set_num_threads (int num_threads);
 #endif
 
+static int use_cpu_time;
+
 static double
 now_s (void)
 {
   struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
+  clock_gettime (use_cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC,
+      &ts);
   return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -247,10 +252,12 @@ main (int argc, char **argv)
       max_threads = atoi (argv[++i]);
     else if (strcmp (argv[i], "-q") == 0)
       skip_ref = 1;
+    else if (strcmp (argv[i], "-c") == 0)
+      use_cpu_time = 1;
     else if (strcmp (argv[i], "-s") == 0 && i + 1 < argc)
       shape_filter = argv[++i];
     else {
-      fprintf (stderr, "usage: %s [-t max_threads] [-q] [-s shape]\n",
+      fprintf (stderr, "usage: %s [-t max_threads] [-q] [-c] [-s shape]\n",
           argv[0]);
       return 2;
     }
