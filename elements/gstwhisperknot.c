@@ -22,11 +22,12 @@
  *
  * Timestamps follow the input: the first buffer's timestamp is the time of
  * the recognizer's first sample, and later ones are checked against the
- * samples received. A hole of up to 2 s (missing timestamps or a GAP event)
- * is transcribed as silence; a larger jump, or a GAP event longer than 2 s,
- * transcribes what came before, restarts the recognizer at the new time,
- * and the next text buffer carries DISCONT. EOS transcribes everything,
- * then is passed on. A flush drops queued audio and pending text.
+ * samples received. Jitter moves the times of later text; a hole of up to
+ * 2 s after lost data (a DISCONT buffer or a GAP event) is transcribed as
+ * silence; a larger jump, or a GAP event longer than 2 s, transcribes what
+ * came before, restarts the recognizer at the new time, and the next text
+ * buffer carries DISCONT. EOS transcribes everything, then is passed on. A
+ * flush drops queued audio and pending text.
  *
  * The #GstWhisperKnot:latency property sets the recognizer's policy: 0
  * transcribes in Whisper's 30 second windows (the most accurate, for files;
@@ -79,12 +80,14 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define FEED_CHUNK (WK_SAMPLE_RATE / 2)
 /* Input timing. Text times are the time of the recognizer's first sample
  * plus the samples fed since, so input timestamps are checked against that
- * count: jitter up to ALIGN_THRESHOLD is ignored; a hole up to FILL_MAX (in
- * the timestamps or a GAP event) is transcribed as silence, which keeps a
- * short dropout from splitting a sentence; timestamps up to REBASE_MAX
- * behind the count move the time of later text back (a drifting clock);
- * anything else (a seek, a long pause, a new stream) transcribes what came
- * before and restarts the recognizer at the new time. */
+ * count. Jitter up to ALIGN_THRESHOLD is ignored. Timestamps up to
+ * REBASE_MAX ahead of or behind the count, on a buffer not flagged
+ * DISCONT, move the time of later text (jitter, a drifting clock: no audio
+ * is missing). A hole up to FILL_MAX after lost data (a DISCONT buffer, a
+ * GAP event, or a hole larger than REBASE_MAX) is transcribed as silence,
+ * which keeps a short dropout from splitting a sentence. Anything else (a
+ * seek, a long pause, a new stream) transcribes what came before and
+ * restarts the recognizer at the new time. */
 #define ALIGN_THRESHOLD (40 * GST_MSECOND)
 #define FILL_MAX (2 * GST_SECOND)
 #define REBASE_MAX (500 * GST_MSECOND)
@@ -614,7 +617,8 @@ gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
  * against the samples queued so far (see ALIGN_THRESHOLD) and queues a
  * reset, a rebase or silence when they disagree. */
 static GstFlowReturn
-gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts, gsize n)
+gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts,
+    gboolean discont, gsize n)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   GstClockTime expected = GST_CLOCK_TIME_NONE;
@@ -632,7 +636,7 @@ gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts, gsize n)
   if (GST_CLOCK_TIME_IS_VALID (expected) && ABS (drift) <= ALIGN_THRESHOLD) {
     /* continuous */
   } else if (GST_CLOCK_TIME_IS_VALID (expected) && drift > 0 &&
-      drift <= FILL_MAX) {
+      drift <= FILL_MAX && (discont || drift > REBASE_MAX)) {
     gsize fill = gst_util_uint64_scale_int_round (drift, WK_SAMPLE_RATE,
         GST_SECOND);
 
@@ -640,9 +644,9 @@ gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts, gsize n)
         GST_STIME_ARGS (drift));
     ret = gst_whisperknot_write (self, NULL, fill);
     self->in_samples += fill;
-  } else if (GST_CLOCK_TIME_IS_VALID (expected) && drift < 0 &&
-      drift >= -REBASE_MAX) {
-    GST_DEBUG_OBJECT (self, "timestamps %" GST_STIME_FORMAT " behind",
+  } else if (GST_CLOCK_TIME_IS_VALID (expected) && ABS (drift) <=
+      REBASE_MAX) {
+    GST_DEBUG_OBJECT (self, "timestamps off by %" GST_STIME_FORMAT,
         GST_STIME_ARGS (drift));
     g_mutex_lock (&self->lock);
     marker = gst_whisperknot_push_marker (self, MARKER_REBASE);
@@ -692,7 +696,8 @@ gst_whisperknot_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   /* DISCONT alone is not acted on: what matters is whether the
    * timestamps still match the samples */
   if (n > 0)
-    ret = gst_whisperknot_track_time (self, GST_BUFFER_PTS (buf), n);
+    ret = gst_whisperknot_track_time (self, GST_BUFFER_PTS (buf),
+        GST_BUFFER_IS_DISCONT (buf), n);
   if (n > 0 && ret == GST_FLOW_OK)
     ret = gst_whisperknot_write (self, map.data, n);
   gst_buffer_unmap (buf, &map);
@@ -842,7 +847,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
         gst_event_unref (event);
         if (n == 0)
           return TRUE;
-        if (gst_whisperknot_track_time (self, ts, n) != GST_FLOW_OK)
+        if (gst_whisperknot_track_time (self, ts, TRUE, n) != GST_FLOW_OK)
           return FALSE;
         return gst_whisperknot_write (self, NULL, n) == GST_FLOW_OK;
       }

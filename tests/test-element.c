@@ -664,7 +664,7 @@ GST_START_TEST (test_timestamp_jump_restarts)
 
 GST_END_TEST;
 
-/* A hole of 1 s in the timestamps is transcribed as silence: one
+/* A hole of 1 s after lost data (DISCONT) is transcribed as silence: one
  * continuous stretch of text and GAPs, no DISCONT after the first. */
 GST_START_TEST (test_short_hole_filled)
 {
@@ -680,6 +680,29 @@ GST_START_TEST (test_short_hole_filled)
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
   eos = rec_wait_event (0, GST_EVENT_EOS);
   check_coverage (0, eos, 0, 5 * GST_SECOND);
+  for (i = first_buffer (0, eos) + 1; i < eos; i++)
+    fail_if (rec_item (i)->is_buffer && rec_item (i)->discont);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* Timestamps 200 ms ahead without DISCONT (jitter, a clock running fast):
+ * no restart, the text after it moves with the timestamps. */
+GST_START_TEST (test_jitter_moves_text)
+{
+  GstHarness *h = setup ();
+  guint64 pos = 0;
+  guint eos, i;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 2.0, &pos, TRUE),
+      GST_FLOW_OK);
+  fail_unless_equals_int (push_audio (h, FALSE, 2200 * GST_MSECOND, 2.0,
+          &pos, FALSE), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  check_coverage (0, eos, 0, 4200 * GST_MSECOND);
   for (i = first_buffer (0, eos) + 1; i < eos; i++)
     fail_if (rec_item (i)->is_buffer && rec_item (i)->discont);
   teardown (h);
@@ -992,6 +1015,7 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_flush_while_busy);
   tcase_add_test (tc, test_timestamp_jump_restarts);
   tcase_add_test (tc, test_short_hole_filled);
+  tcase_add_test (tc, test_jitter_moves_text);
   tcase_add_test (tc, test_gaps_while_streaming);
   tcase_add_test (tc, test_latency_query);
   tcase_add_test (tc, test_missing_model_posts_error);

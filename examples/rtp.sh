@@ -1,0 +1,42 @@
+#!/bin/sh
+# Live captions for an RTP stream of L16 audio (16 kHz mono, payload 96).
+#
+#   examples/rtp.sh receive [PORT] [MODEL.knot]   print the captions
+#   examples/rtp.sh send FILE [HOST] [PORT]       stream a file in real time
+#
+# Try both on one machine: "rtp.sh receive" in one terminal, "rtp.sh send
+# speech.wav" in another. The jitter buffer marks lost packets, and the
+# element transcribes short losses as silence.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+: "${GST_PLUGIN_PATH:=$here/../${BUILD:-build}/gst-plugin}"
+export GST_PLUGIN_PATH
+
+caps="application/x-rtp,media=audio,clock-rate=16000,encoding-name=L16,\
+encoding-params=1,channels=1,payload=96"
+
+case "${1:-}" in
+  receive)
+    port=${2:-5004}
+    model=${3:+model=$3}
+    if gst-inspect-1.0 srtenc >/dev/null 2>&1; then
+      out="srtenc ! fdsink fd=1 sync=false"
+    else
+      out="fdsink fd=1 sync=false"
+    fi
+    # shellcheck disable=SC2086
+    exec gst-launch-1.0 -q udpsrc port="$port" caps="$caps" ! \
+      rtpjitterbuffer latency=100 ! rtpL16depay ! audioconvert ! \
+      audioresample ! whisperknot latency="${LATENCY:-1000}" $model ! $out
+    ;;
+  send)
+    [ $# -ge 2 ] || { echo "usage: $0 send FILE [HOST] [PORT]" >&2; exit 2; }
+    exec gst-launch-1.0 -q filesrc location="$2" ! decodebin ! \
+      audioconvert ! audioresample ! audio/x-raw,rate=16000,channels=1 ! \
+      rtpL16pay pt=96 ! udpsink host="${3:-127.0.0.1}" port="${4:-5004}"
+    ;;
+  *)
+    echo "usage: $0 receive [PORT] [MODEL.knot] | send FILE [HOST] [PORT]" >&2
+    exit 2
+    ;;
+esac
