@@ -634,23 +634,96 @@ pretoken_len (const unsigned char *p, size_t n, size_t i)
 
 /* ---- BPE -------------------------------------------------------------- */
 
-/* Rank (id) of the token made of p[a .. b-1], or INT_MAX. */
-static int
-pair_rank (const wk_tokenizer * tok, const unsigned char *p, size_t a,
-    size_t b)
+/* The merges of a piece of n bytes: parts form a list in which a part is
+ * named by its first byte and end[] holds where it ends (0 once merged
+ * into its left neighbour), start[] where the part before it starts. The
+ * candidate joins of adjacent parts wait in a min-heap ordered by rank,
+ * then position, so the lowest-rank, leftmost pair is merged first (as
+ * tiktoken does) in O(n log n); entries made stale by other merges are
+ * dropped when they come up. */
+typedef struct
 {
-  int id = lookup (tok, p + a, b - a);
-  return id >= 0 ? id : INT_MAX;
+  int rank;
+  uint32_t left, right, right_end;
+} bpe_cand;
+
+typedef struct
+{
+  uint32_t *end, *start;        /* [n] */
+  bpe_cand *heap;               /* [3 n]: n - 1 at first, 2 per merge */
+  size_t n_heap;
+} bpe_scratch;
+
+static int
+cand_before (const bpe_cand * a, const bpe_cand * b)
+{
+  return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
 }
 
-/* Merges the piece p[0 .. n-1] and appends its ids. bounds and ranks are
- * scratch of n + 1 entries. Returns the new count or -1 if max_ids would
- * be exceeded. */
+static void
+heap_push (bpe_scratch * s, bpe_cand c)
+{
+  size_t i = s->n_heap++;
+  while (i > 0) {
+    size_t up = (i - 1) / 2;
+    if (!cand_before (&c, &s->heap[up]))
+      break;
+    s->heap[i] = s->heap[up];
+    i = up;
+  }
+  s->heap[i] = c;
+}
+
+static bpe_cand
+heap_pop (bpe_scratch * s)
+{
+  bpe_cand top = s->heap[0], last = s->heap[--s->n_heap];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= s->n_heap)
+      break;
+    if (c + 1 < s->n_heap && cand_before (&s->heap[c + 1], &s->heap[c]))
+      c++;
+    if (!cand_before (&s->heap[c], &last))
+      break;
+    s->heap[i] = s->heap[c];
+    i = c;
+  }
+  if (s->n_heap)
+    s->heap[i] = last;
+  return top;
+}
+
+/* Queues the join of part left with the part after it, if that is a
+ * token. */
+static void
+push_pair (const wk_tokenizer * tok, const unsigned char *p, size_t n,
+    bpe_scratch * s, uint32_t left)
+{
+  uint32_t right = s->end[left];
+  bpe_cand c;
+  int id;
+
+  if (right >= n)
+    return;
+  id = lookup (tok, p + left, s->end[right] - left);
+  if (id < 0)
+    return;
+  c.rank = id;
+  c.left = left;
+  c.right = right;
+  c.right_end = s->end[right];
+  heap_push (s, c);
+}
+
+/* Merges the piece p[0 .. n-1] (n >= 1) and appends its ids. Returns the
+ * new count or -1 if max_ids would be exceeded. */
 static int
 bpe_piece (const wk_tokenizer * tok, const unsigned char *p, size_t n,
-    size_t *bounds, int *ranks, int32_t * ids, int count, int max_ids)
+    bpe_scratch * s, int32_t * ids, int count, int max_ids)
 {
-  size_t parts, i;
+  uint32_t i;
   int id = lookup (tok, p, n);
 
   if (id >= 0) {                /* the whole piece is one token */
@@ -660,41 +733,31 @@ bpe_piece (const wk_tokenizer * tok, const unsigned char *p, size_t n,
     return count + 1;
   }
 
-  /* parts are p[bounds[i] .. bounds[i+1]-1]; ranks[i] is the rank of
-   * parts i and i+1 joined */
-  parts = n;
-  for (i = 0; i <= n; i++)
-    bounds[i] = i;
-  for (i = 0; i + 1 < parts; i++)
-    ranks[i] = pair_rank (tok, p, bounds[i], bounds[i + 2]);
+  for (i = 0; i < n; i++) {
+    s->end[i] = i + 1;
+    s->start[i] = i ? i - 1 : UINT32_MAX;
+  }
+  s->n_heap = 0;
+  for (i = 0; i + 1 < n; i++)
+    push_pair (tok, p, n, s, i);
 
-  while (parts > 1) {
-    size_t best = 0;
-    int best_rank = INT_MAX;
-    for (i = 0; i + 1 < parts; i++) {
-      if (ranks[i] < best_rank) {
-        best_rank = ranks[i];
-        best = i;
-      }
-    }
-    if (best_rank == INT_MAX)
-      break;
-    /* join parts best and best+1: drop boundary best+1 */
-    memmove (bounds + best + 1, bounds + best + 2,
-        (parts - best - 1) * sizeof *bounds);
-    if (parts >= best + 3)
-      memmove (ranks + best + 1, ranks + best + 2,
-          (parts - best - 3) * sizeof *ranks);
-    parts--;
-    if (best + 1 < parts)
-      ranks[best] = pair_rank (tok, p, bounds[best], bounds[best + 2]);
-    if (best > 0)
-      ranks[best - 1] = pair_rank (tok, p, bounds[best - 1],
-          bounds[best + 1]);
+  while (s->n_heap) {
+    bpe_cand c = heap_pop (s);
+    uint32_t l = c.left, r = c.right;
+    /* stale unless both parts are as they were when it was queued */
+    if (s->end[l] != r || s->end[r] != c.right_end)
+      continue;
+    s->end[l] = s->end[r];
+    s->end[r] = 0;
+    if (s->end[l] < n)
+      s->start[s->end[l]] = l;
+    if (s->start[l] != UINT32_MAX)
+      push_pair (tok, p, n, s, s->start[l]);
+    push_pair (tok, p, n, s, l);
   }
 
-  for (i = 0; i < parts; i++) {
-    id = lookup (tok, p + bounds[i], bounds[i + 1] - bounds[i]);
+  for (i = 0; i < n; i = s->end[i]) {
+    id = lookup (tok, p + i, s->end[i] - i);
     if (id < 0)
       continue;                 /* a byte with no token: not in Whisper */
     if (count >= max_ids)
@@ -709,32 +772,33 @@ wk_tokenizer_encode (const wk_tokenizer * tok, const char *text, size_t len,
     int32_t * ids, int max_ids)
 {
   const unsigned char *p = (const unsigned char *) text;
-  size_t i = 0, cap = 0, *bounds = NULL;
-  int *ranks = NULL, count = 0;
+  bpe_scratch s = { NULL, NULL, NULL, 0 };
+  size_t i = 0, cap = 0;
+  int count = 0;
 
-  if (!tok || (!text && len) || max_ids < 0 || (!ids && max_ids))
+  if (!tok || (!text && len) || max_ids < 0 || (!ids && max_ids)
+      || len >= UINT32_MAX / 4)
     return -1;
   while (i < len && count >= 0) {
     size_t n = pretoken_len (p, len, i);
-    if (n + 1 > cap) {
-      size_t *nb;
-      int *nr;
-      cap = n + 1 > 64 ? n + 1 : 64;
-      nb = realloc (bounds, cap * sizeof *bounds);
-      if (nb)
-        bounds = nb;
-      nr = realloc (ranks, cap * sizeof *ranks);
-      if (nr)
-        ranks = nr;
-      if (!nb || !nr) {
+    if (n > cap) {
+      cap = n > 64 ? n : 64;
+      free (s.end);
+      free (s.start);
+      free (s.heap);
+      s.end = malloc (cap * sizeof *s.end);
+      s.start = malloc (cap * sizeof *s.start);
+      s.heap = malloc (3 * cap * sizeof *s.heap);
+      if (!s.end || !s.start || !s.heap) {
         count = -1;
         break;
       }
     }
-    count = bpe_piece (tok, p + i, n, bounds, ranks, ids, count, max_ids);
+    count = bpe_piece (tok, p + i, n, &s, ids, count, max_ids);
     i += n;
   }
-  free (bounds);
-  free (ranks);
+  free (s.end);
+  free (s.start);
+  free (s.heap);
   return count;
 }
