@@ -20,7 +20,6 @@
 
 #ifdef WK_BENCH_HAVE_BLAS
 #include <cblas.h>
-void openblas_set_num_threads (int num_threads);
 #endif
 
 static int use_cpu_time;
