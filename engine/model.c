@@ -622,6 +622,9 @@ build_suppress (wk_model * m)
 
 /* ---- load ----------------------------------------------------------------- */
 
+/* A file is shared when its device, inode, size and modification time
+ * match a loaded model: a file rewritten in place is loaded afresh. */
+
 wk_status
 wk_model_load (const char *path, const wk_model_params * params,
     wk_model ** out, char *err, size_t err_size)
@@ -653,7 +656,10 @@ wk_model_load (const char *path, const wk_model_params * params,
    * loading the same file end up with one copy. */
   pthread_mutex_lock (&models_lock);
   for (m = models; m; m = m->next) {
-    if (m->dev == (uint64_t) sb.st_dev && m->ino == (uint64_t) sb.st_ino) {
+    if (m->dev == (uint64_t) sb.st_dev && m->ino == (uint64_t) sb.st_ino
+        && m->size == (int64_t) sb.st_size
+        && m->mtime_ns == (int64_t) sb.st_mtim.tv_sec * 1000000000
+        + sb.st_mtim.tv_nsec) {
       m->refcount++;
       pthread_mutex_unlock (&models_lock);
       *out = m;
@@ -670,6 +676,8 @@ wk_model_load (const char *path, const wk_model_params * params,
   m->refcount = 1;
   m->dev = (uint64_t) sb.st_dev;
   m->ino = (uint64_t) sb.st_ino;
+  m->size = (int64_t) sb.st_size;
+  m->mtime_ns = (int64_t) sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
   m->path = strdup (path);
 
   st = wk_knot_open (path, &m->knot, err, err_size);

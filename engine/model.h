@@ -92,7 +92,8 @@ struct wk_model
 {
   /* process-wide sharing (model.c's list, under its mutex) */
   int refcount;
-  uint64_t dev, ino;
+  uint64_t dev, ino;            /* the file's identity ... */
+  int64_t size, mtime_ns;       /* ... and version when loaded */
   struct wk_model *next;
   char *path;
 

@@ -80,7 +80,7 @@ static void
 set_err (char *err, size_t err_size, const char *msg, const char *arg)
 {
   if (err && err_size)
-    snprintf (err, err_size, msg, arg ? arg : "");
+    snprintf (err, err_size, "%s%s", msg, arg ? arg : "");
 }
 
 wk_stream_params
@@ -164,8 +164,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
       && strcmp (p.language, "auto") != 0) {
     s->lang_fixed = wk_language_lookup (p.language);
     if (s->lang_fixed < 0 || s->lang_fixed >= model->sp.n_langs) {
-      set_err (err, err_size, "stream: unknown language code '%s'",
-          p.language);
+      set_err (err, err_size, "stream: unknown language: ", p.language);
       free (s);
       return WK_ERR_ARG;
     }
@@ -180,7 +179,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     free (s);
     return st;
   }
-  s->model = wk_model_ref (model);
+  s->model = model;             /* the ctx holds the stream's reference */
   s->W = 2 * hp->n_audio_ctx;
   s->audio_cap = (size_t) (s->W + WK_HISTORY_FRAMES + 2) * WK_HOP
       + WK_SLACK_SAMPLES;
@@ -214,14 +213,13 @@ wk_stream_free (wk_stream * s)
 {
   if (!s)
     return;
-  wk_ctx_free (s->ctx);
   free (s->audio);
   free (s->prompt);
   free (s->segs);
   free (s->toks);
   free (s->raw);
   free (s->text);
-  wk_model_unref (s->model);
+  wk_ctx_free (s->ctx);         /* drops the model reference last */
   free (s);
 }
 

@@ -1,0 +1,871 @@
+/* The stream API on random-weight models: model sharing and errors, feed
+ * mechanics (chunking, finish, reset, bounded memory without allocation),
+ * timestamps, decoding options, and a whisper-tiny-sized model in q8_0 and
+ * f16 with stage timings.
+ *
+ * Models come from $WK_MAKE_TEST_MODEL (vocabularies from
+ * $WK_SHARED_DATA) converted with $WK_CONVERT. Random weights produce
+ * arbitrary tokens: these tests check mechanics, not text (the parity
+ * test checks the numbers).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ggml-bin.h"
+#include "kernels.h"
+#include "knot-writer.h"
+#include "model.h"
+#include "whisperknot.h"
+#include "wk-test.h"
+
+/* ---- counting allocations (not under sanitizers, which own malloc) ---- */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WK_COUNT_ALLOCS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) \
+  || __has_feature(thread_sanitizer)
+#define WK_COUNT_ALLOCS 0
+#endif
+#endif
+#ifndef WK_COUNT_ALLOCS
+#if defined(__GLIBC__)
+#define WK_COUNT_ALLOCS 1
+#else
+#define WK_COUNT_ALLOCS 0
+#endif
+#endif
+
+static atomic_int counting;
+static atomic_long n_allocs;
+
+#if WK_COUNT_ALLOCS
+extern void *__libc_malloc (size_t);
+extern void *__libc_calloc (size_t, size_t);
+extern void *__libc_realloc (void *, size_t);
+
+/* Interposed for the whole program (the engine is linked statically), so
+ * any allocation made by the engine while `counting` is set is seen. */
+
+void *
+malloc (size_t n)
+{
+  if (atomic_load (&counting))
+    atomic_fetch_add (&n_allocs, 1);
+  return __libc_malloc (n);
+}
+
+void *
+calloc (size_t n, size_t m)
+{
+  if (atomic_load (&counting))
+    atomic_fetch_add (&n_allocs, 1);
+  return __libc_calloc (n, m);
+}
+
+void *
+realloc (void *p, size_t n)
+{
+  if (atomic_load (&counting))
+    atomic_fetch_add (&n_allocs, 1);
+  return __libc_realloc (p, n);
+}
+#endif
+
+/* ---- fixtures ---------------------------------------------------------- */
+
+static char tmpdir[256];
+static char small_knot[512], multi_knot[512], tiny_q8_knot[512],
+    tiny_f16_knot[512], small_bin[512];
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int
+run_cmd (const char *cmd)
+{
+  int rc = system (cmd);
+  if (rc != 0)
+    fprintf (stderr, "command failed (%d): %s\n", rc, cmd);
+  return rc;
+}
+
+/* Generates a model with the generator and converts it. */
+static int
+make_model (const char *dims, const char *gen_type, const char *vocab,
+    const char *conv_type, const char *name, char *knot, size_t knot_size,
+    char *bin_out, size_t bin_size)
+{
+  const char *gen = getenv ("WK_MAKE_TEST_MODEL");
+  const char *conv = getenv ("WK_CONVERT");
+  const char *voc = wk_test_shared_path (vocab);
+  char bin[512], cmd[2048], vocab_path[1024];
+
+  if (!gen || !conv || !voc)
+    return -1;
+  snprintf (vocab_path, sizeof vocab_path, "%s", voc);
+  snprintf (bin, sizeof bin, "%s/%s.bin", tmpdir, name);
+  snprintf (knot, knot_size, "%s/%s.knot", tmpdir, name);
+  snprintf (cmd, sizeof cmd, "'%s' --dims %s --type %s --seed 7 --vocab '%s' "
+      "'%s'", gen, dims, gen_type, vocab_path, bin);
+  if (run_cmd (cmd) != 0)
+    return -1;
+  if (conv_type)
+    snprintf (cmd, sizeof cmd, "'%s' --type %s '%s' '%s' >/dev/null", conv,
+        conv_type, bin, knot);
+  else
+    snprintf (cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", conv, bin, knot);
+  if (run_cmd (cmd) != 0)
+    return -1;
+  if (bin_out)
+    snprintf (bin_out, bin_size, "%s", bin);
+  else
+    unlink (bin);
+  return 0;
+}
+
+/* Test audio: jfk.wav (11 s) repeated with a little deterministic noise
+ * in between, to any length. */
+static float *jfk;
+static size_t jfk_n;
+
+static int
+load_jfk (void)
+{
+  const char *path = wk_test_shared_path ("jfk.wav");
+  FILE *f;
+  int16_t *pcm;
+  size_t i;
+
+  if (!path || !(f = fopen (path, "rb")))
+    return -1;
+  /* PCM s16 mono 16 kHz; payload at byte 78 (see the data README) */
+  jfk_n = 176000;
+  pcm = malloc (jfk_n * sizeof *pcm);
+  jfk = malloc (jfk_n * sizeof *jfk);
+  if (!pcm || !jfk || fseek (f, 78, SEEK_SET) != 0
+      || fread (pcm, sizeof *pcm, jfk_n, f) != jfk_n) {
+    fclose (f);
+    free (pcm);
+    return -1;
+  }
+  fclose (f);
+  for (i = 0; i < jfk_n; i++)
+    jfk[i] = pcm[i] / 32768.0f;
+  free (pcm);
+  return 0;
+}
+
+static float *
+make_audio (size_t n)
+{
+  float *a = malloc (n * sizeof *a);
+  uint32_t x = 12345;
+  size_t i;
+
+  for (i = 0; i < n; i++) {
+    size_t k = i % (jfk_n + 8000);
+    x = x * 1664525u + 1013904223u;
+    a[i] = k < jfk_n ? jfk[k] : ((int32_t) (x >> 8) - (1 << 23)) * 1e-9f;
+  }
+  return a;
+}
+
+static wk_stream_params
+fast_params (void)
+{
+  wk_stream_params p = wk_stream_default_params ();
+  p.n_threads = 2;
+  p.temperature_inc = 0.0f;     /* random weights would always fall back */
+  return p;
+}
+
+/* ---- collected results ------------------------------------------------- */
+
+typedef struct
+{
+  int n;
+  int64_t start[512], end[512];
+  char text[512][256];
+  int n_tokens[512];
+} results;
+
+static void
+collect (wk_stream * s, results * r)
+{
+  const wk_segment *segs;
+  size_t n = wk_stream_take (s, &segs), i;
+
+  for (i = 0; i < n && r->n < 512; i++) {
+    int j;
+    r->start[r->n] = segs[i].start;
+    r->end[r->n] = segs[i].end;
+    snprintf (r->text[r->n], sizeof r->text[0], "%s", segs[i].text);
+    r->n_tokens[r->n] = segs[i].n_tokens;
+    /* tokens inside their segment, in order */
+    for (j = 0; j < segs[i].n_tokens; j++) {
+      const wk_token *t = &segs[i].tokens[j];
+      CHECK (t->start >= segs[i].start && t->end <= segs[i].end);
+      CHECK (t->start <= t->end);
+      CHECK (j == 0 || t->start >= segs[i].tokens[j - 1].end);
+      CHECK (t->text != NULL);
+      CHECK (t->p >= 0.0f && t->p <= 1.0f);
+    }
+    r->n++;
+  }
+}
+
+static void
+check_timestamps (const results * r, int64_t n_samples)
+{
+  int i;
+  for (i = 0; i < r->n; i++) {
+    CHECK_MSG (r->start[i] >= 0 && r->start[i] < r->end[i]
+        && r->end[i] <= n_samples, "segment %d: [%lld, %lld) of %lld", i,
+        (long long) r->start[i], (long long) r->end[i],
+        (long long) n_samples);
+    CHECK_MSG (i == 0 || r->start[i] >= r->end[i - 1],
+        "segment %d starts at %lld before the previous end %lld", i,
+        (long long) r->start[i], (long long) r->end[i - 1]);
+  }
+}
+
+static bool
+same_results (const results * a, const results * b)
+{
+  int i;
+  if (a->n != b->n)
+    return false;
+  for (i = 0; i < a->n; i++)
+    if (a->start[i] != b->start[i] || a->end[i] != b->end[i]
+        || strcmp (a->text[i], b->text[i]) != 0
+        || a->n_tokens[i] != b->n_tokens[i])
+      return false;
+  return true;
+}
+
+static wk_model *
+load_ok (const char *path)
+{
+  char err[512];
+  wk_model *m = NULL;
+  wk_status st = wk_model_load (path, NULL, &m, err, sizeof err);
+  CHECK_MSG (st == WK_OK && m, "load %s: %s", path, err);
+  return m;
+}
+
+/* ---- tests ----------------------------------------------------------- */
+
+static void
+test_model_sharing (void)
+{
+  wk_model *a, *b, *c;
+  wk_model_info info;
+  char link[600];
+
+  a = load_ok (small_knot);
+  b = load_ok (small_knot);
+  if (!a || !b)
+    return;
+  CHECK (a == b);               /* one mapping per file */
+  CHECK (a->refcount == 2);
+  /* the same file through another name is the same model */
+  snprintf (link, sizeof link, "%s/link.knot", tmpdir);
+  unlink (link);
+  CHECK (symlink (small_knot, link) == 0);
+  c = load_ok (link);
+  CHECK (c == a);
+  CHECK (a->refcount == 3);
+  wk_model_get_info (a, &info);
+  CHECK (info.n_vocab == 51864 && info.n_mels == 80);
+  CHECK (info.n_audio_ctx == 1500 && info.n_audio_state == 64);
+  CHECK (info.n_text_ctx == 64 && info.n_text_layer == 2);
+  CHECK (!info.multilingual);
+  CHECK (info.n_params > 0 && info.file_bytes > info.n_params * 4 / 2);
+  CHECK (wk_model_ref (a) == a && a->refcount == 4);
+  wk_model_unref (a);
+  wk_model_unref (c);
+  wk_model_unref (b);
+  CHECK (a->refcount == 1);
+  {
+    /* a stream holds its own reference */
+    wk_stream_params p = fast_params ();
+    wk_stream *s = NULL;
+    char err[256];
+    CHECK (wk_stream_new (a, &p, &s, err, sizeof err) == WK_OK);
+    CHECK (a->refcount == 2);
+    wk_model_unref (a);         /* the stream keeps it alive */
+    CHECK (a->refcount == 1);
+    CHECK (s && wk_stream_feed (s, jfk, 16000) == WK_OK);
+    wk_stream_free (s);
+  }
+  /* all references gone: a new load maps the file afresh */
+  a = load_ok (small_knot);
+  if (a) {
+    CHECK (a->refcount == 1);
+    wk_model_unref (a);
+  }
+  unlink (link);
+}
+
+static void
+expect_load_error (const char *path, wk_status want, const char *needle)
+{
+  char err[512] = "";
+  wk_model *m = (wk_model *) 1;
+  wk_status st = wk_model_load (path, NULL, &m, err, sizeof err);
+
+  CHECK_MSG (st != WK_OK, "%s loaded", path);
+  CHECK (m == NULL);
+  CHECK_MSG (want == WK_OK || st == want, "%s: status %s, wanted %s", path,
+      wk_status_str (st), wk_status_str (want));
+  CHECK_MSG (err[0] != '\0', "%s: no message", path);
+  CHECK_MSG (!needle || strstr (err, needle), "%s: message '%s' lacks '%s'",
+      path, err, needle);
+}
+
+static int
+write_file (const char *path, const void *data, size_t n)
+{
+  FILE *f = fopen (path, "wb");
+  if (!f)
+    return -1;
+  if (fwrite (data, 1, n, f) != n) {
+    fclose (f);
+    return -1;
+  }
+  return fclose (f);
+}
+
+static void
+test_bad_models (void)
+{
+  char path[600];
+  FILE *f;
+  unsigned char *buf;
+  long size;
+  size_t i;
+
+  snprintf (path, sizeof path, "%s/does-not-exist.knot", tmpdir);
+  expect_load_error (path, WK_ERR_IO, "does-not-exist.knot");
+  expect_load_error ("", WK_ERR_ARG, NULL);
+
+  /* a whisper.cpp .bin is not a knot */
+  expect_load_error (small_bin, WK_OK, NULL);
+
+  f = fopen (small_knot, "rb");
+  CHECK (f != NULL);
+  if (!f)
+    return;
+  fseek (f, 0, SEEK_END);
+  size = ftell (f);
+  fseek (f, 0, SEEK_SET);
+  buf = malloc ((size_t) size);
+  CHECK (buf && fread (buf, 1, (size_t) size, f) == (size_t) size);
+  fclose (f);
+
+  /* truncated: header only, and cut inside the tensor data */
+  snprintf (path, sizeof path, "%s/truncated.knot", tmpdir);
+  CHECK (write_file (path, buf, 4096) == 0);
+  expect_load_error (path, WK_OK, NULL);
+  CHECK (write_file (path, buf, (size_t) size - 1000) == 0);
+  expect_load_error (path, WK_OK, NULL);
+  unlink (path);
+
+  /* garbage */
+  snprintf (path, sizeof path, "%s/garbage.knot", tmpdir);
+  for (i = 0; i < 4096; i++)
+    buf[i] = (unsigned char) (i * 2654435761u >> 13);
+  CHECK (write_file (path, buf, 4096) == 0);
+  expect_load_error (path, WK_OK, NULL);
+  CHECK (write_file (path, buf, 0) == 0);
+  expect_load_error (path, WK_OK, NULL);
+  unlink (path);
+  free (buf);
+}
+
+/* Writes the small model as a knot with n_text_ctx replaced and one
+ * tensor left out (skip: NULL for none): a file the converter would never
+ * write, so the loader's own checks are what is tested. */
+static int
+write_odd_knot (const char *out, uint32_t n_text_ctx, const char *skip)
+{
+  static const char *const keys[10] = { "whisper.n_vocab",
+    "whisper.n_audio_ctx", "whisper.n_audio_state", "whisper.n_audio_head",
+    "whisper.n_audio_layer", "whisper.n_text_ctx", "whisper.n_text_state",
+    "whisper.n_text_head", "whisper.n_text_layer", "whisper.n_mels"
+  };
+  wk_ggml_bin *b = NULL;
+  wk_knot_writer *w;
+  char err[512];
+  size_t *lens;
+  int32_t i;
+  int64_t t;
+  int rc = -1;
+
+  if (wk_ggml_bin_open (small_bin, &b, err, sizeof err) != WK_OK)
+    return -1;
+  w = wk_knot_writer_new (64);
+  lens = calloc ((size_t) b->n_tokens, sizeof *lens);
+  if (!w || !lens)
+    goto done;
+  wk_knot_writer_set_str (w, "general.architecture", "whisper", 7);
+  for (i = 0; i < 10; i++) {
+    const int32_t *hp = &b->hp.n_vocab;
+    wk_knot_writer_set_u32 (w, keys[i], i == 5 ? n_text_ctx :
+        (uint32_t) hp[i]);
+  }
+  wk_knot_writer_set_f32_array (w, "whisper.mel_filters", b->mel_filters,
+      (size_t) b->n_mel * b->n_fft);
+  wk_knot_writer_set_str (w, "tokenizer.ggml.model", "gpt2", 4);
+  for (i = 0; i < b->n_tokens; i++)
+    lens[i] = b->token_lens[i];
+  wk_knot_writer_set_str_array (w, "tokenizer.ggml.tokens", b->tokens, lens,
+      (size_t) b->n_tokens);
+  for (t = 0; t < b->n_tensors; t++) {
+    const wk_ggml_tensor *x = &b->tensors[t];
+    int64_t ne[4] = { x->ne[0], x->ne[1], x->ne[2], x->ne[3] };
+    int nd = x->n_dims;
+    if (skip && strcmp (x->name, skip) == 0)
+      continue;
+    if (strstr (x->name, "conv") && strstr (x->name, "bias")) {
+      ne[0] *= ne[1];           /* {1, d} -> {d} */
+      ne[1] = 1;
+      nd = 1;
+    }
+    if (wk_knot_writer_add_tensor (w, x->name, (wk_type) x->type, nd, ne,
+            x->data, x->nbytes, false, err, sizeof err) != WK_OK)
+      goto done;
+  }
+  if (wk_knot_writer_write_file (w, out, err, sizeof err) == WK_OK)
+    rc = 0;
+done:
+  if (rc != 0)
+    fprintf (stderr, "write_odd_knot: %s\n", err);
+  free (lens);
+  wk_knot_writer_free (w);
+  wk_ggml_bin_free (b);
+  return rc;
+}
+
+/* Knots whose header disagrees with their tensors: the loader names the
+ * tensor and both shapes; a missing tensor is named too. */
+static void
+test_shape_mismatch (void)
+{
+  char knot[600], err[512] = "";
+  wk_model *m = NULL;
+
+  snprintf (knot, sizeof knot, "%s/odd.knot", tmpdir);
+  /* control: the same writer with nothing changed loads */
+  CHECK (write_odd_knot (knot, 64, NULL) == 0);
+  m = load_ok (knot);
+  wk_model_unref (m);
+
+  CHECK (write_odd_knot (knot, 32, NULL) == 0);
+  expect_load_error (knot, WK_ERR_FORMAT, "decoder.positional_embedding");
+  m = NULL;
+  wk_model_load (knot, NULL, &m, err, sizeof err);
+  CHECK_MSG (strstr (err, "has shape [64, 64]")
+      && strstr (err, "header says [64, 32]"), "message: %s", err);
+
+  CHECK (write_odd_knot (knot, 64, "decoder.blocks.1.mlp.2.bias") == 0);
+  expect_load_error (knot, WK_ERR_FORMAT, "decoder.blocks.1.mlp.2.bias");
+  unlink (knot);
+}
+
+static void
+run_all_at_once (wk_model * m, const float *a, size_t n, results * r)
+{
+  wk_stream_params p = fast_params ();
+  wk_stream *s = NULL;
+  char err[256];
+
+  memset (r, 0, sizeof *r);
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  if (!s)
+    return;
+  CHECK (wk_stream_feed (s, a, n) == WK_OK);
+  collect (s, r);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, r);
+  wk_stream_free (s);
+}
+
+static void
+test_chunking (void)
+{
+  wk_model *m = load_ok (small_knot);
+  size_t n = 45 * WK_SAMPLE_RATE, off = 0, k = 0;
+  static const size_t sizes[] = { 1, 7, 160, 1601, 12345, 3, 48000, 999 };
+  float *a;
+  results once, chunked;
+  wk_stream_params p = fast_params ();
+  wk_stream *s = NULL;
+  char err[256];
+
+  if (!m)
+    return;
+  a = make_audio (n);
+  run_all_at_once (m, a, n, &once);
+  CHECK (once.n > 0);
+  check_timestamps (&once, (int64_t) n);
+
+  memset (&chunked, 0, sizeof chunked);
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  while (s && off < n) {
+    size_t c = sizes[k++ % 8];
+    if (c > n - off)
+      c = n - off;
+    CHECK (wk_stream_feed (s, a + off, c) == WK_OK);
+    collect (s, &chunked);
+    off += c;
+  }
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &chunked);
+  CHECK_MSG (same_results (&once, &chunked), "%d segments at once, %d in "
+      "chunks", once.n, chunked.n);
+
+  /* after finish: feeding is refused, flush/finish are no-ops */
+  CHECK (wk_stream_feed (s, a, 100) == WK_ERR_STATE);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  CHECK (wk_stream_take (s, NULL) == 0);
+
+  /* reset: a fresh start gives the same results again */
+  wk_stream_reset (s);
+  memset (&chunked, 0, sizeof chunked);
+  CHECK (wk_stream_feed (s, a, n) == WK_OK);
+  collect (s, &chunked);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &chunked);
+  CHECK (same_results (&once, &chunked));
+
+  /* s16 input is the same audio scaled by 1/32768 */
+  {
+    int16_t *pcm = malloc (n * sizeof *pcm);
+    size_t i;
+    results r16 = { 0 };
+    for (i = 0; i < n; i++)
+      pcm[i] = (int16_t) (a[i] * 32768.0f);
+    wk_stream_reset (s);
+    CHECK (wk_stream_feed_s16 (s, pcm, n) == WK_OK);
+    CHECK (wk_stream_finish (s) == WK_OK);
+    collect (s, &r16);
+    check_timestamps (&r16, (int64_t) n);
+    free (pcm);
+  }
+
+  /* argument checks */
+  CHECK (wk_stream_feed (NULL, a, 1) == WK_ERR_ARG);
+  CHECK (wk_stream_feed (s, NULL, 1) == WK_ERR_ARG);
+  wk_stream_reset (s);
+  CHECK (wk_stream_feed (s, NULL, 0) == WK_OK);
+  wk_stream_free (s);
+  free (a);
+  wk_model_unref (m);
+}
+
+static void
+test_long_audio_bounded (void)
+{
+  wk_model *m = load_ok (small_knot);
+  size_t n = 70 * WK_SAMPLE_RATE, off = 0;
+  float *a;
+  results r;
+  wk_stream_params p = fast_params ();
+  wk_stream *s = NULL;
+  wk_stream_stats st0, st1;
+  char err[256];
+  long allocs;
+
+  if (!m)
+    return;
+  a = make_audio (n);
+  memset (&r, 0, sizeof r);
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  if (!s)
+    return;
+  wk_stream_get_stats (s, &st0);
+  atomic_store (&n_allocs, 0);
+  atomic_store (&counting, 1);
+  while (off < n) {
+    size_t c = n - off < 3200 ? n - off : 3200;        /* 200 ms */
+    CHECK (wk_stream_feed (s, a + off, c) == WK_OK);
+    off += c;
+  }
+  CHECK (wk_stream_finish (s) == WK_OK);
+  atomic_store (&counting, 0);
+  allocs = atomic_load (&n_allocs);
+  if (WK_COUNT_ALLOCS)
+    CHECK_MSG (allocs == 0, "%ld allocations while feeding", allocs);
+  collect (s, &r);
+  wk_stream_get_stats (s, &st1);
+  CHECK_MSG (st1.n_windows >= 3, "%lld windows", (long long) st1.n_windows);
+  CHECK (st1.state_bytes == st0.state_bytes);   /* nothing grew */
+  CHECK (st1.audio_seconds > 69.9 && st1.audio_seconds < 70.1);
+  CHECK (st1.encoder_seconds > 0 && st1.decoder_seconds > 0
+      && st1.mel_seconds > 0);
+  CHECK (st1.n_tokens > 0);
+  CHECK (r.n > 0);
+  check_timestamps (&r, (int64_t) n);
+  printf ("# 70 s: %lld windows, %d segments, %.1f MB state, "
+      "mel %.2f s enc %.2f s dec %.2f s\n", (long long) st1.n_windows, r.n,
+      st1.state_bytes / 1e6, st1.mel_seconds, st1.encoder_seconds,
+      st1.decoder_seconds);
+  wk_stream_free (s);
+  free (a);
+  wk_model_unref (m);
+}
+
+static void
+test_options (void)
+{
+  wk_model *m = load_ok (small_knot);
+  size_t n = 12 * WK_SAMPLE_RATE;
+  float *a;
+  wk_stream_params p;
+  wk_stream *s = NULL;
+  char err[256];
+  results r;
+
+  if (!m)
+    return;
+  a = make_audio (n);
+
+  /* beam search */
+  p = fast_params ();
+  p.beam_size = 3;
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  memset (&r, 0, sizeof r);
+  CHECK (wk_stream_feed (s, a, n) == WK_OK);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &r);
+  check_timestamps (&r, (int64_t) n);
+  CHECK (strcmp (wk_stream_language (s), "en") == 0);
+  wk_stream_free (s);
+
+  /* no timestamps: one segment per window */
+  p = fast_params ();
+  p.no_timestamps = true;
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  memset (&r, 0, sizeof r);
+  CHECK (wk_stream_feed (s, a, n) == WK_OK);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &r);
+  CHECK (r.n <= 1);
+  check_timestamps (&r, (int64_t) n);
+  wk_stream_free (s);
+
+  /* temperature fallback with sampling is deterministic for a seed */
+  {
+    results r1, r2;
+    int k;
+    for (k = 0; k < 2; k++) {
+      results *rr = k ? &r2 : &r1;
+      p = fast_params ();
+      p.temperature_inc = 0.5f;
+      p.seed = 42;
+      memset (rr, 0, sizeof *rr);
+      CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+      CHECK (wk_stream_feed (s, a, n) == WK_OK);
+      CHECK (wk_stream_finish (s) == WK_OK);
+      collect (s, rr);
+      check_timestamps (rr, (int64_t) n);
+      wk_stream_free (s);
+    }
+    CHECK (same_results (&r1, &r2));
+  }
+
+  /* bad parameters */
+  p = fast_params ();
+  p.beam_size = 100;
+  s = (wk_stream *) 1;
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  CHECK (s == NULL && err[0]);
+  CHECK (wk_stream_new (NULL, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  free (a);
+  wk_model_unref (m);
+}
+
+static void
+test_multilingual (void)
+{
+  wk_model *m = load_ok (multi_knot);
+  wk_stream_params p;
+  wk_stream *s = NULL;
+  char err[256];
+  results r;
+  const char *lang;
+
+  if (!m)
+    return;
+  CHECK (m->multilingual);
+
+  p = fast_params ();
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  CHECK (wk_stream_language (s) == NULL);       /* not detected yet */
+  memset (&r, 0, sizeof r);
+  CHECK (wk_stream_feed (s, jfk, jfk_n) == WK_OK);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &r);
+  check_timestamps (&r, (int64_t) jfk_n);
+  lang = wk_stream_language (s);
+  CHECK (lang != NULL && strlen (lang) >= 2);
+  wk_stream_free (s);
+
+  p = fast_params ();
+  p.language = "de";
+  p.translate = true;
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  CHECK (s && strcmp (wk_stream_language (s), "de") == 0);
+  CHECK (wk_stream_feed (s, jfk, jfk_n) == WK_OK);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  wk_stream_free (s);
+
+  p.language = "xx-nonsense";
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  CHECK (strstr (err, "xx-nonsense") != NULL);
+  wk_model_unref (m);
+}
+
+/* A whisper-tiny-sized model runs, in q8_0 and f16; prints the stage
+ * timings (figures, not assertions). */
+static void
+tiny_model (const char *path, const char *label)
+{
+  wk_model *m = load_ok (path);
+  wk_stream_params p = fast_params ();
+  wk_stream *s = NULL;
+  wk_stream_stats st;
+  char err[256];
+  results r;
+  double t0;
+
+  if (!m)
+    return;
+  CHECK (m->hp.n_audio_state == 384 && m->hp.n_text_layer == 4);
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  if (!s) {
+    wk_model_unref (m);
+    return;
+  }
+  memset (&r, 0, sizeof r);
+  t0 = now_s ();
+  CHECK (wk_stream_feed (s, jfk, jfk_n) == WK_OK);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &r);
+  check_timestamps (&r, (int64_t) jfk_n);
+  wk_stream_get_stats (s, &st);
+  CHECK (st.n_windows >= 1 && st.n_tokens > 0);
+  printf ("# tiny %s (%s kernels, 2 threads): 11 s in %.2f s: mel %.3f s, "
+      "encoder %.3f s/window, decoder %.2f ms/token (%lld tokens), "
+      "state %.1f MB\n", label, wk_kernels_name (), now_s () - t0,
+      st.mel_seconds, st.encoder_seconds / (double) st.n_windows,
+      1e3 * st.decoder_seconds / (double) st.n_tokens,
+      (long long) st.n_tokens, st.state_bytes / 1e6);
+  wk_stream_free (s);
+  wk_model_unref (m);
+}
+
+static void
+test_tiny_q8_0 (void)
+{
+  tiny_model (tiny_q8_knot, "q8_0");
+}
+
+static void
+test_tiny_f16 (void)
+{
+  tiny_model (tiny_f16_knot, "f16");
+}
+
+static void
+test_misc_api (void)
+{
+  const char *old = getenv ("WHISPERKNOT_MODEL");
+  char *saved = old ? strdup (old) : NULL;
+
+  CHECK (strcmp (wk_status_str (WK_OK), "success") == 0);
+  CHECK (wk_status_str ((wk_status) 1234) != NULL);
+  setenv ("WHISPERKNOT_MODEL", "/some/where.knot", 1);
+  CHECK (strcmp (wk_default_model_path (), "/some/where.knot") == 0);
+  unsetenv ("WHISPERKNOT_MODEL");
+  CHECK (wk_default_model_path () != NULL);
+  if (saved) {
+    setenv ("WHISPERKNOT_MODEL", saved, 1);
+    free (saved);
+  }
+  wk_stream_free (NULL);
+  wk_model_unref (NULL);
+  CHECK (wk_stream_take (NULL, NULL) == 0);
+}
+
+static void
+remove_tmpdir (void)
+{
+  char cmd[600];
+  snprintf (cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (tmpdir[0])
+    system (cmd);
+}
+
+int
+main (void)
+{
+  const char *base = getenv ("WK_BUILD_ROOT");
+
+  if (!getenv ("WK_MAKE_TEST_MODEL") || !getenv ("WK_CONVERT")
+      || !getenv ("WK_SHARED_DATA")) {
+    printf ("1..0 # SKIP WK_MAKE_TEST_MODEL / WK_CONVERT / WK_SHARED_DATA "
+        "not set\n");
+    return 77;
+  }
+  snprintf (tmpdir, sizeof tmpdir, "%s/test-stream-XXXXXX",
+      base ? base : "/tmp");
+  if (!mkdtemp (tmpdir)) {
+    fprintf (stderr, "mkdtemp %s: %s\n", tmpdir, strerror (errno));
+    return 1;
+  }
+  if (load_jfk () != 0
+      || make_model ("small-test", "f32", "for-tests-ggml-tiny.en.bin", NULL,
+          "small", small_knot, sizeof small_knot, small_bin,
+          sizeof small_bin) != 0
+      || make_model ("51865,1500,64,2,2,64,64,2,2,80", "f16",
+          "for-tests-ggml-tiny.bin", NULL, "multi", multi_knot,
+          sizeof multi_knot, NULL, 0) != 0
+      || make_model ("tiny", "f16", "for-tests-ggml-tiny.en.bin", "q8_0",
+          "tiny-q8_0", tiny_q8_knot, sizeof tiny_q8_knot, NULL, 0) != 0
+      || make_model ("tiny", "f16", "for-tests-ggml-tiny.en.bin", NULL,
+          "tiny-f16", tiny_f16_knot, sizeof tiny_f16_knot, NULL, 0) != 0) {
+    fprintf (stderr, "cannot prepare the test models\n");
+    remove_tmpdir ();
+    return 1;
+  }
+
+  RUN (test_misc_api);
+  RUN (test_model_sharing);
+  RUN (test_bad_models);
+  RUN (test_shape_mismatch);
+  RUN (test_chunking);
+  RUN (test_long_audio_bounded);
+  RUN (test_options);
+  RUN (test_multilingual);
+  RUN (test_tiny_q8_0);
+  RUN (test_tiny_f16);
+
+  remove_tmpdir ();
+  free (jfk);
+  return TEST_EXIT ();
+}
