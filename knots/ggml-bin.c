@@ -142,6 +142,19 @@ wk_ggml_row_to_f32 (int type, const void *row, float *y, int64_t n)
       }
       break;
     }
+    case WK_TYPE_Q8_0:
+    case WK_TYPE_Q4_0:
+      /* .bin data has no alignment: dequantize from aligned copies */
+      for (int64_t i = 0; i < n / WK_QK; i++, b += bb) {
+        union
+        {
+          wk_block_q8_0 q8;
+          wk_block_q4_0 q4;
+        } blk;
+        memcpy (&blk, b, bb);
+        wk_row_to_f32 ((wk_type) type, &blk, y + i * WK_QK, WK_QK);
+      }
+      break;
     default:
       wk_row_to_f32 ((wk_type) type, row, y, n);
       break;

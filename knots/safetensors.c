@@ -2,9 +2,16 @@
  * mapping, and Whisper's mel filterbank. */
 #include "safetensors.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- mel filterbank ---------------------------------------------------- */
 
@@ -74,4 +81,1014 @@ wk_mel_filters_slaney (int n_mels, int n_fft, int sample_rate, float *out)
   }
   free (mel_f);
   free (fft_f);
+}
+
+/* ---- a strict JSON parser (RFC 8259) ------------------------------------
+ *
+ * Parses into a flat array of nodes; children are linked by index. Strings
+ * are decoded (escapes, UTF-8 checked) into an arena; numbers keep their
+ * text and are read as exact integers on demand. Nesting is bounded, and
+ * every node consumes at least one input byte, so memory is bounded by the
+ * input size. */
+
+#define JSON_MAX_DEPTH 64
+
+typedef enum
+{
+  J_NULL, J_FALSE, J_TRUE, J_NUM, J_STR, J_ARR, J_OBJ
+} jtype;
+
+typedef struct
+{
+  jtype t;
+  size_t str;                   /* J_STR: offset of the decoded bytes */
+  size_t len;                   /* J_STR bytes; J_NUM text length; J_ARR/J_OBJ count */
+  size_t num;                   /* J_NUM: offset of the text in the input */
+  size_t key, key_len;          /* member of an object: decoded key */
+  int64_t first, next;          /* children / siblings, -1 = none */
+} jnode;
+
+typedef struct
+{
+  const char *in;
+  size_t n, pos;
+  jnode *nodes;
+  size_t n_nodes, cap_nodes;
+  char *arena;
+  size_t arena_len;
+  char *err;
+  size_t err_size;
+  int depth;
+} jparser;
+
+static void
+st_set_err (char *err, size_t err_size, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (!err || err_size == 0)
+    return;
+  va_start (ap, fmt);
+  vsnprintf (err, err_size, fmt, ap);
+  va_end (ap);
+}
+
+static bool
+j_fail (jparser * p, const char *what)
+{
+  st_set_err (p->err, p->err_size, "JSON: %s at byte %zu", what, p->pos);
+  return false;
+}
+
+static void
+j_ws (jparser * p)
+{
+  while (p->pos < p->n && (p->in[p->pos] == ' ' || p->in[p->pos] == '\t'
+          || p->in[p->pos] == '\n' || p->in[p->pos] == '\r'))
+    p->pos++;
+}
+
+static int64_t
+j_new (jparser * p, jtype t)
+{
+  jnode *nd;
+
+  if (p->n_nodes == p->cap_nodes) {
+    size_t cap = p->cap_nodes ? 2 * p->cap_nodes : 256;
+    jnode *nn = realloc (p->nodes, cap * sizeof *nn);
+    if (!nn)
+      return -1;
+    p->nodes = nn;
+    p->cap_nodes = cap;
+  }
+  nd = &p->nodes[p->n_nodes];
+  memset (nd, 0, sizeof *nd);
+  nd->t = t;
+  nd->first = nd->next = -1;
+  return (int64_t) p->n_nodes++;
+}
+
+static int
+hexval (char c)
+{
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+static bool
+j_hex4 (jparser * p, uint32_t * v)
+{
+  *v = 0;
+  if (p->n - p->pos < 4)
+    return j_fail (p, "truncated \\u escape");
+  for (int i = 0; i < 4; i++) {
+    int h = hexval (p->in[p->pos + i]);
+    if (h < 0)
+      return j_fail (p, "bad \\u escape");
+    *v = *v << 4 | (uint32_t) h;
+  }
+  p->pos += 4;
+  return true;
+}
+
+static void
+j_put_utf8 (jparser * p, uint32_t cp)
+{
+  char *o = p->arena + p->arena_len;
+  if (cp < 0x80) {
+    o[0] = (char) cp;
+    p->arena_len += 1;
+  } else if (cp < 0x800) {
+    o[0] = (char) (0xc0 | cp >> 6);
+    o[1] = (char) (0x80 | (cp & 0x3f));
+    p->arena_len += 2;
+  } else if (cp < 0x10000) {
+    o[0] = (char) (0xe0 | cp >> 12);
+    o[1] = (char) (0x80 | ((cp >> 6) & 0x3f));
+    o[2] = (char) (0x80 | (cp & 0x3f));
+    p->arena_len += 3;
+  } else {
+    o[0] = (char) (0xf0 | cp >> 18);
+    o[1] = (char) (0x80 | ((cp >> 12) & 0x3f));
+    o[2] = (char) (0x80 | ((cp >> 6) & 0x3f));
+    o[3] = (char) (0x80 | (cp & 0x3f));
+    p->arena_len += 4;
+  }
+}
+
+/* Length of a valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
+static size_t
+utf8_len (const unsigned char *s, size_t n, uint32_t * cp)
+{
+  uint32_t c = s[0];
+  size_t len;
+  uint32_t min;
+
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  if ((c & 0xe0) == 0xc0) {
+    len = 2;
+    c &= 0x1f;
+    min = 0x80;
+  } else if ((c & 0xf0) == 0xe0) {
+    len = 3;
+    c &= 0x0f;
+    min = 0x800;
+  } else if ((c & 0xf8) == 0xf0) {
+    len = 4;
+    c &= 0x07;
+    min = 0x10000;
+  } else
+    return 0;
+  if (n < len)
+    return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+    c = c << 6 | (s[i] & 0x3f);
+  }
+  if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+    return 0;
+  *cp = c;
+  return len;
+}
+
+/* Decodes a string (p->pos at the opening quote) into the arena. */
+static bool
+j_string (jparser * p, size_t *off, size_t *len)
+{
+  p->pos++;
+  *off = p->arena_len;
+  for (;;) {
+    unsigned char c;
+    if (p->pos >= p->n)
+      return j_fail (p, "unterminated string");
+    c = (unsigned char) p->in[p->pos];
+    if (c == '"') {
+      p->pos++;
+      break;
+    }
+    if (c < 0x20)
+      return j_fail (p, "control character in string");
+    if (c == '\\') {
+      char e;
+      p->pos++;
+      if (p->pos >= p->n)
+        return j_fail (p, "unterminated escape");
+      e = p->in[p->pos++];
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/':
+          p->arena[p->arena_len++] = e;
+          break;
+        case 'b':
+          p->arena[p->arena_len++] = '\b';
+          break;
+        case 'f':
+          p->arena[p->arena_len++] = '\f';
+          break;
+        case 'n':
+          p->arena[p->arena_len++] = '\n';
+          break;
+        case 'r':
+          p->arena[p->arena_len++] = '\r';
+          break;
+        case 't':
+          p->arena[p->arena_len++] = '\t';
+          break;
+        case 'u':{
+          uint32_t cp, lo;
+          if (!j_hex4 (p, &cp))
+            return false;
+          if (cp >= 0xdc00 && cp <= 0xdfff)
+            return j_fail (p, "lone low surrogate");
+          if (cp >= 0xd800 && cp <= 0xdbff) {
+            if (p->n - p->pos < 2 || p->in[p->pos] != '\\'
+                || p->in[p->pos + 1] != 'u')
+              return j_fail (p, "lone high surrogate");
+            p->pos += 2;
+            if (!j_hex4 (p, &lo))
+              return false;
+            if (lo < 0xdc00 || lo > 0xdfff)
+              return j_fail (p, "bad surrogate pair");
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+          }
+          /* a \uXXXX escape (6 input bytes) decodes to at most 3 bytes,
+           * a pair (12) to 4: the arena (input size) is never exceeded */
+          j_put_utf8 (p, cp);
+          break;
+        }
+        default:
+          p->pos--;
+          return j_fail (p, "bad escape");
+      }
+    } else {
+      uint32_t cp;
+      size_t l = utf8_len ((const unsigned char *) p->in + p->pos,
+          p->n - p->pos, &cp);
+      if (l == 0)
+        return j_fail (p, "invalid UTF-8 in string");
+      memcpy (p->arena + p->arena_len, p->in + p->pos, l);
+      p->arena_len += l;
+      p->pos += l;
+    }
+  }
+  *len = p->arena_len - *off;
+  /* keep decoded strings NUL-terminated for convenience; the closing
+   * quote paid for this byte */
+  p->arena[p->arena_len++] = '\0';
+  return true;
+}
+
+static bool j_value (jparser * p, int64_t * out);
+
+static bool
+j_number (jparser * p, int64_t * out)
+{
+  size_t start = p->pos;
+  int64_t id;
+
+  if (p->pos < p->n && p->in[p->pos] == '-')
+    p->pos++;
+  if (p->pos >= p->n)
+    return j_fail (p, "truncated number");
+  if (p->in[p->pos] == '0')
+    p->pos++;
+  else if (p->in[p->pos] >= '1' && p->in[p->pos] <= '9')
+    while (p->pos < p->n && p->in[p->pos] >= '0' && p->in[p->pos] <= '9')
+      p->pos++;
+  else
+    return j_fail (p, "bad number");
+  if (p->pos < p->n && p->in[p->pos] == '.') {
+    p->pos++;
+    if (p->pos >= p->n || p->in[p->pos] < '0' || p->in[p->pos] > '9')
+      return j_fail (p, "bad fraction");
+    while (p->pos < p->n && p->in[p->pos] >= '0' && p->in[p->pos] <= '9')
+      p->pos++;
+  }
+  if (p->pos < p->n && (p->in[p->pos] == 'e' || p->in[p->pos] == 'E')) {
+    p->pos++;
+    if (p->pos < p->n && (p->in[p->pos] == '+' || p->in[p->pos] == '-'))
+      p->pos++;
+    if (p->pos >= p->n || p->in[p->pos] < '0' || p->in[p->pos] > '9')
+      return j_fail (p, "bad exponent");
+    while (p->pos < p->n && p->in[p->pos] >= '0' && p->in[p->pos] <= '9')
+      p->pos++;
+  }
+  id = j_new (p, J_NUM);
+  if (id < 0)
+    return j_fail (p, "out of memory");
+  p->nodes[id].num = start;
+  p->nodes[id].len = p->pos - start;
+  *out = id;
+  return true;
+}
+
+static bool
+j_lit (jparser * p, const char *lit, jtype t, int64_t * out)
+{
+  size_t l = strlen (lit);
+  if (p->n - p->pos < l || memcmp (p->in + p->pos, lit, l) != 0)
+    return j_fail (p, "unexpected character");
+  p->pos += l;
+  *out = j_new (p, t);
+  return *out >= 0 || j_fail (p, "out of memory");
+}
+
+static bool
+j_container (jparser * p, bool obj, int64_t * out)
+{
+  int64_t id = j_new (p, obj ? J_OBJ : J_ARR), last = -1;
+  char close = obj ? '}' : ']';
+
+  if (id < 0)
+    return j_fail (p, "out of memory");
+  if (++p->depth > JSON_MAX_DEPTH)
+    return j_fail (p, "nesting too deep");
+  p->pos++;
+  j_ws (p);
+  if (p->pos < p->n && p->in[p->pos] == close) {
+    p->pos++;
+    p->depth--;
+    *out = id;
+    return true;
+  }
+  for (;;) {
+    size_t key = 0, key_len = 0;
+    int64_t child;
+
+    j_ws (p);
+    if (obj) {
+      if (p->pos >= p->n || p->in[p->pos] != '"')
+        return j_fail (p, "expected a member name");
+      if (!j_string (p, &key, &key_len))
+        return false;
+      j_ws (p);
+      if (p->pos >= p->n || p->in[p->pos] != ':')
+        return j_fail (p, "expected ':'");
+      p->pos++;
+    }
+    if (!j_value (p, &child))
+      return false;
+    p->nodes[child].key = key;
+    p->nodes[child].key_len = key_len;
+    if (last < 0)
+      p->nodes[id].first = child;
+    else
+      p->nodes[last].next = child;
+    last = child;
+    p->nodes[id].len++;
+    j_ws (p);
+    if (p->pos < p->n && p->in[p->pos] == ',') {
+      p->pos++;
+      continue;
+    }
+    if (p->pos < p->n && p->in[p->pos] == close) {
+      p->pos++;
+      break;
+    }
+    return j_fail (p, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+  }
+  p->depth--;
+  *out = id;
+  return true;
+}
+
+static bool
+j_value (jparser * p, int64_t * out)
+{
+  j_ws (p);
+  if (p->pos >= p->n)
+    return j_fail (p, "unexpected end");
+  switch (p->in[p->pos]) {
+    case '{':
+      return j_container (p, true, out);
+    case '[':
+      return j_container (p, false, out);
+    case '"':{
+      int64_t id = j_new (p, J_STR);
+      if (id < 0)
+        return j_fail (p, "out of memory");
+      if (!j_string (p, &p->nodes[id].str, &p->nodes[id].len))
+        return false;
+      *out = id;
+      return true;
+    }
+    case 't':
+      return j_lit (p, "true", J_TRUE, out);
+    case 'f':
+      return j_lit (p, "false", J_FALSE, out);
+    case 'n':
+      return j_lit (p, "null", J_NULL, out);
+    default:
+      return j_number (p, out);
+  }
+}
+
+typedef struct
+{
+  const char *in;
+  jnode *nodes;
+  char *arena;
+} jdoc;
+
+static void
+jdoc_free (jdoc * d)
+{
+  free (d->nodes);
+  free (d->arena);
+  memset (d, 0, sizeof *d);
+}
+
+/* Parses the whole buffer as one JSON value (root is node 0). */
+static bool
+jdoc_parse (jdoc * d, const char *in, size_t n, char *err, size_t err_size)
+{
+  jparser p = { 0 };
+  int64_t root;
+
+  memset (d, 0, sizeof *d);
+  p.in = in;
+  p.n = n;
+  p.err = err;
+  p.err_size = err_size;
+  p.arena = malloc (n + 1);
+  if (!p.arena) {
+    st_set_err (err, err_size, "JSON: out of memory");
+    return false;
+  }
+  if (!j_value (&p, &root))
+    goto fail;
+  j_ws (&p);
+  if (p.pos != n) {
+    j_fail (&p, "trailing characters after the value");
+    goto fail;
+  }
+  d->in = in;
+  d->nodes = p.nodes;
+  d->arena = p.arena;
+  return true;
+fail:
+  free (p.nodes);
+  free (p.arena);
+  return false;
+}
+
+static const jnode *
+j_member (const jdoc * d, const jnode * obj, const char *key)
+{
+  size_t kl = strlen (key);
+
+  if (!obj || obj->t != J_OBJ)
+    return NULL;
+  for (int64_t c = obj->first; c >= 0; c = d->nodes[c].next)
+    if (d->nodes[c].key_len == kl
+        && memcmp (d->arena + d->nodes[c].key, key, kl) == 0)
+      return &d->nodes[c];
+  return NULL;
+}
+
+/* An exact non-negative integer (no fraction or exponent). */
+static bool
+j_u64 (const jdoc * d, const jnode * nd, uint64_t * v)
+{
+  uint64_t x = 0;
+
+  if (!nd || nd->t != J_NUM || nd->len == 0)
+    return false;
+  for (size_t i = 0; i < nd->len; i++) {
+    char c = d->in[nd->num + i];
+    if (c < '0' || c > '9' || x > (UINT64_MAX - 9) / 10)
+      return false;
+    x = x * 10 + (uint64_t) (c - '0');
+  }
+  *v = x;
+  return true;
+}
+
+static bool
+j_str_is (const jdoc * d, const jnode * nd, const char *s)
+{
+  return nd && nd->t == J_STR && nd->len == strlen (s)
+      && memcmp (d->arena + nd->str, s, nd->len) == 0;
+}
+
+/* ---- safetensors -------------------------------------------------------- */
+
+#define ST_MAX_HEADER (100u << 20)      /* the format's own limit */
+
+void
+wk_safetensors_free (wk_safetensors * st)
+{
+  if (!st)
+    return;
+  for (int64_t i = 0; i < st->n_tensors; i++)
+    free (st->tensors[i].name);
+  free (st->tensors);
+  if (st->map_)
+    munmap (st->map_, st->map_size_);
+  free (st);
+}
+
+static uint64_t
+name_hash (const char *s)
+{
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s; s++) {
+    h ^= (unsigned char) *s;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+wk_status
+wk_safetensors_open_memory (const void *data, size_t size,
+    bool skip_other_dtypes, wk_safetensors ** out, char *err,
+    size_t err_size)
+{
+  const uint8_t *b = data;
+  uint64_t hlen = 0;
+  size_t data_start, data_size;
+  jdoc d;
+  const jnode *root;
+  wk_safetensors *st;
+  wk_status status = WK_ERR_FORMAT;
+  size_t *hash = NULL, hcap = 16;
+
+  if (!out)
+    return WK_ERR_ARG;
+  *out = NULL;
+  if (!data || size < 8) {
+    st_set_err (err, err_size, "safetensors: file of %zu bytes is too "
+        "short", size);
+    return WK_ERR_FORMAT;
+  }
+  for (int i = 0; i < 8; i++)
+    hlen |= (uint64_t) b[i] << (8 * i);
+  if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > size - 8) {
+    st_set_err (err, err_size, "safetensors: header length %llu does not "
+        "fit in the file (size %zu)", (unsigned long long) hlen, size);
+    return WK_ERR_FORMAT;
+  }
+  data_start = 8 + (size_t) hlen;
+  data_size = size - data_start;
+  if (!jdoc_parse (&d, (const char *) b + 8, (size_t) hlen, err, err_size))
+    return WK_ERR_FORMAT;
+  root = &d.nodes[0];
+  if (root->t != J_OBJ) {
+    st_set_err (err, err_size, "safetensors: header is not a JSON object");
+    jdoc_free (&d);
+    return WK_ERR_FORMAT;
+  }
+  st = calloc (1, sizeof *st);
+  if (st)
+    st->tensors = calloc (root->len ? root->len : 1, sizeof (wk_st_tensor));
+  while (hcap < 2 * root->len)
+    hcap *= 2;
+  hash = calloc (hcap, sizeof *hash);
+  if (!st || !st->tensors || !hash) {
+    st_set_err (err, err_size, "safetensors: out of memory");
+    status = WK_ERR_NOMEM;
+    goto out;
+  }
+
+  for (int64_t c = root->first; c >= 0; c = d.nodes[c].next) {
+    const jnode *m = &d.nodes[c];
+    const char *name = d.arena + m->key;
+    const jnode *dt, *shape, *offs;
+    wk_st_tensor *t;
+    uint64_t begin, end, elems = 1, es;
+    wk_st_dtype dtype;
+    int n_dims = 0;
+
+    if (strcmp (name, "__metadata__") == 0 && m->key_len == 12)
+      continue;
+    if (m->t != J_OBJ || m->key_len == 0 || strlen (name) != m->key_len) {
+      st_set_err (err, err_size, "safetensors: entry '%.64s' is not a "
+          "tensor description", name);
+      goto out;
+    }
+    dt = j_member (&d, m, "dtype");
+    shape = j_member (&d, m, "shape");
+    offs = j_member (&d, m, "data_offsets");
+    if (!dt || dt->t != J_STR || !shape || shape->t != J_ARR || !offs
+        || offs->t != J_ARR || offs->len != 2
+        || !j_u64 (&d, &d.nodes[offs->first], &begin)
+        || !j_u64 (&d, &d.nodes[d.nodes[offs->first].next], &end)) {
+      st_set_err (err, err_size, "safetensors: tensor '%.64s' lacks a "
+          "valid dtype, shape or data_offsets", name);
+      goto out;
+    }
+    if (end < begin || end > data_size) {
+      st_set_err (err, err_size, "safetensors: tensor '%.64s' data [%llu, "
+          "%llu) is outside the data section (%zu bytes)", name,
+          (unsigned long long) begin, (unsigned long long) end, data_size);
+      goto out;
+    }
+    if (j_str_is (&d, dt, "F32")) {
+      dtype = WK_ST_F32;
+      es = 4;
+    } else if (j_str_is (&d, dt, "F16")) {
+      dtype = WK_ST_F16;
+      es = 2;
+    } else if (j_str_is (&d, dt, "BF16")) {
+      dtype = WK_ST_BF16;
+      es = 2;
+    } else if (skip_other_dtypes) {
+      continue;
+    } else {
+      st_set_err (err, err_size, "safetensors: tensor '%.64s' has dtype "
+          "'%.16s' (supported: F32, F16, BF16)", name, d.arena + dt->str);
+      status = WK_ERR_UNSUPPORTED;
+      goto out;
+    }
+    t = &st->tensors[st->n_tensors];
+    if (shape->len < 1 || shape->len > WK_MAX_DIMS) {
+      st_set_err (err, err_size, "safetensors: tensor '%.64s' has %zu "
+          "dimensions (supported: 1..4)", name, shape->len);
+      goto out;
+    }
+    for (int64_t s = shape->first; s >= 0; s = d.nodes[s].next) {
+      uint64_t v;
+      if (!j_u64 (&d, &d.nodes[s], &v) || v < 1 || v > (uint64_t) INT64_MAX
+          || v > (end - begin) / es / elems) {
+        st_set_err (err, err_size, "safetensors: tensor '%.64s' has a bad "
+            "shape or a shape larger than its data", name);
+        goto out;
+      }
+      elems *= v;
+      t->shape[n_dims++] = (int64_t) v;
+    }
+    if (elems * es != end - begin) {
+      st_set_err (err, err_size, "safetensors: tensor '%.64s' shape needs "
+          "%llu bytes but data_offsets give %llu", name,
+          (unsigned long long) (elems * es),
+          (unsigned long long) (end - begin));
+      goto out;
+    }
+    t->name = strdup (name);
+    if (!t->name) {
+      st_set_err (err, err_size, "safetensors: out of memory");
+      status = WK_ERR_NOMEM;
+      goto out;
+    }
+    t->dtype = dtype;
+    t->n_dims = n_dims;
+    t->data = b + data_start + begin;
+    t->nbytes = (size_t) (end - begin);
+    st->n_tensors++;
+    {
+      size_t h = (size_t) name_hash (name) & (hcap - 1);
+      while (hash[h]) {
+        if (strcmp (st->tensors[hash[h] - 1].name, name) == 0) {
+          st_set_err (err, err_size, "safetensors: tensor '%.64s' appears "
+              "twice", name);
+          goto out;
+        }
+        h = (h + 1) & (hcap - 1);
+      }
+      hash[h] = (size_t) st->n_tensors;
+    }
+  }
+  status = WK_OK;
+
+out:
+  free (hash);
+  jdoc_free (&d);
+  if (status != WK_OK) {
+    wk_safetensors_free (st);
+    return status;
+  }
+  *out = st;
+  return WK_OK;
+}
+
+wk_status
+wk_safetensors_open (const char *path, wk_safetensors ** out, char *err,
+    size_t err_size)
+{
+  struct stat sb;
+  void *map;
+  int fd;
+  wk_status status;
+  char inner[512] = "";
+
+  if (!out || !path)
+    return WK_ERR_ARG;
+  *out = NULL;
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    st_set_err (err, err_size, "%s: cannot open: %s", path,
+        strerror (errno));
+    return WK_ERR_IO;
+  }
+  if (fstat (fd, &sb) != 0 || !S_ISREG (sb.st_mode) || sb.st_size <= 0
+      || (uint64_t) sb.st_size > SIZE_MAX) {
+    st_set_err (err, err_size, "%s: not a regular, non-empty file", path);
+    close (fd);
+    return WK_ERR_IO;
+  }
+  map = mmap (NULL, (size_t) sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close (fd);
+  if (map == MAP_FAILED) {
+    st_set_err (err, err_size, "%s: cannot map: %s", path, strerror (errno));
+    return WK_ERR_IO;
+  }
+  status = wk_safetensors_open_memory (map, (size_t) sb.st_size, true, out,
+      inner, sizeof inner);
+  if (status != WK_OK) {
+    munmap (map, (size_t) sb.st_size);
+    st_set_err (err, err_size, "%s: %s", path, inner);
+    return status;
+  }
+  (*out)->map_ = map;
+  (*out)->map_size_ = (size_t) sb.st_size;
+  return WK_OK;
+}
+
+const wk_st_tensor *
+wk_safetensors_find (const wk_safetensors * st, const char *name)
+{
+  for (int64_t i = 0; st && i < st->n_tensors; i++)
+    if (strcmp (st->tensors[i].name, name) == 0)
+      return &st->tensors[i];
+  return NULL;
+}
+
+void
+wk_st_to_f32 (wk_st_dtype dtype, const void *src, float *dst, size_t n)
+{
+  const uint8_t *s = src;
+
+  for (size_t i = 0; i < n; i++) {
+    switch (dtype) {
+      case WK_ST_F32:
+        memcpy (&dst[i], s + 4 * i, 4);
+        break;
+      case WK_ST_F16:
+        dst[i] = wk_fp16_to_fp32 ((uint16_t) (s[2 * i] | s[2 * i + 1] << 8));
+        break;
+      case WK_ST_BF16:{
+        /* bfloat16 is the top half of an f32 */
+        uint32_t u = (uint32_t) (s[2 * i] | s[2 * i + 1] << 8) << 16;
+        memcpy (&dst[i], &u, 4);
+        break;
+      }
+    }
+  }
+}
+
+/* ---- Hugging Face names ------------------------------------------------- */
+
+static bool
+map_layer_rest (const char *rest, char *buf, size_t n)
+{
+  static const char *const map[][2] = {
+    {"self_attn.q_proj.", "attn.query."},
+    {"self_attn.k_proj.", "attn.key."},
+    {"self_attn.v_proj.", "attn.value."},
+    {"self_attn.out_proj.", "attn.out."},
+    {"self_attn_layer_norm.", "attn_ln."},
+    {"encoder_attn.q_proj.", "cross_attn.query."},
+    {"encoder_attn.k_proj.", "cross_attn.key."},
+    {"encoder_attn.v_proj.", "cross_attn.value."},
+    {"encoder_attn.out_proj.", "cross_attn.out."},
+    {"encoder_attn_layer_norm.", "cross_attn_ln."},
+    {"fc1.", "mlp.0."},
+    {"fc2.", "mlp.2."},
+    {"final_layer_norm.", "mlp_ln."},
+  };
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+    size_t l = strlen (map[i][0]);
+    if (strncmp (rest, map[i][0], l) == 0) {
+      const char *wb = rest + l;
+      if (strcmp (wb, "weight") && strcmp (wb, "bias"))
+        return false;
+      return (size_t) snprintf (buf, n, "%s%s", map[i][1], wb) < n;
+    }
+  }
+  return false;
+}
+
+bool
+wk_hf_name_to_openai (const char *hf, char *out, size_t out_size)
+{
+  const char *part, *rest;
+  char tail[128];
+  bool enc;
+
+  if (strncmp (hf, "model.", 6) == 0)
+    hf += 6;
+  if (strncmp (hf, "encoder.", 8) == 0) {
+    enc = true;
+    rest = hf + 8;
+    part = "encoder";
+  } else if (strncmp (hf, "decoder.", 8) == 0) {
+    enc = false;
+    rest = hf + 8;
+    part = "decoder";
+  } else
+    return false;
+
+  if (enc && (!strcmp (rest, "conv1.weight") || !strcmp (rest, "conv1.bias")
+          || !strcmp (rest, "conv2.weight") || !strcmp (rest, "conv2.bias")))
+    return (size_t) snprintf (out, out_size, "encoder.%s", rest) < out_size;
+  if (!strcmp (rest, "embed_positions.weight"))
+    return (size_t) snprintf (out, out_size, "%s.positional_embedding",
+        part) < out_size;
+  if (!enc && !strcmp (rest, "embed_tokens.weight"))
+    return (size_t) snprintf (out, out_size,
+        "decoder.token_embedding.weight") < out_size;
+  if (!strcmp (rest, "layer_norm.weight") || !strcmp (rest, "layer_norm.bias"))
+    return (size_t) snprintf (out, out_size, "%s.%s.%s", part,
+        enc ? "ln_post" : "ln", rest + strlen ("layer_norm.")) < out_size;
+  if (strncmp (rest, "layers.", 7) == 0) {
+    char *end;
+    long idx = strtol (rest + 7, &end, 10);
+    if (end == rest + 7 || *end != '.' || idx < 0 || idx > 1000
+        || (rest[7] == '0' && end != rest + 8))
+      return false;
+    if (!map_layer_rest (end + 1, tail, sizeof tail))
+      return false;
+    return (size_t) snprintf (out, out_size, "%s.blocks.%ld.%s", part, idx,
+        tail) < out_size;
+  }
+  return false;
+}
+
+/* ---- config.json -------------------------------------------------------- */
+
+wk_status
+wk_hf_config_parse (const char *json, size_t len, wk_hf_config * cfg,
+    char *err, size_t err_size)
+{
+  static const char *keys[10] = { "vocab_size", "max_source_positions",
+    "d_model", "encoder_attention_heads", "encoder_layers",
+    "max_target_positions", "d_model", "decoder_attention_heads",
+    "decoder_layers", "num_mel_bins"
+  };
+  int32_t *dst[10] = { &cfg->n_vocab, &cfg->n_audio_ctx, &cfg->n_audio_state,
+    &cfg->n_audio_head, &cfg->n_audio_layer, &cfg->n_text_ctx,
+    &cfg->n_text_state, &cfg->n_text_head, &cfg->n_text_layer, &cfg->n_mels
+  };
+  jdoc d;
+
+  if (!jdoc_parse (&d, json, len, err, err_size))
+    return WK_ERR_FORMAT;
+  for (int i = 0; i < 10; i++) {
+    uint64_t v;
+    if (!j_u64 (&d, j_member (&d, &d.nodes[0], keys[i]), &v) || v < 1
+        || v > (1u << 24)) {
+      st_set_err (err, err_size, "config.json: '%s' is missing or not a "
+          "positive integer", keys[i]);
+      jdoc_free (&d);
+      return WK_ERR_FORMAT;
+    }
+    *dst[i] = (int32_t) v;
+  }
+  jdoc_free (&d);
+  return WK_OK;
+}
+
+/* ---- vocabulary --------------------------------------------------------- */
+
+/* GPT-2 maps each byte to a printable code point: the printable Latin-1
+ * bytes map to themselves, the others to 256, 257, ... in byte order. */
+static void
+byte_unicode_inverse (int16_t inv[324])
+{
+  int extra = 0;
+
+  for (int i = 0; i < 324; i++)
+    inv[i] = -1;
+  for (int b = 0; b < 256; b++) {
+    bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172)
+        || (b >= 174 && b <= 255);
+    if (printable)
+      inv[b] = (int16_t) b;
+    else
+      inv[256 + extra++] = (int16_t) b;
+  }
+}
+
+void
+wk_hf_vocab_clear (wk_hf_vocab * vocab)
+{
+  if (!vocab)
+    return;
+  if (vocab->tokens)
+    for (int32_t i = 0; i < vocab->n; i++)
+      free (vocab->tokens[i]);
+  free (vocab->tokens);
+  free (vocab->lens);
+  memset (vocab, 0, sizeof *vocab);
+}
+
+wk_status
+wk_hf_vocab_parse (const char *json, size_t len, int32_t max_id,
+    wk_hf_vocab * vocab, char *err, size_t err_size)
+{
+  jdoc d;
+  const jnode *obj;
+  int16_t inv[324];
+  wk_status st = WK_ERR_FORMAT;
+
+  memset (vocab, 0, sizeof *vocab);
+  if (max_id < 1 || max_id > (1 << 24))
+    return WK_ERR_ARG;
+  if (!jdoc_parse (&d, json, len, err, err_size))
+    return WK_ERR_FORMAT;
+  obj = &d.nodes[0];
+  /* tokenizer.json keeps the vocabulary in model.vocab */
+  if (j_member (&d, obj, "model"))
+    obj = j_member (&d, j_member (&d, obj, "model"), "vocab");
+  if (!obj || obj->t != J_OBJ) {
+    st_set_err (err, err_size, "vocabulary: expected a JSON object of "
+        "token: id (vocab.json) or tokenizer.json's model.vocab");
+    goto out;
+  }
+  byte_unicode_inverse (inv);
+  vocab->tokens = calloc ((size_t) max_id, sizeof (char *));
+  vocab->lens = calloc ((size_t) max_id, sizeof (uint32_t));
+  if (!vocab->tokens || !vocab->lens) {
+    st = WK_ERR_NOMEM;
+    st_set_err (err, err_size, "vocabulary: out of memory");
+    goto out;
+  }
+  vocab->n = max_id;            /* while filling, so clear() frees all */
+  {
+    int32_t top = 0;
+    for (int64_t c = obj->first; c >= 0; c = d.nodes[c].next) {
+      const jnode *m = &d.nodes[c];
+      const unsigned char *s = (const unsigned char *) d.arena + m->key;
+      uint64_t id;
+      char *bytes;
+      size_t bl = 0, i = 0;
+      bool mapped = true;
+
+      if (!j_u64 (&d, m, &id)) {
+        st_set_err (err, err_size, "vocabulary: the id of token '%.32s' is "
+            "not a non-negative integer", (const char *) s);
+        goto out;
+      }
+      if (id >= (uint64_t) max_id)
+        continue;
+      if (vocab->tokens[id]) {
+        st_set_err (err, err_size, "vocabulary: id %llu is used twice",
+            (unsigned long long) id);
+        goto out;
+      }
+      bytes = malloc (m->key_len + 1);
+      if (!bytes) {
+        st = WK_ERR_NOMEM;
+        goto out;
+      }
+      while (i < m->key_len) {
+        uint32_t cp;
+        size_t l = utf8_len (s + i, m->key_len - i, &cp);
+        if (l == 0 || cp >= 324 || inv[cp] < 0) {
+          mapped = false;
+          break;
+        }
+        bytes[bl++] = (char) inv[cp];
+        i += l;
+      }
+      if (!mapped) {
+        /* not a byte-level token (an added special token): keep it */
+        memcpy (bytes, s, m->key_len);
+        bl = m->key_len;
+      }
+      bytes[bl] = '\0';
+      vocab->tokens[id] = bytes;
+      vocab->lens[id] = (uint32_t) bl;
+      if ((int32_t) id + 1 > top)
+        top = (int32_t) id + 1;
+    }
+    /* gaps become empty strings; the count is the highest id + 1 */
+    for (int32_t i = 0; i < top; i++)
+      if (!vocab->tokens[i]) {
+        vocab->tokens[i] = calloc (1, 1);
+        if (!vocab->tokens[i]) {
+          st = WK_ERR_NOMEM;
+          goto out;
+        }
+      }
+    for (int32_t i = top; i < max_id; i++)
+      free (vocab->tokens[i]);
+    vocab->n = top;
+  }
+  st = WK_OK;
+out:
+  jdoc_free (&d);
+  if (st != WK_OK)
+    wk_hf_vocab_clear (vocab);
+  return st;
 }

@@ -1,0 +1,891 @@
+/* whisperknot-convert: whisper.cpp ggml .bin or Hugging Face safetensors
+ * -> knot (see FORMAT.md).
+ *
+ *   whisperknot-convert [--type f32|f16|q8_0|q4_0] [--keep NAME=TYPE ...]
+ *                       [--vocab FILE] INPUT OUTPUT.knot
+ *
+ * Without --type every tensor keeps its source type bit for bit (types a
+ * knot cannot hold are converted: BF16 -> f32 exactly, q4_1/q5_0/q5_1 ->
+ * q8_0). With --type, 2-D weight matrices whose rows are whole blocks
+ * take the target type, 1-D tensors are f32, conv weights and positional
+ * embeddings f16 (f32 for an f32 target). Conv biases are flattened to
+ * 1-D. The output is written to a temporary file and renamed. */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "ggml-bin.h"
+#include "knot-writer.h"
+#include "safetensors.h"
+#include "wk-types.h"
+
+#define SRC_BF16 30             /* ggml's id for bfloat16 */
+#define N_ORDINARY_TOKENS 50257
+
+typedef struct
+{
+  char name[160];               /* OpenAI name */
+  int type;                     /* ggml id of the source data */
+  int n_dims;
+  int64_t ne[WK_MAX_DIMS];
+  const void *data;
+  size_t nbytes;
+} src_tensor;
+
+typedef struct
+{
+  int32_t hp[10];               /* n_vocab .. n_mels, FORMAT.md order */
+  float *mel;                   /* n_mels * 201 */
+  int32_t n_tokens;
+  const char **tokens;
+  uint32_t *token_lens;
+  src_tensor *t;
+  int64_t n;
+  uint64_t src_bytes;
+  /* owners */
+  wk_ggml_bin *bin, *vocab_bin;
+  wk_safetensors *st;
+  wk_hf_vocab hf_vocab;
+} src_model;
+
+static const char *hp_keys[10] = { "whisper.n_vocab", "whisper.n_audio_ctx",
+  "whisper.n_audio_state", "whisper.n_audio_head", "whisper.n_audio_layer",
+  "whisper.n_text_ctx", "whisper.n_text_state", "whisper.n_text_head",
+  "whisper.n_text_layer", "whisper.n_mels"
+};
+
+enum
+{ HP_VOCAB, HP_ACTX, HP_ASTATE, HP_AHEAD, HP_ALAYER, HP_TCTX, HP_TSTATE,
+  HP_THEAD, HP_TLAYER, HP_MELS
+};
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+static const char *
+src_type_name (int type)
+{
+  return type == SRC_BF16 ? "bf16" : wk_ggml_type_name (type);
+}
+
+/* Source row -> f32 (any source type). */
+static void
+src_row_to_f32 (int type, const void *row, float *y, int64_t n)
+{
+  if (type == SRC_BF16)
+    wk_st_to_f32 (WK_ST_BF16, row, y, (size_t) n);
+  else
+    wk_ggml_row_to_f32 (type, row, y, n);
+}
+
+static size_t
+src_row_bytes (int type, int64_t n)
+{
+  return type == SRC_BF16 ? (size_t) n * 2 : wk_ggml_row_bytes (type, n);
+}
+
+static char *
+read_file (const char *path, size_t *len, char *err, size_t err_size)
+{
+  FILE *f = fopen (path, "rb");
+  char *buf = NULL;
+  long sz;
+
+  if (!f) {
+    snprintf (err, err_size, "%s: cannot open: %s", path, strerror (errno));
+    return NULL;
+  }
+  if (fseek (f, 0, SEEK_END) != 0 || (sz = ftell (f)) < 0
+      || fseek (f, 0, SEEK_SET) != 0 || sz > (1L << 30)) {
+    snprintf (err, err_size, "%s: cannot read (or larger than 1 GiB)", path);
+    fclose (f);
+    return NULL;
+  }
+  buf = malloc ((size_t) sz + 1);
+  if (!buf || fread (buf, 1, (size_t) sz, f) != (size_t) sz) {
+    snprintf (err, err_size, "%s: read failed", path);
+    free (buf);
+    fclose (f);
+    return NULL;
+  }
+  buf[sz] = '\0';
+  *len = (size_t) sz;
+  fclose (f);
+  return buf;
+}
+
+static bool
+is_ggml_bin (const char *path)
+{
+  FILE *f = fopen (path, "rb");
+  uint8_t m[4];
+  bool yes = false;
+
+  if (f && fread (m, 1, 4, f) == 4)
+    yes = (m[0] | m[1] << 8 | m[2] << 16 | (uint32_t) m[3] << 24)
+        == WK_GGML_MAGIC;
+  if (f)
+    fclose (f);
+  return yes;
+}
+
+static bool
+file_exists (const char *path)
+{
+  struct stat sb;
+  return stat (path, &sb) == 0 && S_ISREG (sb.st_mode);
+}
+
+/* "PREFIX: message" in place. */
+static void
+prefix_err (char *err, size_t err_size, const char *prefix)
+{
+  size_t pl = strlen (prefix), ml = strlen (err);
+
+  if (pl + 3 > err_size)
+    return;
+  if (ml > err_size - pl - 3)
+    ml = err_size - pl - 3;
+  memmove (err + pl + 2, err, ml);
+  memcpy (err, prefix, pl);
+  err[pl] = ':';
+  err[pl + 1] = ' ';
+  err[pl + 2 + ml] = '\0';
+}
+
+/* ---- sources -------------------------------------------------------------- */
+
+static int
+load_bin (src_model * m, const char *path, char *err, size_t err_size)
+{
+  wk_ggml_bin *b;
+  const int32_t *hp;
+
+  if (wk_ggml_bin_open (path, &b, err, err_size) != WK_OK)
+    return -1;
+  m->bin = b;
+  hp = &b->hp.n_vocab;
+  for (int i = 0; i < 10; i++)
+    m->hp[i] = hp[i];
+  m->n_tokens = b->n_tokens;
+  m->tokens = b->tokens;
+  m->token_lens = b->token_lens;
+  m->mel = malloc ((size_t) m->hp[HP_MELS] * 201 * sizeof (float));
+  if (!m->mel) {
+    snprintf (err, err_size, "out of memory");
+    return -1;
+  }
+  if (b->n_mel == m->hp[HP_MELS] && b->n_fft == 201)
+    memcpy (m->mel, b->mel_filters, (size_t) b->n_mel * 201 * sizeof (float));
+  else {
+    fprintf (stderr, "note: %s has a %d x %d filterbank, not %d x 201: "
+        "using Whisper's computed filters\n", path, b->n_mel, b->n_fft,
+        m->hp[HP_MELS]);
+    wk_mel_filters_slaney (m->hp[HP_MELS], 400, 16000, m->mel);
+  }
+  m->t = calloc (b->n_tensors ? (size_t) b->n_tensors : 1, sizeof *m->t);
+  if (!m->t) {
+    snprintf (err, err_size, "out of memory");
+    return -1;
+  }
+  for (int64_t i = 0; i < b->n_tensors; i++) {
+    const wk_ggml_tensor *g = &b->tensors[i];
+    src_tensor *t = &m->t[m->n++];
+    if (strlen (g->name) >= sizeof t->name) {
+      snprintf (err, err_size, "%s: tensor name '%.40s...' too long", path,
+          g->name);
+      return -1;
+    }
+    strcpy (t->name, g->name);
+    t->type = g->type;
+    t->n_dims = g->n_dims;
+    memcpy (t->ne, g->ne, sizeof t->ne);
+    t->data = g->data;
+    t->nbytes = g->nbytes;
+  }
+  return 0;
+}
+
+static int
+load_hf (src_model * m, const char *input, char *err, size_t err_size)
+{
+  char dir[4096], path[4200];
+  struct stat sb;
+  char *json;
+  size_t len;
+  wk_hf_config cfg;
+  wk_safetensors *st;
+
+  if (stat (input, &sb) == 0 && S_ISDIR (sb.st_mode)) {
+    snprintf (dir, sizeof dir, "%s", input);
+    snprintf (path, sizeof path, "%s/model.safetensors", dir);
+  } else {
+    const char *slash = strrchr (input, '/');
+    if (slash)
+      snprintf (dir, sizeof dir, "%.*s", (int) (slash - input), input);
+    else
+      snprintf (dir, sizeof dir, ".");
+    snprintf (path, sizeof path, "%s", input);
+  }
+  if (wk_safetensors_open (path, &st, err, err_size) != WK_OK)
+    return -1;
+  m->st = st;
+
+  snprintf (path, sizeof path, "%s/config.json", dir);
+  json = read_file (path, &len, err, err_size);
+  if (!json)
+    return -1;
+  if (wk_hf_config_parse (json, len, &cfg, err, err_size) != WK_OK) {
+    free (json);
+    return -1;
+  }
+  free (json);
+  memcpy (m->hp, &cfg, sizeof m->hp);
+
+  m->mel = malloc ((size_t) m->hp[HP_MELS] * 201 * sizeof (float));
+  if (!m->mel) {
+    snprintf (err, err_size, "out of memory");
+    return -1;
+  }
+  wk_mel_filters_slaney (m->hp[HP_MELS], 400, 16000, m->mel);
+
+  /* vocabulary beside the model (a --vocab file replaces it later) */
+  snprintf (path, sizeof path, "%s/vocab.json", dir);
+  if (!file_exists (path))
+    snprintf (path, sizeof path, "%s/tokenizer.json", dir);
+  if (file_exists (path)) {
+    json = read_file (path, &len, err, err_size);
+    if (!json)
+      return -1;
+    if (wk_hf_vocab_parse (json, len, N_ORDINARY_TOKENS, &m->hf_vocab, err,
+            err_size) != WK_OK) {
+      prefix_err (err, err_size, path);
+      free (json);
+      return -1;
+    }
+    free (json);
+    m->n_tokens = m->hf_vocab.n;
+    m->tokens = (const char **) m->hf_vocab.tokens;
+    m->token_lens = m->hf_vocab.lens;
+  }
+
+  m->t = calloc (st->n_tensors ? (size_t) st->n_tensors : 1, sizeof *m->t);
+  if (!m->t) {
+    snprintf (err, err_size, "out of memory");
+    return -1;
+  }
+  for (int64_t i = 0; i < st->n_tensors; i++) {
+    const wk_st_tensor *s = &st->tensors[i];
+    src_tensor *t = &m->t[m->n];
+    if (!wk_hf_name_to_openai (s->name, t->name, sizeof t->name)) {
+      if (strcmp (s->name, "proj_out.weight") != 0)
+        fprintf (stderr, "note: skipping tensor '%s' (no Whisper "
+            "counterpart)\n", s->name);
+      continue;
+    }
+    t->type = s->dtype == WK_ST_F32 ? WK_TYPE_F32 : s->dtype == WK_ST_F16 ?
+        WK_TYPE_F16 : SRC_BF16;
+    t->n_dims = s->n_dims;
+    for (int d = 0; d < WK_MAX_DIMS; d++)
+      t->ne[d] = d < s->n_dims ? s->shape[s->n_dims - 1 - d] : 1;
+    t->data = s->data;
+    t->nbytes = s->nbytes;
+    m->n++;
+  }
+  return 0;
+}
+
+static int
+load_vocab_override (src_model * m, const char *path, char *err,
+    size_t err_size)
+{
+  if (is_ggml_bin (path)) {
+    wk_ggml_bin *b;
+    if (wk_ggml_bin_open (path, &b, err, err_size) != WK_OK)
+      return -1;
+    m->vocab_bin = b;
+    m->n_tokens = b->n_tokens;
+    m->tokens = b->tokens;
+    m->token_lens = b->token_lens;
+    if (b->n_mel == m->hp[HP_MELS] && b->n_fft == 201)
+      memcpy (m->mel, b->mel_filters, (size_t) b->n_mel * 201 * 4);
+  } else {
+    size_t len;
+    char *json = read_file (path, &len, err, err_size);
+    wk_hf_vocab v;
+    if (!json)
+      return -1;
+    if (wk_hf_vocab_parse (json, len, N_ORDINARY_TOKENS, &v, err,
+            err_size) != WK_OK) {
+      free (json);
+      return -1;
+    }
+    free (json);
+    wk_hf_vocab_clear (&m->hf_vocab);
+    m->hf_vocab = v;
+    m->n_tokens = v.n;
+    m->tokens = (const char **) v.tokens;
+    m->token_lens = v.lens;
+  }
+  return 0;
+}
+
+static void
+src_free (src_model * m)
+{
+  free (m->mel);
+  free (m->t);
+  wk_hf_vocab_clear (&m->hf_vocab);
+  wk_ggml_bin_free (m->bin);
+  wk_ggml_bin_free (m->vocab_bin);
+  wk_safetensors_free (m->st);
+}
+
+/* ---- checks ---------------------------------------------------------------- */
+
+static const src_tensor *
+find (const src_model * m, const char *name)
+{
+  for (int64_t i = 0; i < m->n; i++)
+    if (!strcmp (m->t[i].name, name))
+      return &m->t[i];
+  return NULL;
+}
+
+/* Checks that a tensor exists with the expected (flattened) shape. */
+static int
+expect (const src_model * m, const char *name, int64_t ne0, int64_t ne1,
+    int64_t ne2, char *err, size_t err_size)
+{
+  const src_tensor *t = find (m, name);
+  int64_t e[3] = { ne0, ne1, ne2 }, got[3];
+  int k = 0;
+
+  if (!t) {
+    snprintf (err, err_size, "tensor '%s' is missing", name);
+    return -1;
+  }
+  /* compare ignoring leading 1s (whisper.cpp's {1, d} conv biases) */
+  for (int d = 0; d < t->n_dims; d++)
+    if (!(t->ne[d] == 1 && k == 0 && d + 1 < t->n_dims && ne1 == 1
+            && ne2 == 1))
+      got[k < 3 ? k : 2] = t->ne[d], k++;
+  while (k < 3)
+    got[k++] = 1;
+  if (got[0] != e[0] || got[1] != e[1] || got[2] != e[2]) {
+    snprintf (err, err_size, "tensor '%s' has shape {%lld, %lld, %lld}, "
+        "expected {%lld, %lld, %lld}", name, (long long) t->ne[0],
+        (long long) t->ne[1], (long long) t->ne[2], (long long) ne0,
+        (long long) ne1, (long long) ne2);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+check_model (const src_model * m, char *err, size_t err_size)
+{
+  const int32_t *h = m->hp;
+  int64_t da = h[HP_ASTATE], dt = h[HP_TSTATE];
+  char n[200];
+
+  for (int i = 0; i < 10; i++)
+    if (h[i] < 1) {
+      snprintf (err, err_size, "hyper-parameter %s = %d", hp_keys[i], h[i]);
+      return -1;
+    }
+  if (da % h[HP_AHEAD] || dt % h[HP_THEAD]) {
+    snprintf (err, err_size, "widths %lld/%lld are not multiples of the "
+        "head counts %d/%d", (long long) da, (long long) dt, h[HP_AHEAD],
+        h[HP_THEAD]);
+    return -1;
+  }
+  if (m->n_tokens < 1 || !m->tokens) {
+    snprintf (err, err_size, "no vocabulary: give --vocab FILE (a whisper.cpp "
+        ".bin, vocab.json or tokenizer.json)");
+    return -1;
+  }
+  if (m->n_tokens > h[HP_VOCAB]) {
+    snprintf (err, err_size, "the vocabulary has %d entries, more than "
+        "n_vocab %d", m->n_tokens, h[HP_VOCAB]);
+    return -1;
+  }
+#define EXPECT(name, a, b, c) \
+  if (expect (m, name, a, b, c, err, err_size)) return -1
+  EXPECT ("encoder.conv1.weight", 3, h[HP_MELS], da);
+  EXPECT ("encoder.conv1.bias", da, 1, 1);
+  EXPECT ("encoder.conv2.weight", 3, da, da);
+  EXPECT ("encoder.conv2.bias", da, 1, 1);
+  EXPECT ("encoder.positional_embedding", da, h[HP_ACTX], 1);
+  EXPECT ("encoder.ln_post.weight", da, 1, 1);
+  EXPECT ("encoder.ln_post.bias", da, 1, 1);
+  EXPECT ("decoder.token_embedding.weight", dt, h[HP_VOCAB], 1);
+  EXPECT ("decoder.positional_embedding", dt, h[HP_TCTX], 1);
+  EXPECT ("decoder.ln.weight", dt, 1, 1);
+  EXPECT ("decoder.ln.bias", dt, 1, 1);
+  for (int part = 0; part < 2; part++) {
+    const char *p = part ? "decoder" : "encoder";
+    int64_t d = part ? dt : da;
+    int layers = part ? h[HP_TLAYER] : h[HP_ALAYER];
+    for (int i = 0; i < layers; i++) {
+      static const char *const attn[] = { "attn", "cross_attn" };
+      for (int a = 0; a < 1 + part; a++) {
+        snprintf (n, sizeof n, "%s.blocks.%d.%s_ln.weight", p, i, attn[a]);
+        EXPECT (n, d, 1, 1);
+        snprintf (n, sizeof n, "%s.blocks.%d.%s_ln.bias", p, i, attn[a]);
+        EXPECT (n, d, 1, 1);
+        static const char *const w[] = { "query", "key", "value", "out" };
+        for (int k = 0; k < 4; k++) {
+          snprintf (n, sizeof n, "%s.blocks.%d.%s.%s.weight", p, i, attn[a],
+              w[k]);
+          EXPECT (n, d, d, 1);
+          if (k != 1) {
+            snprintf (n, sizeof n, "%s.blocks.%d.%s.%s.bias", p, i, attn[a],
+                w[k]);
+            EXPECT (n, d, 1, 1);
+          }
+        }
+      }
+      snprintf (n, sizeof n, "%s.blocks.%d.mlp_ln.weight", p, i);
+      EXPECT (n, d, 1, 1);
+      snprintf (n, sizeof n, "%s.blocks.%d.mlp_ln.bias", p, i);
+      EXPECT (n, d, 1, 1);
+      snprintf (n, sizeof n, "%s.blocks.%d.mlp.0.weight", p, i);
+      EXPECT (n, d, 4 * d, 1);
+      snprintf (n, sizeof n, "%s.blocks.%d.mlp.0.bias", p, i);
+      EXPECT (n, 4 * d, 1, 1);
+      snprintf (n, sizeof n, "%s.blocks.%d.mlp.2.weight", p, i);
+      EXPECT (n, 4 * d, d, 1);
+      snprintf (n, sizeof n, "%s.blocks.%d.mlp.2.bias", p, i);
+      EXPECT (n, d, 1, 1);
+    }
+  }
+#undef EXPECT
+  return 0;
+}
+
+/* ---- conversion ------------------------------------------------------------ */
+
+typedef struct
+{
+  char name[160];
+  int type;
+} keep_rule;
+
+typedef enum
+{ K_1D, K_CONV, K_POS, K_MATRIX, K_OTHER } tkind;
+
+static tkind
+kind_of (const src_tensor * t, int *flat_dims)
+{
+  size_t l = strlen (t->name);
+  int nd = t->n_dims;
+
+  /* whisper.cpp's {1, d} conv biases are 1-D in a knot */
+  while (nd > 1 && t->ne[0] == 1 && strstr (t->name, ".bias"))
+    nd = 1;
+  *flat_dims = nd;
+  if (strstr (t->name, "positional_embedding"))
+    return K_POS;
+  if (!strncmp (t->name, "encoder.conv", 12) && l > 7
+      && !strcmp (t->name + l - 7, ".weight"))
+    return K_CONV;
+  if (nd == 1)
+    return K_1D;
+  if (nd == 2)
+    return K_MATRIX;
+  return K_OTHER;
+}
+
+static bool
+is_knot_type (int type)
+{
+  return wk_type_is_known (type);
+}
+
+static int
+choose_type (const src_tensor * t, tkind k, int target, const keep_rule * keep,
+    int n_keep)
+{
+  for (int i = 0; i < n_keep; i++)
+    if (!strcmp (keep[i].name, t->name))
+      return keep[i].type;
+  if (k == K_1D)
+    return WK_TYPE_F32;
+  if (target < 0) {
+    /* keep the source type where a knot can hold it */
+    if (is_knot_type (t->type)) {
+      if ((k == K_CONV || k == K_POS) && t->type != WK_TYPE_F32
+          && t->type != WK_TYPE_F16)
+        return WK_TYPE_F16;
+      return t->type;
+    }
+    if (t->type == SRC_BF16)
+      return WK_TYPE_F32;
+    return wk_type_row_bytes (WK_TYPE_Q8_0, t->ne[0]) ? WK_TYPE_Q8_0 :
+        WK_TYPE_F32;
+  }
+  if (k == K_CONV || k == K_POS || k == K_OTHER)
+    return target == WK_TYPE_F32 ? WK_TYPE_F32 : WK_TYPE_F16;
+  if (wk_type_row_bytes ((wk_type) target, t->ne[0]) == 0)
+    return target == WK_TYPE_F32 ? WK_TYPE_F32 : WK_TYPE_F16;
+  return target;
+}
+
+typedef struct
+{
+  double err2, ref2, dot, out2;
+} qstats;
+
+/* Converts t into a new buffer of type dst; accumulates error statistics
+ * of the stored values against the source values. */
+static void *
+convert_tensor (const src_tensor * t, int dst, size_t *nbytes, qstats * qs)
+{
+  int64_t ne0 = t->ne[0], rows = 1;
+  size_t srb = src_row_bytes (t->type, ne0), drb =
+      wk_type_row_bytes ((wk_type) dst, ne0);
+  float *x, *y;
+  uint8_t *out;
+
+  for (int d = 1; d < t->n_dims; d++)
+    rows *= t->ne[d];
+  if (drb == 0 || srb == 0)
+    return NULL;
+  out = malloc (drb * (size_t) rows);
+  x = malloc ((size_t) ne0 * sizeof (float));
+  y = malloc ((size_t) ne0 * sizeof (float));
+  if (!out || !x || !y) {
+    free (out);
+    free (x);
+    free (y);
+    return NULL;
+  }
+  memset (qs, 0, sizeof *qs);
+  for (int64_t r = 0; r < rows; r++) {
+    uint8_t *o = out + (size_t) r * drb;
+    src_row_to_f32 (t->type, (const uint8_t *) t->data + (size_t) r * srb, x,
+        ne0);
+    switch (dst) {
+      case WK_TYPE_F32:
+        memcpy (o, x, drb);
+        break;
+      case WK_TYPE_F16:
+        for (int64_t i = 0; i < ne0; i++) {
+          uint16_t h = wk_fp32_to_fp16 (x[i]);
+          memcpy (o + 2 * i, &h, 2);
+        }
+        break;
+      case WK_TYPE_Q8_0:
+        wk_quantize_row_q8_0 (x, (wk_block_q8_0 *) o, ne0);
+        break;
+      case WK_TYPE_Q4_0:
+        wk_quantize_row_q4_0 (x, (wk_block_q4_0 *) o, ne0);
+        break;
+    }
+    wk_row_to_f32 ((wk_type) dst, o, y, ne0);
+    for (int64_t i = 0; i < ne0; i++) {
+      double a = x[i], b = y[i];
+      qs->err2 += (a - b) * (a - b);
+      qs->ref2 += a * a;
+      qs->out2 += b * b;
+      qs->dot += a * b;
+    }
+  }
+  free (x);
+  free (y);
+  *nbytes = drb * (size_t) rows;
+  return out;
+}
+
+static void
+usage (FILE * f)
+{
+  fprintf (f,
+      "usage: whisperknot-convert [--type f32|f16|q8_0|q4_0] "
+      "[--keep NAME=TYPE ...]\n"
+      "                           [--vocab FILE] [--quiet] INPUT "
+      "OUTPUT.knot\n\n"
+      "INPUT: a whisper.cpp ggml .bin, or a Hugging Face model directory "
+      "(or its\n"
+      "model.safetensors) with config.json and vocab.json or "
+      "tokenizer.json.\n"
+      "--type T       2-D weight matrices become T; 1-D tensors f32; conv "
+      "weights and\n"
+      "               positional embeddings f16 (f32 when T is f32). "
+      "Default: keep\n"
+      "               every tensor's source type bit for bit.\n"
+      "--keep N=T     store tensor N (OpenAI name) as T, e.g.\n"
+      "               --keep decoder.token_embedding.weight=q8_0\n"
+      "--vocab FILE   take the vocabulary from FILE (a .bin, whose mel "
+      "filters are\n"
+      "               also used when n_mels matches; or vocab.json / "
+      "tokenizer.json)\n");
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *input = NULL, *output = NULL, *vocab_path = NULL;
+  int target = -1, n_keep = 0, rc = 1;
+  keep_rule *keep = calloc ((size_t) argc, sizeof *keep);
+  bool quiet = false;
+  src_model m;
+  wk_knot_writer *w = NULL;
+  char err[1024] = "";
+  double t0 = now_s ();
+  int n_quant = 0, n_copied = 0, n_converted = 0;
+  double tot_err2 = 0, tot_ref2 = 0;
+  struct stat sb;
+
+  memset (&m, 0, sizeof m);
+  if (!keep)
+    return 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp (a, "--help") || !strcmp (a, "-h")) {
+      usage (stdout);
+      free (keep);
+      return 0;
+    } else if (!strcmp (a, "--type") && i + 1 < argc) {
+      target = wk_type_from_name (argv[++i]);
+      if (target < 0) {
+        fprintf (stderr, "whisperknot-convert: unknown --type '%s' (f32, "
+            "f16, q8_0, q4_0)\n", argv[i]);
+        free (keep);
+        return 2;
+      }
+    } else if (!strcmp (a, "--keep") && i + 1 < argc) {
+      const char *eq = strrchr (argv[++i], '=');
+      int ty = eq ? wk_type_from_name (eq + 1) : -1;
+      if (!eq || ty < 0 || eq == argv[i]
+          || (size_t) (eq - argv[i]) >= sizeof keep[0].name) {
+        fprintf (stderr, "whisperknot-convert: --keep wants NAME=TYPE, got "
+            "'%s'\n", argv[i]);
+        free (keep);
+        return 2;
+      }
+      memcpy (keep[n_keep].name, argv[i], (size_t) (eq - argv[i]));
+      keep[n_keep++].type = ty;
+    } else if (!strcmp (a, "--vocab") && i + 1 < argc) {
+      vocab_path = argv[++i];
+    } else if (!strcmp (a, "--quiet")) {
+      quiet = true;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf (stderr, "whisperknot-convert: unknown option '%s'\n", a);
+      usage (stderr);
+      free (keep);
+      return 2;
+    } else if (!input) {
+      input = a;
+    } else if (!output) {
+      output = a;
+    } else {
+      usage (stderr);
+      free (keep);
+      return 2;
+    }
+  }
+  if (!input || !output) {
+    usage (stderr);
+    free (keep);
+    return 2;
+  }
+
+  /* read the source */
+  if (stat (input, &sb) != 0) {
+    snprintf (err, sizeof err, "%s: %s", input, strerror (errno));
+    goto fail;
+  }
+  if (S_ISREG (sb.st_mode) && is_ggml_bin (input)) {
+    if (load_bin (&m, input, err, sizeof err))
+      goto fail;
+  } else if (load_hf (&m, input, err, sizeof err))
+    goto fail;
+  if (S_ISDIR (sb.st_mode)) {
+    char p[4200];
+    struct stat s2;
+    snprintf (p, sizeof p, "%s/model.safetensors", input);
+    m.src_bytes = stat (p, &s2) == 0 ? (uint64_t) s2.st_size : 0;
+  } else
+    m.src_bytes = (uint64_t) sb.st_size;
+  if (vocab_path && load_vocab_override (&m, vocab_path, err, sizeof err))
+    goto fail;
+  if (check_model (&m, err, sizeof err))
+    goto fail;
+  for (int i = 0; i < n_keep; i++)
+    if (!find (&m, keep[i].name)) {
+      snprintf (err, sizeof err, "--keep: no tensor named '%s'",
+          keep[i].name);
+      goto fail;
+    }
+
+  /* metadata */
+  w = wk_knot_writer_new (64);
+  if (!w) {
+    snprintf (err, sizeof err, "out of memory");
+    goto fail;
+  }
+  {
+    const char *base = strrchr (input, '/');
+    size_t bl;
+    base = base && base[1] ? base + 1 : input;
+    bl = strlen (base);
+    if (bl > 4 && !strcmp (base + bl - 4, ".bin"))
+      bl -= 4;
+    wk_knot_writer_set_str (w, "general.architecture", "whisper", 7);
+    wk_knot_writer_set_str (w, "general.name", base, bl);
+  }
+
+  /* tensors: decide types, convert, collect statistics */
+  {
+    int n_by_type[64] = { 0 };
+    bool any_q = false;
+
+    for (int64_t i = 0; i < m.n; i++) {
+      const src_tensor *t = &m.t[i];
+      int flat;
+      tkind k = kind_of (t, &flat);
+      int dst = choose_type (t, k, target, keep, n_keep);
+      int64_t ne[WK_MAX_DIMS];
+      const void *data;
+      size_t nbytes;
+      bool owned;
+
+      if (k == K_1D)
+        ne[0] = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+      else
+        memcpy (ne, t->ne, sizeof ne);
+      if (flat == 1 && t->n_dims > 1) {
+        int64_t prod = 1;
+        for (int d = 0; d < t->n_dims; d++)
+          prod *= t->ne[d];
+        ne[0] = prod;
+      }
+      if (wk_type_row_bytes ((wk_type) dst, ne[0]) == 0) {
+        snprintf (err, sizeof err, "tensor '%s': rows of %lld elements "
+            "cannot be stored as %s", t->name, (long long) ne[0],
+            wk_type_name (dst));
+        goto fail;
+      }
+      if (dst == t->type) {
+        data = t->data;
+        nbytes = t->nbytes;
+        owned = false;
+        n_copied++;
+      } else {
+        qstats qs;
+        src_tensor tt = *t;
+        tt.n_dims = flat;
+        if (flat == 1) {
+          tt.ne[0] = ne[0];
+          tt.ne[1] = tt.ne[2] = tt.ne[3] = 1;
+        }
+        data = convert_tensor (&tt, dst, &nbytes, &qs);
+        if (!data) {
+          snprintf (err, sizeof err, "tensor '%s': out of memory", t->name);
+          goto fail;
+        }
+        owned = true;
+        n_converted++;
+        if (dst == WK_TYPE_Q8_0 || dst == WK_TYPE_Q4_0) {
+          double rel = qs.ref2 > 0 ? sqrt (qs.err2 / qs.ref2) : 0.0;
+          double cosv = qs.ref2 > 0 && qs.out2 > 0 ?
+              qs.dot / sqrt (qs.ref2 * qs.out2) : 1.0;
+          n_quant++;
+          tot_err2 += qs.err2;
+          tot_ref2 += qs.ref2;
+          if (!quiet)
+            printf ("  %-44s %-5s -> %-5s rel.err %.3e  cos %.6f\n",
+                t->name, src_type_name (t->type), wk_type_name (dst), rel,
+                cosv);
+        }
+      }
+      if (wk_knot_writer_add_tensor (w, t->name, (wk_type) dst, flat, ne,
+              data, nbytes, owned, err, sizeof err) != WK_OK)
+        goto fail;
+      if (dst == WK_TYPE_Q8_0 || dst == WK_TYPE_Q4_0)
+        any_q = true;
+      if (k == K_MATRIX)
+        n_by_type[dst] += 1;
+    }
+    {
+      /* general.file_type: the type most 2-D matrices have */
+      int best = WK_TYPE_F32;
+      static const int ftype_of[9] = { 0, 1, 2, 0, 0, 0, 0, 0, 7 };
+      for (int ty = 0; ty < 9; ty++)
+        if (n_by_type[ty] > n_by_type[best])
+          best = ty;
+      wk_knot_writer_set_u32 (w, "general.file_type",
+          (uint32_t) ftype_of[best]);
+    }
+    if (any_q)
+      wk_knot_writer_set_u32 (w, "general.quantization_version", 2);
+  }
+  for (int i = 0; i < 10; i++)
+    wk_knot_writer_set_u32 (w, hp_keys[i], (uint32_t) m.hp[i]);
+  wk_knot_writer_set_f32_array (w, "whisper.mel_filters", m.mel,
+      (size_t) m.hp[HP_MELS] * 201);
+  wk_knot_writer_set_str (w, "tokenizer.ggml.model", "gpt2", 4);
+  {
+    /* the writer takes size_t lengths */
+    size_t *lens = malloc ((size_t) m.n_tokens * sizeof (size_t));
+    wk_status st;
+    if (!lens) {
+      snprintf (err, sizeof err, "out of memory");
+      goto fail;
+    }
+    for (int32_t i = 0; i < m.n_tokens; i++)
+      lens[i] = m.token_lens[i];
+    st = wk_knot_writer_set_str_array (w, "tokenizer.ggml.tokens",
+        m.tokens, lens, (size_t) m.n_tokens);
+    free (lens);
+    if (st != WK_OK) {
+      snprintf (err, sizeof err, "out of memory");
+      goto fail;
+    }
+  }
+
+  {
+    char inner[1024];
+    uint64_t out_bytes = wk_knot_writer_file_size (w);
+    double secs;
+
+    if (wk_knot_writer_write_file (w, output, inner, sizeof inner) != WK_OK) {
+      snprintf (err, sizeof err, "%s", inner);
+      goto fail;
+    }
+    secs = now_s () - t0;
+    printf ("%s: %lld tensors (%d copied bit for bit, %d converted, %d "
+        "quantized)\n", output, (long long) m.n, n_copied, n_converted,
+        n_quant);
+    if (n_quant)
+      printf ("quantized weights: relative Frobenius error %.3e overall\n",
+          tot_ref2 > 0 ? sqrt (tot_err2 / tot_ref2) : 0.0);
+    printf ("size: %.2f MB -> %.2f MB (compression ratio %.2fx), %.2f s\n",
+        (double) m.src_bytes / 1e6, (double) out_bytes / 1e6,
+        out_bytes ? (double) m.src_bytes / (double) out_bytes : 0.0, secs);
+  }
+  rc = 0;
+  wk_knot_writer_free (w);
+  src_free (&m);
+  free (keep);
+  return rc;
+
+fail:
+  fprintf (stderr, "whisperknot-convert: %s\n", err);
+  wk_knot_writer_free (w);
+  src_free (&m);
+  free (keep);
+  return rc;
+}
