@@ -144,24 +144,41 @@ log_sum_exp (const float *x, int n)
   return mx + (float) log (s);
 }
 
+/* log (sum exp x) over the vocabulary through the vector softmax: with
+ * p = softmax (x), lse = x[i] - log p[i] for the largest x[i] (whose p
+ * is at least 1 / n, so it never underflows). */
+static float
+vocab_lse (wk_ctx * ctx, const float *x, int n)
+{
+  int64_t best = wk_argmax (x, n);
+  float p;
+
+  if (best < 0 || x[best] == -INFINITY)
+    return -INFINITY;
+  memcpy (ctx->logprobs, x, (size_t) n * sizeof (float));
+  wk_softmax (ctx->logprobs, n);
+  p = ctx->logprobs[best];
+  if (!(p > 0.0f))
+    return log_sum_exp (x, n);
+  return x[best] - logf (p);
+}
+
+/* Draws from softmax (x / temp) (Categorical(logits / temperature)). */
 static int
 sample_token (wk_ctx * ctx, const float *x, int n, float temp)
 {
-  float mx = -INFINITY;
-  double s = 0.0, r, acc = 0.0;
+  float *p = ctx->logprobs;
+  double r, acc = 0.0;
   int i, last = 0;
 
   for (i = 0; i < n; i++)
-    if (x[i] > mx)
-      mx = x[i];
-  for (i = 0; i < n; i++)
-    if (x[i] != -INFINITY)
-      s += exp ((double) (x[i] - mx) / temp);
-  r = (double) (rng_next (ctx) >> 11) * (1.0 / 9007199254740992.0) * s;
+    p[i] = x[i] / temp;
+  wk_softmax (p, n);
+  r = (double) (rng_next (ctx) >> 11) * (1.0 / 9007199254740992.0);
   for (i = 0; i < n; i++) {
-    if (x[i] == -INFINITY)
+    if (p[i] <= 0.0f)
       continue;
-    acc += exp ((double) (x[i] - mx) / temp);
+    acc += p[i];
     last = i;
     if (acc > r)
       return i;
@@ -302,7 +319,7 @@ decode_sampled (wk_ctx * ctx, const filters * f, int n0, int sot_index,
   if (st != WK_OK)
     return st;
   r->no_speech_prob = expf (ctx->logits[m->sp.nosp]
-      - log_sum_exp (ctx->logits, V));
+      - vocab_lse (ctx, ctx->logits, V));
   cur = ctx->logits + (size_t) (n_rows - 1) * V;
 
   for (i = 0; i < sample_len; i++) {
@@ -310,10 +327,12 @@ decode_sampled (wk_ctx * ctx, const filters * f, int n0, int sot_index,
     int tok;
 
     apply_filters (m, f, cur, ctx->seq, n);
-    lse = log_sum_exp (cur, V);
     tok = temp > 0.0f ? sample_token (ctx, cur, V, temp)
         : (int) wk_argmax (cur, V);
-    lp = cur[tok] - lse;
+    lse = vocab_lse (ctx, cur, V);
+    if (lse == -INFINITY)
+      tok = eot;                /* everything suppressed: end the window */
+    lp = lse == -INFINITY ? 0.0f : cur[tok] - lse;
     sum += lp;
     ctx->try_tokens[ns] = tok;
     ctx->try_probs[ns] = expf (lp);
@@ -392,7 +411,7 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
   if (st != WK_OK)
     return st;
   r->no_speech_prob = expf (ctx->logits[m->sp.nosp]
-      - log_sum_exp (ctx->logits, V));
+      - vocab_lse (ctx, ctx->logits, V));
   if (n_rows > 1)
     memmove (ctx->logits, ctx->logits + (size_t) (n_rows - 1) * V,
         (size_t) V * sizeof (float));
@@ -408,7 +427,7 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
       int k;
       memcpy (ctx->seq + n0, live + j * stride, (size_t) len * sizeof (int32_t));
       apply_filters (m, f, x, ctx->seq, n0 + len);
-      lse = log_sum_exp (x, V);
+      lse = vocab_lse (ctx, x, V);
       for (k = 0; k <= B; k++) {
         int best = (int) wk_argmax (x, V);
         if (x[best] == -INFINITY)
