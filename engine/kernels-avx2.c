@@ -17,7 +17,6 @@
 #define NR 16                   /* weight rows (outputs) per panel */
 #define NC 64                   /* outputs per packed block (4 panels) */
 #define KC 256                  /* depth per packed block (multiple of 32) */
-#define GEMM_MIN_ROWS 8         /* fewer rows of X: streamed GEMV */
 
 /* ---- vector math ---- */
 
@@ -567,15 +566,220 @@ gemv (const wk_tensor * W, const float *bias, const float *X, int64_t n,
   }
 }
 
+/* ---- integer block dot products (quantized activations, decoder) ---- */
+
+/* wk_quantize_act with the same bits. */
+static void
+quantize_act (const float *x, int64_t k, int8_t * q, float *d)
+{
+  const __m256 sign_mask = _mm256_set1_ps (-0.0f);
+  const __m256 lo = _mm256_set1_ps (-127.0f), hi = _mm256_set1_ps (127.0f);
+  int64_t b;
+
+  for (b = 0; b < k / WK_QK; b++) {
+    const float *xb = x + b * WK_QK;
+    __m256 v0 = _mm256_loadu_ps (xb), v1 = _mm256_loadu_ps (xb + 8);
+    __m256 v2 = _mm256_loadu_ps (xb + 16), v3 = _mm256_loadu_ps (xb + 24);
+    __m256 am = _mm256_max_ps (_mm256_max_ps (_mm256_andnot_ps (sign_mask,
+                v0), _mm256_andnot_ps (sign_mask, v1)),
+        _mm256_max_ps (_mm256_andnot_ps (sign_mask, v2),
+            _mm256_andnot_ps (sign_mask, v3)));
+    float amax = hmax256 (am), db, id;
+    __m256 vid;
+    __m256i i0, i1, i2, i3, p01, p23, p;
+
+    /* hmax ignores NaN lanes in the same way as the reference's loop */
+    db = amax / 127.0f;
+    id = db != 0.0f ? 1.0f / db : 0.0f;
+    vid = _mm256_set1_ps (id);
+#define QA_LANE(v) _mm256_cvtps_epi32 (_mm256_round_ps (_mm256_min_ps ( \
+        _mm256_max_ps (_mm256_mul_ps (v, vid), lo), hi), \
+        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+    i0 = QA_LANE (v0);
+    i1 = QA_LANE (v1);
+    i2 = QA_LANE (v2);
+    i3 = QA_LANE (v3);
+#undef QA_LANE
+    /* pack 4 x 8 int32 to 32 int8 in order (packs work per 128-bit lane) */
+    p01 = _mm256_packs_epi32 (i0, i1);
+    p23 = _mm256_packs_epi32 (i2, i3);
+    p = _mm256_packs_epi16 (p01, p23);
+    p = _mm256_permutevar8x32_epi32 (p, _mm256_setr_epi32 (0, 4, 1, 5, 2, 6,
+            3, 7));
+    _mm256_storeu_si256 ((__m256i *) (q + b * WK_QK), p);
+    d[b] = db;
+  }
+}
+
+/* 8 int32 partial sums of the products of 32 int8 pairs (|w| * sign(x, w)
+ * keeps maddubs within int16: at most 2 * 128 * 127). */
+static inline __m256
+dot_i8 (__m256i aw, __m256i w, __m256i x)
+{
+  __m256i p16 = _mm256_maddubs_epi16 (aw, _mm256_sign_epi8 (x, w));
+  return _mm256_cvtepi32_ps (_mm256_madd_epi16 (p16,
+          _mm256_set1_epi16 (1)));
+}
+
+/* q8_0: sum q_w q_x as |w| * sign (x, w). q4_0: the unsigned nibbles
+ * times x directly, and the offset, -8 sum q_x, spread over the 8 lanes
+ * (xs holds -sum q_x of each block). */
+#define GEMVQ_BLOCK(NX, ACC, B) \
+  do { \
+    __m256i xv_; \
+    if (type == WK_TYPE_Q8_0) { \
+      const wk_block_q8_0 *blk_ = (const wk_block_q8_0 *) wrow + (B); \
+      __m256i w_ = _mm256_loadu_si256 ((const __m256i *) blk_->qs); \
+      __m256i aw_ = _mm256_sign_epi8 (w_, w_); \
+      float dw_ = f16 (blk_->d); \
+      _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) { \
+        xv_ = _mm256_loadu_si256 ((const __m256i *) (xq[r_] + (B) * WK_QK)); \
+        ACC[r_] = _mm256_fmadd_ps (dot_i8 (aw_, w_, xv_), \
+            _mm256_set1_ps (dw_ * xd[r_][B]), ACC[r_]); \
+      } \
+    } else { \
+      const wk_block_q4_0 *blk_ = (const wk_block_q4_0 *) wrow + (B); \
+      __m128i q_ = _mm_loadu_si128 ((const __m128i *) blk_->qs); \
+      __m256i w_ = _mm256_and_si256 (_mm256_set_m128i (_mm_srli_epi16 (q_, \
+                  4), q_), _mm256_set1_epi8 (0x0f)); \
+      float dw_ = f16 (blk_->d); \
+      _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) { \
+        __m256 l_; \
+        xv_ = _mm256_loadu_si256 ((const __m256i *) (xq[r_] + (B) * WK_QK)); \
+        l_ = _mm256_cvtepi32_ps (_mm256_madd_epi16 (_mm256_maddubs_epi16 ( \
+                    w_, xv_), _mm256_set1_epi16 (1))); \
+        l_ = _mm256_add_ps (l_, _mm256_broadcast_ss (&xs[r_][B])); \
+        ACC[r_] = _mm256_fmadd_ps (l_, _mm256_set1_ps (dw_ * xd[r_][B]), \
+            ACC[r_]); \
+      } \
+    } \
+  } while (0)
+
+#define GEMVQ_BODY(NX) \
+  do { \
+    __m256 acc0[NX], acc1[NX]; \
+    int64_t b = 0, nb = k / WK_QK; \
+    int r_; \
+    _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) { \
+      acc0[r_] = _mm256_setzero_ps (); \
+      acc1[r_] = _mm256_setzero_ps (); \
+    } \
+    for (; b + 2 <= nb; b += 2) { \
+      GEMVQ_BLOCK (NX, acc0, b); \
+      GEMVQ_BLOCK (NX, acc1, b + 1); \
+    } \
+    if (b < nb) \
+      GEMVQ_BLOCK (NX, acc0, b); \
+    _Pragma ("GCC unroll 4") for (r_ = 0; r_ < NX; r_++) \
+      out[r_] = hsum256 (_mm256_add_ps (acc0[r_], acc1[r_])); \
+  } while (0)
+
+typedef int8_t act_q[WK_LINEAR_QMAX_K];
+typedef float act_d[WK_LINEAR_QMAX_K / WK_QK];
+
+static void
+gemvq_row_1 (wk_type type, const unsigned char *wrow, int64_t k,
+    const act_q * xq, const act_d * xd, const act_d * xs, float *out)
+{
+  GEMVQ_BODY (1);
+}
+
+static void
+gemvq_row_2 (wk_type type, const unsigned char *wrow, int64_t k,
+    const act_q * xq, const act_d * xd, const act_d * xs, float *out)
+{
+  GEMVQ_BODY (2);
+}
+
+static void
+gemvq_row_3 (wk_type type, const unsigned char *wrow, int64_t k,
+    const act_q * xq, const act_d * xd, const act_d * xs, float *out)
+{
+  GEMVQ_BODY (3);
+}
+
+static void
+gemvq_row_4 (wk_type type, const unsigned char *wrow, int64_t k,
+    const act_q * xq, const act_d * xd, const act_d * xs, float *out)
+{
+  GEMVQ_BODY (4);
+}
+
+static void
+gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags)
+{
+  /* 80 KiB on the stack */
+  act_q xq[4];
+  act_d xd[4], xs[4];
+  const int64_t k = W->ne[0];
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  int64_t i0, j;
+
+  for (i0 = 0; i0 < n; i0 += 4) {
+    int nx = (int) (n - i0 < 4 ? n - i0 : 4);
+    float out[4];
+    int r;
+
+    for (r = 0; r < nx; r++) {
+      quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
+      if (W->type == WK_TYPE_Q4_0) {
+        int64_t b, l;
+        for (b = 0; b < k / WK_QK; b++) {
+          int32_t sum = 0;
+          for (l = 0; l < WK_QK; l++)
+            sum += xq[r][b * WK_QK + l];
+          /* -8 sum q_x over 8 lanes */
+          xs[r][b] = (float) -sum;
+        }
+      }
+    }
+    for (j = j0; j < j1; j++) {
+      const unsigned char *wrow = data + (size_t) j * row_bytes;
+      switch (nx) {
+        case 1:
+          gemvq_row_1 (W->type, wrow, k, xq, xd, xs, out);
+          break;
+        case 2:
+          gemvq_row_2 (W->type, wrow, k, xq, xd, xs, out);
+          break;
+        case 3:
+          gemvq_row_3 (W->type, wrow, k, xq, xd, xs, out);
+          break;
+        default:
+          gemvq_row_4 (W->type, wrow, k, xq, xd, xs, out);
+          break;
+      }
+      for (r = 0; r < nx; r++) {
+        float v = out[r] + (bias ? bias[j] : 0.0f);
+        float *y = Y + (i0 + r) * ldy + j;
+        if (flags & WK_LINEAR_ADD)
+          *y += v;
+        else
+          *y = v;
+      }
+    }
+    if (flags & WK_LINEAR_GELU)
+      for (r = 0; r < nx; r++)
+        avx2_gelu (Y + (i0 + r) * ldy + j0, j1 - j0);
+  }
+}
+
 static void
 avx2_linear (const wk_tensor * W, const float *bias, const float *X,
     int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
-    unsigned flags)
+    unsigned flags, int act_q8)
 {
   gemm_src s;
   gemm_epi epi;
 
-  if (n < GEMM_MIN_ROWS) {
+  if (act_q8) {
+    gemv_q8 (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+    return;
+  }
+  if (n < WK_LINEAR_GEMM_ROWS) {
     gemv (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
     return;
   }
@@ -1014,6 +1218,7 @@ const wk_kernel_set wk_kernels_avx2 = {
   .gemm_f32 = avx2_gemm_f32,
   .attention_head = avx2_attention_head,
   .layer_norm_row = avx2_layer_norm_row,
+  .quantize_act = quantize_act,
   .gelu = avx2_gelu,
   .softmax = avx2_softmax,
   .add = avx2_add,

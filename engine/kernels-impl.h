@@ -14,10 +14,12 @@ typedef struct
   const char *name;
 
   /* wk_linear_ex for all n rows of X and the outputs (rows of W)
-   * j0 .. j1-1. */
+   * j0 .. j1-1. act_q8: the rows of X are quantized (wk_linear_act_q8 of
+   * the whole call, so that the result does not depend on how the rows
+   * were split over threads). */
   void (*linear) (const wk_tensor * W, const float *bias, const float *X,
       int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
-      unsigned flags);
+      unsigned flags, int act_q8);
 
   /* wk_gemm_f32 for rows i0 .. i1-1 and columns j0 .. j1-1 of C. */
   void (*gemm_f32) (int b_trans, int64_t i0, int64_t i1, int64_t j0,
@@ -35,6 +37,9 @@ typedef struct
   void (*layer_norm_row) (const float *x, int64_t d, const float *gamma,
       const float *beta, float eps, float *y);
 
+  /* wk_quantize_act, bit for bit */
+  void (*quantize_act) (const float *x, int64_t k, int8_t * q, float *d);
+
   void (*gelu) (float *x, int64_t n);
   void (*softmax) (float *x, int64_t n);
   void (*add) (float *y, const float *x, int64_t n);
@@ -49,6 +54,53 @@ extern const wk_kernel_set wk_kernels_avx2;
  * force one (NULL restores the run-time choice). */
 const wk_kernel_set *wk_kernels_get (void);
 void wk_kernels_set (const wk_kernel_set * set);
+
+/* Rows of X from which a product is a blocked GEMM (weight panels
+ * converted to f32); fewer rows stream the weights (GEMV). */
+#define WK_LINEAR_GEMM_ROWS 8
+/* Largest depth for which quantized activations are used. */
+#define WK_LINEAR_QMAX_K 16384
+
+/* The rule of kernels.h: q8_0 / q4_0 weights with fewer than
+ * WK_LINEAR_GEMM_ROWS rows of X take integer block dot products against
+ * activations quantized by wk_quantize_act. */
+static inline int
+wk_linear_act_q8 (const wk_tensor * W, int64_t n)
+{
+  return (W->type == WK_TYPE_Q8_0 || W->type == WK_TYPE_Q4_0)
+      && n < WK_LINEAR_GEMM_ROWS && W->ne[0] <= WK_LINEAR_QMAX_K;
+}
+
+/* Activation quantization (k a multiple of WK_QK): per block of 32,
+ * d = max |x| / 127 (f32, not rounded to f16), q = x / d rounded to
+ * nearest, ties to even (via x * (1 / d), as the SIMD variants compute
+ * it), clamped to [-127, 127]; NaN gives -127. The SIMD variants produce
+ * the same bits. */
+static inline void
+wk_quantize_act (const float *x, int64_t k, int8_t * q, float *d)
+{
+  int64_t b, l;
+
+  for (b = 0; b < k / WK_QK; b++) {
+    const float *xb = x + b * WK_QK;
+    float amax = 0.0f, db, id;
+    for (l = 0; l < WK_QK; l++) {
+      float a = xb[l] < 0 ? -xb[l] : xb[l];
+      amax = a > amax ? a : amax;
+    }
+    db = amax / 127.0f;
+    id = db != 0.0f ? 1.0f / db : 0.0f;
+    for (l = 0; l < WK_QK; l++) {
+      float v = xb[l] * id;
+      if (!(v >= -127.0f))
+        v = -127.0f;
+      if (v > 127.0f)
+        v = 127.0f;
+      q[b * WK_QK + l] = (int8_t) __builtin_rintf (v);
+    }
+    d[b] = db;
+  }
+}
 
 /* Last key query i of n_q may see (causal attention over n_kv keys). */
 static inline int64_t

@@ -34,10 +34,68 @@ ref_store (float *y, double acc, const float *bias, int64_t j,
     *y = v;
 }
 
+/* Integer block dot product of weight row w (q8_0 / q4_0) with quantized
+ * activations. */
+static double
+ref_dot_q8 (wk_type type, const unsigned char *w, const int8_t * xq,
+    const float *xd, int64_t k)
+{
+  double acc = 0.0;
+  int64_t b;
+  int l;
+
+  for (b = 0; b < k / WK_QK; b++) {
+    const int8_t *x = xq + b * WK_QK;
+    int32_t isum = 0;
+    float dw;
+    if (type == WK_TYPE_Q8_0) {
+      const wk_block_q8_0 *blk = (const wk_block_q8_0 *) w + b;
+      for (l = 0; l < WK_QK; l++)
+        isum += (int32_t) blk->qs[l] * x[l];
+      dw = wk_fp16_to_fp32 (blk->d);
+    } else {
+      const wk_block_q4_0 *blk = (const wk_block_q4_0 *) w + b;
+      for (l = 0; l < WK_QK / 2; l++) {
+        isum += ((int32_t) (blk->qs[l] & 15) - 8) * x[l];
+        isum += ((int32_t) (blk->qs[l] >> 4) - 8) * x[l + WK_QK / 2];
+      }
+      dw = wk_fp16_to_fp32 (blk->d);
+    }
+    acc += (double) dw * xd[b] * isum;
+  }
+  return acc;
+}
+
+static void
+ref_linear_q8 (const wk_tensor * W, const float *bias, const float *X,
+    int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags)
+{
+  /* 72 KiB on the stack */
+  int8_t xq[4][WK_LINEAR_QMAX_K];
+  float xd[4][WK_LINEAR_QMAX_K / WK_QK];
+  const int64_t k = W->ne[0];
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  int64_t i0, j;
+  int r;
+
+  for (i0 = 0; i0 < n; i0 += 4) {
+    int nx = (int) (n - i0 < 4 ? n - i0 : 4);
+    for (r = 0; r < nx; r++)
+      wk_quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
+    for (j = j0; j < j1; j++)
+      for (r = 0; r < nx; r++)
+        ref_store (Y + (i0 + r) * ldy + j, ref_dot_q8 (W->type,
+                data + (size_t) j * row_bytes, xq[r], xd[r], k), bias, j,
+            flags);
+  }
+}
+
 static void
 ref_linear (const wk_tensor * W, const float *bias, const float *X,
     int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
-    unsigned flags)
+    unsigned flags, int act_q8)
 {
   const int64_t k = W->ne[0];
   const size_t row_bytes = wk_type_row_bytes (W->type, k);
@@ -47,6 +105,10 @@ ref_linear (const wk_tensor * W, const float *bias, const float *X,
 
   if (row_bytes == 0)
     return;
+  if (act_q8) {
+    ref_linear_q8 (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+    return;
+  }
   for (j = j0; j < j1; j++) {
     const unsigned char *wrow = data + (size_t) j * row_bytes;
 
@@ -202,6 +264,7 @@ const wk_kernel_set wk_kernels_ref = {
   .gemm_f32 = ref_gemm_f32,
   .attention_head = ref_attention_head,
   .layer_norm_row = ref_layer_norm_row,
+  .quantize_act = wk_quantize_act,
   .gelu = ref_gelu,
   .softmax = ref_softmax,
   .add = ref_add,

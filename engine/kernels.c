@@ -10,11 +10,6 @@
 
 #include "dequant-orc.h"
 
-/* At least this many rows of X make wk_linear a matrix product (packed
- * weight panels); fewer are a streamed matrix-vector product. Must match
- * the kernels' own choice only for the split granularity. */
-#define WK_LINEAR_GEMM_ROWS 8
-
 static _Atomic (const wk_kernel_set *) wk_kernels_forced;
 static _Atomic (const wk_kernel_set *) wk_kernels_chosen;
 
@@ -89,6 +84,7 @@ typedef struct
   float *Y;
   int64_t ldy;
   unsigned flags;
+  int act_q8;
   int split_rows;               /* split X's rows rather than W's */
   int64_t unit;
 } wk_linear_job;
@@ -104,12 +100,12 @@ wk_linear_worker (void *data, int ith, int nth)
     if (b < e)
       job->ks->linear (job->W, job->bias, job->X + b * job->ldx, e - b,
           job->ldx, job->Y + b * job->ldy, job->ldy, 0, job->W->ne[1],
-          job->flags);
+          job->flags, job->act_q8);
   } else {
     wk_split (job->W->ne[1], job->unit, ith, nth, &b, &e);
     if (b < e)
       job->ks->linear (job->W, job->bias, job->X, job->n, job->ldx, job->Y,
-          job->ldy, b, e, job->flags);
+          job->ldy, b, e, job->flags, job->act_q8);
   }
 }
 
@@ -135,6 +131,7 @@ wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.Y = Y;
   job.ldy = ldy;
   job.flags = flags;
+  job.act_q8 = wk_linear_act_q8 (W, n);
   job.unit = n >= WK_LINEAR_GEMM_ROWS ? 16 : 4;
   job.split_rows = 0;
   if (m < job.unit * nth * 2 && n >= 4 * nth * WK_LINEAR_GEMM_ROWS) {

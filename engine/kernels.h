@@ -28,10 +28,18 @@ const char *wk_kernels_name (void);
 
 /* ---- Additions for the encoder and decoder (kernels helper) ----
  *
- * Results of quantized weights are defined as the exact dot product of the
- * f32 activations with the dequantized weights (d * q), the same for every
- * n and thread count; SIMD variants differ from the reference only by f32
- * rounding (tests: |err| <= 1e-5 * sum_k |x_k w_k| + 1e-6). */
+ * Results (defined by kernels-ref.c; SIMD variants differ only by f32
+ * rounding, tests: |err| <= 1e-5 * sum_k |x_k w_k| + 1e-6):
+ * - f32 / f16 weights: the dot product of X with the exact f32 weights.
+ * - q8_0 / q4_0 weights with n >= 8 rows of X (the encoder): the same,
+ *   with the exactly dequantized weights (d * q).
+ * - q8_0 / q4_0 weights with n < 8 rows (the decoder, beams), k <= 16384:
+ *   each row of X is quantized per block of 32 (f32 scale max|x|/127,
+ *   values rounded to nearest-even), as ggml does, and the blocks' integer
+ *   dot products are scaled: y = sum_b d_w,b d_x,b sum q_w q_x. This
+ *   differs from the f32-activation value by at most
+ *   sum_k |w_k| max|x in k's block| / 254.
+ * The result never depends on the thread count. */
 
 /* Flags of wk_linear_ex. */
 enum

@@ -2,11 +2,14 @@
  * SIMD kernel set against the reference over many random (ragged) shapes,
  * single- and multi-threaded; the thread pool under many short jobs.
  *
- * Quantized weights: wk_linear's result is defined with f32 activations
- * and exactly dequantized weights (no activation quantization), so every
- * kernel is held to the same tolerance as the f32 paths:
- *   |y - y_ref| <= 1e-5 * sum_k |x_k w_k| + 1e-6 (plus |y| * 1e-6 for the
- *   fused GELU's approximation). */
+ * Every kernel is held to the definition in kernels.h with the same
+ * tolerance:
+ *   |y - y_exact| <= 1e-5 * sum_k |x_k w_k| + 1e-6 (plus |y| * 1e-6 for the
+ *   fused GELU's approximation),
+ * where y_exact uses the exactly dequantized weights and, for q8_0 / q4_0
+ * with fewer than 8 rows, the quantized activations. The error of that
+ * activation quantization against f32 activations is checked against its
+ * bound, sum_k |w_k| max|x in k's block| / 254, and reported. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -98,6 +101,12 @@ gelu_exact (double x)
   return 0.5 * x * (1.0 + erf (x / sqrt (2.0)));
 }
 
+/* kernel sets to hold to the reference */
+static const wk_kernel_set *simd_sets[4];
+static int n_simd_sets;
+
+static double act_q8_worst_ratio;      /* error / bound, over all cases */
+
 /* Exact values from an independent dequantization: the definition. */
 static void
 exact_linear (const wk_tensor * W, const float *bias, const float *X,
@@ -106,29 +115,98 @@ exact_linear (const wk_tensor * W, const float *bias, const float *X,
   int64_t k = W->ne[0], m = W->ne[1], i, j, l;
   size_t rb = wk_type_row_bytes (W->type, k);
   float *w = malloc ((size_t) k * sizeof (float));
+  /* the activations the definition uses, and per element its block's
+   * max |x| */
+  double *xa = malloc ((size_t) (n * k) * sizeof (double));
+  double *bmax = malloc ((size_t) (n * k) * sizeof (double));
+  int act_q8 = wk_linear_act_q8 (W, n);
 
+  for (i = 0; i < n; i++) {
+    if (act_q8) {
+      int8_t *q = malloc ((size_t) k);
+      float *d = malloc ((size_t) (k / 32) * sizeof (float));
+      wk_quantize_act (X + i * ldx, k, q, d);
+      for (l = 0; l < k; l++)
+        xa[i * k + l] = (double) d[l / 32] * q[l];
+      for (l = 0; l < k; l++)
+        bmax[i * k + l] = d[l / 32] * 127.0;
+      free (q);
+      free (d);
+    } else {
+      for (l = 0; l < k; l++)
+        xa[i * k + l] = X[i * ldx + l];
+    }
+  }
   for (j = 0; j < m; j++) {
     wk_row_to_f32 (W->type, (const unsigned char *) W->data + j * rb, w, k);
     for (i = 0; i < n; i++) {
       double acc = bias ? bias[j] : 0.0, mag = bias ? fabs (bias[j]) : 0.0;
+      double f = 0.0, bound = 0.0;
       for (l = 0; l < k; l++) {
-        acc += (double) X[i * ldx + l] * w[l];
-        mag += fabs ((double) X[i * ldx + l] * w[l]);
+        acc += xa[i * k + l] * w[l];
+        mag += fabs (xa[i * k + l] * w[l]);
       }
       Y[i * m + j] = acc;
       L1[i * m + j] = mag;
+      if (act_q8) {
+        /* the stated bound of the activation quantization */
+        for (l = 0; l < k; l++) {
+          f += (double) X[i * ldx + l] * w[l];
+          bound += fabs (w[l]) * bmax[i * k + l] / 254.0;
+        }
+        f += bias ? bias[j] : 0.0;
+        CHECK_MSG (fabs (acc - f) <= bound * (1 + 1e-6) + 1e-9,
+            "act q8 error %g above its bound %g", fabs (acc - f), bound);
+        if (bound > 0 && fabs (acc - f) / bound > act_q8_worst_ratio)
+          act_q8_worst_ratio = fabs (acc - f) / bound;
+      }
     }
   }
   free (w);
+  free (xa);
+  free (bmax);
+}
+
+static void
+test_quantize_act_bits (void)
+{
+  float x[256];
+  int8_t q0[256], q1[256];
+  float d0[8], d1[8];
+  int c, l, s;
+
+  for (c = 0; c < 200; c++) {
+    for (l = 0; l < 256; l++)
+      x[l] = rng_f () * (float) (1 + c % 5) * (c % 7 == 0 ? 1e-30f : 1.0f);
+    if (c % 3 == 0) {
+      /* exact ties: amax 127 gives d = 1, id = 1, values k + 0.5 */
+      for (l = 0; l < 32; l++)
+        x[l] = (float) ((int) (l * 7 % 200) - 100) + 0.5f;
+      x[5] = 127.0f;
+    }
+    if (c % 11 == 0)
+      for (l = 64; l < 96; l++)
+        x[l] = 0.0f;
+    for (s = 0; s < n_simd_sets; s++) {
+      wk_quantize_act (x, 256, q0, d0);
+      simd_sets[s]->quantize_act (x, 256, q1, d1);
+      CHECK_MSG (memcmp (q0, q1, sizeof q0) == 0 && memcmp (d0, d1,
+              sizeof d0) == 0, "%s quantize_act differs (case %d)",
+          simd_sets[s]->name, c);
+    }
+  }
+  /* ties round to even */
+  x[0] = 127.0f;
+  for (l = 1; l < 32; l++)
+    x[l] = l % 2 ? 2.5f : -3.5f;
+  wk_quantize_act (x, 32, q0, d0);
+  CHECK (d0[0] == 1.0f && q0[0] == 127 && q0[1] == 2 && q0[2] == -4);
 }
 
 static const wk_type all_types[] = { WK_TYPE_F32, WK_TYPE_F16, WK_TYPE_Q8_0,
   WK_TYPE_Q4_0
 };
 
-/* kernel sets to hold to the reference */
-static const wk_kernel_set *simd_sets[4];
-static int n_simd_sets;
 
 static void
 find_simd_sets (void)
@@ -242,6 +320,8 @@ test_linear_random_shapes (void)
     printf ("# linear %s: worst error / tolerance %.3f\n",
         wk_type_name (type), worst[t]);
   }
+  printf ("# activation quantization (q8_0/q4_0, n < 8): worst error vs f32 "
+      "activations %.3f of its bound\n", act_q8_worst_ratio);
 }
 
 /* The encoder's and decoder's shapes (scaled down in n), including a
@@ -724,6 +804,7 @@ main (void)
   RUN (test_pool_many_short_jobs);
   RUN (test_pool_null_and_default);
   RUN (test_get_row);
+  RUN (test_quantize_act_bits);
   RUN (test_linear_random_shapes);
   RUN (test_linear_model_shapes);
   RUN (test_linear_is_deterministic_across_threads);
