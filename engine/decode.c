@@ -512,10 +512,12 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
     }
     if (len >= sample_len || n0 + len > T)
       break;
-    for (j = 0; j < n_live; j++) {
-      const int32_t *t = live + j * stride + len - 1;
-      st = wk_decoder_eval (ctx, slot[j], t, 1, n0 + len - 1,
-          ctx->logits + (size_t) j * V, 1);
+    {
+      int32_t last_tok[16];
+      for (j = 0; j < n_live; j++)
+        last_tok[j] = live[j * stride + len - 1];
+      st = wk_decoder_eval_beams (ctx, n_live, slot, last_tok, n0 + len - 1,
+          ctx->logits);
       if (st != WK_OK)
         return st;
     }

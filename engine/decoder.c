@@ -128,3 +128,102 @@ wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
   ctx->t_decoder += now_s () - t0;
   return WK_OK;
 }
+
+wk_status
+wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
+    const int32_t * tokens, int n_past, float *logits)
+{
+  const wk_model *m;
+  const wk_hparams *hp;
+  int64_t dt, nh, dh, A, T, V, B = n_beams;
+  size_t row_bytes;
+  float scale;
+  int i, l;
+  double t0;
+
+  if (!ctx || !slots || !tokens || n_beams < 1 || n_past < 0)
+    return WK_ERR_ARG;
+  m = ctx->model;
+  hp = &m->hp;
+  dt = hp->n_text_state;
+  nh = hp->n_text_head;
+  dh = dt / nh;
+  A = hp->n_audio_ctx;
+  T = hp->n_text_ctx;
+  V = hp->n_vocab;
+  if (n_beams > ctx->n_beams || n_past >= T)
+    return WK_ERR_ARG;
+  if (!ctx->encoded)
+    return WK_ERR_STATE;
+  for (i = 0; i < n_beams; i++)
+    if (tokens[i] < 0 || tokens[i] >= V || slots[i] < 0
+        || slots[i] >= ctx->n_beams)
+      return WK_ERR_ARG;
+  t0 = now_s ();
+  row_bytes = (size_t) dt * sizeof (float);
+
+  for (i = 0; i < n_beams; i++) {
+    float *x = ctx->d_x + (size_t) i * dt;
+    wk_tensor_get_row (m->tok_emb, tokens[i], x);
+    if (m->dec_pos->type == WK_TYPE_F32) {
+      wk_add (x, (const float *) m->dec_pos->data + (size_t) n_past * dt, dt);
+    } else {
+      wk_tensor_get_row (m->dec_pos, n_past, ctx->d_row);
+      wk_add (x, ctx->d_row, dt);
+    }
+  }
+
+  scale = 1.0f / sqrtf ((float) dh);
+  for (l = 0; l < hp->n_text_layer; l++) {
+    const wk_dec_layer *L = &m->dec[l];
+
+    /* self-attention: one row per beam, each over its own cache slot */
+    wk_layer_norm (ctx->pool, ctx->d_x, B, dt, dt, L->attn_ln_w,
+        L->attn_ln_b, WK_LN_EPS, ctx->d_xn, dt);
+    wk_linear (ctx->pool, L->attn_q, L->attn_q_b, ctx->d_xn, B, dt, ctx->d_q,
+        dt);
+    wk_linear (ctx->pool, L->attn_k, NULL, ctx->d_xn, B, dt, ctx->d_att, dt);
+    for (i = 0; i < n_beams; i++)
+      memcpy (kv_at (ctx, ctx->kv_k, slots[i], l) + (size_t) n_past * dt,
+          ctx->d_att + (size_t) i * dt, row_bytes);
+    wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->d_xn, B, dt,
+        ctx->d_att, dt);
+    for (i = 0; i < n_beams; i++)
+      memcpy (kv_at (ctx, ctx->kv_v, slots[i], l) + (size_t) n_past * dt,
+          ctx->d_att + (size_t) i * dt, row_bytes);
+    for (i = 0; i < n_beams; i++)
+      wk_attention (ctx->pool, (int) nh, dh, 1, n_past + 1,
+          ctx->d_q + (size_t) i * dt, dt, kv_at (ctx, ctx->kv_k, slots[i], l),
+          dt, kv_at (ctx, ctx->kv_v, slots[i], l), dt, scale, 1,
+          ctx->d_att + (size_t) i * dt, dt);
+    wk_linear_ex (ctx->pool, L->attn_o, L->attn_o_b, ctx->d_att, B, dt,
+        ctx->d_x, dt, WK_LINEAR_ADD);
+
+    /* cross-attention: all beams share the encoder's K/V */
+    wk_layer_norm (ctx->pool, ctx->d_x, B, dt, dt, L->cross_ln_w,
+        L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
+    wk_linear (ctx->pool, L->cross_q, L->cross_q_b, ctx->d_xn, B, dt,
+        ctx->d_q, dt);
+    wk_attention (ctx->pool, (int) nh, dh, B, A, ctx->d_q, dt,
+        ctx->cross_k + (size_t) l * A * dt, dt,
+        ctx->cross_v + (size_t) l * A * dt, dt, scale, 0, ctx->d_att, dt);
+    wk_linear_ex (ctx->pool, L->cross_o, L->cross_o_b, ctx->d_att, B, dt,
+        ctx->d_x, dt, WK_LINEAR_ADD);
+
+    wk_layer_norm (ctx->pool, ctx->d_x, B, dt, dt, L->mlp_ln_w, L->mlp_ln_b,
+        WK_LN_EPS, ctx->d_xn, dt);
+    wk_linear_ex (ctx->pool, L->mlp0, L->mlp0_b, ctx->d_xn, B, dt, ctx->d_h,
+        4 * dt, WK_LINEAR_GELU);
+    wk_linear_ex (ctx->pool, L->mlp2, L->mlp2_b, ctx->d_h, B, 4 * dt,
+        ctx->d_x, dt, WK_LINEAR_ADD);
+  }
+
+  if (logits) {
+    wk_layer_norm (ctx->pool, ctx->d_x, B, dt, dt, m->ln_w, m->ln_b,
+        WK_LN_EPS, ctx->d_xn, dt);
+    wk_linear (ctx->pool, m->tok_emb, NULL, ctx->d_xn, B, dt, logits, V);
+  }
+  ctx->n_decoder_tokens += n_beams;
+  ctx->t_decoder += now_s () - t0;
+  return WK_OK;
+}

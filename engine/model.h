@@ -170,6 +170,14 @@ const float *wk_ctx_encoder_output (const wk_ctx * ctx);
 wk_status wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens,
     int n, int n_past, float *logits, int n_logits);
 
+/* One step of several beams at once (beam search): beam i appends
+ * tokens[i] at position n_past of KV-cache slot slots[i] (0 <= slot <
+ * the ctx's n_beams); logits (if not NULL) receives [n_beams][n_vocab].
+ * The weights (and the token embedding for the logits) are read once for
+ * all beams. Same results as wk_decoder_eval per beam. */
+wk_status wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
+    const int32_t * tokens, int n_past, float *logits);
+
 /* Plain greedy decoding for parity tests: feeds prompt[0..n_prompt-1],
  * then appends argmax tokens (no logit filters, temperature 0) until
  * <|endoftext|> (which is written) or max_new tokens or the context end.

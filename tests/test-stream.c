@@ -791,6 +791,49 @@ test_tiny_f16 (void)
   tiny_model (tiny_f16_knot, "f16");
 }
 
+/* Beam search's batched step gives what one step per beam gives. */
+static void
+test_beam_batch (void)
+{
+  wk_model *m = load_ok (small_knot);
+  wk_ctx *c = NULL;
+  char err[256];
+  const int32_t prompt[3] = { 50257, 50362, 400 };
+  const int32_t next[3] = { 11, 262, 50363 };
+  const int slots[3] = { 2, 0, 1 };
+  float *mel, *batch, *single, diff = 0.0f;
+  size_t V, i;
+  int b;
+
+  if (!m)
+    return;
+  V = (size_t) m->hp.n_vocab;
+  CHECK (wk_ctx_new (m, 2, 3, &c, err, sizeof err) == WK_OK);
+  mel = calloc ((size_t) m->hp.n_mels * 2 * m->hp.n_audio_ctx, sizeof *mel);
+  batch = malloc (3 * V * sizeof *batch);
+  single = malloc (3 * V * sizeof *single);
+  wk_model_window_mel (m, jfk, jfk_n, 0, 1100, mel);
+  CHECK (wk_encode (c, mel, 2 * m->hp.n_audio_ctx) == WK_OK);
+  for (b = 0; b < 3; b++)
+    CHECK (wk_decoder_eval (c, b, prompt, 3, 0, NULL, 1) == WK_OK);
+  CHECK (wk_decoder_eval_beams (c, 3, slots, next, 3, batch) == WK_OK);
+  for (b = 0; b < 3; b++) {
+    CHECK (wk_decoder_eval (c, slots[b], prompt, 3, 0, NULL, 1) == WK_OK);
+    CHECK (wk_decoder_eval (c, slots[b], &next[b], 1, 3, single + b * V, 1)
+        == WK_OK);
+  }
+  for (i = 0; i < 3 * V; i++)
+    if (fabsf (batch[i] - single[i]) > diff)
+      diff = fabsf (batch[i] - single[i]);
+  CHECK_MSG (diff < 1e-4f, "batched beams differ by %g", diff);
+  CHECK (wk_decoder_eval_beams (c, 4, slots, next, 3, batch) == WK_ERR_ARG);
+  free (mel);
+  free (batch);
+  free (single);
+  wk_ctx_free (c);
+  wk_model_unref (m);
+}
+
 static void
 test_misc_api (void)
 {
@@ -861,6 +904,7 @@ main (void)
   RUN (test_chunking);
   RUN (test_long_audio_bounded);
   RUN (test_options);
+  RUN (test_beam_batch);
   RUN (test_multilingual);
   RUN (test_tiny_q8_0);
   RUN (test_tiny_f16);
