@@ -74,9 +74,9 @@ static int
 make_model (const char *dims, const char *type, const char *seed,
     const char *out)
 {
-  char *argv[] = { (char *) gen, "--dims", (char *) dims, "--type",
-    (char *) type, "--seed", (char *) seed, "--vocab", (char *) vocab_bin,
-    (char *) out, NULL
+  char *argv[] = { (char *) gen, (char *) "--dims", (char *) dims,
+    (char *) "--type", (char *) type, (char *) "--seed", (char *) seed,
+    (char *) "--vocab", (char *) vocab_bin, (char *) out, NULL
   };
   int rc = run (argv);
   CHECK_MSG (rc == 0, "%s failed: %s", gen, out_text);
@@ -91,11 +91,11 @@ convert (const char *type, const char *keep, const char *in, const char *out)
 
   argv[i++] = (char *) conv;
   if (type) {
-    argv[i++] = "--type";
+    argv[i++] = (char *) "--type";
     argv[i++] = (char *) type;
   }
   if (keep) {
-    argv[i++] = "--keep";
+    argv[i++] = (char *) "--keep";
     argv[i++] = (char *) keep;
   }
   argv[i++] = (char *) in;

@@ -1,0 +1,71 @@
+/* libFuzzer target: the Hugging Face readers. The first byte picks the
+ * reader: safetensors (strict or skipping other dtypes), config.json,
+ * vocab.json / tokenizer.json, or the tensor-name mapping. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "safetensors.h"
+
+int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
+
+int
+LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
+{
+  char err[256];
+  volatile uint8_t sink = 0;
+
+  if (size < 1)
+    return 0;
+  switch (data[0] % 5) {
+    case 0:
+    case 1:{
+      wk_safetensors *st = NULL;
+      if (wk_safetensors_open_memory (data + 1, size - 1, data[0] % 5 == 1,
+              &st, err, sizeof err) == WK_OK) {
+        for (int64_t i = 0; i < st->n_tensors; i++) {
+          const wk_st_tensor *t = &st->tensors[i];
+          const uint8_t *p = t->data;
+          float f[8];
+          char name[200];
+          size_t n = t->nbytes / (t->dtype == WK_ST_F32 ? 4 : 2);
+          sink ^= p[0] ^ p[t->nbytes - 1];
+          wk_st_to_f32 (t->dtype, p, f, n < 8 ? n : 8);
+          if (wk_safetensors_find (st, t->name) == NULL)
+            abort ();
+          wk_hf_name_to_openai (t->name, name, sizeof name);
+        }
+        wk_safetensors_free (st);
+      }
+      break;
+    }
+    case 2:{
+      wk_hf_config cfg;
+      wk_hf_config_parse ((const char *) data + 1, size - 1, &cfg, err,
+          sizeof err);
+      break;
+    }
+    case 3:{
+      wk_hf_vocab v;
+      if (wk_hf_vocab_parse ((const char *) data + 1, size - 1, 4096, &v,
+              err, sizeof err) == WK_OK) {
+        for (int32_t i = 0; i < v.n; i++)
+          if (v.lens[i])
+            sink ^= (uint8_t) v.tokens[i][v.lens[i] - 1];
+        wk_hf_vocab_clear (&v);
+      }
+      break;
+    }
+    default:{
+      char *s = malloc (size);
+      char out[64];
+      memcpy (s, data + 1, size - 1);
+      s[size - 1] = '\0';
+      wk_hf_name_to_openai (s, out, sizeof out);
+      free (s);
+      break;
+    }
+  }
+  (void) sink;
+  return 0;
+}
