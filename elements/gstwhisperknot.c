@@ -29,6 +29,10 @@
  * buffer carries DISCONT. EOS transcribes everything, then is passed on. A
  * flush drops queued audio and pending text.
  *
+ * Properties are read when the element goes from READY to PAUSED (the model
+ * loads then, the recognizer starts with the first audio); changes made in
+ * PAUSED or PLAYING take effect the next time.
+ *
  * The #GstWhisperKnot:latency property sets the recognizer's policy: 0
  * transcribes in Whisper's 30 second windows (the most accurate, for files;
  * text arrives up to 30 s after the speech, and the LATENCY query says so).
@@ -92,8 +96,10 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define FILL_MAX (2 * GST_SECOND)
 #define REBASE_MAX (500 * GST_MSECOND)
 /* Whisper's window: in offline mode no text can still come for audio more
- * than this far behind what was fed. */
+ * than this far behind what was fed (the engine runs a window once its
+ * last frame is complete, plus a second of margin). */
 #define WINDOW_SAMPLES (30 * WK_SAMPLE_RATE)
+#define HORIZON_SAMPLES (WINDOW_SAMPLES + WK_SAMPLE_RATE)
 /* GAP events for a stretch without text are sent in steps at least this
  * long while audio flows (at a drain they cover everything). */
 #define MIN_GAP (GST_SECOND / 2)
@@ -980,9 +986,9 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
     return gst_whisperknot_push_gap (self,
         self->base + samples_to_time (self->fed), 0);
   /* TODO(live policy): ask the engine how far it has committed text */
-  if (self->fed > WINDOW_SAMPLES)
+  if (self->fed > HORIZON_SAMPLES)
     return gst_whisperknot_push_gap (self,
-        self->base + samples_to_time (self->fed - WINDOW_SAMPLES), MIN_GAP);
+        self->base + samples_to_time (self->fed - HORIZON_SAMPLES), MIN_GAP);
   return GST_FLOW_OK;
 }
 
