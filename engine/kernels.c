@@ -72,6 +72,25 @@ wk_split (int64_t total, int64_t unit, int ith, int nth, int64_t * b,
   *e = ue * unit < total ? ue * unit : total;
 }
 
+/* Tasks per thread: threads claim tasks one at a time, so several per
+ * thread balance the load when a thread is slow (a shared machine). */
+#define WK_TASKS_PER_THREAD 4
+/* Products with few rows of X smaller than this (multiply-adds) run on the
+ * caller alone: waking a worker costs microseconds, more on a busy
+ * machine, and the decoder's 384 x 384 products take about 5 us. */
+#define WK_GEMV_PARALLEL_MACS (1 << 20)
+/* Other work below this runs on the caller alone. */
+#define WK_PARALLEL_MACS (1 << 16)
+
+static int
+wk_n_tasks (wk_pool * pool, int64_t units)
+{
+  int64_t t = (int64_t) wk_pool_size (pool) * WK_TASKS_PER_THREAD;
+  if (t > units)
+    t = units;
+  return t < 1 ? 1 : (int) t;
+}
+
 /* ---- wk_linear ---- */
 
 typedef struct
@@ -139,10 +158,12 @@ wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
     job.unit = WK_LINEAR_GEMM_ROWS;
   }
   /* small products are not worth waking the workers */
-  if (nth == 1 || n * m * W->ne[0] < 32768)
+  if (nth == 1 || n * m * W->ne[0] < (n < WK_LINEAR_GEMM_ROWS ?
+          WK_GEMV_PARALLEL_MACS : WK_PARALLEL_MACS))
     wk_linear_worker (&job, 0, 1);
   else
-    wk_pool_run (pool, wk_linear_worker, &job);
+    wk_pool_run_tasks (pool, wk_linear_worker, &job, wk_n_tasks (pool,
+            ((job.split_rows ? n : m) + job.unit - 1) / job.unit));
 }
 
 void
@@ -233,10 +254,11 @@ wk_gemm_f32 (wk_pool * pool, int b_trans, int64_t n, int64_t m, int64_t k,
   if (n <= 0 || m <= 0)
     return;
   job.split_rows = n >= 8 * nth;
-  if (nth == 1 || n * m * (k > 0 ? k : 1) < 32768)
+  if (nth == 1 || n * m * (k > 0 ? k : 1) < WK_PARALLEL_MACS)
     wk_gemm_worker (&job, 0, 1);
   else
-    wk_pool_run (pool, wk_gemm_worker, &job);
+    wk_pool_run_tasks (pool, wk_gemm_worker, &job, wk_n_tasks (pool,
+            job.split_rows ? (n + 7) / 8 : (m + 15) / 16));
 }
 
 /* ---- attention ---- */
@@ -291,10 +313,11 @@ wk_attention (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
 
   if (n_head <= 0 || d_head <= 0 || d_head > 256 || n_q <= 0 || n_kv <= 0)
     return;
-  if (nth == 1 || n_head * n_q * n_kv * d_head < 16384)
+  if (nth == 1 || n_head * n_q * n_kv * d_head < WK_PARALLEL_MACS)
     wk_attention_worker (&job, 0, 1);
   else
-    wk_pool_run (pool, wk_attention_worker, &job);
+    wk_pool_run_tasks (pool, wk_attention_worker, &job, wk_n_tasks (pool,
+            n_head * job.n_qblocks));
 }
 
 /* ---- element-wise ---- */
@@ -336,7 +359,7 @@ wk_layer_norm (wk_pool * pool, const float *X, int64_t n, int64_t d,
   if (wk_pool_size (pool) == 1 || n * d < 65536)
     wk_norm_worker (&job, 0, 1);
   else
-    wk_pool_run (pool, wk_norm_worker, &job);
+    wk_pool_run_tasks (pool, wk_norm_worker, &job, wk_n_tasks (pool, n));
 }
 
 void
@@ -442,7 +465,8 @@ wk_conv1d_k3 (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.stride = stride;
   job.n_out = (n_in - 1) / stride + 1;
   job.work = work;
-  wk_pool_run (pool, wk_im2col_worker, &job);
+  wk_pool_run_tasks (pool, wk_im2col_worker, &job, wk_n_tasks (pool,
+          (job.n_out + 15) / 16));
 
   /* the weight viewed as a matrix {3 * c_in, c_out} */
   W2 = *W;

@@ -1,11 +1,13 @@
 /* A fixed thread pool for the kernels.
  *
- * A job is published by bumping a generation counter under the pool's
- * mutex; workers run it and count down `pending`. Between jobs a worker
- * spins for a bounded few microseconds (the decoder issues hundreds of
- * small jobs per token, with gaps of microseconds between them) and then
- * sleeps on a condition variable, so an idle pool costs no CPU. The
- * caller waits for the stragglers the same way. */
+ * A job is a number of tasks that threads claim one at a time from an
+ * atomic counter; the caller starts with task 0 and keeps claiming, so a
+ * worker that wakes late (the machine is shared, the decoder's jobs last
+ * microseconds) costs nothing: once every task is claimed the caller
+ * closes the job, workers that have not joined by then stay out of it, and
+ * the caller waits only for those running a task. Idle workers spin for a
+ * few microseconds (WK_POOL_SPIN_US, default 5) and then sleep on a
+ * condition variable, so an idle pool costs no CPU. */
 #include "pool.h"
 
 #include <pthread.h>
@@ -23,8 +25,7 @@
 #endif
 
 #define WK_POOL_MAX_THREADS 64
-/* Default bound on spinning before sleeping, in microseconds. */
-#define WK_POOL_DEFAULT_SPIN_US 30
+#define WK_POOL_DEFAULT_SPIN_US 5
 
 typedef struct
 {
@@ -36,21 +37,26 @@ typedef struct
 struct wk_pool
 {
   int n_threads;
-  wk_worker *workers;           /* [n_threads - 1], ith = 1.. */
+  wk_worker *workers;           /* [n_threads - 1] */
   int n_started;
+  int spin_us;
 
   pthread_mutex_t lock;
   pthread_cond_t start_cond;
   pthread_cond_t done_cond;
+  atomic_int n_sleeping;        /* workers sleeping or about to */
+  int caller_sleeping;          /* lock */
+  int quit;                     /* lock */
 
-  /* The current job; written by the caller before gen is bumped. */
+  /* The job: written by the caller before state announces it. */
   wk_pool_fn fn;
   void *ctx;
-  atomic_uint gen;
-  atomic_int pending;
-  int quit;                     /* under lock */
-  int caller_sleeping;          /* under lock */
-  int spin_us;
+  int n_tasks;
+  atomic_int next_task;
+  /* generation << 1 | closed: one word, so that a worker that read an
+   * open job of its generation knows fn/ctx are that job's */
+  atomic_uint state;
+  atomic_int active;            /* workers inside the current job */
 };
 
 static uint64_t
@@ -61,19 +67,41 @@ wk_pool_now_ns (void)
   return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-/* Spins until *gen differs from old or spin_us pass; returns 1 if it did
- * change. The clock is read only every 64 rounds. */
+/* Spins while *word == old, for at most spin_us; returns the last value
+ * read. The clock is read only every 64 rounds. */
+static unsigned
+wk_pool_spin_while (atomic_uint * word, unsigned old, int spin_us)
+{
+  uint64_t deadline = 0;
+  unsigned v;
+  int i;
+
+  for (i = 0;; i++) {
+    v = atomic_load_explicit (word, memory_order_acquire);
+    if (v != old || spin_us <= 0)
+      return v;
+    if ((i & 63) == 0) {
+      uint64_t now = wk_pool_now_ns ();
+      if (deadline == 0)
+        deadline = now + (uint64_t) spin_us * 1000u;
+      else if (now >= deadline)
+        return v;
+    }
+    WK_CPU_RELAX ();
+  }
+}
+
 static int
-wk_pool_spin_gen (atomic_uint * gen, unsigned old, int spin_us)
+wk_pool_spin_idle (atomic_int * active, int spin_us)
 {
   uint64_t deadline = 0;
   int i;
 
-  if (spin_us <= 0)
-    return atomic_load_explicit (gen, memory_order_acquire) != old;
   for (i = 0;; i++) {
-    if (atomic_load_explicit (gen, memory_order_acquire) != old)
+    if (atomic_load_explicit (active, memory_order_acquire) == 0)
       return 1;
+    if (spin_us <= 0)
+      return 0;
     if ((i & 63) == 0) {
       uint64_t now = wk_pool_now_ns ();
       if (deadline == 0)
@@ -85,25 +113,24 @@ wk_pool_spin_gen (atomic_uint * gen, unsigned old, int spin_us)
   }
 }
 
-static int
-wk_pool_spin_done (atomic_int * pending, int spin_us)
+/* Claims and runs tasks until none is left. */
+static void
+wk_pool_work (wk_pool * pool, wk_pool_fn fn, void *ctx, int n_tasks)
 {
-  uint64_t deadline = 0;
-  int i;
+  int t;
+  while ((t = atomic_fetch_add_explicit (&pool->next_task, 1,
+              memory_order_relaxed)) < n_tasks)
+    fn (ctx, t, n_tasks);
+}
 
-  if (spin_us <= 0)
-    return atomic_load_explicit (pending, memory_order_acquire) == 0;
-  for (i = 0;; i++) {
-    if (atomic_load_explicit (pending, memory_order_acquire) == 0)
-      return 1;
-    if ((i & 63) == 0) {
-      uint64_t now = wk_pool_now_ns ();
-      if (deadline == 0)
-        deadline = now + (uint64_t) spin_us * 1000u;
-      else if (now >= deadline)
-        return 0;
-    }
-    WK_CPU_RELAX ();
+static void
+wk_pool_leave (wk_pool * pool)
+{
+  if (atomic_fetch_sub_explicit (&pool->active, 1, memory_order_acq_rel) == 1) {
+    pthread_mutex_lock (&pool->lock);
+    if (pool->caller_sleeping)
+      pthread_cond_signal (&pool->done_cond);
+    pthread_mutex_unlock (&pool->lock);
   }
 }
 
@@ -112,36 +139,33 @@ wk_pool_worker_main (void *data)
 {
   wk_worker *w = data;
   wk_pool *pool = w->pool;
-  unsigned seen = 0;
+  unsigned seen = atomic_load_explicit (&pool->state, memory_order_acquire);
 
   for (;;) {
-    unsigned gen;
+    unsigned s = wk_pool_spin_while (&pool->state, seen, pool->spin_us);
 
-    if (!wk_pool_spin_gen (&pool->gen, seen, pool->spin_us)) {
+    if (s == seen) {
       pthread_mutex_lock (&pool->lock);
-      while (!pool->quit
-          && atomic_load_explicit (&pool->gen, memory_order_acquire) == seen)
+      atomic_fetch_add_explicit (&pool->n_sleeping, 1, memory_order_seq_cst);
+      while (!pool->quit && (s = atomic_load_explicit (&pool->state,
+                  memory_order_acquire)) == seen)
         pthread_cond_wait (&pool->start_cond, &pool->lock);
+      atomic_fetch_sub_explicit (&pool->n_sleeping, 1, memory_order_relaxed);
+      if (pool->quit) {
+        pthread_mutex_unlock (&pool->lock);
+        break;
+      }
       pthread_mutex_unlock (&pool->lock);
     }
-    gen = atomic_load_explicit (&pool->gen, memory_order_acquire);
-    if (gen == seen) {
-      /* woken without a job: only quit does that */
-      break;
-    }
-    seen = gen;
-    if (pool->fn == NULL)       /* the quit job */
-      break;
+    seen = s;
+    if (s & 1u)                 /* closed before we got here */
+      continue;
 
-    pool->fn (pool->ctx, w->ith, pool->n_threads);
-
-    if (atomic_fetch_sub_explicit (&pool->pending, 1,
-            memory_order_acq_rel) == 1) {
-      pthread_mutex_lock (&pool->lock);
-      if (pool->caller_sleeping)
-        pthread_cond_signal (&pool->done_cond);
-      pthread_mutex_unlock (&pool->lock);
-    }
+    /* join, then make sure the job is still the open one we saw */
+    atomic_fetch_add_explicit (&pool->active, 1, memory_order_seq_cst);
+    if (atomic_load_explicit (&pool->state, memory_order_seq_cst) == s)
+      wk_pool_work (pool, pool->fn, pool->ctx, pool->n_tasks);
+    wk_pool_leave (pool);
   }
   return NULL;
 }
@@ -155,33 +179,6 @@ wk_pool_default_threads (void)
   if (n > 8)
     n = 8;
   return (int) n;
-}
-
-/* Publishes fn/ctx as a new job to all workers. */
-static void
-wk_pool_publish (wk_pool * pool, wk_pool_fn fn, void *ctx)
-{
-  pool->fn = fn;
-  pool->ctx = ctx;
-  atomic_store_explicit (&pool->pending, pool->n_started,
-      memory_order_relaxed);
-  pthread_mutex_lock (&pool->lock);
-  atomic_fetch_add_explicit (&pool->gen, 1, memory_order_release);
-  pthread_cond_broadcast (&pool->start_cond);
-  pthread_mutex_unlock (&pool->lock);
-}
-
-static void
-wk_pool_wait (wk_pool * pool)
-{
-  if (wk_pool_spin_done (&pool->pending, pool->spin_us))
-    return;
-  pthread_mutex_lock (&pool->lock);
-  pool->caller_sleeping = 1;
-  while (atomic_load_explicit (&pool->pending, memory_order_acquire) != 0)
-    pthread_cond_wait (&pool->done_cond, &pool->lock);
-  pool->caller_sleeping = 0;
-  pthread_mutex_unlock (&pool->lock);
 }
 
 wk_pool *
@@ -206,8 +203,10 @@ wk_pool_new (int n_threads)
     long v = strtol (env, NULL, 10);
     pool->spin_us = v < 0 ? 0 : v > 10000 ? 10000 : (int) v;
   }
-  atomic_init (&pool->gen, 0);
-  atomic_init (&pool->pending, 0);
+  atomic_init (&pool->next_task, 0);
+  atomic_init (&pool->state, 1u);       /* generation 0, closed */
+  atomic_init (&pool->active, 0);
+  atomic_init (&pool->n_sleeping, 0);
   if (pthread_mutex_init (&pool->lock, NULL) != 0) {
     free (pool);
     return NULL;
@@ -242,16 +241,14 @@ wk_pool_free (wk_pool * pool)
 
   if (!pool)
     return;
-  if (pool->n_started > 0) {
-    pool->fn = NULL;
-    pthread_mutex_lock (&pool->lock);
-    pool->quit = 1;
-    atomic_fetch_add_explicit (&pool->gen, 1, memory_order_release);
-    pthread_cond_broadcast (&pool->start_cond);
-    pthread_mutex_unlock (&pool->lock);
-    for (i = 0; i < pool->n_started; i++)
-      pthread_join (pool->workers[i].thread, NULL);
-  }
+  pthread_mutex_lock (&pool->lock);
+  pool->quit = 1;
+  /* a new (closed) generation gets spinning workers to the lock */
+  atomic_fetch_add_explicit (&pool->state, 2u, memory_order_release);
+  pthread_cond_broadcast (&pool->start_cond);
+  pthread_mutex_unlock (&pool->lock);
+  for (i = 0; i < pool->n_started; i++)
+    pthread_join (pool->workers[i].thread, NULL);
   pthread_cond_destroy (&pool->start_cond);
   pthread_cond_destroy (&pool->done_cond);
   pthread_mutex_destroy (&pool->lock);
@@ -266,13 +263,53 @@ wk_pool_size (const wk_pool * pool)
 }
 
 void
-wk_pool_run (wk_pool * pool, wk_pool_fn fn, void *ctx)
+wk_pool_run_tasks (wk_pool * pool, wk_pool_fn fn, void *ctx, int n_tasks)
 {
-  if (!pool || pool->n_threads <= 1 || pool->n_started == 0) {
-    fn (ctx, 0, 1);
+  unsigned s;
+  int t;
+
+  if (n_tasks <= 0)
+    return;
+  if (!pool || pool->n_started == 0 || n_tasks == 1) {
+    for (t = 0; t < n_tasks; t++)
+      fn (ctx, t, n_tasks);
     return;
   }
-  wk_pool_publish (pool, fn, ctx);
-  fn (ctx, 0, pool->n_threads);
-  wk_pool_wait (pool);
+
+  /* publish: task 0 is the caller's */
+  pool->fn = fn;
+  pool->ctx = ctx;
+  pool->n_tasks = n_tasks;
+  atomic_store_explicit (&pool->next_task, 1, memory_order_relaxed);
+  s = (atomic_load_explicit (&pool->state, memory_order_relaxed) | 1u) + 1u;
+  atomic_store_explicit (&pool->state, s, memory_order_seq_cst);
+  /* a worker counts itself sleeping before it checks state (both seq_cst),
+   * so either it sees the new job or we see it and wake it */
+  if (atomic_load_explicit (&pool->n_sleeping, memory_order_seq_cst) > 0) {
+    pthread_mutex_lock (&pool->lock);
+    pthread_cond_broadcast (&pool->start_cond);
+    pthread_mutex_unlock (&pool->lock);
+  }
+
+  fn (ctx, 0, n_tasks);
+  wk_pool_work (pool, fn, ctx, n_tasks);
+
+  /* every task is claimed: close, then wait for the workers inside */
+  atomic_store_explicit (&pool->state, s | 1u, memory_order_seq_cst);
+  /* they are computing: worth a few more microseconds of spinning than
+   * an idle worker */
+  if (wk_pool_spin_idle (&pool->active, 4 * pool->spin_us))
+    return;
+  pthread_mutex_lock (&pool->lock);
+  pool->caller_sleeping = 1;
+  while (atomic_load_explicit (&pool->active, memory_order_acquire) != 0)
+    pthread_cond_wait (&pool->done_cond, &pool->lock);
+  pool->caller_sleeping = 0;
+  pthread_mutex_unlock (&pool->lock);
+}
+
+void
+wk_pool_run (wk_pool * pool, wk_pool_fn fn, void *ctx)
+{
+  wk_pool_run_tasks (pool, fn, ctx, wk_pool_size (pool));
 }

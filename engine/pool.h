@@ -16,7 +16,17 @@ wk_pool *wk_pool_new (int n_threads);
 void wk_pool_free (wk_pool * pool);
 int wk_pool_size (const wk_pool * pool);
 /* Runs fn on every thread and returns when all are done. pool may be NULL
- * (runs fn (ctx, 0, 1) on the caller). */
+ * (runs fn (ctx, 0, 1) on the caller). Implemented as
+ * wk_pool_run_tasks (pool, fn, ctx, wk_pool_size (pool)): each ith runs
+ * exactly once, the caller runs ith = 0, but a thread may run several
+ * (never two at once), so per-ith scratch stays safe. */
 void wk_pool_run (wk_pool * pool, wk_pool_fn fn, void *ctx);
+
+/* Runs fn (ctx, t, n_tasks) for every t in 0 .. n_tasks-1 and returns when
+ * all are done. Threads claim tasks one at a time (the caller first takes
+ * t = 0), so a worker that is slow to wake on a busy machine never delays
+ * the call: the others take its share. Added by the kernels helper. */
+void wk_pool_run_tasks (wk_pool * pool, wk_pool_fn fn, void *ctx,
+    int n_tasks);
 
 #endif
