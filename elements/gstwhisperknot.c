@@ -151,6 +151,7 @@ typedef struct
   GstEvent *event;              /* MARKER_EVENT */
   GstClockTime base;            /* MARKER_RESET: time of the next sample */
   GstClockTimeDiff delta;       /* MARKER_REBASE: change of the base */
+  gboolean drain;               /* MARKER_EVENT: transcribe what came before */
 } Marker;
 
 #define gst_whisperknot_parent_class parent_class
@@ -286,7 +287,7 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->flushing = TRUE;
   self->srcresult = GST_FLOW_FLUSHING;
   self->format = GST_AUDIO_FORMAT_F32LE;
-  self->segment_start = 0;
+  gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
   self->in_base = GST_CLOCK_TIME_NONE;
   self->base = GST_CLOCK_TIME_NONE;
   self->out_pos = GST_CLOCK_TIME_NONE;
@@ -635,7 +636,8 @@ gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts,
     expected = self->in_base + gst_util_uint64_scale_int (self->in_samples,
         GST_SECOND, WK_SAMPLE_RATE);
   if (!GST_CLOCK_TIME_IS_VALID (ts))
-    ts = GST_CLOCK_TIME_IS_VALID (expected) ? expected : self->segment_start;
+    ts = GST_CLOCK_TIME_IS_VALID (expected) ? expected :
+        self->segment.format == GST_FORMAT_TIME ? self->segment.start : 0;
   if (GST_CLOCK_TIME_IS_VALID (expected))
     drift = GST_CLOCK_DIFF (expected, ts);
 
@@ -748,16 +750,22 @@ gst_whisperknot_set_caps (GstWhisperKnot * self, GstCaps * caps)
   return TRUE;
 }
 
-/* Streaming thread: queues a serialized event for the worker. */
+/* Streaming thread: queues a serialized event for the worker, which first
+ * transcribes everything before it when drain is set. */
 static gboolean
-gst_whisperknot_queue_event (GstWhisperKnot * self, GstEvent * event)
+gst_whisperknot_queue_event (GstWhisperKnot * self, GstEvent * event,
+    gboolean drain)
 {
   gboolean ok;
+  Marker *marker;
 
   g_mutex_lock (&self->lock);
   ok = !self->flushing;
-  if (ok)
-    gst_whisperknot_push_marker (self, MARKER_EVENT)->event = event;
+  if (ok) {
+    marker = gst_whisperknot_push_marker (self, MARKER_EVENT);
+    marker->event = event;
+    marker->drain = drain;
+  }
   g_mutex_unlock (&self->lock);
   if (!ok)
     gst_event_unref (event);
@@ -823,7 +831,8 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
         return FALSE;
       }
       caps = gst_static_pad_template_get_caps (&src_template);
-      return gst_whisperknot_queue_event (self, gst_event_new_caps (caps));
+      return gst_whisperknot_queue_event (self, gst_event_new_caps (caps),
+          FALSE);
     }
     case GST_EVENT_SEGMENT:
     {
@@ -837,8 +846,17 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
         gst_event_unref (event);
         return FALSE;
       }
-      self->segment_start = segment->start;
-      return gst_whisperknot_queue_event (self, event);
+      /* A new segment (another file after concat, a seek) changes what
+       * timestamps mean: the text before it goes out in the old segment,
+       * and the recognizer starts anew. A repeated one changes nothing. */
+      if (self->segment.format == GST_FORMAT_TIME &&
+          !gst_segment_is_equal (&self->segment, segment)) {
+        self->in_base = GST_CLOCK_TIME_NONE;
+        gst_segment_copy_into (segment, &self->segment);
+        return gst_whisperknot_queue_event (self, event, TRUE);
+      }
+      gst_segment_copy_into (segment, &self->segment);
+      return gst_whisperknot_queue_event (self, event, FALSE);
     }
     case GST_EVENT_GAP:
     {
@@ -860,14 +878,14 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
       /* the worker transcribes what came before, then passes it on; the
        * next audio starts anew */
       self->in_base = GST_CLOCK_TIME_NONE;
-      return gst_whisperknot_queue_event (self, event);
+      return gst_whisperknot_queue_event (self, event, TRUE);
     }
     case GST_EVENT_EOS:
       self->in_base = GST_CLOCK_TIME_NONE;
-      return gst_whisperknot_queue_event (self, event);
+      return gst_whisperknot_queue_event (self, event, TRUE);
     default:
       if (GST_EVENT_IS_SERIALIZED (event))
-        return gst_whisperknot_queue_event (self, event);
+        return gst_whisperknot_queue_event (self, event, FALSE);
       return gst_pad_event_default (pad, parent, event);
   }
 }
@@ -1042,24 +1060,19 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
     return GST_FLOW_OK;
   }
 
-  switch (GST_EVENT_TYPE (marker->event)) {
-    case GST_EVENT_EOS:
-    case GST_EVENT_GAP:
-      ret = gst_whisperknot_drain (self);
-      if (ret != GST_FLOW_OK)
-        return ret;
-      if (GST_EVENT_TYPE (marker->event) == GST_EVENT_GAP) {
-        GstClockTime ts, dur;
+  if (marker->drain) {
+    ret = gst_whisperknot_drain (self);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  if (GST_EVENT_TYPE (marker->event) == GST_EVENT_GAP) {
+    GstClockTime ts, dur;
 
-        gst_event_parse_gap (marker->event, &ts, &dur);
-        if (GST_CLOCK_TIME_IS_VALID (ts) && GST_CLOCK_TIME_IS_VALID (dur) &&
-            (!GST_CLOCK_TIME_IS_VALID (self->out_pos) ||
-                self->out_pos < ts + dur))
-          self->out_pos = ts + dur;
-      }
-      break;
-    default:
-      break;
+    gst_event_parse_gap (marker->event, &ts, &dur);
+    if (GST_CLOCK_TIME_IS_VALID (ts) && GST_CLOCK_TIME_IS_VALID (dur) &&
+        (!GST_CLOCK_TIME_IS_VALID (self->out_pos) ||
+            self->out_pos < ts + dur))
+      self->out_pos = ts + dur;
   }
 
   gst_pad_push_event (self->srcpad, marker->event);
@@ -1249,7 +1262,7 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->discont = TRUE;
       self->negotiated = FALSE;
       self->format = GST_AUDIO_FORMAT_F32LE;
-      self->segment_start = 0;
+      gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
       self->in_base = GST_CLOCK_TIME_NONE;
       if (!gst_whisperknot_start_load (self))
         return GST_STATE_CHANGE_FAILURE;

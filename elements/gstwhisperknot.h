@@ -72,7 +72,7 @@ struct _GstWhisperKnot
   /* streaming thread only */
   gboolean negotiated;
   GstAudioFormat format;        /* F32LE or S16LE */
-  GstClockTime segment_start;   /* for a first buffer without timestamp */
+  GstSegment segment;           /* the input's, FORMAT_UNDEFINED: none */
   GstClockTime in_base;         /* input time of in_samples = 0, or NONE */
   guint64 in_samples;           /* samples queued since in_base */
 

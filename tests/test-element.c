@@ -687,6 +687,41 @@ GST_START_TEST (test_short_hole_filled)
 
 GST_END_TEST;
 
+/* A new segment (as concat sends for the next file, timestamps from 0
+ * again): the text of the first part comes out before the new segment
+ * event, the second part's after it. */
+GST_START_TEST (test_new_segment_drains)
+{
+  GstHarness *h = setup ();
+  guint64 pos = 0;
+  guint eos, seg2, i, n_segments = 0;
+  GstSegment segment;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 3.0, &pos, TRUE),
+      GST_FLOW_OK);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  segment.base = 3 * GST_SECOND;
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 2.0, &pos, TRUE),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+
+  for (i = 0, seg2 = 0; i < eos; i++) {
+    if (!rec_item (i)->is_buffer && rec_item (i)->type == GST_EVENT_SEGMENT) {
+      n_segments++;
+      seg2 = i;
+    }
+  }
+  fail_unless_equals_int (n_segments, 2);
+  check_coverage (0, seg2, 0, 3 * GST_SECOND);
+  check_coverage (seg2, eos, 0, 2 * GST_SECOND);
+  teardown (h);
+}
+
+GST_END_TEST;
+
 /* Timestamps 200 ms ahead without DISCONT (jitter, a clock running fast):
  * no restart, the text after it moves with the timestamps. */
 GST_START_TEST (test_jitter_moves_text)
@@ -1023,6 +1058,7 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_timestamp_jump_restarts);
   tcase_add_test (tc, test_short_hole_filled);
   tcase_add_test (tc, test_jitter_moves_text);
+  tcase_add_test (tc, test_new_segment_drains);
   tcase_add_test (tc, test_gaps_while_streaming);
   tcase_add_test (tc, test_latency_query);
   tcase_add_test (tc, test_missing_model_posts_error);
