@@ -75,6 +75,9 @@ typedef struct
   size_t err_size;
 } cursor;
 
+static void set_err (char *err, size_t err_size, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
 static void
 set_err (char *err, size_t err_size, const char *fmt, ...)
 {

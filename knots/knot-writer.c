@@ -38,6 +38,9 @@ struct wk_knot_writer
   bool failed;                  /* an allocation failed while adding */
 };
 
+static void set_err (char *err, size_t err_size, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
 static void
 set_err (char *err, size_t err_size, const char *fmt, ...)
 {

@@ -121,6 +121,9 @@ typedef struct
   int depth;
 } jparser;
 
+static void st_set_err (char *err, size_t err_size, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
 static void
 st_set_err (char *err, size_t err_size, const char *fmt, ...)
 {
