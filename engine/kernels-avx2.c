@@ -1067,29 +1067,35 @@ attention_one (int64_t d_head, const float *q, int64_t last, const float *K,
     }
     sum = sum * r + hsum256 (vs);
     mx = m_new;
-    /* acc = r acc + sum_t p_t V[t] */
-    for (l = 0; l < d_head; l += 8) {
+    /* acc = r acc + sum_t p_t V[t], 64 dimensions at a time in registers
+     * (Whisper's heads are 64 wide) */
+    for (l = 0; l + 64 <= d_head; l += 64) {
+      __m256 a[8], vr = _mm256_set1_ps (r);
+      const float *vp = V + t0 * ldv + l;
+      int u;
+#pragma GCC unroll 8
+      for (u = 0; u < 8; u++)
+        a[u] = _mm256_mul_ps (_mm256_load_ps (acc + l + 8 * u), vr);
+      for (t = 0; t < kn; t++) {
+        __m256 p = _mm256_broadcast_ss (s + t);
+#pragma GCC unroll 8
+        for (u = 0; u < 8; u++)
+          a[u] = _mm256_fmadd_ps (p, _mm256_loadu_ps (vp + t * ldv + 8 * u),
+              a[u]);
+      }
+#pragma GCC unroll 8
+      for (u = 0; u < 8; u++)
+        _mm256_store_ps (acc + l + 8 * u, a[u]);
+    }
+    for (; l < d_head; l += 8) {
       int nl = (int) (d_head - l < 8 ? d_head - l : 8);
       __m256i mk = lane_mask (nl);
       __m256 a0 = _mm256_mul_ps (_mm256_load_ps (acc + l), _mm256_set1_ps (r));
-      __m256 a1 = _mm256_setzero_ps ();
-      const float *vr = V + t0 * ldv + l;
-      if (nl == 8) {
-        for (t = 0; t + 2 <= kn; t += 2) {
-          a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[t]),
-              _mm256_loadu_ps (vr + t * ldv), a0);
-          a1 = _mm256_fmadd_ps (_mm256_set1_ps (s[t + 1]),
-              _mm256_loadu_ps (vr + (t + 1) * ldv), a1);
-        }
-        for (; t < kn; t++)
-          a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[t]),
-              _mm256_loadu_ps (vr + t * ldv), a0);
-      } else {
-        for (t = 0; t < kn; t++)
-          a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[t]),
-              _mm256_maskload_ps (vr + t * ldv, mk), a0);
-      }
-      _mm256_store_ps (acc + l, _mm256_add_ps (a0, a1));
+      const float *vp = V + t0 * ldv + l;
+      for (t = 0; t < kn; t++)
+        a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[t]),
+            _mm256_maskload_ps (vp + t * ldv, mk), a0);
+      _mm256_store_ps (acc + l, a0);
     }
   }
   for (l = 0; l < d_head; l++)
