@@ -42,15 +42,17 @@ Arrays of a model file (<config>.gold):
                             says "stale golden" when the generator changed
                             instead of reporting odd diffs)
     mel_frames      i32[1]  encoder input frames: the first 2*n_audio_ctx
-                            frames of the jfk.wav mel (jfk-mel.gold)
+                            frames of the 3000-frame window of
+                            jfk-mel.gold (mel, then 0.0)
     enc_rows        i32[R]  encoder output rows kept (every 37th, and the
                             last)
     enc             f32[R][n_audio_state]
     enc_row_sum     f32[n_audio_ctx]  sum of each encoder output row
     enc_row_sumsq   f32[n_audio_ctx]  sum of squares of each row
     tf_tokens       i32[T]  teacher-forced sequence
-    tf_full         f32[F][n_vocab]  logits at positions 0..F-1
-    tf_stride       i32[1]  S
+    tf_full         f32[F][n_vocab]  logits at positions 0..F-1 (F = 3, or 1
+                                     for the optional configurations)
+    tf_stride       i32[1]  S (7, or 17 for the optional configurations)
     tf_sub          f32[T][ceil(n_vocab/S)]  logits[t][0], [S], [2S], ...
     tf_sum          f32[T]  sum of the logits of each position
     tf_sumsq        f32[T]  sum of squares
@@ -66,9 +68,16 @@ Arrays of a model file (<config>.gold):
                             reference's own rounding noise
 
 jfk-mel.gold:
-    mel             f32[n_mels][3000]  Whisper's log-mel of jfk.wav padded
-                                       with zeros to 30 s (one window)
+    mel             f32[n_mels][M]  window 0 of Whisper's transcribe() on
+                                    jfk.wav: log-mel of the audio followed
+                                    by 30 s of zeros, normalized over all
+                                    of it, the M = 176000 / 160 = 1100
+                                    frames that hold audio; the window's
+                                    other frames are 0.0
     mel_n_samples   i32[1]  samples in jfk.wav (176000)
+    mel_pad_value   f32[1]  what the frames past the audio hold when the
+                            audio is cut/padded to 30 s before the log-mel
+                            (decode()'s convention): the clamped silence
 
 Float64 cross-check: besides the torch module, this file holds a short
 functional Whisper forward pass in float64 written independently from
@@ -105,19 +114,21 @@ SOT = 50257
 NO_TIMESTAMPS = 50362
 TIMESTAMP_BEGIN = 50363
 
-# (file stem, --dims, --type of the generator, seed, --type of the converter)
+# (file stem, --dims, --type of the generator, seed, --type of the
+# converter, logits positions kept in full, stride of the logit subset)
 CONFIGS = [
-    ("small-test", "small-test", "f32", 1234, "keep"),
-    ("tiny", "tiny", "f32", 4321, "keep"),
+    ("small-test", "small-test", "f32", 1234, "keep", 3, 7),
+    ("tiny", "tiny", "f32", 4321, "keep", 3, 7),
 ]
+# f16 / quantized weights: the reference runs on the same weights
+# dequantized, so these measure the engine's kernels on those types.
 OPTIONAL_CONFIGS = [
-    ("tiny-q8_0", "tiny", "q8_0", 4321, "keep"),
-    ("tiny-f16", "tiny", "f16", 4321, "keep"),
+    ("tiny-f16", "tiny", "f16", 4321, "keep", 1, 17),
+    ("tiny-q8_0", "tiny", "q8_0", 4321, "keep", 1, 17),
+    ("small-test-q4_0", "small-test", "q4_0", 1234, "keep", 1, 17),
 ]
 
 ENC_ROW_STRIDE = 37
-TF_FULL = 3
-TF_STRIDE = 7
 TOP_K = 16
 GREEDY_STEPS = 24
 TF_WORDS = [" And", " so", " my", " fellow", " Americans", ",", " ask", " not"]
@@ -345,19 +356,34 @@ def jfk_samples():
 
 
 def make_mel_golden(out_dir):
+    """Whisper's transcribe() window 0 of jfk.wav: the log-mel of the audio
+    followed by 30 s of zeros (normalized over all of it), the frames that
+    hold audio (len // 160), then 0.0 up to 3000 frames."""
     samples = jfk_samples()
-    mel = ref_audio.log_mel_spectrogram(ref_audio.pad_or_trim(samples)).numpy()
+    n = len(samples) // ref_audio.HOP_LENGTH
+    full = ref_audio.log_mel_spectrogram(samples, padding=ref_audio.N_SAMPLES).numpy()
+    mel = np.ascontiguousarray(full[:, :n])
+    # decode()-style window of the same audio (pad_or_trim to 30 s first):
+    # the frames past the audio hold the normalized log of silence.
+    padded = ref_audio.log_mel_spectrogram(ref_audio.pad_or_trim(samples)).numpy()
+    assert np.array_equal(padded[:, :n - 2], mel[:, :n - 2])
+    pad_value = float(padded[:, n + 2:].max())
+    assert pad_value == float(padded[:, n + 2:].min())
     filters = np.load(os.path.join(DATA_DIR, "mel_filters.npz"))["mel_80"]
-    m64 = ref64_mel(samples, filters).numpy()
+    m64 = ref64_mel(samples, filters).numpy()[:, :n]
     err = float(np.abs(mel - m64).max())
-    print("mel: %s, f32 torch vs f64 max abs diff %.3g" % (mel.shape, err))
+    print("mel: %s, f32 torch vs f64 max abs diff %.3g, silence %.6g"
+          % (mel.shape, err, pad_value))
     assert err < 1e-3, err
     write_golden(os.path.join(out_dir, "jfk-mel.gold"), [
         ("mel", mel),
         ("mel_n_samples", np.array([len(samples)])),
+        ("mel_pad_value", np.array([pad_value], np.float32)),
         ("ref_err_mel", np.array([err], np.float32)),
     ])
-    return mel
+    out = np.zeros((mel.shape[0], ref_audio.N_FRAMES), np.float32)
+    out[:, :n] = mel
+    return out
 
 
 def vocab_id(vocab, text):
@@ -369,7 +395,8 @@ def top_k(v, k):
     return ids, v[ids]
 
 
-def make_model_golden(out_dir, stem, bin_path, gen_dims, gen_type, seed, conv_type, mel):
+def make_model_golden(out_dir, stem, bin_path, gen_dims, gen_type, seed, conv_type, mel,
+                      tf_full=3, tf_stride=7):
     hp, filters, vocab, sd, types = read_bin(bin_path)
     dims = ref_model.ModelDims(**{k: hp[k] for k in HPARAMS[:-1]})
     mel_ref = np.load(os.path.join(DATA_DIR, "mel_filters.npz"))["mel_%d" % hp["n_mels"]]
@@ -455,9 +482,9 @@ def make_model_golden(out_dir, stem, bin_path, gen_dims, gen_type, seed, conv_ty
         ("enc_row_sum", enc64n.sum(1)),
         ("enc_row_sumsq", (enc64n ** 2).sum(1)),
         ("tf_tokens", np.array(tf_tokens)),
-        ("tf_full", logits[:TF_FULL]),
-        ("tf_stride", np.array([TF_STRIDE])),
-        ("tf_sub", logits[:, ::TF_STRIDE]),
+        ("tf_full", logits[:tf_full]),
+        ("tf_stride", np.array([tf_stride])),
+        ("tf_sub", logits[:, ::tf_stride]),
         ("tf_sum", l64d.sum(1)),
         ("tf_sumsq", (l64d ** 2).sum(1)),
         ("tf_top_id", top_ids),
@@ -477,7 +504,7 @@ def main():
     ap.add_argument("--out", default=OUT_DIR)
     ap.add_argument("--only", action="append", help="config stem(s) to regenerate")
     ap.add_argument("--optional", action="store_true",
-                    help="also the f16/q8_0 configurations")
+                    help="also the f16/q8_0/q4_0 configurations")
     args = ap.parse_args()
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     gen = os.path.join(args.builddir, "tools", "wk-make-test-model")
@@ -486,13 +513,15 @@ def main():
     mel = make_mel_golden(args.out)
     configs = CONFIGS + (OPTIONAL_CONFIGS if args.optional else [])
     with tempfile.TemporaryDirectory() as tmp:
-        for stem, gdims, gtype, seed, ctype in configs:
+        for stem, gdims, gtype, seed, ctype, tf_full, tf_stride in configs:
             if args.only and stem not in args.only:
                 continue
             bin_path = os.path.join(tmp, stem + ".bin")
             subprocess.run([gen, "--dims", gdims, "--type", gtype, "--seed", str(seed),
                             "--vocab", vocab_bin, bin_path], check=True)
-            make_model_golden(args.out, stem, bin_path, gdims, gtype, seed, ctype, mel)
+            make_model_golden(args.out, stem, bin_path, gdims, gtype, seed, ctype, mel,
+                              tf_full, tf_stride)
+            os.unlink(bin_path)
 
 
 if __name__ == "__main__":
