@@ -622,6 +622,116 @@ test_bad_inputs_fail_cleanly (void)
   unlink (cut);
 }
 
+/* ---- reference values ------------------------------------------------------- */
+
+/* The computed filterbank is librosa's bit for bit: mel_80 equals the
+ * one in whisper.cpp's file; mel_128 entries are from mel_filters.npz. */
+static void
+test_mel_filters_match_whisper (void)
+{
+  static const struct
+  {
+    int m, k;
+    uint32_t bits;
+  } ref128[] = {
+    {0, 1, 0x3c4abc43u},
+    {43, 26, 0x3cc916cbu},
+    {100, 100, 0x3b28f98du},
+    {116, 152, 0x3b2e0933u},
+    {127, 199, 0x3a920d0au},
+  };
+  static float f[128 * 201];
+  wk_ggml_bin *b = NULL;
+  char err[256];
+  int nonzero = 0;
+
+  if (vocab_bin && wk_ggml_bin_open (vocab_bin, &b, err, sizeof err) == WK_OK) {
+    CHECK (b->n_mel == 80 && b->n_fft == 201);
+    wk_mel_filters_slaney (80, 400, 16000, f);
+    CHECK (memcmp (f, b->mel_filters, 80 * 201 * sizeof (float)) == 0);
+    wk_ggml_bin_free (b);
+  }
+  wk_mel_filters_slaney (128, 400, 16000, f);
+  for (size_t i = 0; i < sizeof ref128 / sizeof ref128[0]; i++) {
+    uint32_t u;
+    memcpy (&u, &f[ref128[i].m * 201 + ref128[i].k], 4);
+    CHECK_MSG (u == ref128[i].bits, "mel_128[%d][%d]", ref128[i].m,
+        ref128[i].k);
+  }
+  for (int i = 0; i < 128 * 201; i++)
+    nonzero += f[i] > 0.0f;
+  CHECK (nonzero == 394);
+}
+
+/* whisper.cpp's other block types, dequantized by hand. */
+static void
+test_ggml_block_layouts (void)
+{
+  uint8_t q4_1[20] = { 0 }, q5_0[22] = { 0 }, q5_1[24] = { 0 };
+  float y[32];
+
+  /* q4_1: d = 2, m = -1; x = q * d + m */
+  q4_1[0] = 0x00;
+  q4_1[1] = 0x40;               /* 2.0 */
+  q4_1[2] = 0x00;
+  q4_1[3] = 0xbc;               /* -1.0 */
+  q4_1[4] = 0x31;               /* element 0: 1, element 16: 3 */
+  wk_ggml_row_to_f32 (WK_GGML_TYPE_Q4_1, q4_1, y, 32);
+  CHECK (y[0] == 1.0f && y[16] == 5.0f && y[1] == -1.0f);
+
+  /* q5_0: d = 1; the fifth bits come from qh (bit j for element j,
+   * bit j + 16 for element j + 16); x = (q - 16) * d */
+  q5_0[0] = 0x00;
+  q5_0[1] = 0x3c;
+  q5_0[2] = 0x01;               /* qh bit 0 */
+  q5_0[4] = 0x01;               /* qh bit 16 */
+  q5_0[6] = 0x21;
+  wk_ggml_row_to_f32 (WK_GGML_TYPE_Q5_0, q5_0, y, 32);
+  CHECK (y[0] == 1.0f && y[16] == 2.0f && y[1] == -16.0f && y[17] == -16.0f);
+
+  /* q5_1: d = 0.5, m = 1; x = q * d + m */
+  q5_1[0] = 0x00;
+  q5_1[1] = 0x38;
+  q5_1[2] = 0x00;
+  q5_1[3] = 0x3c;
+  q5_1[4] = 0x01;
+  q5_1[8] = 0x01;
+  wk_ggml_row_to_f32 (WK_GGML_TYPE_Q5_1, q5_1, y, 32);
+  CHECK (y[0] == 9.5f && y[1] == 1.0f && y[16] == 1.0f);
+
+  CHECK (wk_ggml_row_bytes (WK_GGML_TYPE_Q5_1, 64) == 48);
+  CHECK (wk_ggml_row_bytes (WK_GGML_TYPE_Q4_1, 33) == 0);
+  CHECK (wk_ggml_row_bytes (4, 32) == 0);
+  CHECK (!strcmp (wk_ggml_type_name (WK_GGML_TYPE_Q5_0), "q5_0"));
+}
+
+/* The shared weightless files read; the VAD model is refused cleanly. */
+static void
+test_shared_bin_files (void)
+{
+  static const char *files[] = { "for-tests-ggml-tiny.en.bin",
+    "for-tests-ggml-tiny.bin", "for-tests-silero-v6.2.0-ggml.bin"
+  };
+  for (int i = 0; i < 3; i++) {
+    const char *p = wk_test_shared_path (files[i]);
+    wk_ggml_bin *b = NULL;
+    char err[512];
+    wk_status st;
+    if (!p || access (p, R_OK) != 0)
+      continue;
+    st = wk_ggml_bin_open (p, &b, err, sizeof err);
+    if (i < 2) {
+      CHECK_MSG (st == WK_OK, "%s", err);
+      CHECK (b && b->n_tokens == 50257 && b->n_tensors == 0
+          && b->hp.n_audio_state == 384 && b->hp.n_mels == 80);
+      CHECK (b && b->hp.n_vocab == (i == 0 ? 51864 : 51865));
+    } else {
+      CHECK (st != WK_OK && err[0]);
+    }
+    wk_ggml_bin_free (b);
+  }
+}
+
 /* ---- the JSON side files ----------------------------------------------------- */
 
 static void
@@ -775,14 +885,19 @@ main (void)
   gen = getenv ("WK_MAKE_TEST_MODEL");
   conv = getenv ("WK_CONVERT");
   vocab_bin = wk_test_shared_path ("for-tests-ggml-tiny.en.bin");
+  if (vocab_bin)                /* the helper's buffer is reused */
+    vocab_bin = strdup (vocab_bin);
   RUN (test_json_readers);
   RUN (test_safetensors_rejects_damage);
+  RUN (test_mel_filters_match_whisper);
+  RUN (test_ggml_block_layouts);
+  RUN (test_shared_bin_files);
   if (!gen || !conv || !vocab_bin || access (vocab_bin, R_OK) != 0) {
     printf ("# WK_MAKE_TEST_MODEL, WK_CONVERT or the shared data missing: "
         "skipping the converter runs\n");
+    free ((void *) vocab_bin);
     return TEST_EXIT ();
   }
-  vocab_bin = strdup (vocab_bin);
   snprintf (work_dir, sizeof work_dir, "%s/wk-test-convert-XXXXXX", tmp);
   if (!mkdtemp (work_dir)) {
     perror ("mkdtemp");
