@@ -59,5 +59,11 @@ nice -n "$nice" ${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE \
   -o "$build/bin/wk-whispercpp-stages" "$here/whispercpp-stages.c" \
   $libs $openmp -lstdc++ -lm -lpthread
 
-echo "whisper.cpp $(git -C "$src" describe --always --dirty 2>/dev/null || echo '(not a git checkout)') built in $build/bin:"
+# whisperknot-bench prints this line beside whisper.cpp's figures.
+version=$(git -C "$src" describe --always --dirty 2>/dev/null || echo 'unknown version')
+native=$(sed -n 's/^GGML_NATIVE:BOOL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+echo "whisper.cpp $version, Release, GGML_NATIVE=${native:-?}${openmp:+, OpenMP}" \
+  > "$build/bin/wk-whispercpp-version.txt"
+
+echo "$(cat "$build/bin/wk-whispercpp-version.txt") built in $build/bin:"
 ls "$build/bin"
