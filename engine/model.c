@@ -867,15 +867,27 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
 
   ctx->mel = ctx_alloc (ctx, (size_t) hp->n_mels * 2 * A, sizeof (float),
       &ok);
-  ctx->conv_work = ctx_alloc (ctx, conv_work, sizeof (float), &ok);
-  ctx->e_conv = ctx_alloc (ctx, 2 * A * da, sizeof (float), &ok);
-  ctx->e_x = ctx_alloc (ctx, A * da, sizeof (float), &ok);
-  ctx->e_xn = ctx_alloc (ctx, A * da, sizeof (float), &ok);
-  ctx->e_q = ctx_alloc (ctx, A * da, sizeof (float), &ok);
-  ctx->e_k = ctx_alloc (ctx, A * da, sizeof (float), &ok);
-  ctx->e_v = ctx_alloc (ctx, A * da, sizeof (float), &ok);
-  ctx->e_att = ctx_alloc (ctx, A * da, sizeof (float), &ok);
-  ctx->e_h = ctx_alloc (ctx, A * 4 * da, sizeof (float), &ok);
+  /* The encoder's buffers share one arena, in blocks of A x da floats:
+   *   0: e_x (residual stream, output)
+   *   1: e_xn = e_att (the normed input is dead once q, k, v exist)
+   *   2, 3, 4: e_q, e_k, e_v; 2..5: e_h [A][4 da] (q..att are dead in
+   *   the MLP)
+   * and during the stem: 1..2: e_conv [2A][da], 3..: the im2col work. */
+  {
+    size_t blk = A * da;
+    size_t region = 5 * blk;
+    if (2 * blk + conv_work > region)
+      region = 2 * blk + conv_work;
+    ctx->e_x = ctx_alloc (ctx, blk + region, sizeof (float), &ok);
+    if (ok) {
+      ctx->e_xn = ctx->e_att = ctx->e_x + blk;
+      ctx->e_q = ctx->e_h = ctx->e_x + 2 * blk;
+      ctx->e_k = ctx->e_x + 3 * blk;
+      ctx->e_v = ctx->e_x + 4 * blk;
+      ctx->e_conv = ctx->e_x + blk;
+      ctx->conv_work = ctx->e_x + 3 * blk;
+    }
+  }
   ctx->cross_k = ctx_alloc (ctx, Lt * A * dt, sizeof (float), &ok);
   ctx->cross_v = ctx_alloc (ctx, Lt * A * dt, sizeof (float), &ok);
   ctx->kv_k = ctx_alloc (ctx, (size_t) n_beams * Lt * T * dt, sizeof (float),
@@ -924,15 +936,7 @@ wk_ctx_free (wk_ctx * ctx)
     return;
   wk_pool_free (ctx->pool);
   free (ctx->mel);
-  free (ctx->conv_work);
-  free (ctx->e_conv);
-  free (ctx->e_x);
-  free (ctx->e_xn);
-  free (ctx->e_q);
-  free (ctx->e_k);
-  free (ctx->e_v);
-  free (ctx->e_att);
-  free (ctx->e_h);
+  free (ctx->e_x);               /* the encoder arena */
   free (ctx->cross_k);
   free (ctx->cross_v);
   free (ctx->kv_k);

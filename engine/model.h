@@ -232,13 +232,15 @@ struct wk_ctx
 
   /* encoder */
   float *mel;                   /* [n_mels][2 A]: the window (stream's) */
+  /* one arena (e_x owns it); buffers alias where lifetimes allow, see
+   * wk_ctx_new */
   float *conv_work;             /* im2col of the larger conv */
   float *e_conv;                /* [2 A][da] conv1 output */
   float *e_x;                   /* [A][da] residual stream; output */
   float *e_xn;                  /* [A][da] normed */
   float *e_q, *e_k, *e_v;       /* [A][da] */
-  float *e_att;                 /* [A][da] */
-  float *e_h;                   /* [A][4 da] MLP hidden */
+  float *e_att;                 /* [A][da], = e_xn */
+  float *e_h;                   /* [A][4 da] MLP hidden, = e_q .. */
   bool encoded;
 
   /* cross-attention cache, per decoder layer: K and V of the encoder
