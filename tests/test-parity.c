@@ -37,7 +37,6 @@
 #include "wav.h"
 #include "wk-test.h"
 
-extern char **environ;
 
 /* ---- tolerances ----------------------------------------------------------
  *
@@ -329,7 +328,7 @@ now_s (void)
 }
 
 static int
-run_cmd (char *const argv[])
+run_cmd (const char *const argv[])
 {
   pid_t pid;
   int status, i;
@@ -339,7 +338,9 @@ run_cmd (char *const argv[])
     printf (" %s", argv[i]);
   printf ("\n");
   fflush (stdout);
-  if (posix_spawn (&pid, argv[0], NULL, NULL, argv, environ) != 0) {
+  /* posix_spawn does not write to argv; its prototype predates const. */
+  if (posix_spawn (&pid, argv[0], NULL, NULL, (char *const *) argv,
+          environ) != 0) {
     fprintf (stderr, "cannot run %s: %s\n", argv[0], strerror (errno));
     return -1;
   }
@@ -786,8 +787,8 @@ run_config (const parity_config * pc, const char *build_root)
   snprintf (knot, sizeof knot, "%s", work_path ("model.knot"));
 
   {
-    char *argv[] = { (char *) gen, "--dims", gen_dims, "--type", gen_type,
-      "--seed", seed, "--vocab", (char *) vocab, bin, NULL
+    const char *argv[] = { gen, "--dims", gen_dims, "--type", gen_type,
+      "--seed", seed, "--vocab", vocab, bin, NULL
     };
     rc = run_cmd (argv);
     CHECK_MSG (rc == 0, "%s failed (%d)", gen, rc);
@@ -804,10 +805,10 @@ run_config (const parity_config * pc, const char *build_root)
     goto done;
   }
   if (!strcmp (conv_type, "keep")) {
-    char *argv[] = { (char *) conv, bin, knot, NULL };
+    const char *argv[] = { conv, bin, knot, NULL };
     rc = run_cmd (argv);
   } else {
-    char *argv[] = { (char *) conv, "--type", conv_type, bin, knot, NULL };
+    const char *argv[] = { conv, "--type", conv_type, bin, knot, NULL };
     rc = run_cmd (argv);
   }
   unlink (bin);
