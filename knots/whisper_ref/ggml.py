@@ -83,9 +83,16 @@ def read_ggml(path, load_tensors=True):
 
 
 def reference_vocab(path=None):
-    """The 50257 token byte strings of whisper.cpp's English models."""
-    return read_ggml(path or os.path.join(DATA_DIR, "for-tests-ggml-tiny.en.bin"),
-                     load_tensors=False)["vocab"]
+    """The 50257 token byte strings of whisper.cpp's English models.
+
+    Taken from gpt2.tiktoken (raw bytes, as whisper.cpp's converter writes
+    them), not from for-tests-ggml-tiny.en.bin, whose vocabulary replaced the
+    bytes of 344 tokens that are not valid UTF-8 on their own with U+FFFD.
+    With path, the vocabulary of that .bin file is read instead."""
+    if path:
+        return read_ggml(path, load_tensors=False)["vocab"]
+    from .tokenizer import Tokenizer
+    return Tokenizer().ggml_vocab()
 
 
 def write_ggml(path, dims, tensors, use_f16=True, mel_filters=None, vocab=None):
