@@ -1013,11 +1013,40 @@ hsum8x8 (__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5,
   return _mm256_add_ps (lo, hi);
 }
 
+/* 8 keys or values from f32 or f16 storage. */
+static inline __m256
+load8 (const void *p, int64_t i, int kv16)
+{
+  if (kv16)
+    return _mm256_cvtph_ps (_mm_loadu_si128 ((const __m128i *)
+            ((const uint16_t *) p + i)));
+  return _mm256_loadu_ps ((const float *) p + i);
+}
+
+static inline float
+load1 (const void *p, int64_t i, int kv16)
+{
+  return kv16 ? f16 (((const uint16_t *) p)[i]) : ((const float *) p)[i];
+}
+
+/* The first n (< 8) of 8 values, the rest 0. */
+static inline __m256
+load_part (const void *p, int64_t i, int n, int kv16)
+{
+  float t[8] = { 0 };
+  int u;
+  for (u = 0; u < n; u++)
+    t[u] = load1 (p, i + u, kv16);
+  return _mm256_loadu_ps (t);
+}
+
 /* One query (the decoder): scores for a chunk of keys eight at a time,
- * a vector exp, then the weighted sum of value rows. */
-static void
-attention_one (int64_t d_head, const float *q, int64_t last, const float *K,
-    int64_t ldk, const float *V, int64_t ldv, float scale, float *o)
+ * a vector exp, then the weighted sum of value rows. K and V are f32, or
+ * f16 when kv16 (strides in elements). */
+static inline __attribute__ ((always_inline)) void
+attention_one_t (int64_t d_head, const float *q, int64_t last,
+    const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
+    float *o, int kv16)
 {
   float s[AK + 8] __attribute__ ((aligned (32)));
   float acc[256 + 8] __attribute__ ((aligned (32)));
@@ -1036,15 +1065,15 @@ attention_one (int64_t d_head, const float *q, int64_t last, const float *K,
       int u;
 #pragma GCC unroll 8
       for (u = 0; u < 8; u++) {
-        const float *kr = K + (t0 + t + (t + u < kn ? u : 0)) * ldk;
+        int64_t kr = (t0 + t + (t + u < kn ? u : 0)) * ldk;
         __m256 d = _mm256_setzero_ps ();
         float tail = 0.0f;
 #pragma GCC unroll 4
         for (l = 0; l < n8; l += 8)
-          d = _mm256_fmadd_ps (_mm256_loadu_ps (q + l),
-              _mm256_loadu_ps (kr + l), d);
+          d = _mm256_fmadd_ps (_mm256_loadu_ps (q + l), load8 (K, kr + l,
+                  kv16), d);
         for (; l < d_head; l++)
-          tail += q[l] * kr[l];
+          tail += q[l] * load1 (K, kr + l, kv16);
         /* the scalar tail goes into lane 0 */
         a[u] = _mm256_add_ps (d, _mm256_setr_ps (tail, 0, 0, 0, 0, 0, 0, 0));
       }
@@ -1071,17 +1100,16 @@ attention_one (int64_t d_head, const float *q, int64_t last, const float *K,
      * (Whisper's heads are 64 wide) */
     for (l = 0; l + 64 <= d_head; l += 64) {
       __m256 a[8], vr = _mm256_set1_ps (r);
-      const float *vp = V + t0 * ldv + l;
       int u;
 #pragma GCC unroll 8
       for (u = 0; u < 8; u++)
         a[u] = _mm256_mul_ps (_mm256_load_ps (acc + l + 8 * u), vr);
       for (t = 0; t < kn; t++) {
         __m256 p = _mm256_broadcast_ss (s + t);
+        int64_t vrow = (t0 + t) * ldv + l;
 #pragma GCC unroll 8
         for (u = 0; u < 8; u++)
-          a[u] = _mm256_fmadd_ps (p, _mm256_loadu_ps (vp + t * ldv + 8 * u),
-              a[u]);
+          a[u] = _mm256_fmadd_ps (p, load8 (V, vrow + 8 * u, kv16), a[u]);
       }
 #pragma GCC unroll 8
       for (u = 0; u < 8; u++)
@@ -1089,17 +1117,57 @@ attention_one (int64_t d_head, const float *q, int64_t last, const float *K,
     }
     for (; l < d_head; l += 8) {
       int nl = (int) (d_head - l < 8 ? d_head - l : 8);
-      __m256i mk = lane_mask (nl);
       __m256 a0 = _mm256_mul_ps (_mm256_load_ps (acc + l), _mm256_set1_ps (r));
-      const float *vp = V + t0 * ldv + l;
-      for (t = 0; t < kn; t++)
-        a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[t]),
-            _mm256_maskload_ps (vp + t * ldv, mk), a0);
+      for (t = 0; t < kn; t++) {
+        int64_t vrow = (t0 + t) * ldv + l;
+        a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[t]), nl == 8 ?
+            load8 (V, vrow, kv16) : load_part (V, vrow, nl, kv16), a0);
+      }
       _mm256_store_ps (acc + l, a0);
     }
   }
   for (l = 0; l < d_head; l++)
     o[l] = sum > 0.0f ? acc[l] / sum : 0.0f;
+}
+
+static void
+attention_one (int64_t d_head, const float *q, int64_t last, const float *K,
+    int64_t ldk, const float *V, int64_t ldv, float scale, float *o)
+{
+  attention_one_t (d_head, q, last, K, ldk, V, ldv, scale, o, 0);
+}
+
+/* wk_attention_f16kv for one head: one query at a time. */
+static void
+avx2_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+    const uint16_t * K, int64_t ldk, const uint16_t * V, int64_t ldv,
+    float scale, int causal, float *O, int64_t ldo)
+{
+  int64_t i;
+
+  for (i = q0; i < q1; i++) {
+    int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+    if (last < 0) {
+      memset (O + i * ldo, 0, (size_t) d_head * sizeof (float));
+      continue;
+    }
+    attention_one_t (d_head, Q + i * ldq, last, K, ldk, V, ldv, scale,
+        O + i * ldo, 1);
+  }
+}
+
+static void
+avx2_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
+{
+  int64_t i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128 ((__m128i *) (y + i),
+        _mm256_cvtps_ph (_mm256_loadu_ps (x + i),
+            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; i++)
+    y[i] = wk_fp32_to_fp16 (x[i]);
 }
 
 static void
@@ -1223,6 +1291,8 @@ const wk_kernel_set wk_kernels_avx2 = {
   .linear = avx2_linear,
   .gemm_f32 = avx2_gemm_f32,
   .attention_head = avx2_attention_head,
+  .attention_head_f16kv = avx2_attention_head_f16kv,
+  .f32_to_f16 = avx2_f32_to_f16,
   .layer_norm_row = avx2_layer_norm_row,
   .quantize_act = quantize_act,
   .gelu = avx2_gelu,

@@ -33,6 +33,15 @@ typedef struct
       const float *K, int64_t ldk, const float *V, int64_t ldv, float scale,
       int causal, float *O, int64_t ldo);
 
+  /* The same with K and V in f16. */
+  void (*attention_head_f16kv) (int64_t d_head, int64_t q0, int64_t q1,
+      int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+      const uint16_t * K, int64_t ldk, const uint16_t * V, int64_t ldv,
+      float scale, int causal, float *O, int64_t ldo);
+
+  /* wk_f32_to_f16 */
+  void (*f32_to_f16) (const float *x, uint16_t * y, int64_t n);
+
   /* wk_layer_norm for one row. */
   void (*layer_norm_row) (const float *x, int64_t d, const float *gamma,
       const float *beta, float eps, float *y);

@@ -162,12 +162,19 @@ ref_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
   }
 }
 
+static inline double
+ref_kv (const void *p, int64_t i, int kv16)
+{
+  return kv16 ? wk_fp16_to_fp32 (((const uint16_t *) p)[i]) :
+      ((const float *) p)[i];
+}
+
 /* One query at a time with a running (online) softmax in double. */
 static void
-ref_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
-    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
-    const float *V, int64_t ldv, float scale, int causal, float *O,
-    int64_t ldo)
+ref_attention_any (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
+    const void *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo, int kv16)
 {
   double acc[256];
   int64_t i, t, l;
@@ -180,11 +187,9 @@ ref_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
     for (l = 0; l < d_head; l++)
       acc[l] = 0.0;
     for (t = 0; t <= last; t++) {
-      const float *kr = K + t * ldk;
-      const float *vr = V + t * ldv;
       double s = 0.0, p;
       for (l = 0; l < d_head; l++)
-        s += (double) q[l] * kr[l];
+        s += (double) q[l] * ref_kv (K, t * ldk + l, kv16);
       s *= scale;
       if (s > mx) {
         double r = exp (mx - s);
@@ -196,11 +201,39 @@ ref_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
       p = exp (s - mx);
       sum += p;
       for (l = 0; l < d_head; l++)
-        acc[l] += p * vr[l];
+        acc[l] += p * ref_kv (V, t * ldv + l, kv16);
     }
     for (l = 0; l < d_head; l++)
       O[i * ldo + l] = sum > 0.0 ? (float) (acc[l] / sum) : 0.0f;
   }
+}
+
+static void
+ref_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo)
+{
+  ref_attention_any (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
+      scale, causal, O, ldo, 0);
+}
+
+static void
+ref_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+    const uint16_t * K, int64_t ldk, const uint16_t * V, int64_t ldv,
+    float scale, int causal, float *O, int64_t ldo)
+{
+  ref_attention_any (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
+      scale, causal, O, ldo, 1);
+}
+
+static void
+ref_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
+{
+  int64_t i;
+  for (i = 0; i < n; i++)
+    y[i] = wk_fp32_to_fp16 (x[i]);
 }
 
 static void
@@ -263,6 +296,8 @@ const wk_kernel_set wk_kernels_ref = {
   .linear = ref_linear,
   .gemm_f32 = ref_gemm_f32,
   .attention_head = ref_attention_head,
+  .attention_head_f16kv = ref_attention_head_f16kv,
+  .f32_to_f16 = ref_f32_to_f16,
   .layer_norm_row = ref_layer_norm_row,
   .quantize_act = wk_quantize_act,
   .gelu = ref_gelu,

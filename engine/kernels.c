@@ -271,13 +271,15 @@ typedef struct
   const wk_kernel_set *ks;
   int n_head;
   int64_t d_head, n_q, n_kv;
-  const float *Q, *K, *V;
+  const float *Q;
+  const void *K, *V;            /* f32, or f16 when kv16 */
   int64_t ldq, ldk, ldv;
   float scale;
   int causal;
   float *O;
   int64_t ldo;
   int64_t n_qblocks;
+  int kv16;
 } wk_attention_job;
 
 static void
@@ -293,21 +295,29 @@ wk_attention_worker (void *data, int ith, int nth)
     int64_t q1 = q0 + WK_ATTN_QBLOCK < job->n_q ? q0 + WK_ATTN_QBLOCK :
         job->n_q;
     int64_t off = h * job->d_head;
-    job->ks->attention_head (job->d_head, q0, q1, job->n_q, job->n_kv,
-        job->Q + off, job->ldq, job->K + off, job->ldk, job->V + off,
-        job->ldv, job->scale, job->causal, job->O + off, job->ldo);
+    if (job->kv16)
+      job->ks->attention_head_f16kv (job->d_head, q0, q1, job->n_q,
+          job->n_kv, job->Q + off, job->ldq,
+          (const uint16_t *) job->K + off, job->ldk,
+          (const uint16_t *) job->V + off, job->ldv, job->scale, job->causal,
+          job->O + off, job->ldo);
+    else
+      job->ks->attention_head (job->d_head, q0, q1, job->n_q, job->n_kv,
+          job->Q + off, job->ldq, (const float *) job->K + off, job->ldk,
+          (const float *) job->V + off, job->ldv, job->scale, job->causal,
+          job->O + off, job->ldo);
   }
 }
 
-void
-wk_attention (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
-    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
-    const float *V, int64_t ldv, float scale, int causal, float *O,
-    int64_t ldo)
+static void
+wk_attention_any (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
+    const void *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo, int kv16)
 {
   wk_attention_job job = { wk_kernels_get (), n_head, d_head, n_q, n_kv,
     Q, K, V, ldq, ldk, ldv, scale, causal, O, ldo,
-    (n_q + WK_ATTN_QBLOCK - 1) / WK_ATTN_QBLOCK
+    (n_q + WK_ATTN_QBLOCK - 1) / WK_ATTN_QBLOCK, kv16
   };
   int nth = wk_pool_size (pool);
 
@@ -318,6 +328,33 @@ wk_attention (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
   else
     wk_pool_run_tasks (pool, wk_attention_worker, &job, wk_n_tasks (pool,
             n_head * job.n_qblocks));
+}
+
+void
+wk_attention (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo)
+{
+  wk_attention_any (pool, n_head, d_head, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
+      scale, causal, O, ldo, 0);
+}
+
+void
+wk_attention_f16kv (wk_pool * pool, int n_head, int64_t d_head,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+    const uint16_t * K, int64_t ldk, const uint16_t * V, int64_t ldv,
+    float scale, int causal, float *O, int64_t ldo)
+{
+  wk_attention_any (pool, n_head, d_head, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
+      scale, causal, O, ldo, 1);
+}
+
+void
+wk_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
+{
+  if (n > 0)
+    wk_kernels_get ()->f32_to_f16 (x, y, n);
 }
 
 /* ---- element-wise ---- */

@@ -77,6 +77,19 @@ void wk_attention (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
     const float *V, int64_t ldv, float scale, int causal, float *O,
     int64_t ldo);
 
+/* wk_attention with K and V stored as IEEE half floats (strides in
+ * elements), e.g. the decoder's cross-attention keys and values converted
+ * once per window with wk_f32_to_f16: half the memory read per token, which
+ * is what bounds the decoder. The result is wk_attention's on the f32
+ * values of K and V. Meant for few queries (decoder steps, beams). */
+void wk_attention_f16kv (wk_pool * pool, int n_head, int64_t d_head,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+    const uint16_t * K, int64_t ldk, const uint16_t * V, int64_t ldv,
+    float scale, int causal, float *O, int64_t ldo);
+
+/* y[i] = x[i] rounded to half (nearest even; wk_fp32_to_fp16's bits). */
+void wk_f32_to_f16 (const float *x, uint16_t * y, int64_t n);
+
 /* Layer normalisation of n rows of d values: Y = (X - mean) / sqrt (var +
  * eps) * gamma + beta (gamma, beta [d], either may be NULL for 1 / 0). Y
  * may be X (ldy == ldx). */

@@ -497,12 +497,72 @@ check_attention_case (int n_head, int64_t d_head, int64_t n_q, int64_t n_kv,
                 (long) l, O[i * ld + l], R[i * ld + l]);
     }
   }
+  /* K and V in f16: held to wk_attention on their f32 values */
+  {
+    uint16_t *Kh = malloc ((size_t) (n_kv * ld) * sizeof (uint16_t));
+    uint16_t *Vh = malloc ((size_t) (n_kv * ld) * sizeof (uint16_t));
+    int64_t i, l;
+    for (i = 0; i < n_kv * ld; i++) {
+      Kh[i] = wk_fp32_to_fp16 (K[i]);
+      Vh[i] = wk_fp32_to_fp16 (V[i]);
+      K[i] = wk_fp16_to_fp32 (Kh[i]);
+      V[i] = wk_fp16_to_fp32 (Vh[i]);
+    }
+    wk_kernels_set (&wk_kernels_ref);
+    wk_attention (NULL, n_head, d_head, n_q, n_kv, Q, ld, K, ld, V, ld, scale,
+        causal, R, ld);
+    for (s = -1; s < n_simd_sets; s++) {
+      wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
+      for (p = 0; p < n_pools; p++) {
+        int bad = 0;
+        memset (O, 0, (size_t) (n_q * ld) * sizeof (float));
+        wk_attention_f16kv (pools[p], n_head, d_head, n_q, n_kv, Q, ld, Kh,
+            ld, Vh, ld, scale, causal, O, ld);
+        for (i = 0; i < n_q; i++)
+          for (l = 0; l < d; l++)
+            if (!(fabs (O[i * ld + l] - R[i * ld + l]) <= 2e-5) && bad++ < 3)
+              CHECK_MSG (0, "%s attention_f16kv heads=%d d_head=%ld n_q=%ld "
+                  "n_kv=%ld causal=%d: O[%ld][%ld] = %g want %g",
+                  s < 0 ? "ref" : simd_sets[s]->name, n_head, (long) d_head,
+                  (long) n_q, (long) n_kv, causal, (long) i, (long) l,
+                  O[i * ld + l], R[i * ld + l]);
+      }
+    }
+    free (Kh);
+    free (Vh);
+  }
   wk_kernels_set (NULL);
   free (Q);
   free (K);
   free (V);
   free (O);
   free (R);
+}
+
+static void
+test_f32_to_f16 (void)
+{
+  static const float special[] = { 0.0f, -0.0f, 1.0f, -2.5f, 65504.0f,
+    65520.0f, 1e6f, -1e6f, 6.1e-5f, 5.96e-8f, 2.98e-8f, 1e-9f, -3e-6f,
+    1.00048828125f, 1.00146484375f, INFINITY, -INFINITY
+  };
+  float x[1000];
+  uint16_t a[1000], b[1000];
+  int i, s;
+
+  for (i = 0; i < 1000; i++)
+    x[i] = i < 17 ? special[i] : rng_f () * powf (2.0f,
+        (float) (rng_u32 () % 40) - 25.0f);
+  for (s = -1; s < n_simd_sets; s++) {
+    wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
+    for (i = 0; i < 1000; i++)
+      a[i] = wk_fp32_to_fp16 (x[i]);
+    wk_f32_to_f16 (x, b, 1000);
+    for (i = 0; i < 1000; i++)
+      CHECK_MSG (a[i] == b[i], "%s f32_to_f16 (%g) = 0x%04x, want 0x%04x",
+          s < 0 ? "ref" : simd_sets[s]->name, x[i], b[i], a[i]);
+  }
+  wk_kernels_set (NULL);
 }
 
 static void
@@ -810,6 +870,7 @@ main (void)
   RUN (test_linear_is_deterministic_across_threads);
   RUN (test_gemm_f32);
   RUN (test_attention);
+  RUN (test_f32_to_f16);
   RUN (test_rows);
   RUN (test_conv1d);
 
