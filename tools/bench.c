@@ -996,9 +996,9 @@ main (int argc, char **argv)
   }
   loadavg (la1, sizeof la1);
 
-  printf ("whisperknot-bench  %s  threads %d  runs %d (e2e %d)  "
-      "load average %s -> %s\n", date, o.threads, o.runs, o.e2e_runs, la0,
-      la1);
+  printf ("whisperknot-bench  %s  threads %d  runs: stages %d, e2e %d  "
+      "load average %s -> %s\n", date, o.threads, o.no_stages ? 0 : o.runs,
+      o.no_e2e ? 0 : o.e2e_runs, la0, la1);
   printf ("  whisperknot: %s", o.model);
   if (ours_st->info[0])
     printf ("  (%s)", ours_st->info);
