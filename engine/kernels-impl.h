@@ -59,6 +59,9 @@ extern const wk_kernel_set wk_kernels_ref;
 extern const wk_kernel_set wk_kernels_avx2;
 #endif
 
+/* 1 when the CPU and OS run wk_kernels_avx2 (AVX2, FMA, F16C). */
+int wk_kernels_avx2_usable (void);
+
 /* Test hooks (tests/test-kernels.c): the table in use, and a way to
  * force one (NULL restores the run-time choice). */
 const wk_kernel_set *wk_kernels_get (void);

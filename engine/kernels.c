@@ -10,8 +10,31 @@
 
 #include "dequant-orc.h"
 
+#ifdef WK_HAVE_AVX2_KERNELS
+#include <cpuid.h>
+#endif
+
 static _Atomic (const wk_kernel_set *) wk_kernels_forced;
 static _Atomic (const wk_kernel_set *) wk_kernels_chosen;
+
+int
+wk_kernels_avx2_usable (void)
+{
+#ifdef WK_HAVE_AVX2_KERNELS
+  unsigned a, b, c, d;
+
+  __builtin_cpu_init ();
+  /* avx2 also says the OS saves the ymm registers; clang 14 knows no
+   * "f16c" feature string, so that one comes from CPUID leaf 1 */
+  if (!__builtin_cpu_supports ("avx2") || !__builtin_cpu_supports ("fma"))
+    return 0;
+  if (!__get_cpuid (1, &a, &b, &c, &d))
+    return 0;
+  return (c & bit_F16C) != 0;
+#else
+  return 0;
+#endif
+}
 
 static const wk_kernel_set *
 wk_kernels_choose (void)
@@ -21,9 +44,7 @@ wk_kernels_choose (void)
   if (env && strcmp (env, "ref") == 0)
     return &wk_kernels_ref;
 #ifdef WK_HAVE_AVX2_KERNELS
-  __builtin_cpu_init ();
-  if (__builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma")
-      && __builtin_cpu_supports ("f16c"))
+  if (wk_kernels_avx2_usable ())
     return &wk_kernels_avx2;
 #endif
   return &wk_kernels_ref;

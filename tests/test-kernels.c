@@ -212,9 +212,7 @@ static void
 find_simd_sets (void)
 {
 #ifdef WK_HAVE_AVX2_KERNELS
-  __builtin_cpu_init ();
-  if (__builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma")
-      && __builtin_cpu_supports ("f16c"))
+  if (wk_kernels_avx2_usable ())
     simd_sets[n_simd_sets++] = &wk_kernels_avx2;
   else
     printf ("# no AVX2+FMA+F16C on this CPU: only the reference is tested\n");
