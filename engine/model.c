@@ -85,7 +85,11 @@ set_err (char *err, size_t err_size, const char *fmt, ...)
 
 /* ---- the process-wide list of loaded models ---------------------------- */
 
+/* models_lock guards the list and every refcount (held briefly);
+ * load_lock serialises loads, so that two threads loading one file end
+ * up with one copy without blocking ref/unref during a long load. */
 static pthread_mutex_t models_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static wk_model *models;
 
 static void
@@ -652,8 +656,7 @@ wk_model_load (const char *path, const wk_model_params * params,
     return WK_ERR_IO;
   }
 
-  /* Shared? The lock is held over the whole load so that two threads
-   * loading the same file end up with one copy. */
+  pthread_mutex_lock (&load_lock);
   pthread_mutex_lock (&models_lock);
   for (m = models; m; m = m->next) {
     if (m->dev == (uint64_t) sb.st_dev && m->ino == (uint64_t) sb.st_ino
@@ -662,14 +665,16 @@ wk_model_load (const char *path, const wk_model_params * params,
         + sb.st_mtim.tv_nsec) {
       m->refcount++;
       pthread_mutex_unlock (&models_lock);
+      pthread_mutex_unlock (&load_lock);
       *out = m;
       return WK_OK;
     }
   }
+  pthread_mutex_unlock (&models_lock);
 
   m = calloc (1, sizeof *m);
   if (!m) {
-    pthread_mutex_unlock (&models_lock);
+    pthread_mutex_unlock (&load_lock);
     set_err (err, err_size, "model: out of memory");
     return WK_ERR_NOMEM;
   }
@@ -731,14 +736,16 @@ wk_model_load (const char *path, const wk_model_params * params,
   if (st != WK_OK)
     goto fail;
 
+  pthread_mutex_lock (&models_lock);
   m->next = models;
   models = m;
   pthread_mutex_unlock (&models_lock);
+  pthread_mutex_unlock (&load_lock);
   *out = m;
   return WK_OK;
 
 fail:
-  pthread_mutex_unlock (&models_lock);
+  pthread_mutex_unlock (&load_lock);
   if (err && err_size && !err[0])
     set_err (err, err_size, "model: cannot load '%s': %s", path,
         wk_status_str (st));

@@ -9,6 +9,7 @@
  * test checks the numbers).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -318,6 +319,36 @@ test_model_sharing (void)
     wk_model_unref (a);
   }
   unlink (link);
+}
+
+static void *
+load_thread (void *arg)
+{
+  wk_model **out = arg;
+  char err[256];
+  if (wk_model_load (small_knot, NULL, out, err, sizeof err) != WK_OK)
+    *out = NULL;
+  return NULL;
+}
+
+/* Threads loading one file at once share one model. */
+static void
+test_concurrent_load (void)
+{
+  pthread_t th[4];
+  wk_model *m[4] = { NULL };
+  int i;
+
+  for (i = 0; i < 4; i++)
+    CHECK (pthread_create (&th[i], NULL, load_thread, &m[i]) == 0);
+  for (i = 0; i < 4; i++)
+    pthread_join (th[i], NULL);
+  for (i = 0; i < 4; i++)
+    CHECK (m[i] != NULL && m[i] == m[0]);
+  if (m[0])
+    CHECK (m[0]->refcount == 4);
+  for (i = 0; i < 4; i++)
+    wk_model_unref (m[i]);
 }
 
 static void
@@ -899,6 +930,7 @@ main (void)
 
   RUN (test_misc_api);
   RUN (test_model_sharing);
+  RUN (test_concurrent_load);
   RUN (test_bad_models);
   RUN (test_shape_mismatch);
   RUN (test_chunking);
