@@ -737,10 +737,15 @@ main (int argc, char **argv)
     goto fail;
   }
   {
-    const char *base = strrchr (input, '/');
-    size_t bl;
-    base = base && base[1] ? base + 1 : input;
-    bl = strlen (base);
+    /* the last path component, without trailing slashes or ".bin" */
+    size_t end = strlen (input), bl;
+    const char *base;
+    while (end > 1 && input[end - 1] == '/')
+      end--;
+    base = input + end;
+    while (base > input && base[-1] != '/')
+      base--;
+    bl = (size_t) (input + end - base);
     if (bl > 4 && !strcmp (base + bl - 4, ".bin"))
       bl -= 4;
     wk_knot_writer_set_str (w, "general.architecture", "whisper", 7);
