@@ -598,6 +598,21 @@ test_chunking (void)
     free (pcm);
   }
 
+  /* non-finite samples are taken as silence, not a poisoned window */
+  {
+    float bad[4000];
+    size_t i;
+    results rb = { 0 };
+    for (i = 0; i < 4000; i++)
+      bad[i] = i % 3 == 0 ? NAN : (i % 3 == 1 ? INFINITY : -INFINITY);
+    wk_stream_reset (s);
+    CHECK (wk_stream_feed (s, a, 32000) == WK_OK);
+    CHECK (wk_stream_feed (s, bad, 4000) == WK_OK);
+    CHECK (wk_stream_finish (s) == WK_OK);
+    collect (s, &rb);
+    check_timestamps (&rb, 36000);
+  }
+
   /* argument checks */
   CHECK (wk_stream_feed (NULL, a, 1) == WK_ERR_ARG);
   CHECK (wk_stream_feed (s, NULL, 1) == WK_ERR_ARG);
