@@ -17,6 +17,19 @@
  * wk_ctx, zlib works in a preallocated arena, results go to fixed
  * arrays sized for WK_PENDING_WINDOWS windows of output (if a caller
  * never takes results, the oldest untaken ones are dropped).
+ * test-stream.c checks this by counting malloc calls while feeding.
+ *
+ * The encoder's input is Whisper's: the window's log-mel frames computed
+ * from the stream's samples (frame f centred on sample 160 f, so frames
+ * near a window's start see the audio before it), normalised over the
+ * window's content frames, then padded with 0.0 to 2 n_audio_ctx frames
+ * as transcribe() pads a short last segment.
+ *
+ * Token times: a segment's span (from its timestamp tokens) is shared out
+ * over its text tokens in proportion to their byte lengths.
+ *
+ * latency_ms > 0 (the live policy) is not implemented yet: streams behave
+ * as with 0.
  */
 #include <math.h>
 #include <stdio.h>
