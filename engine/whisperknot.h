@@ -207,6 +207,144 @@ typedef struct
 WK_API void wk_stream_get_stats (const wk_stream * stream,
     wk_stream_stats * stats);
 
+
+/* ---- voice activity detection ---------------------------------------- */
+
+/* Silero VAD (v5/v6, 16 kHz) run by the engine: a small network that gives
+ * the probability of speech for every 512-sample (32 ms) chunk, and a
+ * segmenter with hysteresis on top of it. Weights come from whisper.cpp's
+ * ggml layout of the model (the file shipped with whisperknot is
+ * wk_default_vad_model_path()).
+ *
+ * Streaming use (sample positions count from the first sample fed):
+ *
+ *   wk_vad_model *vm;
+ *   wk_vad_model_load (wk_default_vad_model_path (), &vm, err, sizeof err);
+ *   wk_vad_params vp = wk_vad_default_params ();
+ *   wk_vad *vad;
+ *   wk_vad_new (vm, &vp, &vad, err, sizeof err);
+ *   while (n > 0) {                       // for every buffer that arrives
+ *     size_t used = wk_vad_feed (vad, pcm, n);
+ *     pcm += used;
+ *     n -= used;
+ *     wk_vad_event ev;
+ *     while (wk_vad_pop_event (vad, &ev))
+ *       ...;                               // ev.type at sample ev.sample
+ *   }
+ *   wk_vad_finish (vad);                   // end of audio: pop the rest
+ *   wk_vad_free (vad);
+ *   wk_vad_model_unref (vm);
+ *
+ * Thread safety: a wk_vad_model is immutable and may be shared; a wk_vad
+ * must be used by one thread at a time. */
+
+typedef struct wk_vad_model wk_vad_model;
+typedef struct wk_vad wk_vad;
+
+/* Reads a Silero VAD model in whisper.cpp's ggml layout ("silero-16k",
+ * e.g. ggml-silero-v6.2.0.bin). A file already loaded in this process
+ * (same device and inode) is shared. */
+WK_API wk_status wk_vad_model_load (const char *path, wk_vad_model ** out,
+    char *err, size_t err_size);
+WK_API wk_vad_model *wk_vad_model_ref (wk_vad_model * model);
+WK_API void wk_vad_model_unref (wk_vad_model * model);
+
+/* The path of the VAD model shipped with whisperknot: $WHISPERKNOT_VAD_MODEL
+ * if set, else the installed file, else the copy in the source tree. Never
+ * NULL. */
+WK_API const char *wk_default_vad_model_path (void);
+
+/* Samples per network step (512 at 16 kHz = 32 ms). */
+#define WK_VAD_CHUNK 512
+
+/* Segmenter parameters; the defaults are whisper.cpp's / Silero's. */
+typedef struct
+{
+  float threshold;              /* speech starts at p >= this (0.5) */
+  float neg_threshold;          /* silence is p < this; < 0: threshold -
+                                 * 0.15, at least 0.01 (default -1) */
+  int min_speech_duration_ms;   /* shorter bursts are dropped (250) */
+  int min_silence_duration_ms;  /* silence that ends speech (100) */
+  int merge_gap_ms;             /* speech resuming within this much of
+                                 * the end of speech continues the same
+                                 * segment (200, whisper.cpp's merge) */
+  int speech_pad_ms;            /* widen segments by this much (30) */
+  float max_speech_duration_s;  /* split longer speech, preferably at a
+                                 * pause; <= 0: no limit (default 0) */
+} wk_vad_params;
+
+WK_API wk_vad_params wk_vad_default_params (void);
+
+typedef enum
+{
+  WK_VAD_EVENT_SPEECH_START,    /* speech begins at .sample (padded) */
+  WK_VAD_EVENT_SPEECH_END       /* speech ended at .sample (padded) */
+} wk_vad_event_type;
+
+typedef struct
+{
+  wk_vad_event_type type;
+  int64_t sample;               /* position in samples, already fed */
+} wk_vad_event;
+
+/* A detector: the network state (LSTM, context) and the segmenter. Holds
+ * every buffer it needs: feeding never allocates. Keeps a reference to
+ * the model. */
+WK_API wk_status wk_vad_new (wk_vad_model * model,
+    const wk_vad_params * params, wk_vad ** out, char *err,
+    size_t err_size);
+WK_API void wk_vad_free (wk_vad * vad);
+
+/* Forgets all state; positions start again at 0. */
+WK_API void wk_vad_reset (wk_vad * vad);
+
+/* Consumes mono 16 kHz samples in [-1, 1] and runs the network on every
+ * completed chunk. Returns how many samples it took: it stops right after
+ * a chunk that produced events, so call wk_vad_pop_event() until it
+ * returns false and feed the rest. Events are reported when they are
+ * certain: START about min_speech_duration_ms after speech begins, END
+ * about max (min_silence_duration_ms, merge_gap_ms) after it ends; the
+ * sample positions they carry lie in the past. Feeding after
+ * wk_vad_finish() takes nothing until wk_vad_reset(). */
+WK_API size_t wk_vad_feed (wk_vad * vad, const float *pcm, size_t n);
+
+/* End of audio: runs the last partial chunk (zero-padded) and closes an
+ * open speech segment at the end of the audio. */
+WK_API void wk_vad_finish (wk_vad * vad);
+
+/* Takes the oldest pending event; false when there is none. */
+WK_API bool wk_vad_pop_event (wk_vad * vad, wk_vad_event * ev);
+
+/* True between a reported START and its END. */
+WK_API bool wk_vad_in_speech (const wk_vad * vad);
+
+/* Speech probability of the last chunk run (0 before any). */
+WK_API float wk_vad_last_prob (const wk_vad * vad);
+
+/* Samples fed so far (since creation or the last reset). */
+WK_API int64_t wk_vad_position (const wk_vad * vad);
+
+typedef struct
+{
+  int64_t start, end;           /* samples, padded */
+} wk_vad_segment;
+
+/* Offline helper: resets vad, runs the whole buffer through it (exactly as
+ * feeding it in pieces would) and returns the speech segments in a
+ * malloc'd array (NULL when there are none) to release with free().
+ * probs, when not NULL, receives the probability of each chunk:
+ * ceil (n / WK_VAD_CHUNK) floats. */
+WK_API wk_status wk_vad_detect (wk_vad * vad, const float *pcm, size_t n,
+    float *probs, wk_vad_segment ** segs, size_t *n_segs);
+
+typedef struct
+{
+  int64_t n_chunks;             /* network runs */
+  double seconds;               /* wall time spent in the network */
+} wk_vad_stats;
+
+WK_API void wk_vad_get_stats (const wk_vad * vad, wk_vad_stats * stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,1285 @@
+/* Silero VAD (16 kHz) in plain C: the loader for whisper.cpp's ggml layout
+ * of the model, the network, and a streaming speech segmenter.
+ *
+ * The network, per 512-sample chunk:
+ *   framing to 640 samples (see wk_vad_framing in vad.h)
+ *   STFT as a convolution with a fixed basis: 258 filters of 256 taps, hop
+ *     128 -> 4 frames; magnitude of the 129 (re, im) pairs
+ *   encoder: 4 conv1d (kernel 3, padding 1) + ReLU:
+ *     129 -> 128 (stride 1), 128 -> 64 (2), 64 -> 64 (2), 64 -> 128 (1);
+ *     the time axis goes 4 -> 4 -> 2 -> 1 -> 1
+ *   LSTM cell, 128 -> 128, gates in PyTorch order (i, f, g, o); h and c
+ *     carried to the next chunk
+ *   ReLU, 1x1 conv 128 -> 1, sigmoid: the speech probability.
+ *
+ * The segmenter follows whisper.cpp's whisper_vad_segments_from_probs()
+ * (itself silero-vad's get_speech_timestamps()), recast so that every
+ * decision is taken as soon as it is certain, chunk by chunk. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vad.h"
+#include "wk-types.h"
+
+#ifndef WK_VAD_MODEL_INSTALL_PATH
+#define WK_VAD_MODEL_INSTALL_PATH ""
+#endif
+#ifndef WK_VAD_MODEL_BUILD_PATH
+#define WK_VAD_MODEL_BUILD_PATH "silero-v6.2.0-ggml.bin"
+#endif
+
+/* The one architecture we run (Silero VAD v5 and v6, 16 kHz branch). */
+#define CHUNK WK_VAD_CHUNK
+#define CTX 64                  /* context samples (SILERO framing) */
+#define PAD 64                  /* reflected samples */
+#define FRAME (CHUNK + 2 * PAD) /* 640 samples into the STFT */
+#define NFFT 256                /* STFT taps */
+#define HOP 128
+#define NFRAMES ((FRAME - NFFT) / HOP + 1)      /* 4 */
+#define NBINS (NFFT / 2 + 1)    /* 129 */
+#define NSTFT (2 * NBINS)       /* 258 filters: re then im */
+#define NSTFT_PAD 264           /* rows padded to a multiple of 8 */
+#define HID 128                 /* LSTM size */
+#define NGATES (4 * HID)
+#define N_ENC 4
+#define KSIZE 3
+
+static const int enc_in[N_ENC] = { NBINS, 128, 64, 64 };
+static const int enc_out[N_ENC] = { 128, 64, 64, 128 };
+static const int enc_stride[N_ENC] = { 1, 2, 2, 1 };
+
+#define MAX_EVENTS 8
+#define SAMPLE_RATE 16000
+
+struct wk_vad_model
+{
+  int refs;                     /* under registry_lock */
+  int shared;                   /* in the registry */
+  dev_t dev;
+  ino_t ino;
+  struct wk_vad_model *next;
+
+  char type[64];
+  int version[3];
+
+  float *block;                 /* every array below lives here */
+  float *stft;                  /* [NFFT][NSTFT_PAD]: tap-major basis */
+  float *enc_w[N_ENC];          /* [in * KSIZE][out]: (ci, k) major */
+  float *enc_b[N_ENC];          /* [out] */
+  float *w_ih;                  /* [HID in][NGATES] */
+  float *w_hh;                  /* [HID in][NGATES] */
+  float *b_gates;               /* [NGATES]: bias_ih + bias_hh */
+  float *out_w;                 /* [HID] */
+  float out_b;
+  /* the encoder's output for an all-zero frame (digital silence), computed
+   * at load with the same code, so the shortcut changes no bit */
+  float enc_zero[128];
+};
+
+/* The segmenter's state, in chunk-grid samples (-1: none). */
+typedef struct
+{
+  int triggered;                /* inside a speech candidate */
+  int confirmed;                /* its START has been reported */
+  int64_t start;                /* first chunk at or above threshold */
+  int64_t temp_end;             /* first chunk of the current silence */
+  int silence_ok;               /* that silence lasted min_silence */
+  int64_t prev_end;             /* a pause usable for a max-length split */
+  int64_t next_start;           /* speech after that pause */
+  int64_t last_end;             /* last END reported (padded), or 0 */
+} segmenter;
+
+struct wk_vad
+{
+  wk_vad_model *model;
+  wk_vad_params params;
+  wk_vad_framing framing;
+
+  /* parameters in samples */
+  float thr, neg_thr;
+  int64_t min_speech, min_silence, merge_gap, pad, max_speech;
+  int64_t min_silence_at_max;
+
+  /* network state */
+  float ctx[CTX];
+  float h[HID];
+  float c[HID];
+
+  /* scratch, sized once */
+  float frame[FRAME];
+  float spec[NSTFT_PAD];
+  float mag[NFRAMES * NBINS];   /* [t][bin] */
+  float act0[NFRAMES * 128];    /* [t][ch] after each encoder layer */
+  float act1[2 * 64];
+  float act2[1 * 64];
+  float act3[1 * 128];
+  float gates[NGATES];
+
+  /* input */
+  float pending[CHUNK];
+  size_t n_pending;
+  int64_t n_fed;                /* samples taken */
+  int64_t n_chunks;             /* chunks run */
+  int finished;
+  float last_prob;
+  float *probs_sink;            /* wk_vad_detect's output, or NULL */
+
+  segmenter seg;
+  int in_speech;                /* between a reported START and END */
+
+  wk_vad_event events[MAX_EVENTS];
+  int ev_head, ev_count;
+
+  double seconds;
+};
+
+static void
+set_err (char *err, size_t err_size, const char *fmt, ...)
+__attribute__ ((format (printf, 3, 4)));
+
+static void
+set_err (char *err, size_t err_size, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (!err || err_size == 0)
+    return;
+  va_start (ap, fmt);
+  vsnprintf (err, err_size, fmt, ap);
+  va_end (ap);
+}
+
+static void encode_zero (wk_vad_model * m);
+
+/* ---- loader ------------------------------------------------------------ */
+
+typedef struct
+{
+  const uint8_t *p;
+  size_t size;
+  size_t off;
+} reader;
+
+static int
+read_i32 (reader * r, int32_t * v)
+{
+  uint32_t u;
+
+  if (r->size - r->off < 4)
+    return 0;
+  u = (uint32_t) r->p[r->off] | (uint32_t) r->p[r->off + 1] << 8 |
+      (uint32_t) r->p[r->off + 2] << 16 | (uint32_t) r->p[r->off + 3] << 24;
+  r->off += 4;
+  memcpy (v, &u, sizeof *v);
+  return 1;
+}
+
+enum
+{
+  T_ENC_W0, T_ENC_B0, T_ENC_W1, T_ENC_B1, T_ENC_W2, T_ENC_B2, T_ENC_W3,
+  T_ENC_B3, T_W_IH, T_W_HH, T_B_IH, T_B_HH, T_OUT_W, T_OUT_B, T_STFT,
+  N_TENSORS
+};
+
+typedef struct
+{
+  const char *name;
+  int64_t ne[3];                /* ggml order, trailing 1s */
+} tensor_spec;
+
+static const tensor_spec specs[N_TENSORS] = {
+  {"_model.encoder.0.reparam_conv.weight", {KSIZE, NBINS, 128}},
+  {"_model.encoder.0.reparam_conv.bias", {128, 1, 1}},
+  {"_model.encoder.1.reparam_conv.weight", {KSIZE, 128, 64}},
+  {"_model.encoder.1.reparam_conv.bias", {64, 1, 1}},
+  {"_model.encoder.2.reparam_conv.weight", {KSIZE, 64, 64}},
+  {"_model.encoder.2.reparam_conv.bias", {64, 1, 1}},
+  {"_model.encoder.3.reparam_conv.weight", {KSIZE, 64, 128}},
+  {"_model.encoder.3.reparam_conv.bias", {128, 1, 1}},
+  {"_model.decoder.rnn.weight_ih", {HID, NGATES, 1}},
+  {"_model.decoder.rnn.weight_hh", {HID, NGATES, 1}},
+  {"_model.decoder.rnn.bias_ih", {NGATES, 1, 1}},
+  {"_model.decoder.rnn.bias_hh", {NGATES, 1, 1}},
+  {"_model.decoder.decoder.2.weight", {HID, 1, 1}},
+  {"_model.decoder.decoder.2.bias", {1, 1, 1}},
+  {"_model.stft.forward_basis_buffer", {NFFT, 1, NSTFT}},
+};
+
+/* Element i of a tensor's data as f32 (type 0 = f32, 1 = f16; data is
+ * unaligned in the file). */
+static float
+elem (const uint8_t * data, int type, int64_t i)
+{
+  if (type == 0) {
+    float f;
+    memcpy (&f, data + 4 * i, 4);
+    return f;
+  } else {
+    uint16_t h;
+    memcpy (&h, data + 2 * i, 2);
+    return wk_fp16_to_fp32 (h);
+  }
+}
+
+/* Puts tensor t (data in ggml order) into the model's layout. Returns 0
+ * when a value is not finite. */
+static int
+place_tensor (wk_vad_model * m, int t, const uint8_t * data, int type)
+{
+  int64_t n = specs[t].ne[0] * specs[t].ne[1] * specs[t].ne[2];
+
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite (elem (data, type, i)))
+      return 0;
+
+  switch (t) {
+    case T_ENC_W0:
+    case T_ENC_W1:
+    case T_ENC_W2:
+    case T_ENC_W3:{
+      int l = (t - T_ENC_W0) / 2;
+      int ci_n = enc_in[l], co_n = enc_out[l];
+      /* ggml (k, ci, co) at (co * ci_n + ci) * K + k -> [(ci K + k)][co] */
+      for (int co = 0; co < co_n; co++)
+        for (int ci = 0; ci < ci_n; ci++)
+          for (int k = 0; k < KSIZE; k++)
+            m->enc_w[l][(ci * KSIZE + k) * co_n + co] =
+                elem (data, type, ((int64_t) co * ci_n + ci) * KSIZE + k);
+      break;
+    }
+    case T_ENC_B0:
+    case T_ENC_B1:
+    case T_ENC_B2:
+    case T_ENC_B3:{
+      int l = (t - T_ENC_B0) / 2;
+      for (int co = 0; co < enc_out[l]; co++)
+        m->enc_b[l][co] = elem (data, type, co);
+      break;
+    }
+    case T_W_IH:
+    case T_W_HH:{
+      float *w = t == T_W_IH ? m->w_ih : m->w_hh;
+      /* ggml (in, gate) at gate * HID + in -> [in][gate] */
+      for (int g = 0; g < NGATES; g++)
+        for (int i = 0; i < HID; i++)
+          w[i * NGATES + g] = elem (data, type, (int64_t) g * HID + i);
+      break;
+    }
+    case T_B_IH:
+    case T_B_HH:
+      for (int g = 0; g < NGATES; g++)
+        m->b_gates[g] += elem (data, type, g);
+      break;
+    case T_OUT_W:
+      for (int i = 0; i < HID; i++)
+        m->out_w[i] = elem (data, type, i);
+      break;
+    case T_OUT_B:
+      m->out_b = elem (data, type, 0);
+      break;
+    case T_STFT:
+      /* ggml (k, 0, c) at c * NFFT + k -> [k][c] */
+      for (int c = 0; c < NSTFT; c++)
+        for (int k = 0; k < NFFT; k++)
+          m->stft[k * NSTFT_PAD + c] = elem (data, type, (int64_t) c * NFFT + k);
+      break;
+    default:
+      break;
+  }
+  return 1;
+}
+
+static wk_vad_model *
+model_alloc (void)
+{
+  wk_vad_model *m = calloc (1, sizeof *m);
+  size_t n = 0;
+  float *p;
+
+  if (!m)
+    return NULL;
+  n += (size_t) NFFT * NSTFT_PAD;
+  for (int l = 0; l < N_ENC; l++)
+    n += (size_t) enc_in[l] * KSIZE * enc_out[l] + enc_out[l];
+  n += 2 * (size_t) HID * NGATES + NGATES + HID;
+  m->block = calloc (n, sizeof (float));
+  if (!m->block) {
+    free (m);
+    return NULL;
+  }
+  p = m->block;
+  m->stft = p;
+  p += (size_t) NFFT * NSTFT_PAD;
+  for (int l = 0; l < N_ENC; l++) {
+    m->enc_w[l] = p;
+    p += (size_t) enc_in[l] * KSIZE * enc_out[l];
+    m->enc_b[l] = p;
+    p += enc_out[l];
+  }
+  m->w_ih = p;
+  p += (size_t) HID * NGATES;
+  m->w_hh = p;
+  p += (size_t) HID * NGATES;
+  m->b_gates = p;
+  p += NGATES;
+  m->out_w = p;
+  m->refs = 1;
+  return m;
+}
+
+static void
+model_destroy (wk_vad_model * m)
+{
+  if (!m)
+    return;
+  free (m->block);
+  free (m);
+}
+
+static wk_status
+parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
+    char *err, size_t err_size)
+{
+  reader r = { data, size, 0 };
+  int32_t v, hp[5], n_layers, lstm[4];
+  int seen[N_TENSORS] = { 0 };
+  wk_vad_model *m;
+
+  *out = NULL;
+  if (!read_i32 (&r, &v))
+    goto truncated;
+  if ((uint32_t) v != 0x67676d6cu) {
+    set_err (err, err_size, "not a ggml VAD model (bad magic 0x%08x)",
+        (unsigned) v);
+    return WK_ERR_FORMAT;
+  }
+  if (!read_i32 (&r, &v))
+    goto truncated;
+  if (v <= 0 || v >= 64) {
+    set_err (err, err_size, "bad model type length %d", (int) v);
+    return WK_ERR_FORMAT;
+  }
+  if (r.size - r.off < (size_t) v)
+    goto truncated;
+  {
+    char type[64];
+    memcpy (type, r.p + r.off, (size_t) v);
+    type[v] = '\0';
+    r.off += (size_t) v;
+    if (strcmp (type, "silero-16k") != 0) {
+      set_err (err, err_size, "unsupported VAD model type '%.63s' "
+          "(expected silero-16k)", type);
+      return WK_ERR_UNSUPPORTED;
+    }
+  }
+  /* version (3), window, context */
+  for (int i = 0; i < 5; i++)
+    if (!read_i32 (&r, &hp[i]))
+      goto truncated;
+  if (hp[3] != CHUNK || hp[4] != CTX) {
+    set_err (err, err_size, "unsupported VAD window %d / context %d "
+        "(expected %d / %d)", (int) hp[3], (int) hp[4], CHUNK, CTX);
+    return WK_ERR_UNSUPPORTED;
+  }
+  if (!read_i32 (&r, &n_layers))
+    goto truncated;
+  if (n_layers != N_ENC) {
+    set_err (err, err_size, "unsupported VAD encoder with %d layers "
+        "(expected %d)", (int) n_layers, N_ENC);
+    return WK_ERR_UNSUPPORTED;
+  }
+  for (int l = 0; l < N_ENC; l++) {
+    int32_t ci, co, k;
+    if (!read_i32 (&r, &ci) || !read_i32 (&r, &co) || !read_i32 (&r, &k))
+      goto truncated;
+    if (ci != enc_in[l] || co != enc_out[l] || k != KSIZE) {
+      set_err (err, err_size, "unsupported VAD encoder layer %d: %d -> %d, "
+          "kernel %d (expected %d -> %d, kernel %d)", l, (int) ci, (int) co,
+          (int) k, enc_in[l], enc_out[l], KSIZE);
+      return WK_ERR_UNSUPPORTED;
+    }
+  }
+  for (int i = 0; i < 4; i++)
+    if (!read_i32 (&r, &lstm[i]))
+      goto truncated;
+  if (lstm[0] != HID || lstm[1] != HID || lstm[2] != HID || lstm[3] != 1) {
+    set_err (err, err_size, "unsupported VAD LSTM %d/%d or output %d/%d",
+        (int) lstm[0], (int) lstm[1], (int) lstm[2], (int) lstm[3]);
+    return WK_ERR_UNSUPPORTED;
+  }
+
+  m = model_alloc ();
+  if (!m) {
+    set_err (err, err_size, "out of memory");
+    return WK_ERR_NOMEM;
+  }
+  memcpy (m->type, "silero-16k", sizeof "silero-16k");
+  m->version[0] = hp[0];
+  m->version[1] = hp[1];
+  m->version[2] = hp[2];
+
+  while (r.off < r.size) {
+    int32_t n_dims, name_len, type, ne[4] = { 1, 1, 1, 1 };
+    int64_t norm[3] = { 1, 1, 1 };
+    uint64_t n_elems = 1, n_bytes;
+    char name[128];
+    int t;
+
+    if (!read_i32 (&r, &n_dims) || !read_i32 (&r, &name_len)
+        || !read_i32 (&r, &type))
+      goto truncated_m;
+    if (n_dims < 0 || n_dims > 4) {
+      set_err (err, err_size, "tensor with %d dimensions", (int) n_dims);
+      goto format_m;
+    }
+    if (name_len <= 0 || name_len >= (int32_t) sizeof name) {
+      set_err (err, err_size, "bad tensor name length %d", (int) name_len);
+      goto format_m;
+    }
+    if (type != 0 && type != 1) {
+      set_err (err, err_size, "unsupported tensor type %d (f32 or f16 "
+          "expected)", (int) type);
+      goto format_m;
+    }
+    for (int i = 0; i < n_dims; i++) {
+      if (!read_i32 (&r, &ne[i]))
+        goto truncated_m;
+      if (ne[i] <= 0 || ne[i] > (1 << 20)) {
+        set_err (err, err_size, "bad tensor dimension %d", (int) ne[i]);
+        goto format_m;
+      }
+      n_elems *= (uint64_t) ne[i];      /* <= 2^80 only if 4 * 2^20: check */
+      if (n_elems > size) {
+        set_err (err, err_size, "tensor larger than the file");
+        goto format_m;
+      }
+    }
+    if (r.size - r.off < (size_t) name_len)
+      goto truncated_m;
+    memcpy (name, r.p + r.off, (size_t) name_len);
+    name[name_len] = '\0';
+    r.off += (size_t) name_len;
+
+    for (t = 0; t < N_TENSORS; t++)
+      if (strcmp (name, specs[t].name) == 0)
+        break;
+    if (t == N_TENSORS) {
+      set_err (err, err_size, "unknown tensor '%s' in VAD model", name);
+      goto format_m;
+    }
+    if (seen[t]) {
+      set_err (err, err_size, "tensor '%s' appears twice", name);
+      goto format_m;
+    }
+    /* shape, ignoring trailing 1s (the converter squeezes) */
+    {
+      int nd = n_dims;
+      while (nd > 0 && ne[nd - 1] == 1)
+        nd--;
+      if (nd > 3)
+        goto shape_m;
+      for (int i = 0; i < nd; i++)
+        norm[i] = ne[i];
+      for (int i = 0; i < 3; i++)
+        if (norm[i] != specs[t].ne[i])
+          goto shape_m;
+    }
+    n_bytes = n_elems * (type == 0 ? 4u : 2u);
+    if (r.size - r.off < n_bytes)
+      goto truncated_m;
+    if (!place_tensor (m, t, r.p + r.off, type)) {
+      set_err (err, err_size, "tensor '%s' holds a value that is not "
+          "finite", name);
+      goto format_m;
+    }
+    r.off += (size_t) n_bytes;
+    seen[t] = 1;
+    continue;
+
+  shape_m:
+    set_err (err, err_size, "tensor '%s' has shape [%d, %d, %d, %d], "
+        "expected [%d, %d, %d]", name, (int) ne[0], (int) ne[1], (int) ne[2],
+        (int) ne[3], (int) specs[t].ne[0], (int) specs[t].ne[1],
+        (int) specs[t].ne[2]);
+    goto format_m;
+  }
+  for (int t = 0; t < N_TENSORS; t++)
+    if (!seen[t]) {
+      set_err (err, err_size, "tensor '%s' missing from the VAD model",
+          specs[t].name);
+      goto format_m;
+    }
+  encode_zero (m);
+  *out = m;
+  return WK_OK;
+
+truncated_m:
+  model_destroy (m);
+truncated:
+  set_err (err, err_size, "VAD model truncated at byte %zu", r.off);
+  return WK_ERR_FORMAT;
+format_m:
+  model_destroy (m);
+  return WK_ERR_FORMAT;
+}
+
+wk_status
+wk_vad_model_load_memory (const void *data, size_t size, wk_vad_model ** out,
+    char *err, size_t err_size)
+{
+  if (!out || (!data && size)) {
+    set_err (err, err_size, "bad argument");
+    if (out)
+      *out = NULL;
+    return WK_ERR_ARG;
+  }
+  return parse_model (data, size, out, err, err_size);
+}
+
+/* Models loaded from files, shared by device and inode. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static wk_vad_model *registry;
+
+wk_status
+wk_vad_model_load (const char *path, wk_vad_model ** out, char *err,
+    size_t err_size)
+{
+  struct stat st;
+  wk_vad_model *m;
+  uint8_t *buf = NULL;
+  FILE *f = NULL;
+  wk_status ret;
+
+  if (!out) {
+    set_err (err, err_size, "bad argument");
+    return WK_ERR_ARG;
+  }
+  *out = NULL;
+  if (!path || !path[0]) {
+    set_err (err, err_size, "no VAD model path given");
+    return WK_ERR_ARG;
+  }
+  f = fopen (path, "rb");
+  if (!f || fstat (fileno (f), &st) != 0) {
+    set_err (err, err_size, "cannot open VAD model '%s': %s", path,
+        strerror (errno));
+    if (f)
+      fclose (f);
+    return WK_ERR_IO;
+  }
+  if (!S_ISREG (st.st_mode)) {
+    set_err (err, err_size, "VAD model '%s' is not a regular file", path);
+    fclose (f);
+    return WK_ERR_IO;
+  }
+
+  pthread_mutex_lock (&registry_lock);
+  for (m = registry; m; m = m->next)
+    if (m->dev == st.st_dev && m->ino == st.st_ino) {
+      m->refs++;
+      pthread_mutex_unlock (&registry_lock);
+      fclose (f);
+      *out = m;
+      return WK_OK;
+    }
+  pthread_mutex_unlock (&registry_lock);
+
+  /* The file is small (under 1 MB): read it once, convert, forget it. */
+  if (st.st_size <= 0 || (uint64_t) st.st_size > (64u << 20)) {
+    set_err (err, err_size, "VAD model '%s' has an implausible size (%lld "
+        "bytes)", path, (long long) st.st_size);
+    fclose (f);
+    return WK_ERR_FORMAT;
+  }
+  buf = malloc ((size_t) st.st_size);
+  if (!buf) {
+    fclose (f);
+    set_err (err, err_size, "out of memory");
+    return WK_ERR_NOMEM;
+  }
+  if (fread (buf, 1, (size_t) st.st_size, f) != (size_t) st.st_size) {
+    set_err (err, err_size, "cannot read VAD model '%s'", path);
+    free (buf);
+    fclose (f);
+    return WK_ERR_IO;
+  }
+  fclose (f);
+  ret = parse_model (buf, (size_t) st.st_size, &m, err, err_size);
+  free (buf);
+  if (ret != WK_OK) {
+    char tmp[256];
+    if (err && err_size) {
+      snprintf (tmp, sizeof tmp, "%s", err);
+      set_err (err, err_size, "%s: %s", path, tmp);
+    }
+    return ret;
+  }
+
+  pthread_mutex_lock (&registry_lock);
+  {
+    /* another thread may have loaded it meanwhile */
+    wk_vad_model *o;
+    for (o = registry; o; o = o->next)
+      if (o->dev == st.st_dev && o->ino == st.st_ino)
+        break;
+    if (o) {
+      o->refs++;
+      pthread_mutex_unlock (&registry_lock);
+      model_destroy (m);
+      *out = o;
+      return WK_OK;
+    }
+  }
+  m->dev = st.st_dev;
+  m->ino = st.st_ino;
+  m->shared = 1;
+  m->next = registry;
+  registry = m;
+  pthread_mutex_unlock (&registry_lock);
+  *out = m;
+  return WK_OK;
+}
+
+wk_vad_model *
+wk_vad_model_ref (wk_vad_model * model)
+{
+  if (model) {
+    pthread_mutex_lock (&registry_lock);
+    model->refs++;
+    pthread_mutex_unlock (&registry_lock);
+  }
+  return model;
+}
+
+void
+wk_vad_model_unref (wk_vad_model * model)
+{
+  int last;
+
+  if (!model)
+    return;
+  pthread_mutex_lock (&registry_lock);
+  last = --model->refs == 0;
+  if (last && model->shared) {
+    wk_vad_model **pp = &registry;
+    while (*pp && *pp != model)
+      pp = &(*pp)->next;
+    if (*pp)
+      *pp = model->next;
+  }
+  pthread_mutex_unlock (&registry_lock);
+  if (last)
+    model_destroy (model);
+}
+
+const char *
+wk_vad_model_type (const wk_vad_model * model)
+{
+  return model->type;
+}
+
+void
+wk_vad_model_version (const wk_vad_model * model, int version[3])
+{
+  memcpy (version, model->version, sizeof model->version);
+}
+
+const char *
+wk_default_vad_model_path (void)
+{
+  const char *env = getenv ("WHISPERKNOT_VAD_MODEL");
+
+  if (env && env[0])
+    return env;
+  if (WK_VAD_MODEL_INSTALL_PATH[0]
+      && access (WK_VAD_MODEL_INSTALL_PATH, R_OK) == 0)
+    return WK_VAD_MODEL_INSTALL_PATH;
+  return WK_VAD_MODEL_BUILD_PATH;
+}
+
+/* ---- network ----------------------------------------------------------- */
+
+/* y[0..n) += w[0..n) * s, n a multiple of 8: the fixed inner block lets
+ * the compiler use vector registers without -ffast-math. */
+static inline void
+axpy8 (float *restrict y, const float *restrict w, float s, int n)
+{
+  for (int i = 0; i < n; i += 8)
+    for (int j = 0; j < 8; j++)
+      y[i + j] += w[i + j] * s;
+}
+
+/* Conv1d, kernel KSIZE, padding 1, then ReLU. x: [n_in][c_in] time-major,
+ * y: [n_out][c_out]. */
+static void
+conv_relu (const float *x, int n_in, int c_in, const float *w,
+    const float *b, int c_out, int stride, float *y, int n_out)
+{
+  for (int t = 0; t < n_out; t++) {
+    float *yt = y + (size_t) t * c_out;
+    memcpy (yt, b, (size_t) c_out * sizeof *yt);
+    for (int k = 0; k < KSIZE; k++) {
+      int src = t * stride + k - 1;
+      if (src < 0 || src >= n_in)
+        continue;
+      for (int ci = 0; ci < c_in; ci++) {
+        float s = x[(size_t) src * c_in + ci];
+        if (s != 0.0f)          /* ReLU outputs are often 0 */
+          axpy8 (yt, w + (size_t) (ci * KSIZE + k) * c_out, s, c_out);
+      }
+    }
+    for (int co = 0; co < c_out; co++)
+      yt[co] = yt[co] > 0.0f ? yt[co] : 0.0f;
+  }
+}
+
+/* The encoder on the magnitudes in v->mag, into v->act3. */
+static void
+encode (const wk_vad_model * m, float *mag, float *act0, float *act1,
+    float *act2, float *act3)
+{
+  conv_relu (mag, NFRAMES, NBINS, m->enc_w[0], m->enc_b[0], 128,
+      enc_stride[0], act0, 4);
+  conv_relu (act0, 4, 128, m->enc_w[1], m->enc_b[1], 64, enc_stride[1],
+      act1, 2);
+  conv_relu (act1, 2, 64, m->enc_w[2], m->enc_b[2], 64, enc_stride[2],
+      act2, 1);
+  conv_relu (act2, 1, 64, m->enc_w[3], m->enc_b[3], 128, enc_stride[3],
+      act3, 1);
+}
+
+static void
+encode_zero (wk_vad_model * m)
+{
+  float mag[NFRAMES * NBINS] = { 0 }, a0[NFRAMES * 128], a1[2 * 64], a2[64];
+
+  encode (m, mag, a0, a1, a2, m->enc_zero);
+}
+
+static inline float
+sigmoidf (float x)
+{
+  return 1.0f / (1.0f + expf (-x));
+}
+
+float
+wk_vad_run_chunk (wk_vad * v, const float *chunk)
+{
+  const wk_vad_model *m = v->model;
+  float *x = v->frame;
+  struct timespec t0, t1;
+  float logit;
+
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+
+  /* framing: 640 samples */
+  if (v->framing == WK_VAD_FRAMING_SILERO) {
+    memcpy (x, v->ctx, sizeof v->ctx);
+    memcpy (x + CTX, chunk, CHUNK * sizeof *x);
+    memcpy (v->ctx, chunk + CHUNK - CTX, sizeof v->ctx);
+  } else {
+    memcpy (x + PAD, chunk, CHUNK * sizeof *x);
+    for (int j = 1; j <= PAD; j++)
+      x[PAD - j] = x[PAD + j];
+  }
+  /* reflect on the right: x[last + j] = x[last - j] */
+  for (int j = 1; j <= PAD; j++)
+    x[FRAME - PAD - 1 + j] = x[FRAME - PAD - 1 - j];
+
+  /* an all-zero frame (digital silence) has a known encoding */
+  {
+    int zero = 1;
+    for (int i = 0; i < FRAME && zero; i++)
+      zero = x[i] == 0.0f;
+    if (zero) {
+      memcpy (v->act3, m->enc_zero, sizeof v->act3);
+      goto lstm;
+    }
+  }
+
+  /* STFT magnitude */
+  for (int t = 0; t < NFRAMES; t++) {
+    const float *xt = x + t * HOP;
+    float *mt = v->mag + t * NBINS;
+    memset (v->spec, 0, sizeof v->spec);
+    for (int k = 0; k < NFFT; k++)
+      axpy8 (v->spec, m->stft + (size_t) k * NSTFT_PAD, xt[k], NSTFT_PAD);
+    for (int f = 0; f < NBINS; f++) {
+      float re = v->spec[f], im = v->spec[NBINS + f];
+      mt[f] = sqrtf (re * re + im * im);
+    }
+  }
+  encode (m, v->mag, v->act0, v->act1, v->act2, v->act3);
+
+lstm:
+  /* LSTM cell */
+  memcpy (v->gates, m->b_gates, sizeof v->gates);
+  for (int i = 0; i < HID; i++) {
+    if (v->act3[i] != 0.0f)
+      axpy8 (v->gates, m->w_ih + (size_t) i * NGATES, v->act3[i], NGATES);
+    if (v->h[i] != 0.0f)
+      axpy8 (v->gates, m->w_hh + (size_t) i * NGATES, v->h[i], NGATES);
+  }
+  logit = m->out_b;
+  for (int i = 0; i < HID; i++) {
+    float ig = sigmoidf (v->gates[i]);
+    float fg = sigmoidf (v->gates[HID + i]);
+    float gg = tanhf (v->gates[2 * HID + i]);
+    float og = sigmoidf (v->gates[3 * HID + i]);
+    v->c[i] = fg * v->c[i] + ig * gg;
+    v->h[i] = og * tanhf (v->c[i]);
+    /* decoder: ReLU then 1x1 conv */
+    if (v->h[i] > 0.0f)
+      logit += m->out_w[i] * v->h[i];
+  }
+  v->last_prob = sigmoidf (logit);
+
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+  v->seconds += (double) (t1.tv_sec - t0.tv_sec)
+      + 1e-9 * (double) (t1.tv_nsec - t0.tv_nsec);
+  return v->last_prob;
+}
+
+/* ---- segmenter --------------------------------------------------------- */
+
+wk_vad_params
+wk_vad_default_params (void)
+{
+  wk_vad_params p;
+
+  memset (&p, 0, sizeof p);
+  p.threshold = 0.5f;
+  p.neg_threshold = -1.0f;
+  p.min_speech_duration_ms = 250;
+  p.min_silence_duration_ms = 100;
+  p.merge_gap_ms = 200;
+  p.speech_pad_ms = 30;
+  p.max_speech_duration_s = 0.0f;
+  return p;
+}
+
+static void
+push_event (wk_vad * v, wk_vad_event_type type, int64_t sample)
+{
+  int i;
+
+  if (v->ev_count == MAX_EVENTS)        /* cannot happen: feed stops */
+    return;
+  i = (v->ev_head + v->ev_count) % MAX_EVENTS;
+  v->events[i].type = type;
+  v->events[i].sample = sample;
+  v->ev_count++;
+}
+
+/* The end of what has been run so far: padding never reaches past it. */
+static int64_t
+horizon (const wk_vad * v)
+{
+  int64_t h = v->n_chunks * CHUNK;
+  return h < v->n_fed ? h : v->n_fed;
+}
+
+static void
+emit_start (wk_vad * v, int64_t start)
+{
+  int64_t s = start - v->pad;
+
+  if (s < v->seg.last_end)
+    s = v->seg.last_end;
+  if (s < 0)
+    s = 0;
+  push_event (v, WK_VAD_EVENT_SPEECH_START, s);
+  v->seg.confirmed = 1;
+  v->in_speech = 1;
+}
+
+/* Closes the candidate [start, end): reported if long enough. */
+static void
+emit_segment_end (wk_vad * v, int64_t end)
+{
+  segmenter *s = &v->seg;
+  int64_t e;
+
+  if (end - s->start > v->min_speech) {
+    if (!s->confirmed)
+      emit_start (v, s->start);
+    e = end + v->pad;
+    if (e > horizon (v))
+      e = horizon (v);
+    push_event (v, WK_VAD_EVENT_SPEECH_END, e);
+    s->last_end = e;
+  }
+  s->confirmed = 0;
+  v->in_speech = 0;
+}
+
+static void
+seg_reset_marks (segmenter * s)
+{
+  s->temp_end = -1;
+  s->silence_ok = 0;
+  s->prev_end = -1;
+  s->next_start = -1;
+}
+
+/* Reports START as soon as the candidate is sure to last min_speech. */
+static void
+maybe_confirm (wk_vad * v, int64_t cur)
+{
+  segmenter *s = &v->seg;
+  int64_t end_bound;
+
+  if (!s->triggered || s->confirmed)
+    return;
+  end_bound = s->temp_end >= 0 ? s->temp_end : cur + CHUNK;
+  if (end_bound - s->start > v->min_speech)
+    emit_start (v, s->start);
+}
+
+/* One chunk's probability p; cur = the chunk's first sample. */
+static void
+seg_step (wk_vad * v, float p, int64_t cur)
+{
+  segmenter *s = &v->seg;
+
+  if (p >= v->thr && s->temp_end >= 0) {
+    /* speech again: the pause did not end the segment */
+    s->temp_end = -1;
+    s->silence_ok = 0;
+    if (s->next_start < s->prev_end)
+      s->next_start = cur;
+  }
+  if (p >= v->thr && !s->triggered) {
+    s->triggered = 1;
+    s->confirmed = 0;
+    s->start = cur;
+    seg_reset_marks (s);
+    maybe_confirm (v, cur);
+    return;
+  }
+  if (!s->triggered)
+    return;
+
+  if (cur - s->start > v->max_speech) {
+    if (s->prev_end >= 0) {
+      /* split at the last long-enough pause */
+      int still_silent = s->next_start < s->prev_end;
+      int64_t next = s->next_start;
+      emit_segment_end (v, s->prev_end);
+      seg_reset_marks (s);
+      if (still_silent) {
+        s->triggered = 0;
+        return;
+      }
+      s->start = next;
+      maybe_confirm (v, cur);
+    } else {
+      emit_segment_end (v, cur);
+      seg_reset_marks (s);
+      s->triggered = 0;
+      return;
+    }
+  }
+
+  if (p < v->neg_thr) {
+    if (s->temp_end < 0)
+      s->temp_end = cur;
+    if (cur - s->temp_end > v->min_silence_at_max)
+      s->prev_end = s->temp_end;
+    if (cur - s->temp_end >= v->min_silence)
+      s->silence_ok = 1;
+  }
+  /* The segment is over once the silence was long enough and speech can
+   * no longer resume within the merge gap. */
+  if (s->temp_end >= 0 && s->silence_ok
+      && cur + CHUNK - s->temp_end >= v->merge_gap) {
+    emit_segment_end (v, s->temp_end);
+    seg_reset_marks (s);
+    s->triggered = 0;
+    return;
+  }
+  maybe_confirm (v, cur);
+}
+
+static void
+apply_params (wk_vad * v)
+{
+  const wk_vad_params *p = &v->params;
+  int64_t max_speech;
+
+  v->thr = p->threshold;
+  v->neg_thr = p->neg_threshold >= 0.0f ? p->neg_threshold
+      : p->threshold - 0.15f;
+  if (v->neg_thr < 0.01f)
+    v->neg_thr = 0.01f;
+  v->min_speech = (int64_t) SAMPLE_RATE * p->min_speech_duration_ms / 1000;
+  v->min_silence = (int64_t) SAMPLE_RATE * p->min_silence_duration_ms / 1000;
+  v->merge_gap = (int64_t) SAMPLE_RATE * p->merge_gap_ms / 1000;
+  v->pad = (int64_t) SAMPLE_RATE * p->speech_pad_ms / 1000;
+  v->min_silence_at_max = (int64_t) SAMPLE_RATE * 98 / 1000;
+  if (p->max_speech_duration_s > 0.0f && p->max_speech_duration_s < 1e6f) {
+    max_speech = (int64_t) (SAMPLE_RATE * (double) p->max_speech_duration_s)
+        - CHUNK - 2 * v->pad;
+    v->max_speech = max_speech > 0 ? max_speech : CHUNK;
+  } else {
+    v->max_speech = INT64_MAX / 4;
+  }
+}
+
+static int
+params_valid (const wk_vad_params * p, char *err, size_t err_size)
+{
+  if (!(p->threshold > 0.0f && p->threshold <= 1.0f)) {
+    set_err (err, err_size, "VAD threshold must be in (0, 1]");
+    return 0;
+  }
+  if (p->neg_threshold > p->threshold) {
+    set_err (err, err_size, "VAD neg_threshold above threshold");
+    return 0;
+  }
+  if (p->min_speech_duration_ms < 0 || p->min_silence_duration_ms < 0
+      || p->merge_gap_ms < 0 || p->speech_pad_ms < 0
+      || p->min_speech_duration_ms > 3600000
+      || p->min_silence_duration_ms > 3600000
+      || p->merge_gap_ms > 3600000 || p->speech_pad_ms > 3600000
+      || isnan (p->max_speech_duration_s)) {
+    set_err (err, err_size, "VAD durations must be between 0 and 1 hour");
+    return 0;
+  }
+  return 1;
+}
+
+void
+wk_vad_reset (wk_vad * v)
+{
+  memset (v->ctx, 0, sizeof v->ctx);
+  memset (v->h, 0, sizeof v->h);
+  memset (v->c, 0, sizeof v->c);
+  v->n_pending = 0;
+  v->n_fed = 0;
+  v->n_chunks = 0;
+  v->finished = 0;
+  v->last_prob = 0.0f;
+  memset (&v->seg, 0, sizeof v->seg);
+  seg_reset_marks (&v->seg);
+  v->in_speech = 0;
+  v->ev_head = v->ev_count = 0;
+}
+
+wk_status
+wk_vad_new (wk_vad_model * model, const wk_vad_params * params,
+    wk_vad ** out, char *err, size_t err_size)
+{
+  wk_vad *v;
+  wk_vad_params def = wk_vad_default_params ();
+
+  if (!out) {
+    set_err (err, err_size, "bad argument");
+    return WK_ERR_ARG;
+  }
+  *out = NULL;
+  if (!model) {
+    set_err (err, err_size, "no VAD model");
+    return WK_ERR_ARG;
+  }
+  if (!params)
+    params = &def;
+  if (!params_valid (params, err, err_size))
+    return WK_ERR_ARG;
+  v = calloc (1, sizeof *v);
+  if (!v) {
+    set_err (err, err_size, "out of memory");
+    return WK_ERR_NOMEM;
+  }
+  v->model = wk_vad_model_ref (model);
+  v->params = *params;
+  v->framing = WK_VAD_FRAMING_SILERO;
+  apply_params (v);
+  wk_vad_reset (v);
+  *out = v;
+  return WK_OK;
+}
+
+void
+wk_vad_free (wk_vad * v)
+{
+  if (!v)
+    return;
+  wk_vad_model_unref (v->model);
+  free (v);
+}
+
+void
+wk_vad_set_framing (wk_vad * v, wk_vad_framing framing)
+{
+  v->framing = framing;
+  wk_vad_reset (v);
+}
+
+static void
+run_pending (wk_vad * v)
+{
+  int64_t cur = v->n_chunks * CHUNK;
+
+  wk_vad_run_chunk (v, v->pending);
+  if (v->probs_sink)
+    v->probs_sink[v->n_chunks] = v->last_prob;
+  v->n_chunks++;
+  v->n_pending = 0;
+  seg_step (v, v->last_prob, cur);
+}
+
+size_t
+wk_vad_feed (wk_vad * v, const float *pcm, size_t n)
+{
+  size_t used = 0;
+
+  if (!v || !pcm || v->finished)
+    return 0;
+  /* at most 3 events per chunk: keep room for them */
+  while (used < n && v->ev_count <= MAX_EVENTS - 3) {
+    size_t take = CHUNK - v->n_pending;
+    if (take > n - used)
+      take = n - used;
+    memcpy (v->pending + v->n_pending, pcm + used, take * sizeof *pcm);
+    v->n_pending += take;
+    v->n_fed += (int64_t) take;
+    used += take;
+    if (v->n_pending == CHUNK) {
+      run_pending (v);
+      if (v->ev_count > 0)
+        break;
+    }
+  }
+  return used;
+}
+
+void
+wk_vad_finish (wk_vad * v)
+{
+  segmenter *s;
+
+  if (!v || v->finished)
+    return;
+  v->finished = 1;
+  if (v->n_pending > 0) {
+    memset (v->pending + v->n_pending, 0,
+        (CHUNK - v->n_pending) * sizeof (float));
+    run_pending (v);
+  }
+  s = &v->seg;
+  if (s->triggered) {
+    emit_segment_end (v, s->temp_end >= 0 ? s->temp_end
+        : v->n_chunks * CHUNK);
+    seg_reset_marks (s);
+    s->triggered = 0;
+  }
+}
+
+bool
+wk_vad_pop_event (wk_vad * v, wk_vad_event * ev)
+{
+  if (!v || v->ev_count == 0)
+    return false;
+  if (ev)
+    *ev = v->events[v->ev_head];
+  v->ev_head = (v->ev_head + 1) % MAX_EVENTS;
+  v->ev_count--;
+  return true;
+}
+
+bool
+wk_vad_in_speech (const wk_vad * v)
+{
+  return v && v->in_speech;
+}
+
+float
+wk_vad_last_prob (const wk_vad * v)
+{
+  return v ? v->last_prob : 0.0f;
+}
+
+int64_t
+wk_vad_position (const wk_vad * v)
+{
+  return v ? v->n_fed : 0;
+}
+
+void
+wk_vad_get_stats (const wk_vad * v, wk_vad_stats * stats)
+{
+  if (!stats)
+    return;
+  memset (stats, 0, sizeof *stats);
+  if (!v)
+    return;
+  stats->n_chunks = v->n_chunks;
+  stats->seconds = v->seconds;
+}
+
+wk_status
+wk_vad_detect (wk_vad * v, const float *pcm, size_t n, float *probs,
+    wk_vad_segment ** segs, size_t *n_segs)
+{
+  wk_vad_segment *arr = NULL;
+  size_t n_arr = 0, cap = 0, off = 0;
+  int64_t open_start = -1;
+  int done = 0;
+
+  if (segs)
+    *segs = NULL;
+  if (n_segs)
+    *n_segs = 0;
+  if (!v || (!pcm && n))
+    return WK_ERR_ARG;
+  wk_vad_reset (v);
+  v->probs_sink = probs;
+  while (!done) {
+    wk_vad_event ev;
+    if (off < n) {
+      off += wk_vad_feed (v, pcm + off, n - off);
+    } else {
+      wk_vad_finish (v);
+      done = 1;
+    }
+    while (wk_vad_pop_event (v, &ev)) {
+      if (ev.type == WK_VAD_EVENT_SPEECH_START) {
+        open_start = ev.sample;
+        continue;
+      }
+      if (n_arr == cap) {
+        size_t ncap = cap ? 2 * cap : 16;
+        wk_vad_segment *na = realloc (arr, ncap * sizeof *na);
+        if (!na) {
+          free (arr);
+          v->probs_sink = NULL;
+          return WK_ERR_NOMEM;
+        }
+        arr = na;
+        cap = ncap;
+      }
+      arr[n_arr].start = open_start;
+      arr[n_arr].end = ev.sample;
+      n_arr++;
+      open_start = -1;
+    }
+  }
+  v->probs_sink = NULL;
+  if (segs)
+    *segs = arr;
+  else
+    free (arr);
+  if (n_segs)
+    *n_segs = n_arr;
+  return WK_OK;
+}

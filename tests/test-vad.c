@@ -1,0 +1,786 @@
+/* Voice activity detection: the Silero VAD loader, the network against
+ * whisper.cpp's probabilities on jfk.wav, the segmenter (whisper.cpp's
+ * segments, streaming in any buffer size == offline, parameters), silence
+ * and noise, rejection of corrupt files, no allocation while feeding, and
+ * the cost of a chunk. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vad.h"
+#include "wav.h"
+#include "whisperknot.h"
+#include "wk-test.h"
+
+/* ---- counting allocations (not under sanitizers, which own malloc) ---- */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define COUNT_ALLOCS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) \
+  || __has_feature(thread_sanitizer)
+#define COUNT_ALLOCS 0
+#endif
+#endif
+#ifndef COUNT_ALLOCS
+#if defined(__GLIBC__)
+#define COUNT_ALLOCS 1
+#else
+#define COUNT_ALLOCS 0
+#endif
+#endif
+
+static atomic_int counting;
+static atomic_long n_allocs;
+
+#if COUNT_ALLOCS
+extern void *__libc_malloc (size_t);
+extern void *__libc_calloc (size_t, size_t);
+extern void *__libc_realloc (void *, size_t);
+
+void *
+malloc (size_t n)
+{
+  if (atomic_load (&counting))
+    atomic_fetch_add (&n_allocs, 1);
+  return __libc_malloc (n);
+}
+
+void *
+calloc (size_t n, size_t m)
+{
+  if (atomic_load (&counting))
+    atomic_fetch_add (&n_allocs, 1);
+  return __libc_calloc (n, m);
+}
+
+void *
+realloc (void *p, size_t n)
+{
+  if (atomic_load (&counting))
+    atomic_fetch_add (&n_allocs, 1);
+  return __libc_realloc (p, n);
+}
+#endif
+
+/* ---- fixtures ---------------------------------------------------------- */
+
+#define SR 16000
+
+static const char *model_path;  /* the shared test copy */
+static wk_vad_model *model;
+static float *jfk;
+static size_t jfk_n;
+
+/* whisper.cpp's segments of jfk.wav with the default parameters, in
+ * 10 ms units (tests/data/vad-jfk-whispercpp-probs.txt) */
+static const int wcpp_segs[4][2] = {
+  {32, 227}, {327, 441}, {538, 768}, {816, 1062}
+};
+
+static int64_t
+to_cs (int64_t samples)
+{
+  return (int64_t) floor (samples / (double) SR * 100.0 + 0.5);
+}
+
+static double
+now_s (clockid_t clk)
+{
+  struct timespec ts;
+  clock_gettime (clk, &ts);
+  return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+/* Deterministic white noise, Gaussian, at `dbfs` RMS. */
+static void
+make_noise (float *x, size_t n, double dbfs, uint64_t seed)
+{
+  double rms = pow (10.0, dbfs / 20.0);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+
+  for (size_t i = 0; i < n; i += 2) {
+    double u1, u2, r;
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    u1 = ((s >> 11) + 1.0) / 9007199254740993.0;
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    u2 = (s >> 11) / 9007199254740992.0;
+    r = sqrt (-2.0 * log (u1)) * rms;
+    x[i] = (float) (r * cos (2 * M_PI * u2));
+    if (i + 1 < n)
+      x[i + 1] = (float) (r * sin (2 * M_PI * u2));
+  }
+}
+
+static wk_vad *
+new_vad (const wk_vad_params * p)
+{
+  wk_vad *v = NULL;
+  char err[256];
+
+  if (wk_vad_new (model, p, &v, err, sizeof err) != WK_OK) {
+    fprintf (stderr, "wk_vad_new: %s\n", err);
+    exit (1);
+  }
+  return v;
+}
+
+static size_t
+speech_samples (const wk_vad_segment * s, size_t n)
+{
+  size_t t = 0;
+  for (size_t i = 0; i < n; i++)
+    t += (size_t) (s[i].end - s[i].start);
+  return t;
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void
+test_load_shipped_and_shared (void)
+{
+  wk_vad_model *a = NULL, *b = NULL, *c = NULL;
+  char err[256];
+  int ver[3];
+  const char *shipped = wk_default_vad_model_path ();
+
+  CHECK (shipped != NULL && shipped[0]);
+  CHECK_MSG (wk_vad_model_load (shipped, &a, err, sizeof err) == WK_OK,
+      "%s: %s", shipped, err);
+  if (!a)
+    return;
+  CHECK (strcmp (wk_vad_model_type (a), "silero-16k") == 0);
+  wk_vad_model_version (a, ver);
+  CHECK (ver[0] == 6 && ver[1] == 2 && ver[2] == 0);
+  /* the same file twice: one model */
+  CHECK (wk_vad_model_load (shipped, &b, err, sizeof err) == WK_OK);
+  CHECK (a == b);
+  /* the shared test copy is another file (same bytes): its own model */
+  CHECK (wk_vad_model_load (model_path, &c, err, sizeof err) == WK_OK);
+  CHECK (c != NULL && c != a);
+  wk_vad_model_unref (b);
+  wk_vad_model_unref (a);
+  wk_vad_model_unref (c);
+
+  setenv ("WHISPERKNOT_VAD_MODEL", "/some/where/else.bin", 1);
+  CHECK (strcmp (wk_default_vad_model_path (), "/some/where/else.bin") == 0);
+  unsetenv ("WHISPERKNOT_VAD_MODEL");
+}
+
+/* With whisper.cpp's framing, the network gives whisper.cpp's
+ * probabilities (it rounds the convolutions' inputs to f16, we do not),
+ * and the segmenter whisper.cpp's segments. */
+static void
+test_probs_match_whispercpp (void)
+{
+  char path[4096];
+  const char *dir = getenv ("WK_TEST_DATA");
+  FILE *f;
+  float ref[400], *probs;
+  size_t n_ref = 0, n_chunks = (jfk_n + WK_VAD_CHUNK - 1) / WK_VAD_CHUNK;
+  char line[256];
+  double max_diff = 0;
+  wk_vad *v = new_vad (NULL);
+  wk_vad_segment *segs = NULL;
+  size_t n_segs = 0;
+
+  snprintf (path, sizeof path, "%s/vad-jfk-whispercpp-probs.txt",
+      dir ? dir : "tests/data");
+  f = fopen (path, "r");
+  CHECK_MSG (f != NULL, "%s", path);
+  if (!f)
+    return;
+  while (fgets (line, sizeof line, f) && n_ref < 400)
+    if (line[0] != '#')
+      ref[n_ref++] = strtof (line, NULL);
+  fclose (f);
+  CHECK (n_ref == 344);
+  CHECK (n_chunks == 344);
+
+  probs = malloc (n_chunks * sizeof *probs);
+  wk_vad_set_framing (v, WK_VAD_FRAMING_WHISPERCPP);
+  CHECK (wk_vad_detect (v, jfk, jfk_n, probs, &segs, &n_segs) == WK_OK);
+  for (size_t i = 0; i < n_ref && i < n_chunks; i++)
+    if (fabs (probs[i] - ref[i]) > max_diff)
+      max_diff = fabs (probs[i] - ref[i]);
+  printf ("# whisper.cpp framing: max |p - p_whisper.cpp| = %.5f over %zu "
+      "chunks\n", max_diff, n_chunks);
+  CHECK (max_diff < 0.01);
+
+  CHECK (n_segs == 4);
+  for (size_t i = 0; i < n_segs && i < 4; i++) {
+    printf ("# whisper.cpp framing: segment %zu: %.2f - %.2f s "
+        "(whisper.cpp %.2f - %.2f)\n", i, segs[i].start / (double) SR,
+        segs[i].end / (double) SR, wcpp_segs[i][0] / 100.0,
+        wcpp_segs[i][1] / 100.0);
+    CHECK (to_cs (segs[i].start) == wcpp_segs[i][0]);
+    CHECK (to_cs (segs[i].end) == wcpp_segs[i][1]);
+  }
+  free (segs);
+  free (probs);
+  wk_vad_free (v);
+}
+
+/* The default (Silero's own) framing on jfk.wav: speech where whisper.cpp
+ * finds it, probabilities high inside the words and low in the pauses. */
+static void
+test_jfk_segments (void)
+{
+  wk_vad *v = new_vad (NULL);
+  size_t n_chunks = (jfk_n + WK_VAD_CHUNK - 1) / WK_VAD_CHUNK;
+  float *probs = malloc (n_chunks * sizeof *probs);
+  wk_vad_segment *segs = NULL;
+  size_t n_segs = 0;
+  double in_sum = 0, out_max = 0;
+  int in_n = 0;
+
+  CHECK (wk_vad_detect (v, jfk, jfk_n, probs, &segs, &n_segs) == WK_OK);
+  CHECK_MSG (n_segs == 4, "%zu segments", n_segs);
+  for (size_t i = 0; i < n_segs; i++) {
+    printf ("# segment %zu: %.3f - %.3f s\n", i, segs[i].start / (double) SR,
+        segs[i].end / (double) SR);
+    if (i < 4) {
+      CHECK (llabs (to_cs (segs[i].start) - wcpp_segs[i][0]) <= 10);
+      CHECK (llabs (to_cs (segs[i].end) - wcpp_segs[i][1]) <= 10);
+    }
+  }
+  /* chunks well inside whisper.cpp's segments / well outside them */
+  for (size_t c = 0; c < n_chunks; c++) {
+    int64_t cs0 = to_cs ((int64_t) c * WK_VAD_CHUNK);
+    int64_t cs1 = to_cs ((int64_t) (c + 1) * WK_VAD_CHUNK);
+    int inside = 0, near = 0;
+    for (int s = 0; s < 4; s++) {
+      if (cs0 >= wcpp_segs[s][0] + 10 && cs1 <= wcpp_segs[s][1] - 15)
+        inside = 1;
+      if (cs1 > wcpp_segs[s][0] - 15 && cs0 < wcpp_segs[s][1] + 15)
+        near = 1;
+    }
+    if (inside) {
+      in_sum += probs[c];
+      in_n++;
+    } else if (!near && cs1 <= 1062 && probs[c] > out_max) {
+      out_max = probs[c];
+    }
+  }
+  printf ("# mean p inside speech %.3f (%d chunks), max p in the pauses "
+      "%.3f\n", in_sum / in_n, in_n, out_max);
+  CHECK (in_n > 200 && in_sum / in_n > 0.95);
+  CHECK (out_max < 0.35);
+  free (segs);
+  free (probs);
+  wk_vad_free (v);
+}
+
+/* Feeds pcm in pieces of the given sizes (cycled) and collects events. */
+static size_t
+stream_segments (wk_vad * v, const float *pcm, size_t n,
+    const size_t * sizes, size_t n_sizes, wk_vad_segment * out,
+    size_t max_out, int *order_ok)
+{
+  size_t off = 0, k = 0, n_out = 0;
+  int64_t open = -1, last = -1;
+  wk_vad_event ev;
+  int done = 0;
+
+  wk_vad_reset (v);
+  *order_ok = 1;
+  while (!done) {
+    if (off < n) {
+      size_t want = sizes[k++ % n_sizes], used;
+      if (want > n - off)
+        want = n - off;
+      /* a buffer is fed until all of it is taken */
+      while (want > 0) {
+        used = wk_vad_feed (v, pcm + off, want);
+        off += used;
+        want -= used;
+        while (wk_vad_pop_event (v, &ev)) {
+          if (ev.sample < last || ev.sample > wk_vad_position (v))
+            *order_ok = 0;
+          last = ev.sample;
+          if (ev.type == WK_VAD_EVENT_SPEECH_START) {
+            if (open >= 0 || !wk_vad_in_speech (v))
+              *order_ok = 0;
+            open = ev.sample;
+          } else {
+            if (open < 0 || n_out == max_out)
+              *order_ok = 0;
+            else {
+              out[n_out].start = open;
+              out[n_out].end = ev.sample;
+              n_out++;
+            }
+            open = -1;
+          }
+        }
+      }
+    } else {
+      wk_vad_finish (v);
+      done = 1;
+      while (wk_vad_pop_event (v, &ev)) {
+        if (ev.type == WK_VAD_EVENT_SPEECH_START)
+          open = ev.sample;
+        else if (open >= 0 && n_out < max_out) {
+          out[n_out].start = open;
+          out[n_out].end = ev.sample;
+          n_out++;
+          open = -1;
+        }
+      }
+      if (wk_vad_in_speech (v) || open >= 0)
+        *order_ok = 0;
+    }
+  }
+  return n_out;
+}
+
+/* Streaming in odd buffer sizes gives exactly the offline segments, also
+ * with max_speech_duration_s splitting and on a longer, mixed signal. */
+static void
+test_streaming_equals_offline (void)
+{
+  static const size_t sz1[] = { 1 };
+  static const size_t sz7[] = { 7, 333, 1, 513, 4097, 160 };
+  static const size_t sz_big[] = { 100000 };
+  static const size_t sz511[] = { 511 };
+  const size_t *sizes[] = { sz1, sz7, sz_big, sz511 };
+  const size_t n_sizes[] = { 1, 6, 1, 1 };
+  /* jfk, 3 s of quiet noise, jfk again, 0.7 s of zeros */
+  size_t n = jfk_n * 2 + 3 * SR + 7 * SR / 10;
+  float *pcm = calloc (n, sizeof *pcm);
+  wk_vad_params split = wk_vad_default_params ();
+
+  memcpy (pcm, jfk, jfk_n * sizeof *pcm);
+  make_noise (pcm + jfk_n, 3 * SR, -45.0, 7);
+  memcpy (pcm + jfk_n + 3 * SR, jfk, jfk_n * sizeof *pcm);
+  split.max_speech_duration_s = 2.0f;
+
+  for (int pset = 0; pset < 2; pset++) {
+    wk_vad *v = new_vad (pset ? &split : NULL);
+    wk_vad_segment *off_segs = NULL, got[64];
+    size_t n_off = 0;
+
+    CHECK (wk_vad_detect (v, pcm, n, NULL, &off_segs, &n_off) == WK_OK);
+    printf ("# %s: %zu segments offline\n", pset ? "max 2 s" : "defaults",
+        n_off);
+    CHECK (n_off >= (pset ? 8u : 8u));
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+      int order_ok;
+      size_t n_got = stream_segments (v, pcm, n, sizes[s], n_sizes[s], got,
+          64, &order_ok);
+      CHECK_MSG (order_ok, "events out of order (sizes set %zu)", s);
+      CHECK_MSG (n_got == n_off, "set %zu: %zu vs %zu segments", s, n_got,
+          n_off);
+      for (size_t i = 0; i < n_got && i < n_off; i++)
+        CHECK_MSG (got[i].start == off_segs[i].start
+            && got[i].end == off_segs[i].end,
+            "set %zu seg %zu: %lld-%lld vs %lld-%lld", s, i,
+            (long long) got[i].start, (long long) got[i].end,
+            (long long) off_segs[i].start, (long long) off_segs[i].end);
+    }
+    for (size_t i = 0; i < n_off; i++) {
+      CHECK (off_segs[i].end > off_segs[i].start);
+      if (i > 0)
+        CHECK (off_segs[i].start >= off_segs[i - 1].end);
+      if (pset)                 /* max 2 s, plus the padding */
+        CHECK_MSG (off_segs[i].end - off_segs[i].start <= 2 * SR + SR / 10,
+            "segment %zu lasts %lld samples", i,
+            (long long) (off_segs[i].end - off_segs[i].start));
+    }
+    free (off_segs);
+    wk_vad_free (v);
+  }
+  free (pcm);
+}
+
+/* Parameters do what they say. */
+static void
+test_params (void)
+{
+  wk_vad_params p = wk_vad_default_params ();
+  wk_vad *v;
+  wk_vad_segment *segs = NULL;
+  size_t n_segs = 0;
+  char err[256];
+
+  CHECK (p.threshold == 0.5f && p.min_speech_duration_ms == 250
+      && p.min_silence_duration_ms == 100 && p.speech_pad_ms == 30
+      && p.merge_gap_ms == 200 && p.max_speech_duration_s <= 0.0f);
+
+  /* long min_silence: the pauses (about 1 s) no longer split */
+  p.min_silence_duration_ms = 1500;
+  v = new_vad (&p);
+  wk_vad_detect (v, jfk, jfk_n, NULL, &segs, &n_segs);
+  CHECK_MSG (n_segs == 1, "%zu segments", n_segs);
+  free (segs);
+  wk_vad_free (v);
+
+  /* min_speech longer than every segment: nothing */
+  p = wk_vad_default_params ();
+  p.min_speech_duration_ms = 3000;
+  v = new_vad (&p);
+  wk_vad_detect (v, jfk, jfk_n, NULL, &segs, &n_segs);
+  CHECK_MSG (n_segs == 0, "%zu segments", n_segs);
+  free (segs);
+  wk_vad_free (v);
+
+  /* padding widens each segment by that much on both sides */
+  {
+    wk_vad_segment *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    p = wk_vad_default_params ();
+    p.speech_pad_ms = 0;
+    v = new_vad (&p);
+    wk_vad_detect (v, jfk, jfk_n, NULL, &a, &na);
+    wk_vad_free (v);
+    p.speech_pad_ms = 100;
+    v = new_vad (&p);
+    wk_vad_detect (v, jfk, jfk_n, NULL, &b, &nb);
+    wk_vad_free (v);
+    CHECK (na == 4 && nb == 4);
+    for (size_t i = 0; i < na && i < nb; i++) {
+      CHECK (a[i].start - b[i].start == 1600);
+      CHECK (b[i].end - a[i].end == 1600);
+    }
+    free (a);
+    free (b);
+  }
+
+  /* bad parameters */
+  p = wk_vad_default_params ();
+  p.threshold = 0.0f;
+  CHECK (wk_vad_new (model, &p, &v, err, sizeof err) == WK_ERR_ARG);
+  CHECK (v == NULL);
+  p = wk_vad_default_params ();
+  p.min_silence_duration_ms = -1;
+  CHECK (wk_vad_new (model, &p, &v, err, sizeof err) == WK_ERR_ARG);
+  p = wk_vad_default_params ();
+  p.neg_threshold = 0.9f;
+  CHECK (wk_vad_new (model, &p, &v, err, sizeof err) == WK_ERR_ARG);
+  CHECK (wk_vad_new (NULL, NULL, &v, err, sizeof err) == WK_ERR_ARG);
+}
+
+/* Digital silence and low-level white noise are not speech. */
+static void
+test_silence_and_noise (void)
+{
+  size_t n = (size_t) 600 * SR;        /* 10 minutes */
+  float *x = malloc (n * sizeof *x);
+  const double levels[] = { -50.0, -30.0 };
+  wk_vad *v = new_vad (NULL);
+  wk_vad_segment *segs = NULL;
+  size_t n_segs = 0, n_chunks = (n + WK_VAD_CHUNK - 1) / WK_VAD_CHUNK;
+  float *probs = malloc (n_chunks * sizeof *probs);
+  float pmax;
+
+  memset (x, 0, n * sizeof *x);
+  wk_vad_detect (v, x, n, probs, &segs, &n_segs);
+  pmax = 0;
+  for (size_t i = 0; i < n_chunks; i++)
+    pmax = probs[i] > pmax ? probs[i] : pmax;
+  printf ("# 10 min of zeros: %zu segments, max p %.4f\n", n_segs, pmax);
+  CHECK (n_segs == 0);
+  CHECK (pmax < 0.1f);
+  free (segs);
+
+  for (size_t l = 0; l < 2; l++) {
+    size_t above = 0;
+    make_noise (x, n, levels[l], 1 + l);
+    wk_vad_detect (v, x, n, probs, &segs, &n_segs);
+    pmax = 0;
+    for (size_t i = 0; i < n_chunks; i++) {
+      pmax = probs[i] > pmax ? probs[i] : pmax;
+      above += probs[i] >= 0.5f;
+    }
+    printf ("# 10 min of white noise at %.0f dBFS: %zu segments (%.2f s), "
+        "%zu of %zu chunks at p >= 0.5, max p %.4f\n", levels[l], n_segs,
+        speech_samples (segs, n_segs) / (double) SR, above, n_chunks, pmax);
+    /* "no or almost no speech": at most 1 s in 10 minutes */
+    CHECK (speech_samples (segs, n_segs) <= (size_t) SR);
+    free (segs);
+  }
+  free (probs);
+  free (x);
+  wk_vad_free (v);
+}
+
+/* Reset gives the same as a fresh detector; finish ends feeding. */
+static void
+test_reset_and_finish (void)
+{
+  wk_vad *v = new_vad (NULL);
+  size_t n_chunks = (jfk_n + WK_VAD_CHUNK - 1) / WK_VAD_CHUNK;
+  float *a = malloc (n_chunks * sizeof *a), *b = malloc (n_chunks * sizeof *b);
+  float one = 0.5f;
+
+  wk_vad_detect (v, jfk, jfk_n, a, NULL, NULL);
+  /* leave state behind: half of the clip, no finish */
+  wk_vad_reset (v);
+  while (wk_vad_position (v) < (int64_t) jfk_n / 2) {
+    wk_vad_feed (v, jfk + wk_vad_position (v), jfk_n / 2 -
+        (size_t) wk_vad_position (v));
+    while (wk_vad_pop_event (v, NULL)) {
+    }
+  }
+  wk_vad_detect (v, jfk, jfk_n, b, NULL, NULL);
+  CHECK (memcmp (a, b, n_chunks * sizeof *a) == 0);
+  /* after finish nothing more is taken */
+  CHECK (wk_vad_feed (v, &one, 1) == 0);
+  wk_vad_reset (v);
+  CHECK (wk_vad_feed (v, &one, 1) == 1);
+  CHECK (wk_vad_position (v) == 1);
+  free (a);
+  free (b);
+  wk_vad_free (v);
+}
+
+/* Feeding never allocates. */
+static void
+test_no_alloc_while_feeding (void)
+{
+  wk_vad *v = new_vad (NULL);
+  size_t off = 0;
+
+  if (!COUNT_ALLOCS) {
+    printf ("# allocation counting off under sanitizers\n");
+    wk_vad_free (v);
+    return;
+  }
+  atomic_store (&n_allocs, 0);
+  atomic_store (&counting, 1);
+  while (off < jfk_n) {
+    size_t want = jfk_n - off < 1000 ? jfk_n - off : 1000;
+    off += wk_vad_feed (v, jfk + off, want);
+    while (wk_vad_pop_event (v, NULL)) {
+    }
+  }
+  wk_vad_finish (v);
+  while (wk_vad_pop_event (v, NULL)) {
+  }
+  atomic_store (&counting, 0);
+  CHECK_MSG (atomic_load (&n_allocs) == 0, "%ld allocations",
+      atomic_load (&n_allocs));
+  wk_vad_free (v);
+}
+
+static void
+write_file (const char *path, const void *data, size_t n)
+{
+  FILE *f = fopen (path, "wb");
+  if (f) {
+    fwrite (data, 1, n, f);
+    fclose (f);
+  }
+}
+
+static void
+put_i32 (uint8_t * p, int32_t v)
+{
+  uint32_t u = (uint32_t) v;
+  p[0] = (uint8_t) u;
+  p[1] = (uint8_t) (u >> 8);
+  p[2] = (uint8_t) (u >> 16);
+  p[3] = (uint8_t) (u >> 24);
+}
+
+static wk_status
+load_mem (const uint8_t * d, size_t n, char *err, size_t err_size)
+{
+  wk_vad_model *m = NULL;
+  wk_status st = wk_vad_model_load_memory (d, n, &m, err, err_size);
+  if (st == WK_OK)
+    wk_vad_model_unref (m);
+  else if (m != NULL)
+    st = WK_ERR_INTERNAL;       /* must be NULL on failure */
+  return st;
+}
+
+/* Truncated or corrupt files are refused with a message. */
+static void
+test_reject_corrupt (void)
+{
+  FILE *f = fopen (model_path, "rb");
+  uint8_t *d, *c;
+  long n;
+  char err[256];
+  wk_vad_model *m = NULL;
+  size_t bad_prefix = 0;
+  /* offsets in the v6.2.0 file: header, first tensor header */
+  const size_t off_nlayers = 4 + 4 + 10 + 5 * 4;
+  const size_t off_t0 = off_nlayers + 4 + 4 * 12 + 4 * 4;
+  char tmp[4096];
+
+  if (!f)
+    return;
+  fseek (f, 0, SEEK_END);
+  n = ftell (f);
+  fseek (f, 0, SEEK_SET);
+  d = malloc ((size_t) n);
+  c = malloc ((size_t) n + 16);
+  CHECK (fread (d, 1, (size_t) n, f) == (size_t) n);
+  fclose (f);
+
+  CHECK (load_mem (d, (size_t) n, err, sizeof err) == WK_OK);
+
+  /* every prefix up to the first tensors, then a spread of lengths */
+  for (size_t len = 0; len < (size_t) n; len += len < 1200 ? 1 : 997)
+    if (load_mem (d, len, err, sizeof err) == WK_OK)
+      bad_prefix++;
+  CHECK (load_mem (d, (size_t) n - 1, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK_MSG (bad_prefix == 0, "%zu truncated files accepted", bad_prefix);
+
+#define MUTATE(off, val, expect) do { \
+    memcpy (c, d, (size_t) n); put_i32 (c + (off), (val)); \
+    wk_status _s = load_mem (c, (size_t) n, err, sizeof err); \
+    CHECK_MSG (_s == (expect), "offset %zu = %d: status %d (%s)", \
+        (size_t) (off), (int) (val), (int) _s, err); } while (0)
+
+  MUTATE (0, 0x12345678, WK_ERR_FORMAT);        /* magic */
+  MUTATE (4, 0x7fffffff, WK_ERR_FORMAT);        /* type length */
+  MUTATE (4, -1, WK_ERR_FORMAT);
+  MUTATE (8, 0x41414141, WK_ERR_UNSUPPORTED);   /* type "AAAA..." */
+  MUTATE (off_nlayers - 8, 1024, WK_ERR_UNSUPPORTED);   /* window */
+  MUTATE (off_nlayers, 1000000, WK_ERR_UNSUPPORTED);    /* layers */
+  MUTATE (off_nlayers + 4, 130, WK_ERR_UNSUPPORTED);    /* channels */
+  MUTATE (off_t0, 5, WK_ERR_FORMAT);    /* n_dims */
+  MUTATE (off_t0 + 4, 0x40000000, WK_ERR_FORMAT);       /* name length */
+  MUTATE (off_t0 + 8, 2, WK_ERR_FORMAT);        /* type q4_0 */
+  MUTATE (off_t0 + 12, 0x7fffffff, WK_ERR_FORMAT);      /* ne[0] */
+  MUTATE (off_t0 + 12, 4, WK_ERR_FORMAT);       /* shape */
+  MUTATE (off_t0 + 16, -129, WK_ERR_FORMAT);
+
+  /* a tensor name changed: unknown tensor */
+  memcpy (c, d, (size_t) n);
+  c[off_t0 + 12 + 3 * 4] = 'X';
+  CHECK (load_mem (c, (size_t) n, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (strstr (err, "unknown tensor") != NULL);
+
+  /* NaN in the weights */
+  memcpy (c, d, (size_t) n);
+  c[n - 1] = 0x7f;              /* last f16 of the STFT basis: 0x7fxx NaN */
+  c[n - 2] = 0xff;
+  CHECK (load_mem (c, (size_t) n, err, sizeof err) == WK_ERR_FORMAT);
+
+  /* trailing bytes: a truncated extra tensor header */
+  memcpy (c, d, (size_t) n);
+  memset (c + n, 0, 6);
+  CHECK (load_mem (c, (size_t) n + 6, err, sizeof err) == WK_ERR_FORMAT);
+
+  /* a tensor twice: the whole file's tensors repeated once more is too
+   * long anyway; the first tensor block appended */
+  {
+    size_t t0_len = 12 + 3 * 4 + 36 + (size_t) 3 * 129 * 128 * 2;
+    memcpy (c, d, (size_t) n);
+    CHECK (load_mem (d, off_t0, err, sizeof err) == WK_ERR_FORMAT);
+    /* build: header + first tensor + first tensor again */
+    memcpy (c, d, off_t0 + t0_len);
+    memcpy (c + off_t0 + t0_len, d + off_t0, t0_len);
+    CHECK (load_mem (c, off_t0 + 2 * t0_len, err, sizeof err)
+        == WK_ERR_FORMAT);
+    CHECK (strstr (err, "twice") != NULL);
+  }
+
+  /* files: missing, a directory, truncated on disk */
+  CHECK (wk_vad_model_load ("/nonexistent/vad.bin", &m, err, sizeof err)
+      == WK_ERR_IO);
+  CHECK (m == NULL);
+  CHECK (wk_vad_model_load ("/", &m, err, sizeof err) == WK_ERR_IO);
+  CHECK (wk_vad_model_load ("", &m, err, sizeof err) == WK_ERR_ARG);
+  snprintf (tmp, sizeof tmp, "/tmp/wk-test-vad-%d.bin", (int) getpid ());
+  write_file (tmp, d, (size_t) n / 2);
+  CHECK (wk_vad_model_load (tmp, &m, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (strstr (err, "truncated") != NULL);
+  printf ("# truncated file: %s\n", err);
+  write_file (tmp, "", 0);
+  CHECK (wk_vad_model_load (tmp, &m, err, sizeof err) == WK_ERR_FORMAT);
+  remove (tmp);
+  free (c);
+  free (d);
+#undef MUTATE
+}
+
+/* How much a 32 ms chunk costs (printed, never asserted). */
+static void
+test_cost (void)
+{
+  size_t n = (size_t) 60 * SR;
+  float *x = calloc (n, sizeof *x);
+  wk_vad *v = new_vad (NULL);
+  const char *what[] = { "silence (zeros)", "noise -40 dBFS", "speech (jfk)" };
+
+  for (int w = 0; w < 3; w++) {
+    double t0, c0, t1, c1;
+    size_t len = n;
+    if (w == 1)
+      make_noise (x, n, -40.0, 3);
+    if (w == 2) {
+      len = jfk_n;
+      memcpy (x, jfk, jfk_n * sizeof *x);
+    }
+    t0 = now_s (CLOCK_MONOTONIC);
+    c0 = now_s (CLOCK_THREAD_CPUTIME_ID);
+    wk_vad_detect (v, x, len, NULL, NULL, NULL);
+    t1 = now_s (CLOCK_MONOTONIC);
+    c1 = now_s (CLOCK_THREAD_CPUTIME_ID);
+    {
+      double chunks = (double) ((len + WK_VAD_CHUNK - 1) / WK_VAD_CHUNK);
+      printf ("# cost, %s: %.1f us per 32 ms chunk of CPU time (%.1f us "
+          "wall), %.3f%% of one core in real time\n", what[w],
+          1e6 * (c1 - c0) / chunks, 1e6 * (t1 - t0) / chunks,
+          100.0 * (c1 - c0) / (chunks * 0.032));
+    }
+  }
+  free (x);
+  wk_vad_free (v);
+}
+
+int
+main (void)
+{
+  char err[256];
+  wk_wav wav;
+  const char *jfk_path;
+
+  model_path = wk_test_shared_path ("for-tests-silero-v6.2.0-ggml.bin");
+  if (!model_path) {
+    printf ("1..0 # SKIP WK_SHARED_DATA not set\n");
+    return 77;
+  }
+  model_path = strdup (model_path);
+  if (wk_vad_model_load (model_path, &model, err, sizeof err) != WK_OK) {
+    fprintf (stderr, "%s\n", err);
+    return 1;
+  }
+  jfk_path = wk_test_shared_path ("jfk.wav");
+  if (wk_wav_read (jfk_path, &wav, err, sizeof err) != WK_OK) {
+    fprintf (stderr, "%s\n", err);
+    return 1;
+  }
+  jfk = wav.samples;
+  jfk_n = wav.n_samples;
+
+  RUN (test_load_shipped_and_shared);
+  RUN (test_probs_match_whispercpp);
+  RUN (test_jfk_segments);
+  RUN (test_streaming_equals_offline);
+  RUN (test_params);
+  RUN (test_silence_and_noise);
+  RUN (test_reset_and_finish);
+  RUN (test_no_alloc_while_feeding);
+  RUN (test_reject_corrupt);
+  RUN (test_cost);
+
+  wk_wav_clear (&wav);
+  wk_vad_model_unref (model);
+  free ((void *) model_path);
+  return TEST_EXIT ();
+}
