@@ -47,7 +47,7 @@ echo "== fuzz =="
 if CC=clang meson setup ci-build-fuzz -Dfuzzing=true -Dtests=disabled >/dev/null \
     && ninja -C ci-build-fuzz; then
   for t in ci-build-fuzz/tests/fuzz/fuzz-*; do
-    [ -x "$t" ] || continue
+    [ -f "$t" ] && [ -x "$t" ] || continue
     name=$(basename "$t")
     corpus=tests/fuzz/corpus/${name#fuzz-}
     mkdir -p "ci-build-fuzz/$name-corpus"
