@@ -267,6 +267,15 @@ apply_filters (const wk_model * m, const filters * f, float *x,
   }
 }
 
+void
+wk_logit_filters_apply (const wk_model * m, int sample_begin,
+    bool suppress_blank, bool timestamps, float *logits,
+    const int32_t * seq, int n)
+{
+  filters f = { sample_begin, suppress_blank, timestamps };
+  apply_filters (m, &f, logits, seq, n);
+}
+
 /* ---- initial tokens --------------------------------------------------- */
 
 static int

@@ -235,21 +235,6 @@ bind_vec (binder * b, const char *name, int64_t n)
   return t ? (const float *) t->data : NULL;
 }
 
-/* 2-D weight whose type must be f32 or f16 (conv kernels, positions). */
-static const wk_tensor *
-bind_float (binder * b, const char *name, int n_dims, int64_t ne0,
-    int64_t ne1)
-{
-  const wk_tensor *t = bind (b, name, n_dims, ne0, ne1);
-  if (t && t->type != WK_TYPE_F32 && t->type != WK_TYPE_F16) {
-    set_err (b->err, b->err_size,
-        "model: tensor '%s' is %s; only f32 and f16 are supported here",
-        name, wk_type_name (t->type));
-    b->status = WK_ERR_UNSUPPORTED;
-    return NULL;
-  }
-  return t;
-}
 
 /* conv weights: ne = {3, in, out}, viewed as the 2-D {3 in, out}. */
 static const wk_tensor *
@@ -370,7 +355,7 @@ bind_all (wk_model * m, char *err, size_t err_size)
   m->conv1_b = bind_vec (&b, "encoder.conv1.bias", da);
   m->conv2_w = bind_conv (&b, "encoder.conv2.weight", da, da);
   m->conv2_b = bind_vec (&b, "encoder.conv2.bias", da);
-  m->enc_pos = bind_float (&b, "encoder.positional_embedding", 2, da,
+  m->enc_pos = bind (&b, "encoder.positional_embedding", 2, da,
       hp->n_audio_ctx);
   for (i = 0; i < hp->n_audio_layer; i++) {
     wk_enc_layer *l = &m->enc[i];
@@ -390,7 +375,7 @@ bind_all (wk_model * m, char *err, size_t err_size)
 
   m->tok_emb = bind (&b, "decoder.token_embedding.weight", 2, dt,
       hp->n_vocab);
-  m->dec_pos = bind_float (&b, "decoder.positional_embedding", 2, dt,
+  m->dec_pos = bind (&b, "decoder.positional_embedding", 2, dt,
       hp->n_text_ctx);
   for (i = 0; i < hp->n_text_layer; i++) {
     wk_dec_layer *l = &m->dec[i];
@@ -560,6 +545,24 @@ cmp_i32 (const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+static bool
+round_trips (const wk_model * m, const int32_t * ids, int k, const char *text)
+{
+  char back[128];
+  size_t off = 0;
+  int i;
+
+  for (i = 0; i < k; i++) {
+    size_t len = 0;
+    const char *t = wk_tokenizer_bytes (m->tok, ids[i], &len);
+    if (!t || off + len >= sizeof back)
+      return false;
+    memcpy (back + off, t, len);
+    off += len;
+  }
+  return off == strlen (text) && memcmp (back, text, off) == 0;
+}
+
 /* Whisper's suppress_tokens="-1": the non-speech symbols (tokenizer.py
  * non_speech_tokens) plus the special tokens decoding.py adds. */
 static wk_status
@@ -600,6 +603,11 @@ build_suppress (wk_model * m)
     for (j = 0; j < 2; j++) {
       snprintf (buf, sizeof buf, "%s%s", j ? " " : "", s);
       k = wk_tokenizer_encode (m->tok, buf, strlen (buf), ids, 64);
+      /* A vocabulary that lost byte-fragment tokens (whisper.cpp .bin
+       * files store them as U+FFFD) cannot encode some symbols; use only
+       * encodings that give the text back. */
+      if (k >= 1 && !round_trips (m, ids, k, buf))
+        continue;
       if (k == 1 || (is_misc && k >= 1))
         out[n++] = ids[0];
     }

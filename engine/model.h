@@ -217,6 +217,13 @@ wk_status wk_decode_window (wk_ctx * ctx, const wk_stream_params * p,
     int lang, const int32_t * prompt, int n_prompt,
     const wk_window_result ** res);
 
+/* Whisper's logit filters (SuppressBlank, SuppressTokens,
+ * ApplyTimestampRules) on the logits [n_vocab] of the token that follows
+ * seq[0..n-1], whose sampled part starts at sample_begin. For tests. */
+void wk_logit_filters_apply (const wk_model * m, int sample_begin,
+    bool suppress_blank, bool timestamps, float *logits,
+    const int32_t * seq, int n);
+
 /* zlib compression ratio of bytes, as Whisper measures repetition:
  * len / len (zlib.compress (bytes)). Uses ctx's preallocated zlib arena. */
 float wk_ctx_compression_ratio (wk_ctx * ctx, const char *text, size_t len);

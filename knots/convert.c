@@ -7,8 +7,9 @@
  * Without --type every tensor keeps its source type bit for bit (types a
  * knot cannot hold are converted: BF16 -> f32 exactly, q4_1/q5_0/q5_1 ->
  * q8_0). With --type, 2-D weight matrices whose rows are whole blocks
- * take the target type, 1-D tensors are f32, conv weights and positional
- * embeddings f16 (f32 for an f32 target). Conv biases are flattened to
+ * take the target type, 1-D tensors are f32, conv weights f16 (f32 for
+ * an f32 target), positional embeddings q8_0 for a quantized target, else
+ * f16 (f32 for an f32 target). Conv biases are flattened to
  * 1-D. The output is written to a temporary file and renamed. */
 #include <errno.h>
 #include <math.h>
@@ -535,6 +536,11 @@ choose_type (const src_tensor * t, tkind k, int target, const keep_rule * keep,
     return wk_type_row_bytes (WK_TYPE_Q8_0, t->ne[0]) ? WK_TYPE_Q8_0 :
         WK_TYPE_F32;
   }
+  /* positions (added once per row) keep q8_0 precision even in a q4_0
+   * model: half the bytes of f16, without q4_0's coarse steps */
+  if (k == K_POS && (target == WK_TYPE_Q8_0 || target == WK_TYPE_Q4_0)
+      && wk_type_row_bytes (WK_TYPE_Q8_0, t->ne[0]) != 0)
+    return WK_TYPE_Q8_0;
   if (k == K_CONV || k == K_POS || k == K_OTHER)
     return target == WK_TYPE_F32 ? WK_TYPE_F32 : WK_TYPE_F16;
   if (wk_type_row_bytes ((wk_type) target, t->ne[0]) == 0)
@@ -621,10 +627,10 @@ usage (FILE * f)
       "model.safetensors) with config.json and vocab.json or "
       "tokenizer.json.\n"
       "--type T       2-D weight matrices become T; 1-D tensors f32; conv "
-      "weights and\n"
-      "               positional embeddings f16 (f32 when T is f32). "
-      "Default: keep\n"
-      "               every tensor's source type bit for bit.\n"
+      "weights f16;\n"
+      "               positional embeddings q8_0 (T when T is f32 or f16). "
+      "Default:\n"
+      "               keep every tensor's source type bit for bit.\n"
       "--keep N=T     store tensor N (OpenAI name) as T, e.g.\n"
       "               --keep decoder.token_embedding.weight=q8_0\n"
       "--vocab FILE   take the vocabulary from FILE (a .bin, whose mel "

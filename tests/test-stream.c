@@ -880,6 +880,92 @@ test_beam_batch (void)
   wk_model_unref (m);
 }
 
+/* Whisper's logit filters on crafted sequences (decoding.py's rules). */
+static void
+test_logit_filters (void)
+{
+  wk_model *m = load_ok (small_knot);
+  const wk_special_tokens *sp;
+  float *x;
+  int V, tb, eot, i;
+  int32_t seq[8];
+
+  if (!m)
+    return;
+  sp = &m->sp;
+  V = m->hp.n_vocab;
+  tb = sp->timestamp_begin;
+  eot = sp->eot;
+  x = malloc ((size_t) V * sizeof *x);
+#define RESET() do { for (i = 0; i < V; i++) x[i] = 0.0f; x[400] = 50.0f; \
+  } while (0)
+#define SUPPRESSED(t) (x[t] == -INFINITY)
+
+  seq[0] = sp->sot;
+  /* first sampled token: a timestamp in <|0.00|> .. <|1.00|> */
+  RESET ();
+  wk_logit_filters_apply (m, 1, true, true, x, seq, 1);
+  CHECK (SUPPRESSED (400) && SUPPRESSED (eot) && SUPPRESSED (220));
+  CHECK (!SUPPRESSED (tb) && !SUPPRESSED (tb + 50) && SUPPRESSED (tb + 51));
+  CHECK (SUPPRESSED (sp->no_timestamps) && SUPPRESSED (sp->sot)
+      && SUPPRESSED (sp->nosp) && SUPPRESSED (sp->prev));
+  for (i = 0; i < m->n_suppress; i++)
+    CHECK (SUPPRESSED (m->suppress[i]));
+  /* openai's list for the GPT-2 vocabulary starts 1 2 7 8 9 10 14 25 */
+  CHECK (m->n_suppress > 80 && m->suppress[0] == 1 && m->suppress[1] == 2
+      && m->suppress[2] == 7 && m->suppress[7] == 25);
+
+  /* after the first timestamp: text must follow */
+  seq[1] = tb + 10;
+  RESET ();
+  wk_logit_filters_apply (m, 1, true, true, x, seq, 2);
+  CHECK (!SUPPRESSED (400) && !SUPPRESSED (eot));
+  CHECK (SUPPRESSED (tb) && SUPPRESSED (tb + 10) && SUPPRESSED (V - 1));
+
+  /* after text: timestamps only later than the last one */
+  seq[2] = 400;
+  RESET ();
+  wk_logit_filters_apply (m, 1, true, true, x, seq, 3);
+  CHECK (!SUPPRESSED (400) && !SUPPRESSED (eot));
+  CHECK (SUPPRESSED (tb + 10) && !SUPPRESSED (tb + 11));
+
+  /* ... and when the timestamps together are likelier than any text
+   * token, a timestamp is forced */
+  RESET ();
+  x[400] = 1.0f;
+  wk_logit_filters_apply (m, 1, true, true, x, seq, 3);
+  CHECK (SUPPRESSED (400) && SUPPRESSED (eot) && !SUPPRESSED (tb + 11));
+
+  /* a closing timestamp: then another timestamp (the next start, not
+   * earlier) or the end, no text */
+  seq[3] = tb + 20;
+  RESET ();
+  x[eot] = 50.0f;               /* else the timestamps' mass wins */
+  wk_logit_filters_apply (m, 1, true, true, x, seq, 4);
+  CHECK (SUPPRESSED (400) && !SUPPRESSED (eot));
+  CHECK (SUPPRESSED (tb + 19) && !SUPPRESSED (tb + 20));
+
+  /* a pair: text must follow */
+  seq[4] = tb + 20;
+  RESET ();
+  wk_logit_filters_apply (m, 1, true, true, x, seq, 5);
+  CHECK (!SUPPRESSED (400) && SUPPRESSED (tb + 20) && SUPPRESSED (V - 1));
+
+  /* without timestamps only the suppression lists apply */
+  seq[1] = sp->no_timestamps;
+  RESET ();
+  wk_logit_filters_apply (m, 2, true, false, x, seq, 2);
+  CHECK (SUPPRESSED (eot) && SUPPRESSED (220) && !SUPPRESSED (400));
+  CHECK (!SUPPRESSED (tb + 100));
+  RESET ();
+  wk_logit_filters_apply (m, 2, false, false, x, seq, 2);
+  CHECK (!SUPPRESSED (eot) && !SUPPRESSED (220));
+#undef RESET
+#undef SUPPRESSED
+  free (x);
+  wk_model_unref (m);
+}
+
 static void
 test_misc_api (void)
 {
@@ -952,6 +1038,7 @@ main (void)
   RUN (test_long_audio_bounded);
   RUN (test_options);
   RUN (test_beam_batch);
+  RUN (test_logit_filters);
   RUN (test_multilingual);
   RUN (test_tiny_q8_0);
   RUN (test_tiny_f16);
