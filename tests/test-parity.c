@@ -760,7 +760,7 @@ run_config (const parity_config * pc, const char *build_root)
   wk_ctx *ctx = NULL;
   wk_model_params mp = wk_model_default_params ();
   wk_model_info info;
-  char bin[4352], knot[4352];
+  char bin[4352] = "", knot[4352] = "";
   int rc;
 
   snprintf (path, sizeof path, "%s/golden/%s.gold", dir ? dir : ".",
@@ -845,7 +845,10 @@ done:
     wk_ctx_free (ctx);
   if (model)
     wk_model_unref (model);
-  unlink (knot);
+  if (bin[0])
+    unlink (bin);
+  if (knot[0])
+    unlink (knot);
   gd_free (&g);
 }
 
