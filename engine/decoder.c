@@ -31,13 +31,32 @@ kv_at (const wk_ctx * ctx, float *base, int beam, int layer)
       * (size_t) hp->n_text_ctx * hp->n_text_state;
 }
 
+/* d_att[0..n-1] = attention of d_q[0..n-1] over layer l's cross cache */
+static void
+cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
+{
+  const wk_hparams *hp = &ctx->model->hp;
+  int64_t dt = hp->n_text_state, A = hp->n_audio_ctx;
+  int nh = hp->n_text_head;
+  size_t off = (size_t) l * A * dt;
+
+  if (ctx->cross_f16)
+    wk_attention_f16kv (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
+        ctx->cross_k16 + off, dt, ctx->cross_v16 + off, dt, scale, 0,
+        ctx->d_att, dt);
+  else
+    wk_attention (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
+        ctx->cross_k + off, dt, ctx->cross_v + off, dt, scale, 0,
+        ctx->d_att, dt);
+}
+
 wk_status
 wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
     int n_past, float *logits, int n_logits)
 {
   const wk_model *m;
   const wk_hparams *hp;
-  int64_t dt, nh, dh, A, T, V;
+  int64_t dt, nh, dh, T, V;
   float scale;
   int i, l;
   double t0;
@@ -49,7 +68,6 @@ wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
   dt = hp->n_text_state;
   nh = hp->n_text_head;
   dh = dt / nh;
-  A = hp->n_audio_ctx;
   T = hp->n_text_ctx;
   V = hp->n_vocab;
   if (beam < 0 || beam >= ctx->n_beams || n > T || n_past > T - n)
@@ -102,9 +120,7 @@ wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
         L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
     wk_linear (ctx->pool, L->cross_q, L->cross_q_b, ctx->d_xn, n, dt,
         ctx->d_q, dt);
-    wk_attention (ctx->pool, (int) nh, dh, n, A, ctx->d_q, dt,
-        ctx->cross_k + (size_t) l * A * dt, dt,
-        ctx->cross_v + (size_t) l * A * dt, dt, scale, 0, ctx->d_att, dt);
+    cross_attention (ctx, l, n, scale);
     wk_linear_ex (ctx->pool, L->cross_o, L->cross_o_b, ctx->d_att, n, dt,
         ctx->d_x, dt, WK_LINEAR_ADD);
 
@@ -135,7 +151,7 @@ wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
 {
   const wk_model *m;
   const wk_hparams *hp;
-  int64_t dt, nh, dh, A, T, V, B = n_beams;
+  int64_t dt, nh, dh, T, V, B = n_beams;
   size_t row_bytes;
   float scale;
   int i, l;
@@ -148,7 +164,6 @@ wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
   dt = hp->n_text_state;
   nh = hp->n_text_head;
   dh = dt / nh;
-  A = hp->n_audio_ctx;
   T = hp->n_text_ctx;
   V = hp->n_vocab;
   if (n_beams > ctx->n_beams || n_past >= T)
@@ -204,9 +219,7 @@ wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
         L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
     wk_linear (ctx->pool, L->cross_q, L->cross_q_b, ctx->d_xn, B, dt,
         ctx->d_q, dt);
-    wk_attention (ctx->pool, (int) nh, dh, B, A, ctx->d_q, dt,
-        ctx->cross_k + (size_t) l * A * dt, dt,
-        ctx->cross_v + (size_t) l * A * dt, dt, scale, 0, ctx->d_att, dt);
+    cross_attention (ctx, l, B, scale);
     wk_linear_ex (ctx->pool, L->cross_o, L->cross_o_b, ctx->d_att, B, dt,
         ctx->d_x, dt, WK_LINEAR_ADD);
 

@@ -99,10 +99,20 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
    * layer, [A][dt] each */
   for (l = 0; l < hp->n_text_layer; l++) {
     const wk_dec_layer *L = &m->dec[l];
-    wk_linear (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da,
-        ctx->cross_k + (size_t) l * A * dt, dt);
-    wk_linear (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
-        ctx->cross_v + (size_t) l * A * dt, dt);
+    size_t off = (size_t) l * A * dt;
+    if (ctx->cross_f16) {
+      /* through the free MLP scratch (>= A x dt floats, see model.c) */
+      wk_linear (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da, ctx->e_h, dt);
+      wk_f32_to_f16 (ctx->e_h, ctx->cross_k16 + off, A * dt);
+      wk_linear (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
+          ctx->e_h, dt);
+      wk_f32_to_f16 (ctx->e_h, ctx->cross_v16 + off, A * dt);
+    } else {
+      wk_linear (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da,
+          ctx->cross_k + off, dt);
+      wk_linear (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
+          ctx->cross_v + off, dt);
+    }
   }
   ctx->encoded = true;
   ctx->t_encoder += now_s () - t0;

@@ -472,6 +472,12 @@ read_hparams (wk_model * m, char *err, size_t err_size)
         "window (%d)", hp->n_audio_ctx, WK_N_FRAMES / 2);
     return WK_ERR_UNSUPPORTED;
   }
+  if (hp->n_text_state > 4 * hp->n_audio_state) {
+    /* the encoder's scratch holds the cross-attention K/V before f16 */
+    set_err (err, err_size, "model: n_text_state %d is more than 4 x "
+        "n_audio_state %d", hp->n_text_state, hp->n_audio_state);
+    return WK_ERR_UNSUPPORTED;
+  }
   if (hp->n_text_ctx < 16) {
     set_err (err, err_size, "model: n_text_ctx %d is too short",
         hp->n_text_ctx);
@@ -903,8 +909,14 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
       ctx->conv_work = ctx->e_x + 3 * blk;
     }
   }
-  ctx->cross_k = ctx_alloc (ctx, Lt * A * dt, sizeof (float), &ok);
-  ctx->cross_v = ctx_alloc (ctx, Lt * A * dt, sizeof (float), &ok);
+  ctx->cross_f16 = model->dec[0].cross_q->type != WK_TYPE_F32;
+  if (ctx->cross_f16) {
+    ctx->cross_k16 = ctx_alloc (ctx, Lt * A * dt, sizeof (uint16_t), &ok);
+    ctx->cross_v16 = ctx_alloc (ctx, Lt * A * dt, sizeof (uint16_t), &ok);
+  } else {
+    ctx->cross_k = ctx_alloc (ctx, Lt * A * dt, sizeof (float), &ok);
+    ctx->cross_v = ctx_alloc (ctx, Lt * A * dt, sizeof (float), &ok);
+  }
   ctx->kv_k = ctx_alloc (ctx, (size_t) n_beams * Lt * T * dt, sizeof (float),
       &ok);
   ctx->kv_v = ctx_alloc (ctx, (size_t) n_beams * Lt * T * dt, sizeof (float),
@@ -954,6 +966,8 @@ wk_ctx_free (wk_ctx * ctx)
   free (ctx->e_x);               /* the encoder arena */
   free (ctx->cross_k);
   free (ctx->cross_v);
+  free (ctx->cross_k16);
+  free (ctx->cross_v16);
   free (ctx->kv_k);
   free (ctx->kv_v);
   free (ctx->d_x);

@@ -251,8 +251,12 @@ struct wk_ctx
   bool encoded;
 
   /* cross-attention cache, per decoder layer: K and V of the encoder
-   * output, [n_text_layer][A][dt] */
+   * output, [n_text_layer][A][dt]; in f16 (cross_k16/v16) unless the
+   * model's decoder weights are f32, since reading them bounds the
+   * decoder step */
+  bool cross_f16;
   float *cross_k, *cross_v;
+  uint16_t *cross_k16, *cross_v16;
 
   /* self-attention cache, per beam and layer: [n_beams][n_text_layer][T][dt] */
   float *kv_k, *kv_v;
