@@ -13,12 +13,14 @@
  * by GAP events so that downstream elements such as textoverlay never
  * wait for text that will not come.
  *
- * The model loads on a thread of its own when the element goes from READY
- * to PAUSED; recognition runs on the element's own thread (the source pad's
- * task), fed through a bounded queue of audio, so the upstream streaming
- * thread only copies samples. When the queue is full, upstream waits: audio
- * is never dropped. A model that cannot be loaded posts an error naming the
- * file and data flow stops with an error.
+ * The model loads on a thread of its own from the moment the element goes
+ * from NULL to READY (never when it is created, so gst-inspect-1.0 stays
+ * instant); the change from READY to PAUSED waits for it. A model that is
+ * missing or cannot be loaded makes the state change fail with an error
+ * that names the file and says what to do. Recognition runs on the
+ * element's own thread (the source pad's task), fed through a bounded queue
+ * of audio, so the upstream streaming thread only copies samples. When the
+ * queue is full, upstream waits: audio is never dropped.
  *
  * Timestamps follow the input: the first buffer's timestamp is the time of
  * the recognizer's first sample, and later ones are checked against the
@@ -29,9 +31,9 @@
  * buffer carries DISCONT. EOS transcribes everything, then is passed on. A
  * flush drops queued audio and pending text.
  *
- * Properties are read when the element goes from READY to PAUSED (the model
- * loads then, the recognizer starts with the first audio); changes made in
- * PAUSED or PLAYING take effect the next time.
+ * Properties are read when the element goes from READY to PAUSED (a model
+ * set in READY replaces the one loading); changes made in PAUSED or PLAYING
+ * take effect the next time.
  *
  * The #GstWhisperKnot:latency property sets the recognizer's policy: 0
  * transcribes in Whisper's 30 second windows (the most accurate, for files;
@@ -61,7 +63,11 @@
 #include "config.h"
 #endif
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
 
 #include "gstwhisperknot.h"
 
@@ -301,6 +307,7 @@ gst_whisperknot_finalize (GObject * object)
   g_free (self->model_path);
   g_free (self->language);
   g_free (self->loaded_path);
+  g_free (self->load_error);
   g_free (self->ring);
   if (self->stream)
     wk_stream_free (self->stream);
@@ -394,29 +401,14 @@ gst_whisperknot_load_thread (gpointer data)
 
   GST_INFO_OBJECT (self, "loading model %s", path);
   status = wk_model_load (path, &params, &model, err, sizeof err);
-
-  /* Posted before the worker learns of the failure, so that this message
-   * comes before any flow error upstream reports. */
-  if (status != WK_OK) {
-    if (status == WK_ERR_IO && !g_file_test (path, G_FILE_TEST_EXISTS)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-          ("Could not load model '%s': the file does not exist. %s.", path,
-              MODEL_HINT), ("%s (%s)", err, wk_status_str (status)));
-    } else if (status == WK_ERR_IO) {
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("Could not load model '%s': %s.", path, err),
-          ("%s", wk_status_str (status)));
-    } else {
-      GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-          ("Could not load model '%s': %s. %s.", path, err, MODEL_HINT),
-          ("%s", wk_status_str (status)));
-    }
-  } else {
-    GST_INFO_OBJECT (self, "loaded model %s", path);
-  }
+  GST_INFO_OBJECT (self, "model %s: %s", path, status == WK_OK ? "loaded" :
+      err);
 
   g_mutex_lock (&self->lock);
   self->model = model;
+  self->load_status = status;
+  g_free (self->load_error);
+  self->load_error = status != WK_OK ? g_strdup (err) : NULL;
   self->loading = FALSE;
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
@@ -425,31 +417,89 @@ gst_whisperknot_load_thread (gpointer data)
   return NULL;
 }
 
+/* Posts why the model could not be loaded, once per load. */
+static void
+gst_whisperknot_post_load_error (GstWhisperKnot * self)
+{
+  gchar *path, *err;
+  wk_status status;
+
+  g_mutex_lock (&self->lock);
+  if (self->load_error_posted) {
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+  self->load_error_posted = TRUE;
+  path = g_strdup (self->loaded_path);
+  err = g_strdup (self->load_error ? self->load_error : "unknown error");
+  status = self->load_status;
+  g_mutex_unlock (&self->lock);
+
+  if (status == WK_ERR_IO) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Could not load model '%s': %s.", path, err),
+        ("%s", wk_status_str (status)));
+  } else {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("Could not load model '%s': %s. %s.", path, err, MODEL_HINT),
+        ("%s", wk_status_str (status)));
+  }
+  g_free (path);
+  g_free (err);
+}
+
+static void
+gst_whisperknot_join_load (GstWhisperKnot * self)
+{
+  if (self->load_thread) {
+    g_thread_join (self->load_thread);
+    self->load_thread = NULL;
+  }
+}
+
 /* Starts loading the model named by the properties unless it is the one
- * loaded already. */
+ * loaded already. A file that is missing or unreadable fails here, at
+ * once, as filesrc does; what is wrong inside it shows when the worker
+ * needs the model. */
 static gboolean
 gst_whisperknot_start_load (GstWhisperKnot * self)
 {
   gchar *path;
+  gboolean is_default;
   GError *error = NULL;
+  int fd;
 
   GST_OBJECT_LOCK (self);
-  path = g_strdup (self->model_path && self->model_path[0] ?
-      self->model_path : wk_default_model_path ());
+  is_default = !self->model_path || !self->model_path[0];
+  path = g_strdup (is_default ? wk_default_model_path () : self->model_path);
   GST_OBJECT_UNLOCK (self);
 
-  g_mutex_lock (&self->lock);
-  if (self->model && !g_strcmp0 (self->loaded_path, path)) {
-    g_mutex_unlock (&self->lock);
+  /* a load of this file is running, or done */
+  if ((self->load_thread || self->model) &&
+      !g_strcmp0 (self->loaded_path, path)) {
     g_free (path);
     return TRUE;
   }
+  gst_whisperknot_join_load (self);
+
+  g_mutex_lock (&self->lock);
   if (self->model)
     wk_model_unref (self->model);
   self->model = NULL;
   g_free (self->loaded_path);
   self->loaded_path = path;
+  g_mutex_unlock (&self->lock);
+
+  if (!g_file_test (path, G_FILE_TEST_EXISTS))
+    goto not_found;
+  fd = g_open (path, O_RDONLY, 0);
+  if (fd < 0)
+    goto open_failed;
+  close (fd);
+
+  g_mutex_lock (&self->lock);
   self->loading = TRUE;
+  self->load_error_posted = FALSE;
   g_mutex_unlock (&self->lock);
 
   self->load_thread = g_thread_try_new ("wk-load",
@@ -459,6 +509,26 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   return TRUE;
 
   /* ERRORS */
+not_found:
+  {
+    if (is_default)
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("No model: the model property is not set and the default model "
+              "'%s' does not exist. %s (or set $WHISPERKNOT_MODEL).", path,
+              MODEL_HINT), (NULL));
+    else
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("Could not load model '%s': the file does not exist. %s.", path,
+              MODEL_HINT), (NULL));
+    return FALSE;
+  }
+open_failed:
+  {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Could not load model '%s': %s.", path, g_strerror (errno)),
+        (NULL));
+    return FALSE;
+  }
 no_thread:
   {
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
@@ -469,15 +539,6 @@ no_thread:
     self->loading = FALSE;
     g_mutex_unlock (&self->lock);
     return FALSE;
-  }
-}
-
-static void
-gst_whisperknot_join_load (GstWhisperKnot * self)
-{
-  if (self->load_thread) {
-    g_thread_join (self->load_thread);
-    self->load_thread = NULL;
   }
 }
 
@@ -1097,8 +1158,8 @@ gst_whisperknot_loop (GstWhisperKnot * self)
   if (self->flushing)
     goto flushing;
   if (!self->model) {
-    /* the load thread posted the error */
     g_mutex_unlock (&self->lock);
+    gst_whisperknot_post_load_error (self);
     goto own_error;
   }
 
@@ -1249,10 +1310,22 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
 
   switch (transition) {
     case GST_STATE_CHANGE_NULL_TO_READY:
+      /* the model loads in the background from here on */
+      if (!gst_whisperknot_start_load (self))
+        return GST_STATE_CHANGE_FAILURE;
       self->ring_size = RING_SECONDS * WK_SAMPLE_RATE;
       self->ring = g_new (gfloat, self->ring_size);
       break;
     case GST_STATE_CHANGE_READY_TO_PAUSED:
+      /* data flow needs the model: wait for it (the model property may
+       * have changed in READY) */
+      if (!gst_whisperknot_start_load (self))
+        return GST_STATE_CHANGE_FAILURE;
+      gst_whisperknot_join_load (self);
+      if (!self->model) {
+        gst_whisperknot_post_load_error (self);
+        return GST_STATE_CHANGE_FAILURE;
+      }
       g_mutex_lock (&self->lock);
       gst_whisperknot_clear_queue (self, FALSE);
       g_mutex_unlock (&self->lock);
@@ -1264,8 +1337,6 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->format = GST_AUDIO_FORMAT_F32LE;
       gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
       self->in_base = GST_CLOCK_TIME_NONE;
-      if (!gst_whisperknot_start_load (self))
-        return GST_STATE_CHANGE_FAILURE;
       break;
     default:
       break;
@@ -1276,7 +1347,6 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
   switch (transition) {
     case GST_STATE_CHANGE_PAUSED_TO_READY:
       /* the pads are inactive: the worker has stopped */
-      gst_whisperknot_join_load (self);
       g_mutex_lock (&self->lock);
       gst_whisperknot_clear_queue (self, FALSE);
       g_mutex_unlock (&self->lock);
@@ -1286,7 +1356,6 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       }
       break;
     case GST_STATE_CHANGE_READY_TO_NULL:
-      /* READY_TO_PAUSED may have failed after starting a load */
       gst_whisperknot_join_load (self);
       if (self->model) {
         wk_model_unref (self->model);

@@ -58,6 +58,9 @@ struct _GstWhisperKnot
   gboolean loading;             /* load_thread is running */
   wk_model *model;              /* NULL when none or the load failed */
   gchar *loaded_path;           /* path of model (or of the failed load) */
+  wk_status load_status;
+  gchar *load_error;            /* the engine's message when it failed */
+  gboolean load_error_posted;
 
   /* the bounded queue: audio in a ring, serialized events and resets as
    * markers at sample positions of the ring */

@@ -323,17 +323,6 @@ push_audio (GstHarness * h, gboolean f32, GstClockTime t0, gdouble seconds,
   return ret;
 }
 
-/* Pops the first ERROR message within 60 s. */
-static GstMessage *
-wait_error (void)
-{
-  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-      GST_MESSAGE_ERROR);
-
-  fail_unless (msg != NULL, "no error message on the bus");
-  return msg;
-}
-
 /* ---- tests -------------------------------------------------------------- */
 
 GST_START_TEST (test_properties_have_defaults)
@@ -365,27 +354,6 @@ GST_START_TEST (test_properties_have_defaults)
   g_free (model);
   g_free (language);
   gst_object_unref (e);
-}
-
-GST_END_TEST;
-
-/* gst-inspect-1.0 creates the element and may take it to READY: neither
- * loads the model. */
-GST_START_TEST (test_model_not_loaded_before_paused)
-{
-  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
-  GstBus *b = gst_bus_new ();
-
-  g_object_set (e, "model", "/nonexistent/folder/model.knot", NULL);
-  gst_element_set_bus (e, b);
-  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_READY),
-      GST_STATE_CHANGE_SUCCESS);
-  fail_unless (gst_bus_timed_pop_filtered (b, GST_SECOND / 2,
-          GST_MESSAGE_ERROR) == NULL);
-  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_NULL),
-      GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (e);
-  gst_object_unref (b);
 }
 
 GST_END_TEST;
@@ -804,69 +772,99 @@ GST_START_TEST (test_latency_query)
 
 GST_END_TEST;
 
-GST_START_TEST (test_missing_model_posts_error)
+/* A missing model file fails the state change at once (at READY), with an
+ * error naming the file and saying what to do. */
+static void
+check_missing_model (const gchar * model, const gchar * expected_path,
+    const gchar * expected_text)
 {
-  const gchar *path = "/nonexistent/folder/model.knot";
-  GstHarness *h = setup_full (path, 0, TRUE);
-  GstFlowReturn ret = GST_FLOW_OK;
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+  GstBus *b = gst_bus_new ();
   GstMessage *msg;
   GError *error = NULL;
   gchar *debug = NULL;
-  guint64 pos = 0;
-  guint i;
 
-  gst_harness_set_src_caps_str (h, CAPS_S16);
-  /* the flow fails once the load has failed (the queue holds 30 s) */
-  for (i = 0; i < 600 && ret == GST_FLOW_OK; i++)
-    ret = push_audio (h, FALSE, i * GST_SECOND / 10, 0.1, &pos, i == 0);
-  fail_unless_equals_int (ret, GST_FLOW_ERROR);
-
-  msg = wait_error ();
+  g_object_set (e, "model", model, NULL);
+  gst_element_set_bus (e, b);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_pop_filtered (b, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "no error message on the bus");
   gst_message_parse_error (msg, &error, &debug);
   GST_INFO ("error: %s (%s)", error->message, debug);
   fail_unless (g_error_matches (error, GST_RESOURCE_ERROR,
           GST_RESOURCE_ERROR_NOT_FOUND), "%s", error->message);
-  fail_unless (strstr (error->message, path) != NULL, "%s", error->message);
+  fail_unless (strstr (error->message, expected_path) != NULL, "%s",
+      error->message);
+  fail_unless (strstr (error->message, expected_text) != NULL, "%s",
+      error->message);
   fail_unless (strstr (error->message, "whisperknot-convert") != NULL);
   g_clear_error (&error);
   g_free (debug);
   gst_message_unref (msg);
-  teardown (h);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (e);
+  gst_object_unref (b);
+}
+
+GST_START_TEST (test_missing_model_fails_state_change)
+{
+  check_missing_model ("/nonexistent/folder/model.knot",
+      "/nonexistent/folder/model.knot", "does not exist");
 }
 
 GST_END_TEST;
 
+GST_START_TEST (test_missing_default_model_says_how_to_set_one)
+{
+  g_setenv ("WHISPERKNOT_MODEL", "/nonexistent/default.knot", TRUE);
+  check_missing_model (NULL, "/nonexistent/default.knot", "model property");
+}
+
+GST_END_TEST;
+
+/* A file that exists but is not a usable model: READY succeeds (the file
+ * is parsed in the background), PAUSED fails with an error naming the file
+ * and the engine's reason. */
 static void
 check_bad_model (const gchar * path)
 {
-  GstHarness *h = setup_full (path, 0, TRUE);
-  GstFlowReturn ret = GST_FLOW_OK;
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+  GstBus *b = gst_bus_new ();
   GstMessage *msg;
   GError *error = NULL;
   gchar *debug = NULL;
-  guint64 pos = 0;
-  guint i;
 
-  gst_harness_set_src_caps_str (h, CAPS_S16);
-  for (i = 0; i < 600 && ret == GST_FLOW_OK; i++)
-    ret = push_audio (h, FALSE, i * GST_SECOND / 10, 0.1, &pos, i == 0);
-  fail_unless_equals_int (ret, GST_FLOW_ERROR);
-
-  msg = wait_error ();
+  g_object_set (e, "model", path, NULL);
+  gst_element_set_bus (e, b);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_READY),
+      GST_STATE_CHANGE_SUCCESS);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_pop_filtered (b, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "no error message on the bus");
   gst_message_parse_error (msg, &error, &debug);
   GST_INFO ("error: %s (%s)", error->message, debug);
-  fail_unless (error->domain == GST_RESOURCE_ERROR, "%s", error->message);
+  fail_unless (g_error_matches (error, GST_RESOURCE_ERROR,
+          GST_RESOURCE_ERROR_FAILED), "%s", error->message);
   fail_unless (strstr (error->message, path) != NULL, "%s", error->message);
-  /* the engine's reason follows the path */
+  /* the engine's reason follows the path, then the hint */
   fail_unless (strlen (error->message) > strlen (path) + 30, "%s",
       error->message);
+  fail_unless (strstr (error->message, "whisperknot-convert") != NULL);
   g_clear_error (&error);
   g_free (debug);
   gst_message_unref (msg);
-  teardown (h);
+  /* one error only */
+  fail_unless (gst_bus_pop_filtered (b, GST_MESSAGE_ERROR) == NULL);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (e);
+  gst_object_unref (b);
 }
 
-GST_START_TEST (test_corrupt_model_posts_error)
+GST_START_TEST (test_corrupt_model_fails_paused)
 {
   check_bad_model (garbage_path);
   check_bad_model (truncated_path);
@@ -1046,7 +1044,6 @@ whisperknot_suite (void)
   /* a random-weight model is slow under the sanitizers */
   tcase_set_timeout (tc, 300);
   tcase_add_test (tc, test_properties_have_defaults);
-  tcase_add_test (tc, test_model_not_loaded_before_paused);
   tcase_add_test (tc, test_caps_f32_and_s16_accepted);
   tcase_add_test (tc, test_caps_wrong_rate_channels_format_refused);
   tcase_add_test (tc, test_timestamps_follow_input_s16);
@@ -1061,8 +1058,9 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_new_segment_drains);
   tcase_add_test (tc, test_gaps_while_streaming);
   tcase_add_test (tc, test_latency_query);
-  tcase_add_test (tc, test_missing_model_posts_error);
-  tcase_add_test (tc, test_corrupt_model_posts_error);
+  tcase_add_test (tc, test_missing_model_fails_state_change);
+  tcase_add_test (tc, test_missing_default_model_says_how_to_set_one);
+  tcase_add_test (tc, test_corrupt_model_fails_paused);
   tcase_add_test (tc, test_state_changes);
   tcase_add_test (tc, test_gst_inspect_lists_element);
   return s;
