@@ -409,8 +409,6 @@ gst_whisperknot_load_thread (gpointer data)
   self->load_status = status;
   g_free (self->load_error);
   self->load_error = status != WK_OK ? g_strdup (err) : NULL;
-  self->loading = FALSE;
-  g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 
   g_free (path);
@@ -498,7 +496,6 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   close (fd);
 
   g_mutex_lock (&self->lock);
-  self->loading = TRUE;
   self->load_error_posted = FALSE;
   g_mutex_unlock (&self->lock);
 
@@ -535,14 +532,11 @@ no_thread:
         ("Could not start a thread to load the model: %s.", error->message),
         (NULL));
     g_clear_error (&error);
-    g_mutex_lock (&self->lock);
-    self->loading = FALSE;
-    g_mutex_unlock (&self->lock);
     return FALSE;
   }
 }
 
-/* Worker: creates the engine stream with the current properties. */
+/* Creates the engine stream with the current properties. */
 static gboolean
 gst_whisperknot_open_stream (GstWhisperKnot * self)
 {
@@ -1150,16 +1144,15 @@ gst_whisperknot_loop (GstWhisperKnot * self)
   wk_status status;
 
   g_mutex_lock (&self->lock);
-  while (self->loading && !self->flushing)
-    g_cond_wait (&self->cond, &self->lock);
   while (!self->flushing && self->model && self->read == self->written &&
       g_queue_is_empty (&self->markers))
     g_cond_wait (&self->cond, &self->lock);
   if (self->flushing)
     goto flushing;
-  if (!self->model) {
+  if (!self->model || !self->stream) {
+    /* READY_TO_PAUSED makes sure of both */
     g_mutex_unlock (&self->lock);
-    gst_whisperknot_post_load_error (self);
+    g_warn_if_reached ();
     goto own_error;
   }
 
@@ -1167,10 +1160,6 @@ gst_whisperknot_loop (GstWhisperKnot * self)
   if (marker && marker->pos == self->read) {
     g_queue_pop_head (&self->markers);
     g_mutex_unlock (&self->lock);
-    if (!self->stream && !gst_whisperknot_open_stream (self)) {
-      marker_free (marker);
-      goto own_error;
-    }
     ret = gst_whisperknot_handle_marker (self, marker);
     marker_free (marker);
   } else {
@@ -1181,8 +1170,6 @@ gst_whisperknot_loop (GstWhisperKnot * self)
     n = MIN (MIN (n, self->ring_size - off), FEED_CHUNK);
     g_mutex_unlock (&self->lock);
 
-    if (!self->stream && !gst_whisperknot_open_stream (self))
-      goto own_error;
     /* the chain function does not write into [read, read + n) */
     status = wk_stream_feed (self->stream, self->ring + off, n);
     g_mutex_lock (&self->lock);
@@ -1217,8 +1204,8 @@ feed_failed:
   }
 own_error:
   {
-    /* the model load, the engine or the stream set-up failed and posted
-     * an error: stop, and make upstream stop too */
+    /* the engine failed and posted an error: stop, and make upstream stop
+     * too */
     self->own_error = FALSE;
     GST_DEBUG_OBJECT (self, "pausing after an error");
     g_mutex_lock (&self->lock);
@@ -1326,6 +1313,9 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
         gst_whisperknot_post_load_error (self);
         return GST_STATE_CHANGE_FAILURE;
       }
+      /* with this run's language, translate, latency and threads */
+      if (!gst_whisperknot_open_stream (self))
+        return GST_STATE_CHANGE_FAILURE;
       g_mutex_lock (&self->lock);
       gst_whisperknot_clear_queue (self, FALSE);
       g_mutex_unlock (&self->lock);

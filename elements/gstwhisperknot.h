@@ -49,13 +49,12 @@ struct _GstWhisperKnot
 
   /* Everything below "lock" is shared by the streaming thread, the worker
    * (the src pad task) and the model-loading thread; "cond" is broadcast
-   * on every change of it. */
+   * on every change of the queue. */
   GMutex lock;
   GCond cond;
 
   /* the model */
-  GThread *load_thread;
-  gboolean loading;             /* load_thread is running */
+  GThread *load_thread;         /* started at NULL_TO_READY */
   wk_model *model;              /* NULL when none or the load failed */
   gchar *loaded_path;           /* path of model (or of the failed load) */
   wk_status load_status;

@@ -28,6 +28,7 @@
 
 static gchar *tmp_dir;
 static gchar *model_path;       /* a loadable knot */
+static gchar *ml_model_path;    /* a multilingual one */
 static gchar *truncated_path;   /* its first bytes */
 static gchar *garbage_path;     /* not a knot */
 
@@ -872,6 +873,66 @@ GST_START_TEST (test_corrupt_model_fails_paused)
 
 GST_END_TEST;
 
+/* A language a multilingual model does not know fails the change to
+ * PAUSED, where the recognizer is set up, with an error that names it. */
+GST_START_TEST (test_bad_language_fails_paused)
+{
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+  GstBus *b = gst_bus_new ();
+  GstMessage *msg;
+  GError *error = NULL;
+
+  if (!ml_model_path) {
+    GST_WARNING ("no multilingual model: skipped");
+    return;
+  }
+  g_object_set (e, "model", ml_model_path, "language", "xx", NULL);
+  gst_element_set_bus (e, b);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_pop_filtered (b, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL);
+  gst_message_parse_error (msg, &error, NULL);
+  GST_INFO ("error: %s", error->message);
+  fail_unless (error->domain == GST_LIBRARY_ERROR, "%s", error->message);
+  fail_unless (strstr (error->message, "'xx'") != NULL, "%s", error->message);
+  g_clear_error (&error);
+  gst_message_unref (msg);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  gst_object_unref (b);
+}
+
+GST_END_TEST;
+
+/* A multilingual model with language detection and translation runs to
+ * EOS with the same guarantees on its output. */
+GST_START_TEST (test_multilingual_translate)
+{
+  GstHarness *h;
+  guint64 pos = 0;
+  guint eos;
+
+  if (!ml_model_path) {
+    GST_WARNING ("no multilingual model: skipped");
+    return;
+  }
+  h = setup_full (ml_model_path, 0, FALSE);
+  g_object_set (h->element, "language", "auto", "translate", TRUE, NULL);
+  fail_unless_equals_int (gst_element_set_state (h->element,
+          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  gst_harness_push_event (h, gst_event_new_stream_start ("ml"));
+  gst_harness_set_src_caps_str (h, CAPS_F32);
+  fail_unless_equals_int (push_audio (h, TRUE, GST_SECOND, 3.0, &pos, TRUE),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  check_coverage (0, eos, GST_SECOND, 4 * GST_SECOND);
+  teardown (h);
+}
+
+GST_END_TEST;
+
 /* Going up and down the states, with and without data, never hangs. */
 GST_START_TEST (test_state_changes)
 {
@@ -986,6 +1047,7 @@ make_models (void)
 
   if (given) {
     model_path = g_strdup (given);
+    ml_model_path = g_strdup (g_getenv ("WK_ELEMENT_TEST_ML_MODEL"));
   } else {
     /* the real vocabulary, small random q8_0 weights (64 wide, 2 layers) */
     gchar *vocab = g_build_filename (shared ? shared : ".",
@@ -1000,6 +1062,26 @@ make_models (void)
     model_path = g_build_filename (tmp_dir, "model.knot", NULL);
     convert_argv[2] = model_path;
     ok = make && convert && run_tool (make_argv) && run_tool (convert_argv);
+    g_unlink (bin);
+    g_free (bin);
+    g_free (vocab);
+    if (!ok)
+      return FALSE;
+  }
+  if (!ml_model_path && make && convert) {
+    /* multilingual: the real multilingual vocabulary, 51865 tokens */
+    gchar *vocab = g_build_filename (shared ? shared : ".",
+        "for-tests-ggml-tiny.bin", NULL);
+    gchar *bin = g_build_filename (tmp_dir, "ml-model.bin", NULL);
+    const gchar *make_argv[] = { make, "--dims",
+      "51865,1500,64,2,2,64,64,2,2,80", "--vocab", vocab, bin, NULL
+    };
+    const gchar *convert_argv[] = { convert, bin, NULL, NULL };
+    gboolean ok;
+
+    ml_model_path = g_build_filename (tmp_dir, "ml-model.knot", NULL);
+    convert_argv[2] = ml_model_path;
+    ok = run_tool (make_argv) && run_tool (convert_argv);
     g_unlink (bin);
     g_free (bin);
     g_free (vocab);
@@ -1026,6 +1108,8 @@ remove_models (void)
 {
   if (!g_getenv ("WK_ELEMENT_TEST_MODEL") && model_path)
     g_unlink (model_path);
+  if (!g_getenv ("WK_ELEMENT_TEST_MODEL") && ml_model_path)
+    g_unlink (ml_model_path);
   if (truncated_path)
     g_unlink (truncated_path);
   if (garbage_path)
@@ -1061,6 +1145,8 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_missing_model_fails_state_change);
   tcase_add_test (tc, test_missing_default_model_says_how_to_set_one);
   tcase_add_test (tc, test_corrupt_model_fails_paused);
+  tcase_add_test (tc, test_bad_language_fails_paused);
+  tcase_add_test (tc, test_multilingual_translate);
   tcase_add_test (tc, test_state_changes);
   tcase_add_test (tc, test_gst_inspect_lists_element);
   return s;
