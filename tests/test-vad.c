@@ -20,20 +20,26 @@
 /* ---- counting allocations (not under sanitizers, which own malloc) ---- */
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define COUNT_ALLOCS 0
+#define SANITIZED 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) \
   || __has_feature(thread_sanitizer)
-#define COUNT_ALLOCS 0
+#define SANITIZED 1
 #endif
 #endif
-#ifndef COUNT_ALLOCS
-#if defined(__GLIBC__)
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+#if !SANITIZED && defined(__GLIBC__)
 #define COUNT_ALLOCS 1
 #else
 #define COUNT_ALLOCS 0
 #endif
-#endif
+
+/* The long statistical runs are shortened under sanitizers (about 20x
+ * slower), which are there for memory errors, not for statistics. */
+#define NOISE_SECONDS (SANITIZED ? 60 : 600)
+#define COST_SECONDS (SANITIZED ? 5 : 60)
 
 static atomic_int counting;
 static atomic_long n_allocs;
@@ -473,7 +479,7 @@ test_params (void)
 static void
 test_silence_and_noise (void)
 {
-  size_t n = (size_t) 600 * SR;        /* 10 minutes */
+  size_t n = (size_t) NOISE_SECONDS * SR;
   float *x = malloc (n * sizeof *x);
   const double levels[] = { -50.0, -30.0 };
   wk_vad *v = new_vad (NULL);
@@ -487,7 +493,8 @@ test_silence_and_noise (void)
   pmax = 0;
   for (size_t i = 0; i < n_chunks; i++)
     pmax = probs[i] > pmax ? probs[i] : pmax;
-  printf ("# 10 min of zeros: %zu segments, max p %.4f\n", n_segs, pmax);
+  printf ("# %d s of zeros: %zu segments, max p %.4f\n", NOISE_SECONDS,
+      n_segs, pmax);
   CHECK (n_segs == 0);
   CHECK (pmax < 0.1f);
   free (segs);
@@ -501,8 +508,9 @@ test_silence_and_noise (void)
       pmax = probs[i] > pmax ? probs[i] : pmax;
       above += probs[i] >= 0.5f;
     }
-    printf ("# 10 min of white noise at %.0f dBFS: %zu segments (%.2f s), "
-        "%zu of %zu chunks at p >= 0.5, max p %.4f\n", levels[l], n_segs,
+    printf ("# %d s of white noise at %.0f dBFS: %zu segments (%.2f s), "
+        "%zu of %zu chunks at p >= 0.5, max p %.4f\n", NOISE_SECONDS,
+        levels[l], n_segs,
         speech_samples (segs, n_segs) / (double) SR, above, n_chunks, pmax);
     /* "no or almost no speech": at most 1 s in 10 minutes */
     CHECK (speech_samples (segs, n_segs) <= (size_t) SR);
@@ -712,7 +720,7 @@ test_reject_corrupt (void)
 static void
 test_cost (void)
 {
-  size_t n = (size_t) 60 * SR;
+  size_t n = (size_t) COST_SECONDS * SR;
   float *x = calloc (n, sizeof *x);
   wk_vad *v = new_vad (NULL);
   const char *what[] = { "silence (zeros)", "noise -40 dBFS", "speech (jfk)" };
