@@ -318,7 +318,9 @@ decode_sampled (wk_ctx * ctx, const filters * f, int n0, int sot_index,
 {
   const wk_model *m = ctx->model;
   const int V = m->hp.n_vocab, T = m->hp.n_text_ctx;
-  const int sample_len = T / 2, eot = m->sp.eot;
+  const int sample_len = ctx->max_tokens > 0 && ctx->max_tokens < T / 2 ?
+      ctx->max_tokens : T / 2;
+  const int eot = m->sp.eot;
   int n_rows = n0 - sot_index, n = n0, ns = 0, i;
   double sum = 0.0;
   float *cur;
@@ -403,7 +405,8 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
 {
   const wk_model *m = ctx->model;
   const int V = m->hp.n_vocab, T = m->hp.n_text_ctx, eot = m->sp.eot;
-  const int sample_len = T / 2;
+  const int sample_len = ctx->max_tokens > 0 && ctx->max_tokens < T / 2 ?
+      ctx->max_tokens : T / 2;
   const size_t stride = (size_t) T + 1;
   /* live beams (tokens + probs), next beams, finished sequences */
   int32_t *live = ctx->beam_seq, *next = live + (size_t) B * stride;

@@ -38,7 +38,11 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
   const wk_hparams *hp = &ctx->model->hp;
   int64_t dt = hp->n_text_state, A = hp->n_audio_ctx;
   int nh = hp->n_text_head;
-  size_t off = (size_t) l * A * dt;
+  size_t off;
+
+  if (ctx->enc_ctx > 0 && ctx->enc_ctx < A)
+    A = ctx->enc_ctx;           /* the encoder ran on fewer positions */
+  off = (size_t) l * A * dt;
 
   if (ctx->cross_f16)
     wk_attention_f16kv (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,

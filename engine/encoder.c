@@ -39,13 +39,18 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
   m = ctx->model;
   hp = &m->hp;
   A = hp->n_audio_ctx;
+  if (ctx->audio_ctx > 0 && ctx->audio_ctx < A)
+    A = ctx->audio_ctx;         /* shortened context (live policy) */
   da = hp->n_audio_state;
   dt = hp->n_text_state;
   nh = hp->n_audio_head;
   dh = da / nh;
   if (ld < 2 * A)
     return WK_ERR_ARG;
+  ctx->enc_ctx = (int) A;
   t0 = now_s ();
+  /* the scratch is shared with the model's other contexts */
+  pthread_mutex_lock (&ctx->model->enc_lock);
 
   /* conv1: [n_mels][2A] (channel-major) -> [2A][da]; conv2 (stride 2) ->
    * [A][da], both with GELU */
@@ -114,6 +119,7 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
           ctx->cross_v + off, dt);
     }
   }
+  pthread_mutex_unlock (&ctx->model->enc_lock);
   ctx->encoded = true;
   ctx->t_encoder += now_s () - t0;
   return WK_OK;

@@ -16,6 +16,7 @@
 #ifndef WK_MODEL_H
 #define WK_MODEL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,6 +124,14 @@ struct wk_model
   wk_tokenizer *tok;
   wk_special_tokens sp;
   int max_token_bytes;          /* longest token text */
+
+  /* The encoder's scratch (everything but its output), shared by every
+   * wk_ctx on this model: encoders on one model run one at a time under
+   * enc_lock, so ten streams cost one copy of it. Allocated by the first
+   * wk_ctx_new, freed with the model. */
+  pthread_mutex_t enc_lock;
+  float *enc_scratch;
+  size_t enc_scratch_floats;
 
   /* Whisper's logit filters, fixed per vocabulary */
   int32_t *suppress;            /* non-speech symbols + specials, sorted */
@@ -239,8 +248,8 @@ struct wk_ctx
 
   /* encoder */
   float *mel;                   /* [n_mels][2 A]: the window (stream's) */
-  /* one arena (e_x owns it); buffers alias where lifetimes allow, see
-   * wk_ctx_new */
+  /* e_x is the ctx's own; the others point into the model's shared
+   * encoder scratch and alias where lifetimes allow, see wk_ctx_new */
   float *conv_work;             /* im2col of the larger conv */
   float *e_conv;                /* [2 A][da] conv1 output */
   float *e_x;                   /* [A][da] residual stream; output */
@@ -291,6 +300,16 @@ struct wk_ctx
   uint64_t state_bytes;
   double t_encoder, t_decoder;  /* wall seconds, accumulated */
   int64_t n_decoder_tokens;
+
+  /* live policy (live.c) */
+  int audio_ctx;                /* encoder positions for the next
+                                 * wk_encode: 0 = n_audio_ctx; fewer
+                                 * encode only the first 2 audio_ctx mel
+                                 * frames (whisper.cpp's audio_ctx) */
+  int enc_ctx;                  /* positions of the last wk_encode (the
+                                 * cross-attention cache's length) */
+  int max_tokens;               /* tokens sampled per window: 0 =
+                                 * n_text_ctx / 2 (Whisper's) */
 };
 
 #endif /* WK_MODEL_H */

@@ -28,8 +28,8 @@
  * Token times: a segment's span (from its timestamp tokens) is shared out
  * over its text tokens in proportion to their byte lengths.
  *
- * latency_ms > 0 (the live policy) is not implemented yet: streams behave
- * as with 0.
+ * latency_ms > 0: the live policy (live.c) takes over feeding, flushing
+ * and the results; this file only forwards to it.
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "live.h"
 #include "model.h"
 
 #define WK_PENDING_WINDOWS 8
@@ -79,6 +80,8 @@ struct wk_stream
 
   wk_stream_stats stats;
   uint64_t own_bytes;
+
+  wk_live *live;                /* the live policy (latency_ms > 0) */
 };
 
 static double
@@ -115,6 +118,11 @@ wk_stream_default_params (void)
   p.max_text_ctx = 224;
   p.seed = 0;
   p.latency_ms = 0;
+  p.use_vad = true;
+  p.vad_threshold = 0.5f;
+  p.vad_min_silence_ms = 300;
+  p.vad_model = NULL;
+  p.audio_ctx = 0;
   return p;
 }
 
@@ -217,6 +225,13 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     return WK_ERR_NOMEM;
   }
   s->ctx->rng = p.seed ^ 0x5851f42d4c957f2dull;
+  if (params && params->latency_ms != 0) {
+    st = wk_live_new (s->ctx, params, &s->lang, &s->live, err, err_size);
+    if (st != WK_OK) {
+      wk_stream_free (s);
+      return st;
+    }
+  }
   *out = s;
   return WK_OK;
 }
@@ -232,6 +247,7 @@ wk_stream_free (wk_stream * s)
   free (s->toks);
   free (s->raw);
   free (s->text);
+  wk_live_free (s->live);
   wk_ctx_free (s->ctx);         /* drops the model reference last */
   free (s);
 }
@@ -331,6 +347,8 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
   seg->end = end;
   seg->avg_logprob = r->avg_logprob;
   seg->no_speech_prob = r->no_speech_prob;
+  seg->utterance_end = false;
+  seg->stability = 1.0f;
   seg->tokens = s->toks + s->n_toks;
   seg->n_tokens = 0;
 
@@ -514,6 +532,11 @@ wk_stream_feed (wk_stream * s, const float *pcm, size_t n)
   if (s->finished)
     return WK_ERR_STATE;
   begin_call (s);
+  if (s->live) {
+    s->total += (int64_t) n;
+    s->stats.audio_seconds += (double) n / WK_SAMPLE_RATE;
+    return wk_live_feed (s->live, pcm, n);
+  }
   while (n > 0) {
     size_t space, k;
     wk_status st;
@@ -573,6 +596,8 @@ wk_stream_flush (wk_stream * s)
   if (s->finished)
     return WK_OK;
   begin_call (s);
+  if (s->live)
+    return wk_live_flush (s->live);
   /* Whisper's content frames: floor (samples / hop) */
   content = s->total / WK_HOP;
   while (s->seek < content) {
@@ -595,7 +620,12 @@ wk_stream_finish (wk_stream * s)
     return WK_ERR_ARG;
   if (s->finished)
     return WK_OK;
-  st = wk_stream_flush (s);
+  if (s->live) {
+    begin_call (s);
+    st = wk_live_finish (s->live);
+  } else {
+    st = wk_stream_flush (s);
+  }
   s->finished = true;
   return st;
 }
@@ -615,6 +645,7 @@ wk_stream_reset (wk_stream * s)
   s->finished = false;
   s->lang = s->lang_fixed;
   s->ctx->rng = s->p.seed ^ 0x5851f42d4c957f2dull;
+  wk_live_reset (s->live);
 }
 
 size_t
@@ -626,10 +657,27 @@ wk_stream_take (wk_stream * s, const wk_segment ** segs)
     return 0;
   }
   begin_call (s);
+  if (s->live)
+    return wk_live_take (s->live, segs);
   if (segs)
     *segs = s->n_segs ? s->segs : NULL;
   s->taken = true;
   return (size_t) s->n_segs;
+}
+
+size_t
+wk_stream_partial (wk_stream * s, const wk_segment ** segs, uint64_t * serial)
+{
+  if (segs)
+    *segs = NULL;
+  if (serial)
+    *serial = 0;
+  if (!s)
+    return 0;
+  begin_call (s);
+  if (!s->live)
+    return 0;
+  return wk_live_partial (s->live, segs, serial);
 }
 
 const char *
@@ -656,4 +704,5 @@ wk_stream_get_stats (const wk_stream * s, wk_stream_stats * stats)
   stats->n_tokens = s->ctx->n_decoder_tokens;
   stats->state_bytes = wk_ctx_state_bytes (s->ctx) + s->own_bytes
       + sizeof *s;
+  wk_live_get_stats (s->live, stats);
 }

@@ -136,6 +136,39 @@ typedef struct
    * end to its committed text, in milliseconds. 0 = offline behaviour:
    * transcribe in 30 s windows, seeking to the last timestamp. */
   int latency_ms;
+
+  /* ---- the live policy (used only when latency_ms > 0) ----------------
+   *
+   * Audio accumulates in a rolling window (at most 30 s) that starts at
+   * the last committed word. A voice activity detector (Silero VAD) runs
+   * on every 32 ms of audio; while it hears no speech nothing else runs
+   * and the window is trimmed. During speech the model re-runs on the
+   * window every step (latency_ms / 2, at least 200 ms of audio; longer
+   * when a run takes longer than that, so the stream keeps up with real
+   * time without dropping audio). A word is committed once two
+   * consecutive runs agree on it (the longest common prefix, in words,
+   * of the last two hypotheses: LocalAgreement-2), or when the utterance
+   * ends (the detector hears vad_min_silence_ms of silence), or on
+   * flush/finish. Committed words come out of wk_stream_take() one
+   * segment per word, each utterance followed by an utterance_end marker;
+   * the rest of the latest hypothesis is the partial result
+   * (wk_stream_partial()). Committed text becomes the decoder prompt. */
+  bool use_vad;                 /* default true; false: all audio is
+                                 * speech, utterances end only at
+                                 * flush/finish */
+  float vad_threshold;          /* speech probability that starts speech
+                                 * (default 0.5) */
+  int vad_min_silence_ms;       /* silence that ends an utterance
+                                 * (default 300) */
+  const char *vad_model;        /* Silero VAD file; NULL = the shipped one
+                                 * (wk_default_vad_model_path()). Read
+                                 * by wk_stream_new() only. */
+  /* Encoder positions per live run: 0 = only the window's audio (its
+   * frames rounded up to a multiple of 64 positions, as whisper.cpp's
+   * audio_ctx does; much cheaper for short windows), -1 = the model's
+   * full 30 s context (the window zero-padded, as Whisper was trained),
+   * > 0 = at least this many. */
+  int audio_ctx;
 } wk_stream_params;
 
 WK_API wk_stream_params wk_stream_default_params (void);
@@ -182,12 +215,32 @@ typedef struct
   int n_tokens;
   float avg_logprob;
   float no_speech_prob;
+  /* Live policy (latency_ms > 0) only; offline segments have
+   * utterance_end false and stability 1. */
+  bool utterance_end;           /* a marker, not text: the utterance whose
+                                 * words came before ended at .start
+                                 * (= .end); .text is "", no tokens */
+  float stability;              /* 1 for committed words; for partial
+                                 * words an estimate in [0, 1) of how
+                                 * likely the word is to be committed as
+                                 * it is */
 } wk_segment;
 
 /* Returns the segments completed since the previous take, in time order.
  * The array and its strings belong to the stream and stay valid until the
  * next call of any wk_stream_* function on this stream. */
 WK_API size_t wk_stream_take (wk_stream * stream, const wk_segment ** segs);
+
+/* Live policy: the partial result, i.e. the words of the latest
+ * hypothesis that are not committed yet, one segment per word (start,
+ * end, text, tokens, stability), in time order. Taking it does not
+ * consume it: it is replaced by every run of the model and is empty
+ * after an utterance ends. The array stays valid until the next call of
+ * any wk_stream_* function on this stream. Offline streams return 0.
+ * *serial (if not NULL) receives a number that changes whenever the
+ * partial result changes. */
+WK_API size_t wk_stream_partial (wk_stream * stream, const wk_segment ** segs,
+    uint64_t * serial);
 
 /* The detected (or configured) language code of the stream, or NULL. */
 WK_API const char *wk_stream_language (const wk_stream * stream);
@@ -202,6 +255,19 @@ typedef struct
   int64_t n_windows;            /* encoder runs */
   int64_t n_tokens;             /* decoder steps */
   uint64_t state_bytes;         /* memory owned by this stream */
+  /* live policy */
+  int64_t n_runs;               /* model runs (one encoder window each) */
+  double vad_seconds;           /* wall time in the voice detector */
+  double speech_seconds;        /* audio the detector called speech */
+  double step_seconds;          /* current step (audio between runs) */
+  double last_run_seconds;      /* wall time of the last run */
+  double max_run_seconds;       /* longest run */
+  /* Delay from the arrival (wk_stream_feed) of a committed word's last
+   * sample to its commit, wall time: the last and the largest seen. */
+  double last_delay_seconds;
+  double max_delay_seconds;
+  int64_t n_committed;          /* words committed */
+  int64_t n_utterances;         /* utterance ends */
 } wk_stream_stats;
 
 WK_API void wk_stream_get_stats (const wk_stream * stream,

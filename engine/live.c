@@ -1,0 +1,1111 @@
+/* The live streaming policy: text within about `latency_ms` of a word
+ * being spoken, from a model that reads up to 30 s windows.
+ *
+ * Positions are absolute samples since the first sample fed (or the last
+ * reset). The audio buffer holds samples [base, base + len); the window
+ * the model reads is [win_start, total): it starts at the end of the last
+ * committed word (rounded to a mel hop) and grows as audio arrives.
+ *
+ * Every buffer fed goes through the voice detector (Silero VAD, one
+ * network step per 512 samples, a few tens of microseconds each). Its
+ * START event opens an utterance at a position in the past (the buffer
+ * keeps a pre-roll for that); while no utterance is open nothing else
+ * runs, and the buffer keeps only the pre-roll, so silence and noise cost
+ * the detector alone and can never produce text.
+ *
+ * During an utterance the model runs on the window each time `step`
+ * samples have arrived since its last run (latency_ms / 2, at least
+ * 200 ms; when a run takes longer in wall time than the step, the step
+ * grows to the run's duration, at most 4 s, so a real-time stream keeps
+ * up without dropping audio, and shrinks back when runs are fast). A run
+ * is: log-mel of the window, the encoder on only the positions that hold
+ * audio (wk_live_audio_ctx), greedy decoding at temperature 0 with the
+ * committed text as the prompt and at most a few tokens per second of
+ * audio. Its tokens, with times from the timestamp tokens shared out over
+ * each segment's tokens by byte length, are split into words (a word
+ * starts at a token beginning with a space). LocalAgreement-2: the words
+ * the previous run's hypothesis and this one share from the start are
+ * committed: they go to the results, their tokens to the prompt, and the
+ * window start moves to the end of the last of them, so the next window
+ * holds only audio not yet committed. The rest is the partial result.
+ *
+ * When the detector ends the utterance (vad_min_silence_ms of silence),
+ * at flush and at finish, a final run (with the caller's temperature
+ * fallback) commits its whole hypothesis, except words that start well
+ * inside the trailing silence, and an utterance_end marker follows the
+ * utterance's words. A window that reaches 24 s without agreement commits
+ * all but its last word, so the window stays under 30 s.
+ *
+ * Hallucinations: no run happens outside detected speech; a run whose
+ * no_speech_prob is above no_speech_threshold with avg_logprob below
+ * logprob_threshold yields nothing (Whisper's silence rule); a run's
+ * first words that repeat the last committed words (text normalised) are
+ * dropped, since the window starts where they ended.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "live.h"
+#include "vad.h"
+
+#define LIVE_HOP WK_HOP
+#define LIVE_TS_SAMPLES (2 * WK_HOP)    /* one timestamp step: 20 ms */
+#define LIVE_HISTORY (3 * WK_HOP)       /* mel frames look back 200 samples */
+#define LIVE_PREROLL (WK_SAMPLE_RATE)   /* kept while idle: VAD START lies
+                                         * up to ~0.3 s in the past */
+#define LIVE_MAX_WINDOW (24 * WK_SAMPLE_RATE)   /* forced commit above */
+#define LIVE_MAX_STEP (4 * WK_SAMPLE_RATE)
+#define LIVE_MIN_STEP (WK_SAMPLE_RATE / 5)
+#define LIVE_ARRIVALS 256
+#define LIVE_RECENT 4           /* committed words kept for de-duplication */
+#define LIVE_WORD_BYTES 64
+#define LIVE_OUT_WORDS 1024     /* committed words kept until taken */
+
+typedef struct
+{
+  int tok0, n_tok;              /* tokens [tok0, tok0 + n_tok) of the hyp */
+  int64_t start, end;
+  float sum_lp;                 /* log-probabilities of its tokens */
+} live_word;
+
+/* One run's hypothesis (or the uncommitted rest of one). */
+typedef struct
+{
+  int32_t *tok;                 /* text tokens [cap] */
+  float *prob;
+  int64_t *t0, *t1;
+  int n_tok;
+  live_word *w;                 /* [cap] */
+  int n_w;
+  float avg_logprob, no_speech_prob;
+  int64_t end;                  /* window end of the run */
+} live_hyp;
+
+/* A list of segments with their tokens and text, in fixed arrays. */
+typedef struct
+{
+  wk_segment *segs;
+  int n_segs, segs_cap;
+  wk_token *toks;
+  int n_toks, toks_cap;
+  char *text;
+  size_t text_len, text_cap;
+} live_out;
+
+struct wk_live
+{
+  wk_ctx *ctx;
+  wk_model *model;
+  wk_stream_params p;
+  int *lang;
+  int W;                        /* full window frames: 2 n_audio_ctx */
+  int T;                        /* n_text_ctx */
+
+  wk_vad_model *vad_model;
+  wk_vad *vad;
+
+  /* audio */
+  float *audio;
+  size_t cap, len;
+  int64_t base, total;
+  int64_t win_start;
+  bool in_utt;                  /* an utterance is open */
+  int64_t utt_end;              /* VAD END position of the closing one */
+  int64_t speech_start;         /* of the open one (stats) */
+  bool finished;
+
+  /* stepping */
+  int64_t step, step_eff;       /* samples */
+  int64_t next_run;
+  int64_t last_run_end;         /* window end of the last run, -1 none */
+
+  /* hypotheses: the current run's and the previous one's rest */
+  live_hyp hyp[2];
+  int cur;
+  int hyp_cap;
+
+  /* prompt: committed tokens */
+  int32_t *prompt;
+  int n_prompt, prompt_cap;
+
+  /* the last committed words, normalised, for de-duplication */
+  char recent[LIVE_RECENT][LIVE_WORD_BYTES];
+  int n_recent;
+  bool utt_has_words;           /* words committed in this utterance */
+
+  /* results */
+  live_out out;                 /* committed, until taken */
+  bool taken;
+  live_out part;                /* the partial result */
+  uint64_t part_serial;
+  char *raw;                    /* one word's bytes */
+  size_t raw_cap;
+
+  /* wall time each feed's last sample arrived: a ring */
+  int64_t arr_pos[LIVE_ARRIVALS];
+  double arr_t[LIVE_ARRIVALS];
+  int arr_head, arr_n;
+
+  /* stats */
+  int64_t n_runs;
+  double mel_seconds, speech_seconds;
+  double last_run_s, max_run_s, run_ema_s;
+  double last_delay_s, max_delay_s;
+  int64_t n_committed, n_utterances;
+  uint64_t own_bytes;
+};
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void
+set_err (char *err, size_t err_size, const char *msg, const char *arg)
+{
+  if (err && err_size)
+    snprintf (err, err_size, "%s%s", msg, arg ? arg : "");
+}
+
+static void *
+live_alloc (wk_live * l, size_t n, size_t elem, bool * ok)
+{
+  void *q;
+  if (!*ok)
+    return NULL;
+  q = calloc (n ? n : 1, elem);
+  if (!q)
+    *ok = false;
+  else
+    l->own_bytes += n * elem;
+  return q;
+}
+
+/* ---- helpers for tests and the policy -------------------------------- */
+
+int
+wk_live_common_prefix (const char *const *a, int n_a, const char *const *b,
+    int n_b)
+{
+  int i, n = n_a < n_b ? n_a : n_b;
+  for (i = 0; i < n; i++)
+    if (strcmp (a[i], b[i]) != 0)
+      break;
+  return i;
+}
+
+int
+wk_live_audio_ctx (const wk_model * model, int param, int n_frames)
+{
+  int A = model->hp.n_audio_ctx, need;
+
+  if (param < 0)
+    return 0;
+  /* the frames' positions (conv2 has stride 2) plus 0.64 s of padding
+   * (the model saw padded windows in training), in blocks of 64 */
+  need = (n_frames + 1) / 2 + 32;
+  need = (need + 63) / 64 * 64;
+  if (param > need)
+    need = param;
+  return need >= A ? 0 : need;
+}
+
+/* ---- output lists -------------------------------------------------------- */
+
+static bool
+out_alloc (wk_live * l, live_out * o, int segs, int toks, size_t text)
+{
+  bool ok = true;
+  o->segs_cap = segs;
+  o->segs = live_alloc (l, (size_t) segs, sizeof (wk_segment), &ok);
+  o->toks_cap = toks;
+  o->toks = live_alloc (l, (size_t) toks, sizeof (wk_token), &ok);
+  o->text_cap = text;
+  o->text = live_alloc (l, text, 1, &ok);
+  return ok;
+}
+
+static void
+out_free (live_out * o)
+{
+  free (o->segs);
+  free (o->toks);
+  free (o->text);
+}
+
+static void
+out_clear (live_out * o)
+{
+  o->n_segs = 0;
+  o->n_toks = 0;
+  o->text_len = 0;
+}
+
+/* Appends a segment; its tokens from hyp word w (NULL: a marker). */
+static wk_segment *
+out_add (wk_live * l, live_out * o, const live_hyp * h, const live_word * w,
+    const char *raw, size_t raw_len)
+{
+  const wk_model *m = l->model;
+  size_t need = raw_len * 3 + 1, len;
+  int n_tok = w ? w->n_tok : 0, i;
+  wk_segment *seg;
+
+  if (o->n_segs + 1 > o->segs_cap || o->n_toks + n_tok > o->toks_cap
+      || o->text_len + need > o->text_cap)
+    out_clear (o);              /* never taken: drop the oldest output */
+  seg = &o->segs[o->n_segs++];
+  memset (seg, 0, sizeof *seg);
+  len = wk_utf8_sanitize (raw, raw_len, o->text + o->text_len, need);
+  if (len >= need)
+    len = strlen (o->text + o->text_len);
+  seg->text = o->text + o->text_len;
+  o->text_len += len + 1;
+  seg->tokens = o->toks + o->n_toks;
+  seg->stability = 1.0f;
+  if (!w)
+    return seg;
+  seg->start = w->start;
+  seg->end = w->end;
+  seg->avg_logprob = h->avg_logprob;
+  seg->no_speech_prob = h->no_speech_prob;
+  for (i = 0; i < n_tok; i++) {
+    wk_token *t = &o->toks[o->n_toks++];
+    size_t tl = 0;
+    int k = w->tok0 + i;
+    t->id = h->tok[k];
+    t->p = h->prob[k];
+    t->start = h->t0[k];
+    t->end = h->t1[k];
+    t->text = wk_tokenizer_bytes (m->tok, h->tok[k], &tl);
+    if (!t->text)
+      t->text = "";
+  }
+  seg->n_tokens = n_tok;
+  return seg;
+}
+
+/* The bytes of word w of h into l->raw; returns the length. */
+static size_t
+word_bytes (wk_live * l, const live_hyp * h, const live_word * w)
+{
+  size_t n = 0;
+  int i;
+  for (i = 0; i < w->n_tok; i++) {
+    size_t tl = 0;
+    const char *t = wk_tokenizer_bytes (l->model->tok, h->tok[w->tok0 + i],
+        &tl);
+    if (!t || n + tl >= l->raw_cap)
+      break;
+    memcpy (l->raw + n, t, tl);
+    n += tl;
+  }
+  l->raw[n] = '\0';
+  return n;
+}
+
+/* Lower-case letters and digits of word w (for de-duplication). */
+static void
+word_norm (wk_live * l, const live_hyp * h, const live_word * w, char *out)
+{
+  size_t n = word_bytes (l, h, w), i, k = 0;
+  for (i = 0; i < n && k + 1 < LIVE_WORD_BYTES; i++) {
+    unsigned char c = (unsigned char) l->raw[i];
+    if (c >= 'A' && c <= 'Z')
+      out[k++] = (char) (c - 'A' + 'a');
+    else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c >= 0x80)
+      out[k++] = (char) c;
+  }
+  out[k] = '\0';
+}
+
+static bool
+words_equal (wk_live * l, const live_hyp * a, const live_word * wa,
+    const live_hyp * b, const live_word * wb)
+{
+  int i;
+  if (wa->n_tok == wb->n_tok) {
+    for (i = 0; i < wa->n_tok; i++)
+      if (a->tok[wa->tok0 + i] != b->tok[wb->tok0 + i])
+        break;
+    if (i == wa->n_tok)
+      return true;
+  }
+  {
+    /* same text through different tokens */
+    char x[LIVE_WORD_BYTES * 2];
+    size_t n = word_bytes (l, a, wa);
+    if (n >= sizeof x)
+      return false;
+    memcpy (x, l->raw, n + 1);
+    return word_bytes (l, b, wb) == n && memcmp (x, l->raw, n) == 0;
+  }
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+static bool
+hyp_alloc (wk_live * l, live_hyp * h, int cap)
+{
+  bool ok = true;
+  h->tok = live_alloc (l, (size_t) cap, sizeof (int32_t), &ok);
+  h->prob = live_alloc (l, (size_t) cap, sizeof (float), &ok);
+  h->t0 = live_alloc (l, (size_t) cap, sizeof (int64_t), &ok);
+  h->t1 = live_alloc (l, (size_t) cap, sizeof (int64_t), &ok);
+  h->w = live_alloc (l, (size_t) cap, sizeof (live_word), &ok);
+  return ok;
+}
+
+static void
+hyp_free (live_hyp * h)
+{
+  free (h->tok);
+  free (h->prob);
+  free (h->t0);
+  free (h->t1);
+  free (h->w);
+}
+
+wk_status
+wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
+    wk_live ** out, char *err, size_t err_size)
+{
+  wk_live *l;
+  wk_model *m;
+  wk_vad_params vp;
+  wk_status st;
+  bool ok = true;
+  const char *vad_path;
+  int i;
+
+  *out = NULL;
+  if (p->latency_ms <= 0 || p->latency_ms > 60000) {
+    set_err (err, err_size, "stream: latency_ms must be in 1..60000", NULL);
+    return WK_ERR_ARG;
+  }
+  if (p->use_vad && (!(p->vad_threshold > 0.0f && p->vad_threshold < 1.0f)
+          || p->vad_min_silence_ms < 0 || p->vad_min_silence_ms > 60000)) {
+    set_err (err, err_size, "stream: vad_threshold must be in (0, 1) and "
+        "vad_min_silence_ms in 0..60000", NULL);
+    return WK_ERR_ARG;
+  }
+  m = wk_ctx_model (ctx);
+  l = calloc (1, sizeof *l);
+  if (!l) {
+    set_err (err, err_size, "stream: out of memory", NULL);
+    return WK_ERR_NOMEM;
+  }
+  l->ctx = ctx;
+  l->model = m;
+  l->p = *p;
+  l->p.vad_model = NULL;        /* the caller's string */
+  l->lang = lang;
+  l->W = 2 * m->hp.n_audio_ctx;
+  l->T = m->hp.n_text_ctx;
+
+  if (p->use_vad) {
+    vad_path = p->vad_model ? p->vad_model : wk_default_vad_model_path ();
+    st = wk_vad_model_load (vad_path, &l->vad_model, err, err_size);
+    if (st != WK_OK) {
+      free (l);
+      return st;
+    }
+    vp = wk_vad_default_params ();
+    vp.threshold = p->vad_threshold;
+    vp.min_silence_duration_ms = p->vad_min_silence_ms;
+    if (vp.merge_gap_ms > p->vad_min_silence_ms)
+      vp.merge_gap_ms = p->vad_min_silence_ms;
+    st = wk_vad_new (l->vad_model, &vp, &l->vad, err, err_size);
+    if (st != WK_OK) {
+      wk_live_free (l);
+      return st;
+    }
+  }
+
+  l->cap = (size_t) (WK_N_SAMPLES + LIVE_HISTORY + 2 * WK_VAD_CHUNK
+      + WK_SAMPLE_RATE);
+  l->audio = live_alloc (l, l->cap, sizeof (float), &ok);
+  l->hyp_cap = l->T;
+  for (i = 0; i < 2; i++)
+    if (ok)
+      ok = hyp_alloc (l, &l->hyp[i], l->hyp_cap);
+  l->prompt_cap = l->T / 2;
+  l->prompt = live_alloc (l, (size_t) l->prompt_cap, sizeof (int32_t), &ok);
+  l->raw_cap = (size_t) l->T * (m->max_token_bytes + 1) + 1;
+  l->raw = live_alloc (l, l->raw_cap, 1, &ok);
+  if (ok)
+    ok = out_alloc (l, &l->out, 2 * LIVE_OUT_WORDS, 4 * LIVE_OUT_WORDS,
+        (size_t) LIVE_OUT_WORDS * 64);
+  if (ok)
+    ok = out_alloc (l, &l->part, l->T, l->T, l->raw_cap * 3 + (size_t) l->T);
+  if (!ok) {
+    set_err (err, err_size, "stream: out of memory", NULL);
+    wk_live_free (l);
+    return WK_ERR_NOMEM;
+  }
+  l->step = (int64_t) p->latency_ms * WK_SAMPLE_RATE / 2000;
+  if (l->step < LIVE_MIN_STEP)
+    l->step = LIVE_MIN_STEP;
+  wk_live_reset (l);
+  *out = l;
+  return WK_OK;
+}
+
+void
+wk_live_free (wk_live * l)
+{
+  int i;
+  if (!l)
+    return;
+  wk_vad_free (l->vad);
+  wk_vad_model_unref (l->vad_model);
+  free (l->audio);
+  for (i = 0; i < 2; i++)
+    hyp_free (&l->hyp[i]);
+  free (l->prompt);
+  free (l->raw);
+  out_free (&l->out);
+  out_free (&l->part);
+  free (l);
+}
+
+void
+wk_live_reset (wk_live * l)
+{
+  if (!l)
+    return;
+  if (l->vad)
+    wk_vad_reset (l->vad);
+  l->len = 0;
+  l->base = 0;
+  l->total = 0;
+  l->win_start = 0;
+  l->in_utt = !l->p.use_vad;
+  l->speech_start = 0;
+  l->utt_end = -1;
+  l->finished = false;
+  l->step_eff = l->step;
+  l->next_run = l->step;
+  l->last_run_end = -1;
+  l->hyp[0].n_tok = l->hyp[0].n_w = 0;
+  l->hyp[1].n_tok = l->hyp[1].n_w = 0;
+  l->cur = 0;
+  l->n_prompt = 0;
+  l->n_recent = 0;
+  l->utt_has_words = false;
+  out_clear (&l->out);
+  l->taken = false;
+  out_clear (&l->part);
+  l->part_serial++;
+  l->arr_head = l->arr_n = 0;
+  l->run_ema_s = 0.0;
+}
+
+/* Results handed out by the last take are released by the next call. */
+static void
+begin_call (wk_live * l)
+{
+  if (l->taken) {
+    out_clear (&l->out);
+    l->taken = false;
+  }
+}
+
+/* ---- the prompt and commits ---------------------------------------------- */
+
+static void
+prompt_push (wk_live * l, const int32_t * t, int n)
+{
+  int cap = l->prompt_cap;
+  if (l->p.max_text_ctx < cap)
+    cap = l->p.max_text_ctx;
+  if (cap <= 0) {
+    l->n_prompt = 0;
+    return;
+  }
+  if (n >= cap) {
+    memcpy (l->prompt, t + n - cap, (size_t) cap * sizeof *t);
+    l->n_prompt = cap;
+    return;
+  }
+  if (l->n_prompt + n > cap) {
+    int drop = l->n_prompt + n - cap;
+    memmove (l->prompt, l->prompt + drop,
+        (size_t) (l->n_prompt - drop) * sizeof *t);
+    l->n_prompt -= drop;
+  }
+  memcpy (l->prompt + l->n_prompt, t, (size_t) n * sizeof *t);
+  l->n_prompt += n;
+}
+
+/* Wall time the sample at pos arrived (the feed that brought it). */
+static double
+arrival (const wk_live * l, int64_t pos)
+{
+  int i, best = -1;
+  for (i = 0; i < l->arr_n; i++) {
+    int k = (l->arr_head - 1 - i + LIVE_ARRIVALS) % LIVE_ARRIVALS;
+    if (l->arr_pos[k] < pos)
+      break;
+    best = k;
+  }
+  if (best < 0)
+    return l->arr_n ? l->arr_t[(l->arr_head - 1 + LIVE_ARRIVALS)
+          % LIVE_ARRIVALS] : now_s ();
+  return l->arr_t[best];
+}
+
+/* Commits the first k words of hypothesis h. */
+static void
+commit_words (wk_live * l, const live_hyp * h, int k)
+{
+  double now = now_s ();
+  int i;
+
+  for (i = 0; i < k; i++) {
+    const live_word *w = &h->w[i];
+    size_t n = word_bytes (l, h, w);
+    double d;
+    out_add (l, &l->out, h, w, l->raw, n);
+    prompt_push (l, h->tok + w->tok0, w->n_tok);
+    if (l->n_recent == LIVE_RECENT) {
+      memmove (l->recent[0], l->recent[1],
+          (LIVE_RECENT - 1) * LIVE_WORD_BYTES);
+      l->n_recent--;
+    }
+    word_norm (l, h, w, l->recent[l->n_recent++]);
+    d = now - arrival (l, w->end);
+    if (d < 0.0)
+      d = 0.0;
+    l->last_delay_s = d;
+    if (d > l->max_delay_s)
+      l->max_delay_s = d;
+    l->n_committed++;
+    l->utt_has_words = true;
+  }
+  if (k > 0) {
+    int64_t e = h->w[k - 1].end / LIVE_HOP * LIVE_HOP;
+    if (e > l->win_start)
+      l->win_start = e;
+    if (l->win_start > l->total)
+      l->win_start = l->total / LIVE_HOP * LIVE_HOP;
+  }
+}
+
+/* Removes the first k words of h (keeping its arrays compact). */
+static void
+hyp_drop_words (live_hyp * h, int k)
+{
+  int t, i;
+  if (k <= 0)
+    return;
+  if (k >= h->n_w) {
+    h->n_w = 0;
+    h->n_tok = 0;
+    return;
+  }
+  t = h->w[k].tok0;
+  memmove (h->tok, h->tok + t, (size_t) (h->n_tok - t) * sizeof *h->tok);
+  memmove (h->prob, h->prob + t, (size_t) (h->n_tok - t) * sizeof *h->prob);
+  memmove (h->t0, h->t0 + t, (size_t) (h->n_tok - t) * sizeof *h->t0);
+  memmove (h->t1, h->t1 + t, (size_t) (h->n_tok - t) * sizeof *h->t1);
+  h->n_tok -= t;
+  memmove (h->w, h->w + k, (size_t) (h->n_w - k) * sizeof *h->w);
+  h->n_w -= k;
+  for (i = 0; i < h->n_w; i++)
+    h->w[i].tok0 -= t;
+}
+
+static void
+utterance_end (wk_live * l, int64_t at)
+{
+  if (l->utt_has_words) {
+    wk_segment *seg = out_add (l, &l->out, NULL, NULL, "", 0);
+    if (at < l->win_start)
+      at = l->win_start;
+    seg->start = seg->end = at;
+    seg->utterance_end = true;
+    l->n_utterances++;
+  }
+  l->utt_has_words = false;
+}
+
+/* The partial result: the words of h. */
+static void
+set_partial (wk_live * l, const live_hyp * h)
+{
+  int i;
+  out_clear (&l->part);
+  for (i = 0; h && i < h->n_w; i++) {
+    const live_word *w = &h->w[i];
+    size_t n = word_bytes (l, h, w);
+    wk_segment *seg = out_add (l, &l->part, h, w, l->raw, n);
+    double pgeo = exp (w->sum_lp / (w->n_tok > 0 ? w->n_tok : 1));
+    double age = (double) (h->end - w->end) / WK_SAMPLE_RATE;
+    double f = 0.5 + age;       /* words at the window's edge move most */
+    if (f > 1.0)
+      f = 1.0;
+    seg->stability = (float) (0.9 * pgeo * f);
+  }
+  l->part_serial++;
+}
+
+/* ---- one run ----------------------------------------------------------- */
+
+/* Builds hypothesis h from the window result r of the window [ws, we). */
+static void
+build_hyp (wk_live * l, live_hyp * h, const wk_window_result * r, int64_t ws,
+    int64_t we)
+{
+  const wk_model *m = l->model;
+  int tb = m->sp.timestamp_begin, i, seg_b = 0;
+  int64_t seg_t = ws;
+
+  h->n_tok = 0;
+  h->n_w = 0;
+  h->avg_logprob = r->avg_logprob;
+  h->no_speech_prob = r->no_speech_prob;
+  h->end = we;
+
+  /* text tokens, then times per timestamp-delimited segment */
+  for (i = 0; i <= r->n_tokens; i++) {
+    bool ts = i < r->n_tokens && r->tokens[i] >= tb;
+    if (i < r->n_tokens && !ts) {
+      if (r->tokens[i] < m->sp.eot && h->n_tok < l->hyp_cap) {
+        h->tok[h->n_tok] = r->tokens[i];
+        h->prob[h->n_tok] = r->probs[i];
+        h->n_tok++;
+      }
+      continue;
+    }
+    /* a timestamp (or the end): closes the open segment's tokens */
+    {
+      int64_t seg_e = ts ? ws + (int64_t) (r->tokens[i] - tb) * LIVE_TS_SAMPLES
+          : we;
+      int64_t bytes = 0, cum = 0;
+      int k;
+      if (seg_e > we)
+        seg_e = we;
+      if (seg_e < seg_t)
+        seg_e = seg_t;
+      for (k = seg_b; k < h->n_tok; k++) {
+        size_t tl = 0;
+        wk_tokenizer_bytes (m->tok, h->tok[k], &tl);
+        bytes += (int64_t) tl;
+      }
+      if (bytes == 0)
+        bytes = 1;
+      for (k = seg_b; k < h->n_tok; k++) {
+        size_t tl = 0;
+        wk_tokenizer_bytes (m->tok, h->tok[k], &tl);
+        h->t0[k] = seg_t + (seg_e - seg_t) * cum / bytes;
+        cum += (int64_t) tl;
+        h->t1[k] = seg_t + (seg_e - seg_t) * cum / bytes;
+      }
+      seg_b = h->n_tok;
+      if (ts) {
+        int64_t t = ws + (int64_t) (r->tokens[i] - tb) * LIVE_TS_SAMPLES;
+        seg_t = t < we ? (t > seg_t ? t : seg_t) : we;
+      }
+    }
+  }
+
+  /* words: a token starting with a space (or the first) starts one */
+  for (i = 0; i < h->n_tok; i++) {
+    size_t tl = 0;
+    const char *t = wk_tokenizer_bytes (m->tok, h->tok[i], &tl);
+    float lp = h->prob[i] > 0.0f ? logf (h->prob[i]) : -30.0f;
+    if (h->n_w == 0 || (t && tl > 0 && t[0] == ' ')) {
+      live_word *w = &h->w[h->n_w++];
+      w->tok0 = i;
+      w->n_tok = 0;
+      w->start = h->t0[i];
+      w->sum_lp = 0.0f;
+    }
+    h->w[h->n_w - 1].n_tok++;
+    h->w[h->n_w - 1].end = h->t1[i];
+    h->w[h->n_w - 1].sum_lp += lp;
+  }
+  /* words with no letters at all (stray spaces) stay attached: fine */
+}
+
+/* Drops the hypothesis' first words when they repeat the last committed
+ * ones (the window starts where those ended, so the model may hear
+ * their tail again). */
+static void
+dedupe (wk_live * l, live_hyp * h)
+{
+  int n, i;
+  for (n = l->n_recent < h->n_w ? l->n_recent : h->n_w; n > 0; n--) {
+    char w[LIVE_WORD_BYTES];
+    for (i = 0; i < n; i++) {
+      word_norm (l, h, &h->w[i], w);
+      if (strcmp (w, l->recent[l->n_recent - n + i]) != 0 || !w[0])
+        break;
+    }
+    if (i == n) {
+      hyp_drop_words (h, n);
+      return;
+    }
+  }
+}
+
+/* Runs the model on [win_start, end) into l->hyp[l->cur]. final: with
+ * the caller's temperature fallback. */
+static wk_status
+run_model (wk_live * l, int64_t end, bool final)
+{
+  wk_ctx *ctx = l->ctx;
+  const wk_model *m = l->model;
+  const wk_window_result *r;
+  wk_stream_params pp = l->p;
+  live_hyp *h = &l->hyp[l->cur];
+  int64_t n = end - l->win_start, first;
+  int n_frames, max_tok;
+  double t0 = now_s (), t1, dt;
+  wk_status st;
+
+  if (n > WK_N_SAMPLES)
+    n = WK_N_SAMPLES;
+  n_frames = (int) (n / LIVE_HOP);
+  if (n_frames > l->W)
+    n_frames = l->W;
+  first = (l->win_start - l->base) / LIVE_HOP;
+  wk_model_window_mel (m, l->audio, l->len, first, n_frames, ctx->mel);
+  t1 = now_s ();
+  l->mel_seconds += t1 - t0;
+
+  ctx->audio_ctx = wk_live_audio_ctx (m, l->p.audio_ctx, n_frames);
+  st = wk_encode (ctx, ctx->mel, l->W);
+  ctx->audio_ctx = 0;
+  if (st != WK_OK)
+    return st;
+  if (*l->lang < 0 && m->multilingual)
+    *l->lang = wk_detect_language (ctx, NULL);
+
+  /* a few tokens per second of audio at most: bounds a run's cost and
+   * cuts repetition loops short */
+  max_tok = 8 + (int) (n * 10 / WK_SAMPLE_RATE);
+  ctx->max_tokens = max_tok;
+  if (!final)
+    pp.temperature_inc = 0.0f;  /* runs must agree: greedy only */
+  st = wk_decode_window (ctx, &pp, *l->lang < 0 ? 0 : *l->lang,
+      l->n_prompt ? l->prompt : NULL, l->n_prompt, &r);
+  ctx->max_tokens = 0;
+  if (st != WK_OK)
+    return st;
+
+  if (r->no_speech_prob > l->p.no_speech_threshold
+      && r->avg_logprob < l->p.logprob_threshold) {
+    h->n_tok = h->n_w = 0;      /* Whisper's silence rule */
+    h->end = end;
+  } else {
+    build_hyp (l, h, r, l->win_start, end);
+    dedupe (l, h);
+  }
+  if (r->temperature > 0.5f)
+    l->n_prompt = 0;
+
+  l->n_runs++;
+  l->last_run_end = end;
+  dt = now_s () - t0;
+  l->last_run_s = dt;
+  if (dt > l->max_run_s)
+    l->max_run_s = dt;
+  l->run_ema_s = l->n_runs == 1 ? dt : 0.7 * l->run_ema_s + 0.3 * dt;
+  {
+    /* adapt: step at least as long as a run takes (keeps up with real
+     * time), never shorter than the configured step */
+    int64_t want = (int64_t) (l->run_ema_s * WK_SAMPLE_RATE * 1.1);
+    l->step_eff = want > l->step ? want : l->step;
+    if (l->step_eff > LIVE_MAX_STEP)
+      l->step_eff = LIVE_MAX_STEP;
+  }
+  return WK_OK;
+}
+
+/* An intermediate run: commit what two runs agree on. */
+static wk_status
+step_run (wk_live * l)
+{
+  live_hyp *prev = &l->hyp[l->cur ^ 1], *cur;
+  int k = 0, i;
+  wk_status st;
+
+  st = run_model (l, l->total, false);
+  if (st != WK_OK)
+    return st;
+  cur = &l->hyp[l->cur];
+  if (prev->n_w > 0 && cur->n_w > 0) {
+    for (i = 0; i < prev->n_w && i < cur->n_w; i++)
+      if (!words_equal (l, prev, &prev->w[i], cur, &cur->w[i]))
+        break;
+    k = i;
+  }
+  if (k == 0 && l->total - l->win_start > LIVE_MAX_WINDOW) {
+    /* no agreement for too long: keep the window under 30 s */
+    k = cur->n_w > 1 ? cur->n_w - 1 : cur->n_w;
+    if (k == 0)
+      l->win_start = (l->total - 4 * WK_SAMPLE_RATE) / LIVE_HOP * LIVE_HOP;
+  }
+  commit_words (l, cur, k);
+  hyp_drop_words (cur, k);
+  if (l->total - l->win_start > LIVE_MAX_WINDOW)
+    l->win_start = (l->total - 4 * WK_SAMPLE_RATE) / LIVE_HOP * LIVE_HOP;
+  set_partial (l, cur);
+  l->cur ^= 1;                  /* this run's rest is the next one's prev */
+  l->next_run = l->total + l->step_eff;
+  return WK_OK;
+}
+
+/* Ends the utterance (or flushes): a last run if audio arrived since the
+ * previous one, everything committed. speech_end: where the detector put
+ * the end (-1: unknown); words starting well after it are dropped. */
+static wk_status
+final_run (wk_live * l, int64_t speech_end)
+{
+  live_hyp *h = &l->hyp[l->cur ^ 1];    /* the last run's rest */
+  int k;
+
+  if (l->total - l->win_start >= 2 * LIVE_HOP && l->last_run_end < l->total) {
+    wk_status st = run_model (l, l->total, true);
+    if (st != WK_OK)
+      return st;
+    h = &l->hyp[l->cur];
+    l->cur ^= 1;
+  }
+  k = h->n_w;
+  if (speech_end >= 0)
+    while (k > 0 && h->w[k - 1].start > speech_end + WK_SAMPLE_RATE / 5)
+      k--;
+  commit_words (l, h, k);
+  h->n_tok = h->n_w = 0;
+  l->hyp[0].n_tok = l->hyp[0].n_w = 0;
+  l->hyp[1].n_tok = l->hyp[1].n_w = 0;
+  utterance_end (l, speech_end >= 0 && speech_end < l->total ? speech_end :
+      l->total);
+  set_partial (l, NULL);
+  l->win_start = l->total / LIVE_HOP * LIVE_HOP;
+  l->last_run_end = -1;
+  return WK_OK;
+}
+
+/* ---- feeding ------------------------------------------------------------- */
+
+/* Drops audio no run will read again. */
+static void
+trim (wk_live * l)
+{
+  int64_t keep = l->in_utt ? l->win_start : l->total - LIVE_PREROLL;
+  int64_t drop;
+
+  keep -= LIVE_HISTORY;
+  if (keep < 0)
+    keep = 0;
+  keep = keep / LIVE_HOP * LIVE_HOP;
+  if (keep <= l->base)
+    return;
+  drop = keep - l->base;
+  if (drop >= (int64_t) l->len) {
+    l->len = 0;
+  } else {
+    memmove (l->audio, l->audio + drop,
+        (l->len - (size_t) drop) * sizeof (float));
+    l->len -= (size_t) drop;
+  }
+  l->base = keep;
+}
+
+static wk_status
+handle_vad_event (wk_live * l, const wk_vad_event * ev)
+{
+  if (ev->type == WK_VAD_EVENT_SPEECH_START) {
+    int64_t s = ev->sample / LIVE_HOP * LIVE_HOP;
+    if (l->in_utt)
+      return WK_OK;
+    if (s < l->base + LIVE_HISTORY)
+      s = (l->base + LIVE_HISTORY + LIVE_HOP - 1) / LIVE_HOP * LIVE_HOP;
+    if (l->base == 0 && ev->sample < LIVE_HISTORY)
+      s = ev->sample / LIVE_HOP * LIVE_HOP;
+    if (s < l->win_start)
+      s = l->win_start;
+    if (s > l->total)
+      s = l->total / LIVE_HOP * LIVE_HOP;
+    l->win_start = s;
+    l->in_utt = true;
+    l->speech_start = ev->sample;
+    l->hyp[0].n_tok = l->hyp[0].n_w = 0;
+    l->hyp[1].n_tok = l->hyp[1].n_w = 0;
+    l->last_run_end = -1;
+    l->next_run = l->total;     /* a first partial right away */
+    return WK_OK;
+  }
+  if (!l->in_utt)
+    return WK_OK;
+  l->in_utt = false;
+  l->speech_seconds += (double) (ev->sample - l->speech_start)
+      / WK_SAMPLE_RATE;
+  return final_run (l, ev->sample);
+}
+
+/* Feeds the detector pcm[0..n-1] (already in the buffer) and handles its
+ * events. */
+static wk_status
+vad_feed (wk_live * l, const float *pcm, size_t n)
+{
+  while (n > 0) {
+    size_t used = wk_vad_feed (l->vad, pcm, n);
+    wk_vad_event ev;
+    while (wk_vad_pop_event (l->vad, &ev)) {
+      wk_status st = handle_vad_event (l, &ev);
+      if (st != WK_OK)
+        return st;
+    }
+    if (used == 0)
+      break;
+    pcm += used;
+    n -= used;
+  }
+  return WK_OK;
+}
+
+wk_status
+wk_live_feed (wk_live * l, const float *pcm, size_t n)
+{
+  begin_call (l);
+  if (l->finished)
+    return WK_ERR_STATE;
+  /* the wall time this feed's samples arrived */
+  l->arr_pos[l->arr_head] = l->total + (int64_t) n;
+  l->arr_t[l->arr_head] = now_s ();
+  l->arr_head = (l->arr_head + 1) % LIVE_ARRIVALS;
+  if (l->arr_n < LIVE_ARRIVALS)
+    l->arr_n++;
+  while (n > 0) {
+    /* pieces end on the detector's chunk grid */
+    size_t k = WK_VAD_CHUNK - (size_t) (l->total % WK_VAD_CHUNK), i;
+    float *dst;
+    wk_status st;
+
+    if (k > n)
+      k = n;
+    if (l->len + k > l->cap)
+      trim (l);
+    if (l->len + k > l->cap) {
+      /* cannot happen (forced commits keep the window under 24 s + a
+       * step): commit everything rather than lose audio */
+      st = final_run (l, -1);
+      if (st != WK_OK)
+        return st;
+      trim (l);
+      if (l->len + k > l->cap)
+        return WK_ERR_INTERNAL;
+    }
+    dst = l->audio + l->len;
+    for (i = 0; i < k; i++)
+      dst[i] = isfinite (pcm[i]) ? pcm[i] : 0.0f;
+    l->len += k;
+    l->total += (int64_t) k;
+    if (l->vad) {
+      st = vad_feed (l, dst, k);
+      if (st != WK_OK)
+        return st;
+    }
+    pcm += k;
+    n -= k;
+    if (l->in_utt && l->total >= l->next_run) {
+      st = step_run (l);
+      if (st != WK_OK)
+        return st;
+    }
+    if (!l->in_utt && l->len > (size_t) (2 * LIVE_PREROLL))
+      trim (l);
+  }
+  return WK_OK;
+}
+
+wk_status
+wk_live_flush (wk_live * l)
+{
+  begin_call (l);
+  if (l->finished || !l->in_utt)
+    return WK_OK;
+  return final_run (l, -1);
+}
+
+wk_status
+wk_live_finish (wk_live * l)
+{
+  wk_status st = WK_OK;
+
+  begin_call (l);
+  if (l->finished)
+    return WK_OK;
+  if (l->vad) {
+    wk_vad_event ev;
+    wk_vad_finish (l->vad);
+    while (wk_vad_pop_event (l->vad, &ev)) {
+      wk_status s2 = handle_vad_event (l, &ev);
+      if (s2 != WK_OK && st == WK_OK)
+        st = s2;
+    }
+  }
+  if (st == WK_OK && l->in_utt) {
+    l->in_utt = false;
+    st = final_run (l, -1);
+  }
+  l->finished = true;
+  return st;
+}
+
+size_t
+wk_live_take (wk_live * l, const wk_segment ** segs)
+{
+  begin_call (l);
+  if (segs)
+    *segs = l->out.n_segs ? l->out.segs : NULL;
+  l->taken = true;
+  return (size_t) l->out.n_segs;
+}
+
+size_t
+wk_live_partial (wk_live * l, const wk_segment ** segs, uint64_t * serial)
+{
+  begin_call (l);
+  if (segs)
+    *segs = l->part.n_segs ? l->part.segs : NULL;
+  if (serial)
+    *serial = l->part_serial;
+  return (size_t) l->part.n_segs;
+}
+
+void
+wk_live_get_stats (const wk_live * l, wk_stream_stats * s)
+{
+  if (!l)
+    return;
+  s->n_windows += l->n_runs;
+  s->mel_seconds += l->mel_seconds;
+  s->state_bytes += l->own_bytes + sizeof *l;
+  s->n_runs = l->n_runs;
+  if (l->vad) {
+    wk_vad_stats vs;
+    wk_vad_get_stats (l->vad, &vs);
+    s->vad_seconds = vs.seconds;
+  }
+  s->speech_seconds = l->speech_seconds + (l->in_utt && l->vad ?
+      (double) (l->total - l->speech_start) / WK_SAMPLE_RATE : 0.0);
+  s->step_seconds = (double) l->step_eff / WK_SAMPLE_RATE;
+  s->last_run_seconds = l->last_run_s;
+  s->max_run_seconds = l->max_run_s;
+  s->last_delay_seconds = l->last_delay_s;
+  s->max_delay_seconds = l->max_delay_s;
+  s->n_committed = l->n_committed;
+  s->n_utterances = l->n_utterances;
+}

@@ -1,0 +1,57 @@
+/* The live streaming policy (internal): wk_stream's behaviour when
+ * wk_stream_params.latency_ms > 0. stream.c forwards its calls here; the
+ * policy itself is described in live.c and in whisperknot.h.
+ *
+ * Not installed. The live state shares the stream's wk_ctx (encoder,
+ * decoder and decoding buffers) and owns everything else it needs (audio
+ * window, voice detector, hypotheses, results), all allocated by
+ * wk_live_new: feeding never allocates.
+ */
+#ifndef WK_LIVE_H
+#define WK_LIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+typedef struct wk_live wk_live;
+
+/* ctx: the stream's context (not owned). p: the stream's parameters
+ * (copied; p->vad_model is only read here). lang: the stream's language
+ * in use (-1 = detect on the first run; written by the policy). */
+wk_status wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
+    wk_live ** out, char *err, size_t err_size);
+void wk_live_free (wk_live * live);
+
+/* pcm may hold non-finite samples (they become silence). */
+wk_status wk_live_feed (wk_live * live, const float *pcm, size_t n);
+/* Commits everything heard so far (ends the current utterance). */
+wk_status wk_live_flush (wk_live * live);
+/* End of audio: closes the detector's last segment and commits the rest. */
+wk_status wk_live_finish (wk_live * live);
+void wk_live_reset (wk_live * live);
+
+size_t wk_live_take (wk_live * live, const wk_segment ** segs);
+size_t wk_live_partial (wk_live * live, const wk_segment ** segs,
+    uint64_t * serial);
+
+/* Fills the live fields of stats and adds the policy's counters (runs as
+ * windows, mel time, memory) to the stream's. */
+void wk_live_get_stats (const wk_live * live, wk_stream_stats * stats);
+
+/* ---- for tests ------------------------------------------------------- */
+
+/* The number of leading words two word lists share (LocalAgreement's
+ * longest common prefix): words compare equal when their bytes are
+ * equal. a and b are arrays of NUL-terminated words. */
+int wk_live_common_prefix (const char *const *a, int n_a,
+    const char *const *b, int n_b);
+
+/* Encoder positions a live run uses for n_frames mel frames of audio
+ * (see wk_stream_params.audio_ctx); 0 = the model's full context. */
+int wk_live_audio_ctx (const wk_model * model, int audio_ctx_param,
+    int n_frames);
+
+#endif /* WK_LIVE_H */
