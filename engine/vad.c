@@ -457,11 +457,11 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
         set_err (err, err_size, "bad tensor dimension %d", (int) ne[i]);
         goto format_m;
       }
-      n_elems *= (uint64_t) ne[i];      /* <= 2^80 only if 4 * 2^20: check */
-      if (n_elems > size) {
+      if (n_elems > size / (uint64_t) ne[i]) {
         set_err (err, err_size, "tensor larger than the file");
         goto format_m;
       }
+      n_elems *= (uint64_t) ne[i];      /* <= size: no overflow */
     }
     if (r.size - r.off < (size_t) name_len)
       goto truncated_m;
