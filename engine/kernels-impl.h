@@ -58,9 +58,17 @@ extern const wk_kernel_set wk_kernels_ref;
 #ifdef WK_HAVE_AVX2_KERNELS
 extern const wk_kernel_set wk_kernels_avx2;
 #endif
+#ifdef WK_HAVE_AVX512_KERNELS
+/* Fills *ks: the AVX2 set with the AVX-512 matrix products. */
+void wk_kernels_avx512_init (wk_kernel_set * ks);
+#endif
 
 /* 1 when the CPU and OS run wk_kernels_avx2 (AVX2, FMA, F16C). */
 int wk_kernels_avx2_usable (void);
+
+/* The SIMD kernel sets built in and usable on this CPU (at most max),
+ * widest last; returns their number. For the tests and the benchmark. */
+int wk_kernels_simd_sets (const wk_kernel_set ** sets, int max);
 
 /* Test hooks (tests/test-kernels.c): the table in use, and a way to
  * force one (NULL restores the run-time choice). */

@@ -4,6 +4,7 @@
  * and the table's entries run on the pieces. */
 #include "kernels-impl.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,18 +37,64 @@ wk_kernels_avx2_usable (void)
 #endif
 }
 
+#ifdef WK_HAVE_AVX512_KERNELS
+static wk_kernel_set wk_kernels_avx512_set;
+static pthread_once_t wk_kernels_avx512_once = PTHREAD_ONCE_INIT;
+
+static void
+wk_kernels_avx512_build (void)
+{
+  wk_kernels_avx512_init (&wk_kernels_avx512_set);
+}
+
+static const wk_kernel_set *
+wk_kernels_avx512_get (void)
+{
+  __builtin_cpu_init ();
+  if (!wk_kernels_avx2_usable () || !__builtin_cpu_supports ("avx512f")
+      || !__builtin_cpu_supports ("avx512bw")
+      || !__builtin_cpu_supports ("avx512vl")
+      || !__builtin_cpu_supports ("avx512dq"))
+    return NULL;
+  pthread_once (&wk_kernels_avx512_once, wk_kernels_avx512_build);
+  return &wk_kernels_avx512_set;
+}
+#endif
+
+int
+wk_kernels_simd_sets (const wk_kernel_set ** sets, int max)
+{
+  int n = 0;
+
+#ifdef WK_HAVE_AVX2_KERNELS
+  if (n < max && wk_kernels_avx2_usable ())
+    sets[n++] = &wk_kernels_avx2;
+#endif
+#ifdef WK_HAVE_AVX512_KERNELS
+  if (n < max && wk_kernels_avx512_get ())
+    sets[n++] = wk_kernels_avx512_get ();
+#endif
+  (void) sets;
+  (void) max;
+  return n;
+}
+
+/* The widest usable set; WK_KERNELS=ref, avx2 or avx512 picks one (when
+ * usable). */
 static const wk_kernel_set *
 wk_kernels_choose (void)
 {
+  const wk_kernel_set *sets[4];
   const char *env = getenv ("WK_KERNELS");
+  int n = wk_kernels_simd_sets (sets, 4), i;
 
   if (env && strcmp (env, "ref") == 0)
     return &wk_kernels_ref;
-#ifdef WK_HAVE_AVX2_KERNELS
-  if (wk_kernels_avx2_usable ())
-    return &wk_kernels_avx2;
-#endif
-  return &wk_kernels_ref;
+  if (env && *env)
+    for (i = 0; i < n; i++)
+      if (strcmp (env, sets[i]->name) == 0)
+        return sets[i];
+  return n > 0 ? sets[n - 1] : &wk_kernels_ref;
 }
 
 const wk_kernel_set *

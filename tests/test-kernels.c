@@ -211,12 +211,15 @@ static const wk_type all_types[] = { WK_TYPE_F32, WK_TYPE_F16, WK_TYPE_Q8_0,
 static void
 find_simd_sets (void)
 {
-#ifdef WK_HAVE_AVX2_KERNELS
-  if (wk_kernels_avx2_usable ())
-    simd_sets[n_simd_sets++] = &wk_kernels_avx2;
-  else
-    printf ("# no AVX2+FMA+F16C on this CPU: only the reference is tested\n");
-#endif
+  int i;
+
+  n_simd_sets = wk_kernels_simd_sets (simd_sets, 4);
+  for (i = 0; i < n_simd_sets; i++)
+    printf ("# testing kernel set %s against the reference\n",
+        simd_sets[i]->name);
+  if (n_simd_sets == 0)
+    printf ("# no SIMD kernel set on this CPU / build: only the reference "
+        "is tested\n");
 }
 
 /* One linear case: reference vs exact, then every SIMD set vs exact on 1
@@ -839,11 +842,12 @@ test_dispatch (void)
   const char *name = wk_kernels_name ();
   const char *env = getenv ("WK_KERNELS");
   CHECK (name != NULL);
-  CHECK (strcmp (name, "ref") == 0 || strcmp (name, "avx2") == 0);
+  CHECK (strcmp (name, "ref") == 0 || strcmp (name, "avx2") == 0
+      || strcmp (name, "avx512") == 0);
   if (env && strcmp (env, "ref") == 0)
     CHECK (strcmp (name, "ref") == 0);
-  else if (n_simd_sets > 0)
-    CHECK (strcmp (name, simd_sets[0]->name) == 0);
+  else if (!env && n_simd_sets > 0)
+    CHECK (strcmp (name, simd_sets[n_simd_sets - 1]->name) == 0);
   printf ("# kernels in use: %s\n", name);
 }
 
