@@ -623,6 +623,54 @@ test_chunking (void)
   wk_model_unref (m);
 }
 
+typedef struct
+{
+  wk_model *m;
+  const float *a;
+  size_t n;
+  results r;
+} stream_job;
+
+static void *
+stream_thread (void *arg)
+{
+  stream_job *j = arg;
+  run_all_at_once (j->m, j->a, j->n, &j->r);
+  return NULL;
+}
+
+/* Streams on one model share the encoder's scratch: streams on several
+ * threads at once give what one stream alone gives. */
+static void
+test_streams_in_threads (void)
+{
+  wk_model *m = load_ok (small_knot);
+  size_t n = 35 * WK_SAMPLE_RATE;
+  float *a;
+  results alone;
+  stream_job jobs[3];
+  pthread_t th[3];
+  int i;
+
+  if (!m)
+    return;
+  a = make_audio (n);
+  run_all_at_once (m, a, n, &alone);
+  for (i = 0; i < 3; i++) {
+    jobs[i].m = m;
+    jobs[i].a = a;
+    jobs[i].n = n;
+    CHECK (pthread_create (&th[i], NULL, stream_thread, &jobs[i]) == 0);
+  }
+  for (i = 0; i < 3; i++) {
+    pthread_join (th[i], NULL);
+    CHECK_MSG (same_results (&alone, &jobs[i].r), "thread %d: %d segments, "
+        "alone %d", i, jobs[i].r.n, alone.n);
+  }
+  free (a);
+  wk_model_unref (m);
+}
+
 static void
 test_long_audio_bounded (void)
 {
@@ -1036,6 +1084,7 @@ main (void)
   RUN (test_shape_mismatch);
   RUN (test_chunking);
   RUN (test_long_audio_bounded);
+  RUN (test_streams_in_threads);
   RUN (test_options);
   RUN (test_beam_batch);
   RUN (test_logit_filters);
