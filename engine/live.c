@@ -135,6 +135,7 @@ struct wk_live
   char recent[LIVE_RECENT][LIVE_WORD_BYTES];
   int n_recent;
   bool utt_has_words;           /* words committed in this utterance */
+  int64_t last_word_end;        /* of the last committed word */
 
   /* results */
   live_out out;                 /* committed, until taken */
@@ -499,6 +500,7 @@ wk_live_reset (wk_live * l)
   l->n_prompt = 0;
   l->n_recent = 0;
   l->utt_has_words = false;
+  l->last_word_end = 0;
   out_clear (&l->out);
   l->taken = false;
   out_clear (&l->part);
@@ -588,6 +590,8 @@ commit_words (wk_live * l, const live_hyp * h, int k)
       l->max_delay_s = d;
     l->n_committed++;
     l->utt_has_words = true;
+    if (w->end > l->last_word_end)
+      l->last_word_end = w->end;
   }
   if (k > 0) {
     int64_t e = h->w[k - 1].end / LIVE_HOP * LIVE_HOP;
@@ -627,8 +631,8 @@ utterance_end (wk_live * l, int64_t at)
 {
   if (l->utt_has_words) {
     wk_segment *seg = out_add (l, &l->out, NULL, NULL, "", 0);
-    if (at < l->win_start)
-      at = l->win_start;
+    if (at < l->last_word_end)
+      at = l->last_word_end;    /* markers come after the words */
     seg->start = seg->end = at;
     seg->utterance_end = true;
     l->n_utterances++;

@@ -1,0 +1,613 @@
+/* The live policy (wk_stream_params.latency_ms > 0) on a random-weight
+ * model: mechanics, not text (random weights produce arbitrary tokens).
+ *
+ *  - silence and low noise (10 minutes each, faster than real time): no
+ *    text, no partial, the model never runs; CPU per minute printed;
+ *  - jfk.wav in 20 ms pieces: runs happen, partial results appear,
+ *    committed words only ever come after earlier ones, every utterance
+ *    ends with an utterance_end marker, no allocation while feeding;
+ *  - an hour of mostly silence with speech every five minutes: memory
+ *    constant (state_bytes), no allocation, bounded runs;
+ *  - finish in the middle of a word commits the tail; reset in the middle
+ *    of an utterance forgets everything; parameters are checked; latency
+ *    0 keeps the offline behaviour (no partials, no markers).
+ *
+ * The model comes from $WK_MAKE_TEST_MODEL (vocabulary from
+ * $WK_SHARED_DATA) converted with $WK_CONVERT; the VAD is the shipped
+ * Silero model.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "live.h"
+#include "model.h"
+#include "wav.h"
+#include "whisperknot.h"
+#include "wk-test.h"
+
+/* ---- counting allocations (not under sanitizers, which own malloc) ---- */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WK_COUNT_ALLOCS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) \
+  || __has_feature(thread_sanitizer)
+#define WK_COUNT_ALLOCS 0
+#endif
+#endif
+#ifndef WK_COUNT_ALLOCS
+#if defined(__GLIBC__)
+#define WK_COUNT_ALLOCS 1
+#else
+#define WK_COUNT_ALLOCS 0
+#endif
+#endif
+
+static atomic_int counting;
+static atomic_long n_allocs;
+
+#if WK_COUNT_ALLOCS
+extern void *__libc_malloc (size_t);
+extern void *__libc_calloc (size_t, size_t);
+extern void *__libc_realloc (void *, size_t);
+
+void *
+malloc (size_t n)
+{
+  if (atomic_load (&counting))
+    atomic_fetch_add (&n_allocs, 1);
+  return __libc_malloc (n);
+}
+
+void *
+calloc (size_t n, size_t m)
+{
+  if (atomic_load (&counting))
+    atomic_fetch_add (&n_allocs, 1);
+  return __libc_calloc (n, m);
+}
+
+void *
+realloc (void *p, size_t n)
+{
+  if (atomic_load (&counting))
+    atomic_fetch_add (&n_allocs, 1);
+  return __libc_realloc (p, n);
+}
+#endif
+
+/* ---- fixtures ---------------------------------------------------------- */
+
+#define SR WK_SAMPLE_RATE
+#define PIECE 320               /* 20 ms */
+
+static char tmpdir[256];
+static char small_knot[512];
+static wk_model *model;
+static float *jfk;
+static size_t jfk_n;
+
+static double
+cpu_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int
+run_cmd (const char *cmd)
+{
+  int rc = system (cmd);
+  if (rc != 0)
+    fprintf (stderr, "command failed (%d): %s\n", rc, cmd);
+  return rc;
+}
+
+static int
+make_model (void)
+{
+  const char *gen = getenv ("WK_MAKE_TEST_MODEL");
+  const char *conv = getenv ("WK_CONVERT");
+  const char *voc = wk_test_shared_path ("for-tests-ggml-tiny.en.bin");
+  char bin[512], cmd[2048], vocab[1024];
+
+  if (!gen || !conv || !voc)
+    return -1;
+  snprintf (vocab, sizeof vocab, "%s", voc);
+  snprintf (bin, sizeof bin, "%s/small.bin", tmpdir);
+  snprintf (small_knot, sizeof small_knot, "%s/small.knot", tmpdir);
+  snprintf (cmd, sizeof cmd, "'%s' --dims small-test --type f32 --seed 7 "
+      "--vocab '%s' '%s' >/dev/null", gen, vocab, bin);
+  if (run_cmd (cmd) != 0)
+    return -1;
+  snprintf (cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", conv, bin,
+      small_knot);
+  if (run_cmd (cmd) != 0)
+    return -1;
+  unlink (bin);
+  return 0;
+}
+
+static wk_stream_params
+live_params (int latency_ms)
+{
+  wk_stream_params p = wk_stream_default_params ();
+  p.n_threads = 2;
+  p.temperature_inc = 0.0f;     /* random weights would always fall back */
+  p.latency_ms = latency_ms;
+  return p;
+}
+
+static wk_stream *
+new_stream (const wk_stream_params * p)
+{
+  wk_stream *s = NULL;
+  char err[256];
+  wk_status st = wk_stream_new (model, p, &s, err, sizeof err);
+  CHECK_MSG (st == WK_OK, "%s", err);
+  return s;
+}
+
+/* What a caller sees: committed words and markers, partial updates. */
+typedef struct
+{
+  int n_words, n_markers, n_partial_updates, max_partial;
+  int64_t last_start, last_end;
+  bool marker_last;             /* the last thing taken was a marker */
+  bool order_ok, words_ok, partial_ok;
+  char text[8192];
+  size_t text_len;
+  uint64_t serial;
+} seen;
+
+static void
+seen_init (seen * v)
+{
+  memset (v, 0, sizeof *v);
+  v->order_ok = v->words_ok = v->partial_ok = true;
+}
+
+static void
+collect (wk_stream * s, seen * v)
+{
+  const wk_segment *segs;
+  size_t n = wk_stream_take (s, &segs), i;
+  uint64_t serial;
+  size_t np;
+
+  for (i = 0; i < n; i++) {
+    const wk_segment *g = &segs[i];
+    if (g->start < v->last_start || g->end < g->start) {
+      if (v->order_ok)
+        fprintf (stderr, "# order: %lld-%lld after %lld-%lld '%s'\n",
+            (long long) g->start, (long long) g->end,
+            (long long) v->last_start, (long long) v->last_end, g->text);
+      v->order_ok = false;
+    }
+    if (g->utterance_end) {
+      if (g->text[0] || g->n_tokens != 0 || g->start != g->end)
+        v->words_ok = false;
+      v->n_markers++;
+      v->marker_last = true;
+    } else {
+      size_t tl = strlen (g->text);
+      int k;
+      if (g->n_tokens < 1 || g->stability != 1.0f)
+        v->words_ok = false;
+      for (k = 0; k < g->n_tokens; k++)
+        if (g->tokens[k].start < g->start || g->tokens[k].end > g->end)
+          v->words_ok = false;
+      if (v->text_len + tl < sizeof v->text) {
+        memcpy (v->text + v->text_len, g->text, tl + 1);
+        v->text_len += tl;
+      }
+      v->n_words++;
+      v->marker_last = false;
+    }
+    v->last_start = g->start;
+    v->last_end = g->end;
+  }
+  np = wk_stream_partial (s, &segs, &serial);
+  if (serial != v->serial) {
+    v->serial = serial;
+    if (np > 0)
+      v->n_partial_updates++;
+  }
+  if ((int) np > v->max_partial)
+    v->max_partial = (int) np;
+  for (i = 0; i < np; i++) {
+    /* partial words follow the committed ones and are not final */
+    if (segs[i].start < v->last_end - SR / 50 || segs[i].utterance_end
+        || !(segs[i].stability >= 0.0f && segs[i].stability < 1.0f))
+      v->partial_ok = false;
+  }
+}
+
+/* Feeds pcm in 20 ms pieces, collecting after each. */
+static wk_status
+feed_pieces (wk_stream * s, const float *pcm, size_t n, seen * v)
+{
+  size_t off;
+  for (off = 0; off < n; off += PIECE) {
+    size_t k = n - off < PIECE ? n - off : PIECE;
+    wk_status st = wk_stream_feed (s, pcm + off, k);
+    if (st != WK_OK)
+      return st;
+    if (v)
+      collect (s, v);
+  }
+  return WK_OK;
+}
+
+/* ---- tests ----------------------------------------------------------- */
+
+static void
+test_helpers (void)
+{
+  const char *a[] = { " And", " so", " my", " fellow" };
+  const char *b[] = { " And", " so", " my", " fell" };
+  const char *c[] = { " and" };
+  CHECK (wk_live_common_prefix (a, 4, b, 4) == 3);
+  CHECK (wk_live_common_prefix (a, 4, a, 2) == 2);
+  CHECK (wk_live_common_prefix (a, 4, c, 1) == 0);
+  CHECK (wk_live_common_prefix (a, 0, b, 4) == 0);
+
+  /* 1 s = 100 frames = 50 positions + 32 padding -> 128 */
+  CHECK (wk_live_audio_ctx (model, 0, 100) == 128);
+  CHECK (wk_live_audio_ctx (model, 0, 0) == 64);
+  CHECK (wk_live_audio_ctx (model, -1, 100) == 0);
+  CHECK (wk_live_audio_ctx (model, 512, 100) == 512);
+  CHECK (wk_live_audio_ctx (model, 0, 3000) == 0);      /* full */
+  CHECK (wk_live_audio_ctx (model, 0, 2900) == 0);
+}
+
+static void
+test_params (void)
+{
+  wk_stream_params p = live_params (1000);
+  wk_stream *s = NULL;
+  char err[256];
+  const wk_segment *segs;
+  uint64_t serial = 1;
+
+  p.latency_ms = -5;
+  CHECK (wk_stream_new (model, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  p = live_params (1000);
+  p.vad_threshold = 1.5f;
+  CHECK (wk_stream_new (model, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  p = live_params (1000);
+  p.vad_model = "/nonexistent/vad.bin";
+  CHECK (wk_stream_new (model, &p, &s, err, sizeof err) != WK_OK);
+  CHECK (s == NULL);
+  CHECK (err[0] != '\0');
+
+  /* defaults */
+  p = wk_stream_default_params ();
+  CHECK (p.latency_ms == 0 && p.use_vad && p.vad_threshold == 0.5f
+      && p.vad_min_silence_ms == 300 && !p.vad_model && p.audio_ctx == 0);
+
+  /* offline streams have no partial result */
+  p = live_params (0);
+  s = new_stream (&p);
+  if (!s)
+    return;
+  CHECK (wk_stream_feed (s, jfk, SR) == WK_OK);
+  CHECK (wk_stream_partial (s, &segs, &serial) == 0);
+  CHECK (segs == NULL && serial == 0);
+  wk_stream_free (s);
+  CHECK (wk_stream_partial (NULL, &segs, NULL) == 0);
+}
+
+/* 10 minutes of digital silence, then 10 of low noise: nothing runs. */
+static void
+test_silence (void)
+{
+  wk_stream_params p = live_params (1000);
+  wk_stream *s = new_stream (&p);
+  wk_stream_stats st;
+  float *buf;
+  const size_t minute = 60 * SR;
+  uint32_t x = 99;
+  size_t i;
+  double c0, c1, c2;
+  seen v;
+
+  if (!s)
+    return;
+  seen_init (&v);
+  buf = calloc (minute, sizeof *buf);
+  c0 = cpu_s ();
+  for (i = 0; i < 10; i++)
+    CHECK (feed_pieces (s, buf, minute, &v) == WK_OK);
+  c1 = cpu_s ();
+  /* low noise, about -50 dBFS (uniform, white) */
+  for (i = 0; i < minute; i++) {
+    x = x * 1664525u + 1013904223u;
+    buf[i] = ((int32_t) (x >> 8) - (1 << 23)) * (0.003f / (1 << 23));
+  }
+  for (i = 0; i < 10; i++)
+    CHECK (feed_pieces (s, buf, minute, &v) == WK_OK);
+  c2 = cpu_s ();
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &v);
+  wk_stream_get_stats (s, &st);
+  CHECK_MSG (st.n_runs == 0 && st.n_windows == 0 && st.n_tokens == 0,
+      "runs %lld windows %lld tokens %lld", (long long) st.n_runs,
+      (long long) st.n_windows, (long long) st.n_tokens);
+  CHECK (v.n_words == 0 && v.n_markers == 0 && v.max_partial == 0);
+  CHECK_NEAR (st.audio_seconds, 1200.0, 1e-6);
+  CHECK (st.vad_seconds > 0.0);
+  printf ("# silence: %.3f CPU s per minute (digital), %.3f (noise); "
+      "detector %.3f s for 20 min\n", (c1 - c0) / 10, (c2 - c1) / 10,
+      st.vad_seconds);
+  free (buf);
+  wk_stream_free (s);
+}
+
+/* jfk.wav in 20 ms pieces, then silence: runs, partials, commits,
+ * markers; no allocation while feeding. */
+static void
+test_speech (void)
+{
+  wk_stream_params p = live_params (1000);
+  wk_stream *s = new_stream (&p);
+  wk_stream_stats st;
+  float *sil = calloc (2 * SR, sizeof *sil);
+  long allocs;
+  double t0;
+  seen v;
+
+  if (!s)
+    return;
+  seen_init (&v);
+  t0 = now_s ();
+  atomic_store (&n_allocs, 0);
+  atomic_store (&counting, 1);
+  CHECK (feed_pieces (s, jfk, jfk_n, &v) == WK_OK);
+  CHECK (feed_pieces (s, sil, 2 * SR, &v) == WK_OK);
+  atomic_store (&counting, 0);
+  allocs = atomic_load (&n_allocs);
+  wk_stream_get_stats (s, &st);
+  printf ("# jfk 11 s live (latency 1000 ms): %.2f s wall, %lld runs, "
+      "%lld words, %d markers, %d partial updates, step %.2f s, "
+      "run max %.3f s, delay max %.3f s, speech %.1f s\n",
+      now_s () - t0, (long long) st.n_runs, (long long) st.n_committed,
+      v.n_markers, v.n_partial_updates, st.step_seconds, st.max_run_seconds,
+      st.max_delay_seconds, st.speech_seconds);
+  printf ("# committed:%s\n", v.text);
+#if WK_COUNT_ALLOCS
+  CHECK_MSG (allocs == 0, "%ld allocations while feeding", allocs);
+#else
+  (void) allocs;
+#endif
+  CHECK (st.n_runs >= 5);
+  CHECK (st.n_windows == st.n_runs);
+  CHECK (st.speech_seconds > 5.0 && st.speech_seconds < 12.0);
+  CHECK (v.n_partial_updates > 0);
+  CHECK (v.n_words > 0);
+  CHECK (v.n_markers >= 1);
+  CHECK (v.marker_last);        /* speech over: the utterance has ended */
+  CHECK (v.order_ok && v.words_ok && v.partial_ok);
+  CHECK (v.last_end <= (int64_t) jfk_n + 2 * SR);
+  CHECK (st.max_delay_seconds >= 0.0 && st.n_utterances == v.n_markers);
+  /* after the utterance ended nothing is pending */
+  CHECK (wk_stream_partial (s, NULL, NULL) == 0);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &v);
+  CHECK (v.marker_last);
+  CHECK (wk_stream_feed (s, sil, 10) == WK_ERR_STATE);
+  free (sil);
+  wk_stream_free (s);
+}
+
+/* Without the detector all audio is speech; finish commits. */
+static void
+test_no_vad (void)
+{
+  wk_stream_params p = live_params (600);
+  wk_stream *s;
+  wk_stream_stats st;
+  seen v;
+
+  p.use_vad = false;
+  s = new_stream (&p);
+  if (!s)
+    return;
+  seen_init (&v);
+  CHECK (feed_pieces (s, jfk, 4 * SR, &v) == WK_OK);
+  wk_stream_get_stats (s, &st);
+  CHECK (st.n_runs >= 10);      /* every 300 ms from the start */
+  CHECK (st.vad_seconds == 0.0);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &v);
+  CHECK (v.n_words > 0 && v.marker_last && v.order_ok && v.words_ok);
+  wk_stream_free (s);
+}
+
+/* End of stream in the middle of a word: the tail is committed. */
+static void
+test_finish_mid_word (void)
+{
+  wk_stream_params p = live_params (1000);
+  wk_stream *s = new_stream (&p);
+  seen v;
+  int before;
+
+  if (!s)
+    return;
+  seen_init (&v);
+  /* "And so my fellow Americans" ends about 3.3 s in; stop at 2.9 s */
+  CHECK (feed_pieces (s, jfk, (size_t) (2.9 * SR), &v) == WK_OK);
+  before = v.n_words;
+  CHECK (wk_stream_partial (s, NULL, NULL) > 0 || before > 0);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &v);
+  CHECK (v.n_words > before || (before > 0 && v.n_markers == 1));
+  CHECK (v.marker_last && v.n_markers == 1);
+  CHECK (wk_stream_partial (s, NULL, NULL) == 0);
+  CHECK (v.last_end <= (int64_t) (2.9 * SR));
+  CHECK (v.order_ok && v.words_ok && v.partial_ok);
+  wk_stream_free (s);
+}
+
+/* Flush ends the utterance without ending the stream; reset in the
+ * middle of one forgets it. */
+static void
+test_flush_reset (void)
+{
+  wk_stream_params p = live_params (1000);
+  wk_stream *s = new_stream (&p);
+  wk_stream_stats st;
+  seen v;
+
+  if (!s)
+    return;
+  seen_init (&v);
+  CHECK (feed_pieces (s, jfk, 2 * SR, &v) == WK_OK);
+  CHECK (wk_stream_flush (s) == WK_OK);
+  collect (s, &v);
+  CHECK (v.marker_last && v.n_markers == 1);
+  CHECK (feed_pieces (s, jfk + 2 * SR, 2 * SR, &v) == WK_OK);
+
+  /* reset mid-utterance */
+  wk_stream_reset (s);
+  CHECK (wk_stream_take (s, NULL) == 0);
+  CHECK (wk_stream_partial (s, NULL, NULL) == 0);
+  seen_init (&v);
+  CHECK (feed_pieces (s, jfk + 3 * SR, 3 * SR, &v) == WK_OK);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &v);
+  wk_stream_get_stats (s, &st);
+  CHECK (v.n_words > 0 && v.marker_last && v.order_ok && v.words_ok);
+  /* times count from the reset */
+  CHECK (v.last_end <= 3 * SR);
+  wk_stream_free (s);
+}
+
+/* An hour of mostly silence with jfk every five minutes, as fast as
+ * possible: constant memory, no allocation, bounded work. */
+static void
+test_hour (void)
+{
+  wk_stream_params p = live_params (1000);
+  wk_stream *s = new_stream (&p);
+  wk_stream_stats st0, st;
+  const size_t block = 5 * 60 * SR;
+  float *buf = calloc (block, sizeof *buf);
+  long allocs;
+  double t0, c0;
+  int i;
+  seen v;
+
+  if (!s || !buf)
+    return;
+  seen_init (&v);
+  memcpy (buf + 30 * SR, jfk, jfk_n * sizeof *buf);
+  wk_stream_get_stats (s, &st0);
+  t0 = now_s ();
+  c0 = cpu_s ();
+  atomic_store (&n_allocs, 0);
+  atomic_store (&counting, 1);
+  for (i = 0; i < 12; i++) {
+    size_t off;
+    /* big pieces: feeding faster than real time */
+    for (off = 0; off < block; off += 16000) {
+      CHECK (wk_stream_feed (s, buf + off, 16000) == WK_OK);
+      collect (s, &v);
+    }
+    wk_stream_get_stats (s, &st);
+    CHECK (st.state_bytes == st0.state_bytes);
+  }
+  atomic_store (&counting, 0);
+  allocs = atomic_load (&n_allocs);
+#if WK_COUNT_ALLOCS
+  CHECK_MSG (allocs == 0, "%ld allocations while feeding", allocs);
+#else
+  (void) allocs;
+#endif
+  wk_stream_get_stats (s, &st);
+  printf ("# one hour (12 x jfk in silence): %.1f s wall, %.1f CPU s, "
+      "%lld runs, %lld words, %lld utterances, state %.1f MB constant, "
+      "encoder %.1f s, decoder %.1f s, detector %.1f s\n", now_s () - t0,
+      cpu_s () - c0, (long long) st.n_runs, (long long) st.n_committed,
+      (long long) st.n_utterances, st.state_bytes / 1e6, st.encoder_seconds,
+      st.decoder_seconds, st.vad_seconds);
+  CHECK_NEAR (st.audio_seconds, 3600.0, 1e-6);
+  CHECK_MSG (v.n_markers >= 12 && v.order_ok && v.words_ok,
+      "markers %d order %d words %d", v.n_markers, v.order_ok, v.words_ok);
+  CHECK (st.speech_seconds < 12 * 12.0);
+  free (buf);
+  wk_stream_free (s);
+}
+
+static void
+remove_tmpdir (void)
+{
+  char cmd[600];
+  snprintf (cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (tmpdir[0])
+    system (cmd);
+}
+
+int
+main (void)
+{
+  const char *base = getenv ("WK_BUILD_ROOT");
+  char jfk_path[1024];
+  wk_wav wav;
+  char err[256];
+
+  if (!getenv ("WK_MAKE_TEST_MODEL") || !getenv ("WK_CONVERT")
+      || !getenv ("WK_SHARED_DATA")) {
+    printf ("1..0 # SKIP WK_MAKE_TEST_MODEL / WK_CONVERT / WK_SHARED_DATA "
+        "not set\n");
+    return 77;
+  }
+  snprintf (tmpdir, sizeof tmpdir, "%s/test-live-XXXXXX",
+      base ? base : "/tmp");
+  if (!mkdtemp (tmpdir)) {
+    fprintf (stderr, "mkdtemp %s: %s\n", tmpdir, strerror (errno));
+    return 1;
+  }
+  snprintf (jfk_path, sizeof jfk_path, "%s", wk_test_shared_path ("jfk.wav"));
+  memset (&wav, 0, sizeof wav);
+  if (make_model () != 0
+      || wk_model_load (small_knot, NULL, &model, err, sizeof err) != WK_OK
+      || wk_wav_read (jfk_path, &wav, err, sizeof err) != WK_OK
+      || wav.rate != SR) {
+    fprintf (stderr, "cannot prepare the test model or audio: %s\n", err);
+    remove_tmpdir ();
+    return 1;
+  }
+  jfk = wav.samples;
+  jfk_n = wav.n_samples;
+
+  RUN (test_helpers);
+  RUN (test_params);
+  RUN (test_silence);
+  RUN (test_speech);
+  RUN (test_no_vad);
+  RUN (test_finish_mid_word);
+  RUN (test_flush_reset);
+  RUN (test_hour);
+
+  wk_model_unref (model);
+  wk_wav_clear (&wav);
+  remove_tmpdir ();
+  return TEST_EXIT ();
+}
