@@ -990,22 +990,52 @@ gst_whisperknot_push_gap (GstWhisperKnot * self, GstClockTime end,
   return GST_FLOW_OK;
 }
 
-static GstFlowReturn
-gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
+/* The segment's text as a buffer's bytes: without Whisper's leading space
+ * (a text buffer is the phrase) or trailing space, and valid UTF-8 whatever
+ * the model produced (bytes of a character cut by a segment boundary are
+ * dropped). NULL when nothing is left. */
+static GstBuffer *
+gst_whisperknot_text_buffer (GstWhisperKnot * self, const char *text)
 {
-  GstClockTime start, end, limit;
-  GstBuffer *buf;
-  GstFlowReturn ret;
-  const char *text = seg->text ? seg->text : "";
+  const gchar *p, *end, *bad;
+  GString *clean;
   gsize len;
 
-  /* Whisper's segments begin with a space; a text buffer is the phrase */
   while (g_ascii_isspace (*text))
     text++;
   len = strlen (text);
   while (len > 0 && g_ascii_isspace (text[len - 1]))
     len--;
   if (len == 0)
+    return NULL;
+  if (g_utf8_validate_len (text, len, NULL))
+    return gst_buffer_new_memdup (text, len);
+
+  GST_WARNING_OBJECT (self, "dropping bytes that are not UTF-8 from text");
+  clean = g_string_sized_new (len);
+  for (p = text, end = text + len; p < end; p = bad + 1) {
+    g_utf8_validate_len (p, end - p, &bad);
+    g_string_append_len (clean, p, bad - p);
+    if (bad == end)
+      break;
+  }
+  len = clean->len;
+  if (len == 0) {
+    g_string_free (clean, TRUE);
+    return NULL;
+  }
+  return gst_buffer_new_wrapped (g_string_free (clean, FALSE), len);
+}
+
+static GstFlowReturn
+gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
+{
+  GstClockTime start, end, limit;
+  GstBuffer *buf;
+  GstFlowReturn ret;
+
+  buf = gst_whisperknot_text_buffer (self, seg->text ? seg->text : "");
+  if (!buf)
     return GST_FLOW_OK;
 
   /* within the audio fed, whatever the model says */
@@ -1016,14 +1046,15 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
   if (GST_CLOCK_TIME_IS_VALID (self->out_pos)) {
     if (start > self->out_pos) {
       ret = gst_whisperknot_push_gap (self, start, 0);
-      if (ret != GST_FLOW_OK)
+      if (ret != GST_FLOW_OK) {
+        gst_buffer_unref (buf);
         return ret;
+      }
     }
     start = MAX (start, self->out_pos);
   }
   end = MAX (end, start);
 
-  buf = gst_buffer_new_memdup (text, len);
   GST_BUFFER_PTS (buf) = start;
   GST_BUFFER_DURATION (buf) = end - start;
   if (self->discont) {
@@ -1033,7 +1064,7 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
   self->out_pos = end;
 
   GST_DEBUG_OBJECT (self, "text %" GST_TIME_FORMAT " - %" GST_TIME_FORMAT
-      ": %.*s", GST_TIME_ARGS (start), GST_TIME_ARGS (end), (int) len, text);
+      ": %s", GST_TIME_ARGS (start), GST_TIME_ARGS (end), seg->text);
   return gst_pad_push (self->srcpad, buf);
 }
 

@@ -70,7 +70,14 @@ record_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
     gst_buffer_map (buf, &map, GST_MAP_READ);
     item.text = g_strndup ((const gchar *) map.data, map.size);
     /* the text must be valid UTF-8 without NUL bytes */
-    fail_unless (g_utf8_validate ((const gchar *) map.data, map.size, NULL));
+    if (!g_utf8_validate_len ((const gchar *) map.data, map.size, NULL)) {
+      gchar *hex = g_strnfill (map.size * 3, ' ');
+      gsize k;
+
+      for (k = 0; k < map.size; k++)
+        g_snprintf (hex + 3 * k, 4, "%02x ", map.data[k]);
+      fail ("text buffer is not UTF-8: %s", hex);
+    }
     gst_buffer_unmap (buf, &map);
   } else {
     GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
