@@ -1,0 +1,660 @@
+/* wk-live-latency: how late the live policy's words are.
+ *
+ * Plays WAV files (16 kHz mono; several are joined with silence between
+ * them, as held-out utterances) at real-time pace, 20 ms per feed, into a
+ * stream with the given latency, and compares with the offline
+ * transcription (latency 0) of the same audio:
+ *
+ *   - per word: the word's end time in the offline reference (its token
+ *     times), the delay from that moment of the playback to the word's
+ *     committed output and to its first appearance in the partial result;
+ *   - median and 95th percentile of both delays over the words that
+ *     streaming and offline agree on (aligned by edit distance), and the
+ *     same against streaming's own word end times for all words;
+ *   - the WER of streaming against offline, and with --truth of both
+ *     against the true transcripts.
+ *
+ * The clock for a word's end is the playback schedule (start + sample /
+ * 16000), so a feed that is late because a run was still going counts
+ * against the policy, as it would on a live source.
+ *
+ * --encoder-bench instead times the encoder on a 30 s window and on
+ * shortened audio contexts (the live policy's default).
+ *
+ * Exit status: 0 done, 1 model/audio failure, 2 bad command line.
+ */
+#include <ctype.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model.h"
+#include "wav.h"
+#include "whisperknot.h"
+
+#define PROGRAM "wk-live-latency"
+#define SR WK_SAMPLE_RATE
+#define PIECE 320               /* 20 ms */
+#define WORD_MAX 48
+
+typedef struct
+{
+  char norm[WORD_MAX];          /* lower case, letters digits apostrophes */
+  char text[WORD_MAX];
+  int64_t start, end;           /* samples */
+  double t_commit, t_partial;   /* wall, relative to the playback start */
+  int ref;                      /* aligned reference word or -1 */
+} word;
+
+typedef struct
+{
+  word *w;
+  int n, cap;
+} words;
+
+typedef struct
+{
+  char norm[WORD_MAX];
+  int64_t start;
+  double t;
+} partial_seen;
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double
+cpu_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void
+sleep_until (double t)
+{
+  double d = t - now_s ();
+  struct timespec ts;
+  if (d <= 0)
+    return;
+  ts.tv_sec = (time_t) d;
+  ts.tv_nsec = (long) ((d - (double) ts.tv_sec) * 1e9);
+  nanosleep (&ts, NULL);
+}
+
+static void
+normalize (const char *s, char *out)
+{
+  size_t k = 0;
+  for (; *s && k + 1 < WORD_MAX; s++) {
+    unsigned char c = (unsigned char) *s;
+    if (isalnum (c) || c == '\'' || c >= 0x80)
+      out[k++] = (char) tolower (c);
+  }
+  out[k] = '\0';
+}
+
+static void
+copy_str (char *dst, const char *src)
+{
+  size_t n = strlen (src);
+  if (n > WORD_MAX - 1)
+    n = WORD_MAX - 1;
+  memcpy (dst, src, n);
+  dst[n] = '\0';
+}
+
+static word *
+words_add (words * ws)
+{
+  if (ws->n == ws->cap) {
+    int cap = ws->cap ? 2 * ws->cap : 256;
+    word *w = realloc (ws->w, (size_t) cap * sizeof *w);
+    if (!w) {
+      fprintf (stderr, PROGRAM ": out of memory\n");
+      exit (1);
+    }
+    ws->w = w;
+    ws->cap = cap;
+  }
+  memset (&ws->w[ws->n], 0, sizeof ws->w[0]);
+  ws->w[ws->n].ref = -1;
+  return &ws->w[ws->n++];
+}
+
+/* Adds the words of a text (split at white space) spanning [start, end),
+ * times shared out by length. */
+static void
+add_text_words (words * ws, const char *text, int64_t start, int64_t end)
+{
+  char buf[4096], *save = NULL, *t;
+  size_t total = 0, cum = 0;
+
+  snprintf (buf, sizeof buf, "%s", text);
+  for (t = buf; *t; t++)
+    if (!isspace ((unsigned char) *t))
+      total++;
+  for (t = strtok_r (buf, " \t\n", &save); t; t = strtok_r (NULL, " \t\n",
+          &save)) {
+    word *w;
+    char n[WORD_MAX];
+    normalize (t, n);
+    if (!n[0])
+      continue;
+    w = words_add (ws);
+    copy_str (w->norm, n);
+    copy_str (w->text, t);
+    w->start = start + (int64_t) ((end - start) * (double) cum
+        / (total ? total : 1));
+    cum += strlen (t);
+    w->end = start + (int64_t) ((end - start) * (double) cum
+        / (total ? total : 1));
+  }
+}
+
+/* Offline segments -> words with times from their tokens (a word starts
+ * at a token beginning with a space). */
+static void
+add_segment_words (words * ws, const wk_segment * g)
+{
+  char text[WORD_MAX * 2];
+  size_t len = 0;
+  int64_t ws0 = 0, we = 0;
+  int i;
+
+  for (i = 0; i <= g->n_tokens; i++) {
+    const wk_token *t = i < g->n_tokens ? &g->tokens[i] : NULL;
+    if (!t || (t->text[0] == ' ' && len > 0)) {
+      char n[WORD_MAX];
+      text[len] = '\0';
+      normalize (text, n);
+      if (n[0]) {
+        word *w = words_add (ws);
+        copy_str (w->norm, n);
+        copy_str (w->text, text[0] == ' ' ? text + 1 : text);
+        w->start = ws0;
+        w->end = we;
+      }
+      len = 0;
+    }
+    if (!t)
+      break;
+    if (len == 0)
+      ws0 = t->start;
+    {
+      size_t tl = strlen (t->text);
+      if (len + tl < sizeof text - 1) {
+        memcpy (text + len, t->text, tl);
+        len += tl;
+      }
+    }
+    we = t->end;
+  }
+}
+
+/* Edit distance alignment of hyp to ref; sets hyp[i].ref for equal
+ * words; returns the number of errors (substitutions + deletions +
+ * insertions), or -1 if too large to align. */
+static int
+align (words * hyp, const words * ref)
+{
+  int n = hyp->n, m = ref->n, i, j, errors;
+  int *d;
+
+  if ((double) (n + 1) * (m + 1) > 6e7)
+    return -1;
+  d = malloc ((size_t) (n + 1) * (m + 1) * sizeof *d);
+  if (!d)
+    return -1;
+#define D(a, b) d[(size_t) (a) * (m + 1) + (b)]
+  for (i = 0; i <= n; i++)
+    D (i, 0) = i;
+  for (j = 0; j <= m; j++)
+    D (0, j) = j;
+  for (i = 1; i <= n; i++)
+    for (j = 1; j <= m; j++) {
+      int sub = D (i - 1, j - 1) + (strcmp (hyp->w[i - 1].norm,
+              ref->w[j - 1].norm) != 0);
+      int del = D (i - 1, j) + 1, ins = D (i, j - 1) + 1;
+      D (i, j) = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+    }
+  errors = D (n, m);
+  for (i = n, j = m; i > 0 && j > 0;) {
+    bool eq = strcmp (hyp->w[i - 1].norm, ref->w[j - 1].norm) == 0;
+    if (D (i, j) == D (i - 1, j - 1) + !eq) {
+      if (eq)
+        hyp->w[i - 1].ref = j - 1;
+      i--;
+      j--;
+    } else if (D (i, j) == D (i - 1, j) + 1) {
+      i--;
+    } else {
+      j--;
+    }
+  }
+#undef D
+  free (d);
+  return errors;
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+quantile (double *v, int n, double q)
+{
+  int k;
+  if (n <= 0)
+    return NAN;
+  qsort (v, (size_t) n, sizeof *v, cmp_double);
+  k = (int) ceil (q * n) - 1;
+  if (k < 0)
+    k = 0;
+  if (k >= n)
+    k = n - 1;
+  return v[k];
+}
+
+static void
+usage (FILE * f)
+{
+  fprintf (f,
+      "usage: " PROGRAM " [OPTION...] FILE.wav...\n"
+      "\n"
+      "Plays the files (16 kHz mono, joined with silence) at real-time pace\n"
+      "into a live stream and prints per-word delays and WER against the\n"
+      "offline transcription of the same audio.\n"
+      "\n"
+      "  -m, --model MODEL     knot file (default: the default model)\n"
+      "  -l, --latency MS      live latency setting (default 1000)\n"
+      "  -t, --threads N       threads (default 0: the engine's choice)\n"
+      "      --gap S           silence between files, seconds (default 1.5)\n"
+      "      --audio-ctx N     wk_stream_params.audio_ctx (default 0)\n"
+      "      --min-silence MS  vad_min_silence_ms (default: the engine's)\n"
+      "      --fast            do not sleep: as fast as possible\n"
+      "      --truth FILE      lines 'ID<TAB>...<TAB>text', ID = a file's\n"
+      "                        base name without .wav: WER against it too\n"
+      "      --quiet           no per-word lines\n"
+      "      --encoder-bench   time the encoder on full and shortened\n"
+      "                        contexts instead, then exit\n"
+      "  -h, --help            this help\n");
+}
+
+/* ---- encoder timing --------------------------------------------------- */
+
+static int
+encoder_bench (wk_model * model, int n_threads)
+{
+  static const int ctxs[] = { 0, 1024, 768, 512, 384, 256, 192, 128, 64 };
+  wk_ctx *ctx;
+  char err[256];
+  int W = 2 * model->hp.n_audio_ctx, i, r, n_mels = model->hp.n_mels;
+  uint32_t x = 1;
+
+  if (wk_ctx_new (model, n_threads, 1, &ctx, err, sizeof err) != WK_OK) {
+    fprintf (stderr, PROGRAM ": %s\n", err);
+    return 1;
+  }
+  for (i = 0; i < n_mels * W; i++) {
+    x = x * 1664525u + 1013904223u;
+    ctx->mel[i] = (float) ((x >> 8) & 0xffff) / 65536.0f - 0.5f;
+  }
+  printf ("encoder (n_audio_ctx %d, d %d, %d layers), best of 3:\n",
+      model->hp.n_audio_ctx, model->hp.n_audio_state,
+      model->hp.n_audio_layer);
+  for (i = 0; i < (int) (sizeof ctxs / sizeof ctxs[0]); i++) {
+    double best = 1e9;
+    int A = ctxs[i] ? ctxs[i] : model->hp.n_audio_ctx;
+    if (A > model->hp.n_audio_ctx)
+      continue;
+    for (r = 0; r < 3; r++) {
+      double t0 = now_s ();
+      ctx->audio_ctx = ctxs[i];
+      wk_encode (ctx, ctx->mel, W);
+      if (now_s () - t0 < best)
+        best = now_s () - t0;
+    }
+    printf ("  audio_ctx %4d (%5.2f s of audio): %7.1f ms\n", A,
+        A * 2.0 * WK_HOP / SR, best * 1e3);
+  }
+  ctx->audio_ctx = 0;
+  wk_ctx_free (ctx);
+  return 0;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+int
+main (int argc, char **argv)
+{
+  static const struct option opts[] = {
+    {"model", required_argument, NULL, 'm'},
+    {"latency", required_argument, NULL, 'l'},
+    {"threads", required_argument, NULL, 't'},
+    {"gap", required_argument, NULL, 'g'},
+    {"audio-ctx", required_argument, NULL, 'a'},
+    {"min-silence", required_argument, NULL, 's'},
+    {"fast", no_argument, NULL, 'f'},
+    {"truth", required_argument, NULL, 'T'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"encoder-bench", no_argument, NULL, 'E'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}
+  };
+  const char *model_path = NULL, *truth_path = NULL;
+  int latency = 1000, threads = 0, audio_ctx = 0, min_silence = -1, c, i;
+  bool fast = false, quiet = false, bench = false;
+  double gap = 1.5;
+  wk_model *model;
+  wk_stream_params sp;
+  wk_stream *s;
+  wk_stream_stats st;
+  char err[256];
+  float *audio = NULL;
+  size_t n_audio = 0, pos;
+  words ref = { 0 }, live = { 0 }, truth = { 0 };
+  partial_seen *ps = NULL;
+  int n_ps = 0, ps_cap = 0;
+  double t0, c0;
+  const wk_segment *segs;
+  size_t n;
+
+  while ((c = getopt_long (argc, argv, "m:l:t:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'm':
+        model_path = optarg;
+        break;
+      case 'l':
+        latency = atoi (optarg);
+        break;
+      case 't':
+        threads = atoi (optarg);
+        break;
+      case 'g':
+        gap = atof (optarg);
+        break;
+      case 'a':
+        audio_ctx = atoi (optarg);
+        break;
+      case 's':
+        min_silence = atoi (optarg);
+        break;
+      case 'f':
+        fast = true;
+        break;
+      case 'T':
+        truth_path = optarg;
+        break;
+      case 'q':
+        quiet = true;
+        break;
+      case 'E':
+        bench = true;
+        break;
+      case 'h':
+        usage (stdout);
+        return 0;
+      default:
+        usage (stderr);
+        return 2;
+    }
+  }
+  if ((optind >= argc && !bench) || latency <= 0 || gap < 0 || gap > 600) {
+    usage (stderr);
+    return 2;
+  }
+  if (!model_path)
+    model_path = wk_default_model_path ();
+  if (wk_model_load (model_path, NULL, &model, err, sizeof err) != WK_OK) {
+    fprintf (stderr, PROGRAM ": %s\n", err);
+    return 1;
+  }
+  if (bench) {
+    int rc = encoder_bench (model, threads);
+    wk_model_unref (model);
+    return rc;
+  }
+
+  /* the program: 1 s of silence, the files with gaps, 2 s of silence */
+  {
+    size_t lead = SR, tail = 2 * SR, g = (size_t) (gap * SR);
+    for (i = optind; i < argc; i++) {
+      wk_wav wav;
+      float *a;
+      memset (&wav, 0, sizeof wav);
+      if (wk_wav_read (argv[i], &wav, err, sizeof err) != WK_OK) {
+        fprintf (stderr, PROGRAM ": %s\n", err);
+        return 1;
+      }
+      if (wav.rate != SR) {
+        fprintf (stderr, PROGRAM ": %s: %d Hz, need 16000\n", argv[i],
+            wav.rate);
+        return 1;
+      }
+      a = realloc (audio, (n_audio + lead + wav.n_samples + g + tail)
+          * sizeof *a);
+      if (!a)
+        return 1;
+      audio = a;
+      memset (audio + n_audio, 0, lead * sizeof *a);
+      n_audio += lead;
+      memcpy (audio + n_audio, wav.samples, wav.n_samples * sizeof *a);
+      n_audio += wav.n_samples;
+      lead = g;
+      wk_wav_clear (&wav);
+      if (truth_path) {
+        /* the truth line whose ID is this file's base name */
+        const char *b = strrchr (argv[i], '/');
+        char id[256], line[8192];
+        FILE *f = fopen (truth_path, "r");
+        b = b ? b + 1 : argv[i];
+        snprintf (id, sizeof id, "%s", b);
+        if (strlen (id) > 4 && !strcmp (id + strlen (id) - 4, ".wav"))
+          id[strlen (id) - 4] = '\0';
+        while (f && fgets (line, sizeof line, f)) {
+          char *tab = strchr (line, '\t'), *last;
+          if (!tab || (size_t) (tab - line) != strlen (id)
+              || strncmp (line, id, strlen (id)) != 0)
+            continue;
+          last = strrchr (line, '\t');
+          add_text_words (&truth, last + 1, 0, 0);
+          break;
+        }
+        if (f)
+          fclose (f);
+      }
+    }
+    memset (audio + n_audio, 0, tail * sizeof *audio);
+    n_audio += tail;
+  }
+
+  /* offline reference */
+  sp = wk_stream_default_params ();
+  sp.n_threads = threads;
+  if (wk_stream_new (model, &sp, &s, err, sizeof err) != WK_OK) {
+    fprintf (stderr, PROGRAM ": %s\n", err);
+    return 1;
+  }
+  t0 = now_s ();
+  wk_stream_feed (s, audio, n_audio);
+  wk_stream_finish (s);
+  n = wk_stream_take (s, &segs);
+  for (pos = 0; pos < n; pos++)
+    add_segment_words (&ref, &segs[pos]);
+  printf ("# offline: %d words in %.2f s (%.1f s of audio)\n", ref.n,
+      now_s () - t0, (double) n_audio / SR);
+  wk_stream_free (s);
+
+  /* live, at real-time pace */
+  sp.latency_ms = latency;
+  sp.audio_ctx = audio_ctx;
+  if (min_silence >= 0)
+    sp.vad_min_silence_ms = min_silence;
+  if (wk_stream_new (model, &sp, &s, err, sizeof err) != WK_OK) {
+    fprintf (stderr, PROGRAM ": %s\n", err);
+    return 1;
+  }
+  t0 = now_s ();
+  c0 = cpu_s ();
+  for (pos = 0; pos <= n_audio; pos += PIECE) {
+    size_t k = n_audio - pos < PIECE ? n_audio - pos : PIECE;
+    double t;
+    size_t j;
+    if (k > 0) {
+      /* this piece is complete at (pos + k) / SR after the start */
+      if (!fast)
+        sleep_until (t0 + (double) (pos + k) / SR);
+      if (wk_stream_feed (s, audio + pos, k) != WK_OK) {
+        fprintf (stderr, PROGRAM ": feed failed\n");
+        return 1;
+      }
+    } else {
+      wk_stream_finish (s);
+    }
+    t = now_s () - t0;
+    n = wk_stream_take (s, &segs);
+    for (j = 0; j < n; j++) {
+      word *w;
+      char nm[WORD_MAX];
+      int q;
+      if (segs[j].utterance_end)
+        continue;
+      normalize (segs[j].text, nm);
+      if (!nm[0])
+        continue;
+      w = words_add (&live);
+      copy_str (w->norm, nm);
+      copy_str (w->text, segs[j].text[0] == ' ' ?
+          segs[j].text + 1 : segs[j].text);
+      w->start = segs[j].start;
+      w->end = segs[j].end;
+      w->t_commit = t;
+      w->t_partial = t;
+      for (q = 0; q < n_ps; q++)
+        if (!strcmp (ps[q].norm, nm)
+            && llabs (ps[q].start - w->start) < SR * 6 / 10
+            && ps[q].t < w->t_partial)
+          w->t_partial = ps[q].t;
+    }
+    n = wk_stream_partial (s, &segs, NULL);
+    for (j = 0; j < n; j++) {
+      char nm[WORD_MAX];
+      int q;
+      normalize (segs[j].text, nm);
+      if (!nm[0])
+        continue;
+      for (q = 0; q < n_ps; q++)
+        if (!strcmp (ps[q].norm, nm)
+            && llabs (ps[q].start - segs[j].start) < SR * 3 / 10)
+          break;
+      if (q < n_ps)
+        continue;
+      if (n_ps == ps_cap) {
+        partial_seen *np;
+        ps_cap = ps_cap ? 2 * ps_cap : 256;
+        np = realloc (ps, (size_t) ps_cap * sizeof *np);
+        if (!np)
+          return 1;
+        ps = np;
+      }
+      copy_str (ps[n_ps].norm, nm);
+      ps[n_ps].start = segs[j].start;
+      ps[n_ps].t = t;
+      n_ps++;
+    }
+    /* forget partial words long behind */
+    if (n_ps > 200) {
+      int q, k2 = 0;
+      for (q = 0; q < n_ps; q++)
+        if (ps[q].start > (int64_t) pos - 30 * SR)
+          ps[k2++] = ps[q];
+      n_ps = k2;
+    }
+  }
+  wk_stream_get_stats (s, &st);
+  printf ("# live: latency %d ms, %s, %.1f s wall, %.1f CPU s, %lld runs, "
+      "step %.2f s, run max %.3f s, encoder %.1f s, decoder %.1f s, "
+      "mel %.1f s, detector %.2f s, engine max delay %.2f s\n", latency,
+      fast ? "as fast as possible" : "real time", now_s () - t0,
+      cpu_s () - c0, (long long) st.n_runs, st.step_seconds,
+      st.max_run_seconds, st.encoder_seconds, st.decoder_seconds,
+      st.mel_seconds, st.vad_seconds, st.max_delay_seconds);
+
+  {
+    int errors = align (&live, &ref), nm = 0, k;
+    double *dc = malloc ((size_t) (live.n + 1) * sizeof *dc);
+    double *dp = malloc ((size_t) (live.n + 1) * sizeof *dp);
+    double *oc = malloc ((size_t) (live.n + 1) * sizeof *oc);
+    double *op = malloc ((size_t) (live.n + 1) * sizeof *op);
+
+    if (!quiet)
+      printf ("# word                 ref_end  commit_delay  partial_delay "
+          "(own_end  commit  partial)\n");
+    for (k = 0; k < live.n; k++) {
+      const word *w = &live.w[k];
+      double own = (double) w->end / SR;
+      oc[k] = w->t_commit - own;
+      op[k] = w->t_partial - own;
+      if (w->ref >= 0) {
+        double e = (double) ref.w[w->ref].end / SR;
+        dc[nm] = w->t_commit - e;
+        dp[nm] = w->t_partial - e;
+        if (!quiet)
+          printf ("%-20s %8.2f %13.2f %14.2f  (%7.2f %7.2f %8.2f)\n",
+              w->text, e, dc[nm], dp[nm], own, oc[k], op[k]);
+        nm++;
+      } else if (!quiet) {
+        printf ("%-20s %8s %13s %14s  (%7.2f %7.2f %8.2f)\n", w->text, "-",
+            "-", "-", own, oc[k], op[k]);
+      }
+    }
+    printf ("words: %d live, %d offline, %d matched\n", live.n, ref.n, nm);
+    if (nm > 0) {
+      double mc = quantile (dc, nm, 0.5), pc = quantile (dc, nm, 0.95);
+      double mp = quantile (dp, nm, 0.5), pp = quantile (dp, nm, 0.95);
+      printf ("delay vs offline word ends (matched words): committed median "
+          "%.2f s, p95 %.2f s; first partial median %.2f s, p95 %.2f s\n",
+          mc, pc, mp, pp);
+    }
+    if (live.n > 0) {
+      double mc = quantile (oc, live.n, 0.5), pc = quantile (oc, live.n, 0.95);
+      double mp = quantile (op, live.n, 0.5), pp = quantile (op, live.n, 0.95);
+      printf ("delay vs the live words' own end times (all words): committed "
+          "median %.2f s, p95 %.2f s; first partial median %.2f s, p95 %.2f "
+          "s\n", mc, pc, mp, pp);
+    }
+    if (errors >= 0 && ref.n > 0)
+      printf ("WER live vs offline: %.1f %% (%d errors / %d words)\n",
+          100.0 * errors / ref.n, errors, ref.n);
+    if (truth.n > 0) {
+      int e1 = align (&live, &truth), e2 = align (&ref, &truth);
+      printf ("WER vs truth: live %.1f %%, offline %.1f %% (%d words)\n",
+          100.0 * e1 / truth.n, 100.0 * e2 / truth.n, truth.n);
+    }
+    free (dc);
+    free (dp);
+    free (oc);
+    free (op);
+  }
+  wk_stream_free (s);
+  wk_model_unref (model);
+  free (audio);
+  free (ref.w);
+  free (live.w);
+  free (truth.w);
+  free (ps);
+  return 0;
+}
