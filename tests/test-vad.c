@@ -750,7 +750,7 @@ static void
 test_cost (void)
 {
   size_t n = (size_t) COST_SECONDS * SR;
-  float *x = calloc (n, sizeof *x);
+  float *x = calloc (n > jfk_n ? n : jfk_n, sizeof *x);
   wk_vad *v = new_vad (NULL);
   const char *what[] = { "silence (zeros)", "noise -40 dBFS", "speech (jfk)" };
 
