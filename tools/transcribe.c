@@ -50,6 +50,8 @@ usage (FILE * f)
       "      --translate       translate into English\n"
       "  -t, --threads N       threads (default 0: one per core)\n"
       "  -b, --beam-size N     beam search width (default: the engine's)\n"
+      "      --no-fallback     no temperature fallback: deterministic\n"
+      "                        decoding at temperature 0 (whisper.cpp's -nf)\n"
       "      --latency MS      streaming policy target delay (default 0:\n"
       "                        30 s windows)\n"
       "  -f, --format FMT      txt (default), srt, vtt or json\n"
@@ -278,6 +280,7 @@ enum
   OPT_LATENCY,
   OPT_TOKENS,
   OPT_STATS,
+  OPT_NO_FALLBACK,
 };
 
 int
@@ -289,6 +292,7 @@ main (int argc, char **argv)
     {"translate", no_argument, NULL, OPT_TRANSLATE},
     {"threads", required_argument, NULL, 't'},
     {"beam-size", required_argument, NULL, 'b'},
+    {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
     {"latency", required_argument, NULL, OPT_LATENCY},
     {"format", required_argument, NULL, 'f'},
     {"tokens", no_argument, NULL, OPT_TOKENS},
@@ -329,6 +333,9 @@ main (int argc, char **argv)
       case 'b':
         if (parse_int (optarg, 1, 64, &sp.beam_size) < 0)
           goto bad_value;
+        break;
+      case OPT_NO_FALLBACK:
+        sp.temperature_inc = 0.0f;
         break;
       case OPT_LATENCY:
         if (parse_int (optarg, 0, 30000, &sp.latency_ms) < 0)
