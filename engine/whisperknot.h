@@ -21,6 +21,38 @@
  *   wk_stream_free (s);
  *   wk_model_unref (model);
  *
+ * Live captioning (wk_stream_params.latency_ms > 0, see there): feed audio
+ * as it arrives, in any piece size (20 ms is fine), and after each feed
+ * collect what changed:
+ *
+ *   sp.latency_ms = 1000;
+ *   wk_stream_new (model, &sp, &s, err, sizeof err);
+ *   for (;;) {                           // every buffer from the source
+ *     wk_stream_feed (s, pcm, n);        // may run the model (tens to a
+ *                                        // few hundred ms on a CPU)
+ *     n_segs = wk_stream_take (s, &segs); // committed: final, in order
+ *     for (i = 0; i < n_segs; i++)
+ *       if (segs[i].utterance_end)
+ *         ...;                           // the utterance is over at .start
+ *       else
+ *         ...;                           // one word: .text (with Whisper's
+ *                                        // leading space), .start, .end
+ *     n_part = wk_stream_partial (s, &part, &serial);
+ *     if (serial != last_serial)
+ *       ...;                             // show part[0..n_part-1] (words
+ *                                        // after the committed ones, each
+ *                                        // with a .stability)
+ *   }
+ *   wk_stream_finish (s);                // end of audio: commits the rest
+ *
+ * Committed words are never retracted and never overlap earlier ones;
+ * a partial word may change or vanish at the next feed. Silence costs
+ * the voice detector only (about 0.2 % of one core) and produces no text.
+ * Feeding never allocates and memory stays constant on streams of any
+ * length. wk_stream_get_stats() reports runs, per-stage times, the step
+ * in use and the largest delay from a word's last sample arriving to its
+ * commit (max_delay_seconds).
+ *
  * Times are sample positions at 16 kHz counted from the first sample fed
  * to the stream (or from the last wk_stream_reset()).
  *
