@@ -38,6 +38,14 @@
  * The #GstWhisperKnot:latency property sets the recognizer's policy: 0
  * transcribes in Whisper's 30 second windows (the most accurate, for files;
  * text arrives up to 30 s after the speech, and the LATENCY query says so).
+ * Above 0, the live policy: a voice detector gates the model, which re-runs
+ * on the speech so far and commits words once two runs agree; each text
+ * buffer is then one word, each utterance is followed by a custom
+ * downstream event `rstranscribe/final-transcript` (as gst-plugins-rs'
+ * transcribers send), and the words not committed yet are posted as
+ * element messages named `whisperknot-partial` with the fields `text`
+ * (string), `timestamp` and `duration` (guint64, the input's time),
+ * `stability` (gdouble, 0 to 1) and `words` (guint).
  *
  * ## Example pipelines
  * |[
@@ -106,6 +114,10 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
  * last frame is complete, plus a second of margin). */
 #define WINDOW_SAMPLES (30 * WK_SAMPLE_RATE)
 #define HORIZON_SAMPLES (WINDOW_SAMPLES + WK_SAMPLE_RATE)
+/* Live policy: no word still to come starts earlier than this before the
+ * audio fed, besides the step (the voice detector looks 0.3 s back, the
+ * engine keeps a second of pre-roll), unless the partial result does. */
+#define LIVE_MARGIN_SECONDS 1.5
 /* GAP events for a stretch without text are sent in steps at least this
  * long while audio flows (at a drain they cover everything). */
 #define MIN_GAP (GST_SECOND / 2)
@@ -549,6 +561,7 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   language = g_strdup (self->language);
   params.translate = self->translate;
   params.latency_ms = self->latency_ms;
+  self->stream_latency_ms = self->latency_ms;
   params.n_threads = self->n_threads;
   GST_OBJECT_UNLOCK (self);
 
@@ -1068,6 +1081,62 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
   return gst_pad_push (self->srcpad, buf);
 }
 
+/* The end of an utterance (live policy): text before it is complete, so
+ * GAP up to it, then the event caption elements that know
+ * gst-plugins-rs' transcribers react to. */
+static GstFlowReturn
+gst_whisperknot_push_utterance_end (GstWhisperKnot * self,
+    const wk_segment * seg)
+{
+  GstClockTime at = self->base + MIN (samples_to_time (seg->start),
+      samples_to_time (self->fed));
+
+  gst_whisperknot_push_gap (self, at, 0);
+  GST_DEBUG_OBJECT (self, "utterance ends at %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (at));
+  gst_pad_push_event (self->srcpad,
+      gst_event_new_custom (GST_EVENT_CUSTOM_DOWNSTREAM,
+          gst_structure_new_empty ("rstranscribe/final-transcript")));
+  return GST_FLOW_OK;
+}
+
+/* Live policy: posts the words not committed yet as an element message
+ * when they changed, and returns where they start (or -1). */
+static gint64
+gst_whisperknot_post_partial (GstWhisperKnot * self)
+{
+  const wk_segment *words;
+  guint64 serial = 0;
+  size_t n, i;
+  GString *text;
+  gdouble stability = 1.0;
+  GstClockTime start, end;
+
+  n = wk_stream_partial (self->stream, &words, &serial);
+  if (serial != self->partial_serial) {
+    self->partial_serial = serial;
+    text = g_string_new (NULL);
+    for (i = 0; i < n; i++) {
+      g_string_append (text, words[i].text ? words[i].text : "");
+      stability = MIN (stability, words[i].stability);
+    }
+    g_strstrip (text->str);
+    start = n ? self->base + samples_to_time (words[0].start) : self->base +
+        samples_to_time (self->fed);
+    end = n ? self->base + samples_to_time (words[n - 1].end) : start;
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_element (GST_OBJECT (self),
+            gst_structure_new ("whisperknot-partial",
+                "text", G_TYPE_STRING, text->str,
+                "timestamp", G_TYPE_UINT64, start,
+                "duration", G_TYPE_UINT64, end > start ? end - start : 0,
+                "stability", G_TYPE_DOUBLE, n ? stability : 1.0,
+                "words", G_TYPE_UINT, (guint) n, NULL)));
+    g_string_free (text, TRUE);
+  }
+  return n ? words[0].start : -1;
+}
+
 /* Pushes the segments the engine has completed, then a GAP up to where no
  * more text can come from (the end of the audio once it is finished). */
 static GstFlowReturn
@@ -1076,23 +1145,43 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
   const wk_segment *segs;
   size_t n, i;
   GstFlowReturn ret = GST_FLOW_OK;
+  gint64 settled, first;
+  wk_stream_stats stats;
 
   if (!GST_CLOCK_TIME_IS_VALID (self->base))
     return GST_FLOW_OK;
 
   n = wk_stream_take (self->stream, &segs);
-  for (i = 0; i < n && ret == GST_FLOW_OK; i++)
-    ret = gst_whisperknot_push_segment (self, &segs[i]);
+  for (i = 0; i < n && ret == GST_FLOW_OK; i++) {
+    if (segs[i].utterance_end)
+      ret = gst_whisperknot_push_utterance_end (self, &segs[i]);
+    else
+      ret = gst_whisperknot_push_segment (self, &segs[i]);
+  }
   if (ret != GST_FLOW_OK)
     return ret;
 
   if (finished)
     return gst_whisperknot_push_gap (self,
         self->base + samples_to_time (self->fed), 0);
-  /* TODO(live policy): ask the engine how far it has committed text */
-  if (self->fed > HORIZON_SAMPLES)
+
+  /* TODO: an engine call saying where its uncommitted audio starts would
+   * replace these estimates */
+  if (self->stream_latency_ms > 0) {
+    /* live: words not yet in any hypothesis start after the VAD's look-back
+     * and pre-roll and the audio since the last run */
+    wk_stream_get_stats (self->stream, &stats);
+    settled = (gint64) self->fed - (gint64) ((stats.step_seconds +
+            LIVE_MARGIN_SECONDS) * WK_SAMPLE_RATE);
+    first = gst_whisperknot_post_partial (self);
+    if (first >= 0)
+      settled = MIN (settled, first);
+  } else {
+    settled = (gint64) self->fed - HORIZON_SAMPLES;
+  }
+  if (settled > 0)
     return gst_whisperknot_push_gap (self,
-        self->base + samples_to_time (self->fed - HORIZON_SAMPLES), MIN_GAP);
+        self->base + samples_to_time (settled), MIN_GAP);
   return GST_FLOW_OK;
 }
 

@@ -80,6 +80,8 @@ struct _GstWhisperKnot
 
   /* worker only (or with the worker stopped) */
   wk_stream *stream;
+  guint stream_latency_ms;      /* the stream's policy: 0 offline */
+  guint64 partial_serial;       /* of the last partial result posted */
   GstClockTime base;            /* stream time of the engine's sample 0 */
   guint64 fed;                  /* samples fed since the last reset */
   GstClockTime out_pos;         /* text or gaps cover time up to here */

@@ -940,6 +940,88 @@ GST_START_TEST (test_multilingual_translate)
 
 GST_END_TEST;
 
+/* Pushes the speech of $WK_SHARED_DATA/jfk.wav (16 kHz mono S16, 11 s)
+ * in 20 ms buffers from t0; FALSE when the file is missing. */
+static gboolean
+push_jfk (GstHarness * h, GstClockTime t0, GstClockTime * end)
+{
+  const gchar *shared = g_getenv ("WK_SHARED_DATA");
+  gchar *path, *data = NULL;
+  gsize size = 0, off = 12, n, i;
+  const guint chunk = RATE / 50;
+
+  if (!shared)
+    return FALSE;
+  path = g_build_filename (shared, "jfk.wav", NULL);
+  if (!g_file_get_contents (path, &data, &size, NULL)) {
+    g_free (path);
+    return FALSE;
+  }
+  g_free (path);
+  /* the data chunk */
+  while (off + 8 <= size && memcmp (data + off, "data", 4) != 0)
+    off += 8 + GST_READ_UINT32_LE (data + off + 4);
+  fail_unless (off + 8 <= size, "no data chunk in jfk.wav");
+  n = MIN (GST_READ_UINT32_LE (data + off + 4), size - off - 8) / 2;
+  off += 8;
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  for (i = 0; i < n; i += chunk) {
+    gsize m = MIN (chunk, n - i);
+    GstBuffer *buf = gst_buffer_new_memdup (data + off + 2 * i, 2 * m);
+
+    GST_BUFFER_PTS (buf) = t0 + gst_util_uint64_scale (i, GST_SECOND, RATE);
+    GST_BUFFER_DURATION (buf) = gst_util_uint64_scale (m, GST_SECOND, RATE);
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  *end = t0 + gst_util_uint64_scale (n, GST_SECOND, RATE);
+  g_free (data);
+  return TRUE;
+}
+
+/* The live policy (latency > 0, voice detection) on real speech: text,
+ * GAPs and utterance ends come out in order and cover the input; partial
+ * results are element messages with their fields. */
+GST_START_TEST (test_live_policy_output)
+{
+  GstHarness *h = setup_full (model_path, 1000, TRUE);
+  GstClockTime t0 = 5 * GST_SECOND, end;
+  guint eos, i, n_final = 0, n_partial = 0;
+  GstMessage *msg;
+
+  if (!push_jfk (h, t0, &end)) {
+    GST_WARNING ("no jfk.wav: skipped");
+    teardown (h);
+    return;
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  check_coverage (0, eos, t0, end);
+  for (i = 0; i < eos; i++)
+    if (!rec_item (i)->is_buffer &&
+        rec_item (i)->type == GST_EVENT_CUSTOM_DOWNSTREAM)
+      n_final++;
+  while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT))) {
+    const GstStructure *st = gst_message_get_structure (msg);
+    GstClockTime ts = 0, dur = 0;
+
+    if (gst_structure_has_name (st, "whisperknot-partial")) {
+      n_partial++;
+      fail_unless (gst_structure_get_string (st, "text") != NULL);
+      fail_unless (gst_structure_get_uint64 (st, "timestamp", &ts));
+      fail_unless (gst_structure_get_uint64 (st, "duration", &dur));
+      fail_unless (ts >= t0 && ts + dur <= end + TOLERANCE);
+    }
+    gst_message_unref (msg);
+  }
+  GST_INFO ("%u utterance ends, %u partial results", n_final, n_partial);
+  /* the voice detector hears the speech, so the model runs and its
+   * hypotheses (whatever a random model says) are posted */
+  fail_unless (n_partial > 0);
+  teardown (h);
+}
+
+GST_END_TEST;
+
 /* Going up and down the states, with and without data, never hangs. */
 GST_START_TEST (test_state_changes)
 {
@@ -1152,6 +1234,7 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_missing_model_fails_state_change);
   tcase_add_test (tc, test_missing_default_model_says_how_to_set_one);
   tcase_add_test (tc, test_corrupt_model_fails_paused);
+  tcase_add_test (tc, test_live_policy_output);
   tcase_add_test (tc, test_bad_language_fails_paused);
   tcase_add_test (tc, test_multilingual_translate);
   tcase_add_test (tc, test_state_changes);
