@@ -148,9 +148,8 @@ log_sum_exp (const float *x, int n)
  * p = softmax (x), lse = x[i] - log p[i] for the largest x[i] (whose p
  * is at least 1 / n, so it never underflows). */
 static float
-vocab_lse (wk_ctx * ctx, const float *x, int n)
+vocab_lse_at (wk_ctx * ctx, const float *x, int n, int64_t best)
 {
-  int64_t best = wk_argmax (x, n);
   float p;
 
   if (best < 0 || x[best] == -INFINITY)
@@ -161,6 +160,12 @@ vocab_lse (wk_ctx * ctx, const float *x, int n)
   if (!(p > 0.0f))
     return log_sum_exp (x, n);
   return x[best] - logf (p);
+}
+
+static float
+vocab_lse (wk_ctx * ctx, const float *x, int n)
+{
+  return vocab_lse_at (ctx, x, n, wk_argmax (x, n));
 }
 
 /* Draws from softmax (x / temp) (Categorical(logits / temperature)). */
@@ -338,9 +343,13 @@ decode_sampled (wk_ctx * ctx, const filters * f, int n0, int sot_index,
     int tok;
 
     apply_filters (m, f, cur, ctx->seq, n);
-    tok = temp > 0.0f ? sample_token (ctx, cur, V, temp)
-        : (int) wk_argmax (cur, V);
-    lse = vocab_lse (ctx, cur, V);
+    if (temp > 0.0f) {
+      tok = sample_token (ctx, cur, V, temp);
+      lse = vocab_lse (ctx, cur, V);
+    } else {
+      tok = (int) wk_argmax (cur, V);
+      lse = vocab_lse_at (ctx, cur, V, tok);
+    }
     if (lse == -INFINITY)
       tok = eot;                /* everything suppressed: end the window */
     lp = lse == -INFINITY ? 0.0f : cur[tok] - lse;
