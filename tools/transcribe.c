@@ -28,12 +28,22 @@ typedef enum
   FORMAT_JSON,
 } out_format;
 
+/* Live policy: the words of the utterance being written out. */
+#define UTT_MAX_TEXT 8192
+
 typedef struct
 {
   FILE *f;
   out_format format;
   int n_segments;
   int tokens;                   /* JSON: list tokens */
+  /* live policy (--latency > 0): segments are words; they are joined into
+   * one line or cue per utterance */
+  int live;
+  char utt_text[UTT_MAX_TEXT];
+  size_t utt_len;
+  int64_t utt_start, utt_end;
+  int utt_words;
 } writer;
 
 static void
@@ -52,8 +62,9 @@ usage (FILE * f)
       "  -b, --beam-size N     beam search width (default: the engine's)\n"
       "      --no-fallback     no temperature fallback: deterministic\n"
       "                        decoding at temperature 0 (whisper.cpp's -nf)\n"
-      "      --latency MS      streaming policy target delay (default 0:\n"
-      "                        30 s windows)\n"
+      "      --latency MS      live policy with this target delay (default\n"
+      "                        0: 30 s windows); one line or cue per\n"
+      "                        utterance\n"
       "  -f, --format FMT      txt (default), srt, vtt or json\n"
       "      --tokens          json: list each segment's tokens\n"
       "  -o, --output FILE     write there instead of standard output\n"
@@ -219,14 +230,54 @@ write_end (writer * w, const char *language)
   }
 }
 
+/* Writes the utterance gathered so far as one segment. */
+static void
+write_utterance (writer * w)
+{
+  wk_segment seg = { 0 };
+
+  if (w->utt_words == 0)
+    return;
+  w->utt_text[w->utt_len] = '\0';
+  seg.start = w->utt_start;
+  seg.end = w->utt_end;
+  seg.text = w->utt_text;
+  seg.stability = 1.0f;
+  write_segment (w, &seg);
+  w->utt_len = 0;
+  w->utt_words = 0;
+}
+
 static void
 write_results (writer * w, wk_stream * stream)
 {
   const wk_segment *segs;
   size_t n = wk_stream_take (stream, &segs), i;
 
-  for (i = 0; i < n; i++)
-    write_segment (w, &segs[i]);
+  for (i = 0; i < n; i++) {
+    const wk_segment *seg = &segs[i];
+    size_t len;
+
+    if (!w->live) {
+      write_segment (w, seg);
+    } else if (seg->utterance_end) {
+      write_utterance (w);
+    } else {
+      /* a word, with its leading space; the bytes are copied because the
+       * stream reuses them */
+      len = strlen (seg->text ? seg->text : "");
+      if (w->utt_len + len >= UTT_MAX_TEXT)
+        write_utterance (w);
+      if (len >= UTT_MAX_TEXT)
+        len = UTT_MAX_TEXT - 1;
+      if (w->utt_words == 0)
+        w->utt_start = seg->start;
+      memcpy (w->utt_text + w->utt_len, seg->text, len);
+      w->utt_len += len;
+      w->utt_end = seg->end;
+      w->utt_words++;
+    }
+  }
 }
 
 /* Reads a whole stream (standard input) into memory. */
@@ -433,6 +484,7 @@ main (int argc, char **argv)
     w.f = stdout;
   }
 
+  w.live = sp.latency_ms > 0;
   write_begin (&w);
   for (pos = 0; pos < wav.n_samples; pos += CHUNK) {
     size_t n = wav.n_samples - pos < CHUNK ? wav.n_samples - pos : CHUNK;
@@ -446,6 +498,7 @@ main (int argc, char **argv)
   if (st != WK_OK)
     goto engine_failed;
   write_results (&w, stream);
+  write_utterance (&w);
   write_end (&w, wk_stream_language (stream));
   t_done = now_seconds ();
 
@@ -477,11 +530,17 @@ main (int argc, char **argv)
         "windows: %" PRId64 "\n"
         "tokens: %" PRId64 "\n"
         "state_bytes: %" PRIu64 "\n"
+        "live_runs: %" PRId64 "\n"
+        "live_words: %" PRId64 "\n"
+        "live_utterances: %" PRId64 "\n"
+        "vad_seconds: %.3f\n"
+        "speech_seconds: %.3f\n"
         "language: %s\n",
         model_path, info.file_bytes, info.n_params, t_loaded - t_start,
         audio, wall, audio > 0 ? wall / audio : 0.0, s.mel_seconds,
         s.encoder_seconds, s.decoder_seconds, s.n_windows, s.n_tokens,
-        s.state_bytes, wk_stream_language (stream) ?
+        s.state_bytes, s.n_runs, s.n_committed, s.n_utterances,
+        s.vad_seconds, s.speech_seconds, wk_stream_language (stream) ?
         wk_stream_language (stream) : "");
   }
   rc = 0;
