@@ -705,6 +705,83 @@ gemvq_row_4 (wk_type type, const unsigned char *wrow, int64_t k,
   GEMVQ_BODY (4);
 }
 
+/* One row of X against two weight rows (greedy decoding's common case):
+ * the activation block is loaded once for both and the two chains of
+ * multiply-adds overlap. */
+#define Q8_2X1_STEP(B, A0, A1) \
+  do { \
+    __m256i x_ = _mm256_loadu_si256 ((const __m256i *) (xq + (B) * WK_QK)); \
+    __m256i q0_ = _mm256_loadu_si256 ((const __m256i *) p0[B].qs); \
+    __m256i q1_ = _mm256_loadu_si256 ((const __m256i *) p1[B].qs); \
+    float dx_ = xd[B]; \
+    A0 = _mm256_fmadd_ps (dot_i8 (_mm256_sign_epi8 (q0_, q0_), q0_, x_), \
+        _mm256_set1_ps (f16 (p0[B].d) * dx_), A0); \
+    A1 = _mm256_fmadd_ps (dot_i8 (_mm256_sign_epi8 (q1_, q1_), q1_, x_), \
+        _mm256_set1_ps (f16 (p1[B].d) * dx_), A1); \
+  } while (0)
+
+#define Q4_2X1_STEP(B, A0, A1) \
+  do { \
+    __m256i x_ = _mm256_loadu_si256 ((const __m256i *) (xq + (B) * WK_QK)); \
+    __m128i q0_ = _mm_loadu_si128 ((const __m128i *) p0[B].qs); \
+    __m128i q1_ = _mm_loadu_si128 ((const __m128i *) p1[B].qs); \
+    __m256i u0_ = _mm256_and_si256 (_mm256_set_m128i (_mm_srli_epi16 (q0_, \
+                4), q0_), m4); \
+    __m256i u1_ = _mm256_and_si256 (_mm256_set_m128i (_mm_srli_epi16 (q1_, \
+                4), q1_), m4); \
+    __m256 off_ = _mm256_broadcast_ss (xs + (B)); \
+    float dx_ = xd[B]; \
+    A0 = _mm256_fmadd_ps (_mm256_add_ps (_mm256_cvtepi32_ps ( \
+            _mm256_madd_epi16 (_mm256_maddubs_epi16 (u0_, x_), ones)), off_), \
+        _mm256_set1_ps (f16 (p0[B].d) * dx_), A0); \
+    A1 = _mm256_fmadd_ps (_mm256_add_ps (_mm256_cvtepi32_ps ( \
+            _mm256_madd_epi16 (_mm256_maddubs_epi16 (u1_, x_), ones)), off_), \
+        _mm256_set1_ps (f16 (p1[B].d) * dx_), A1); \
+  } while (0)
+
+/* One row of X against two weight rows (greedy decoding's common case):
+ * the activation block is loaded once for both, two blocks per round. */
+static void
+gemvq_2x1 (wk_type type, const unsigned char *w0, const unsigned char *w1,
+    int64_t k, const int8_t * xq, const float *xd, const float *xs,
+    float out[2])
+{
+  const int64_t nb = k / WK_QK;
+  __m256 a0 = _mm256_setzero_ps (), a1 = _mm256_setzero_ps ();
+  __m256 c0 = _mm256_setzero_ps (), c1 = _mm256_setzero_ps ();
+  __m256 h;
+  __m128 r;
+  int64_t b = 0;
+
+  if (type == WK_TYPE_Q8_0) {
+    const wk_block_q8_0 *p0 = (const wk_block_q8_0 *) w0;
+    const wk_block_q8_0 *p1 = (const wk_block_q8_0 *) w1;
+    for (; b + 2 <= nb; b += 2) {
+      Q8_2X1_STEP (b, a0, a1);
+      Q8_2X1_STEP (b + 1, c0, c1);
+    }
+    if (b < nb)
+      Q8_2X1_STEP (b, a0, a1);
+  } else {
+    const wk_block_q4_0 *p0 = (const wk_block_q4_0 *) w0;
+    const wk_block_q4_0 *p1 = (const wk_block_q4_0 *) w1;
+    const __m256i m4 = _mm256_set1_epi8 (0x0f);
+    const __m256i ones = _mm256_set1_epi16 (1);
+    for (; b + 2 <= nb; b += 2) {
+      Q4_2X1_STEP (b, a0, a1);
+      Q4_2X1_STEP (b + 1, c0, c1);
+    }
+    if (b < nb)
+      Q4_2X1_STEP (b, a0, a1);
+  }
+  /* both horizontal sums at once */
+  h = _mm256_hadd_ps (_mm256_add_ps (a0, c0), _mm256_add_ps (a1, c1));
+  r = _mm_add_ps (_mm256_castps256_ps128 (h), _mm256_extractf128_ps (h, 1));
+  r = _mm_hadd_ps (r, r);
+  out[0] = _mm_cvtss_f32 (r);
+  out[1] = _mm_cvtss_f32 (_mm_shuffle_ps (r, r, 1));
+}
+
 static void
 gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
@@ -736,7 +813,25 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
         }
       }
     }
-    for (j = j0; j < j1; j++) {
+    j = j0;
+    if (nx == 1) {
+      for (; j + 2 <= j1; j += 2) {
+        float *y = Y + i0 * ldy + j;
+        gemvq_2x1 (W->type, data + (size_t) j * row_bytes,
+            data + (size_t) (j + 1) * row_bytes, k, xq[0], xd[0], xs[0],
+            out);
+        out[0] += bias ? bias[j] : 0.0f;
+        out[1] += bias ? bias[j + 1] : 0.0f;
+        if (flags & WK_LINEAR_ADD) {
+          y[0] += out[0];
+          y[1] += out[1];
+        } else {
+          y[0] = out[0];
+          y[1] = out[1];
+        }
+      }
+    }
+    for (; j < j1; j++) {
       const unsigned char *wrow = data + (size_t) j * row_bytes;
       switch (nx) {
         case 1:
