@@ -14,10 +14,12 @@
  * the detector alone and can never produce text.
  *
  * During an utterance the model runs on the window each time `step`
- * samples have arrived since its last run (latency_ms / 2, at least
- * 200 ms; when a run takes longer in wall time than the step, the step
- * grows to the run's duration, at most 4 s, so a real-time stream keeps
- * up without dropping audio, and shrinks back when runs are fast). A run
+ * samples have arrived since its last run (latency_ms / 3, at least
+ * 200 ms: a word is committed by the second run that hears all of it,
+ * so at most two steps plus a run's time after its end; when a run
+ * takes longer in wall time than the step, the step grows to the run's
+ * duration, at most 4 s, so a real-time stream keeps up without dropping
+ * audio, and shrinks back when runs are fast). A run
  * is: log-mel of the window, the encoder on only the positions that hold
  * audio (wk_live_audio_ctx), greedy decoding at temperature 0 with the
  * committed text as the prompt and at most a few tokens per second of
@@ -450,7 +452,7 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
     wk_live_free (l);
     return WK_ERR_NOMEM;
   }
-  l->step = (int64_t) p->latency_ms * WK_SAMPLE_RATE / 2000;
+  l->step = (int64_t) p->latency_ms * WK_SAMPLE_RATE / 3000;
   if (l->step < LIVE_MIN_STEP)
     l->step = LIVE_MIN_STEP;
   wk_live_reset (l);

@@ -175,7 +175,7 @@ typedef struct
    * the last committed word. A voice activity detector (Silero VAD) runs
    * on every 32 ms of audio; while it hears no speech nothing else runs
    * and the window is trimmed. During speech the model re-runs on the
-   * window every step (latency_ms / 2, at least 200 ms of audio; longer
+   * window every step (latency_ms / 3, at least 200 ms of audio; longer
    * when a run takes longer than that, so the stream keeps up with real
    * time without dropping audio). A word is committed once two
    * consecutive runs agree on it (the longest common prefix, in words,
