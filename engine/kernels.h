@@ -1,9 +1,10 @@
 /* Matrix kernels over f32 activations and f32/f16/q8_0/q4_0 weights.
  *
  * Each kernel has a portable C reference (kernels-ref.c) that defines the
- * result, and SIMD variants (kernels-avx2.c, ...) held to it by tests. The
- * variant is chosen once, at the first call, from the CPU's features;
- * WK_KERNELS=ref in the environment forces the reference. */
+ * result, and SIMD variants (kernels-avx2.c, kernels-avx512.c) held to it
+ * by tests. The variant is chosen once, at the first call, from the CPU's
+ * features (the widest usable); WK_KERNELS=ref in the environment forces
+ * the reference, WK_KERNELS=avx2 or avx512 a SIMD set (when usable). */
 #ifndef WK_KERNELS_H
 #define WK_KERNELS_H
 
@@ -23,7 +24,7 @@ void wk_linear (wk_pool * pool, const wk_tensor * W, const float *bias,
  * [ne[0]]. */
 void wk_tensor_get_row (const wk_tensor * W, int64_t r, float *out);
 
-/* Name of the kernel set in use ("avx2", "ref"). */
+/* Name of the kernel set in use ("avx512", "avx2", "ref"). */
 const char *wk_kernels_name (void);
 
 /* ---- Additions for the encoder and decoder (kernels helper) ----

@@ -4,7 +4,8 @@
  *
  *   wk-bench-kernels [-t max_threads] [-q] [-c] [-s shape-substring]
  *
- * -q skips the (slow) reference kernels; -c reports the process's CPU time
+ * Every SIMD set built in and usable here is timed (WK_KERNELS=name: only
+ * that one). -q skips the (slow) reference kernels; -c reports the process's CPU time
  * instead of wall time (steadier on a busy machine, but it counts every
  * thread's time and no waiting, so use it with one thread). Built with OpenBLAS (meson finds
  * it when libopenblas-dev is installed) it also times cblas_sgemm on the
@@ -241,7 +242,7 @@ main (int argc, char **argv)
     {"beam qkvo 5x384x384", 5, 384, 384, 0},
     {"beam log  5x384x51864", 5, 384, 51864, 0},
   };
-  const wk_kernel_set *sets[2];
+  const wk_kernel_set *sets[6];
   int n_sets = 0, max_threads = 2, skip_ref = 0, i;
   float *X = rand_buf (3000 * 1536), *Y = rand_buf (3000 * 1536);
   float *Yl = rand_buf (5 * 51864), *bias = rand_buf (51864);
@@ -266,9 +267,14 @@ main (int argc, char **argv)
 
   if (!skip_ref)
     sets[n_sets++] = &wk_kernels_ref;
-  if (strcmp (wk_kernels_name (), "ref") != 0)
-    sets[n_sets++] = wk_kernels_get ();
-  printf ("# kernels: %s; medians; GFLOP/s = 2 n k m / time\n",
+  if (getenv ("WK_KERNELS")) {
+    /* just the one asked for */
+    if (strcmp (wk_kernels_name (), "ref") != 0)
+      sets[n_sets++] = wk_kernels_get ();
+  } else {
+    n_sets += wk_kernels_simd_sets (sets + n_sets, 4);
+  }
+  printf ("# kernels: %s by default; medians; GFLOP/s = 2 n k m / time\n",
       wk_kernels_name ());
   printf ("%-26s %-5s %-5s %3s %10s %9s\n", "shape", "type", "set", "thr",
       "ms", "GFLOP/s");
@@ -353,6 +359,7 @@ main (int argc, char **argv)
   if (want_shape ("token")) {
     for (int t = 0; t < 4; t++) {
       for (int nt = 1; nt <= max_threads; nt++) {
+        const wk_kernel_set *ks = sets[n_sets - 1];
         token_ctx c;
         double ms;
         memset (&c, 0, sizeof c);
@@ -367,9 +374,11 @@ main (int argc, char **argv)
         c.yl = Yl;
         c.n = 1;
         c.layers = 4;
+        wk_kernels_set (ks);
         ms = median_time (run_token, &c, 1.0) * 1e3;
+        wk_kernels_set (NULL);
         printf ("%-26s %-5s %-5s %3d %10.3f %9s\n", "token (4 layers+logits)",
-            wk_type_name (types[t]), wk_kernels_name (), nt, ms, "-");
+            wk_type_name (types[t]), ks->name, nt, ms, "-");
         fflush (stdout);
         free ((void *) c.sq.data);
         free ((void *) c.fc1.data);
