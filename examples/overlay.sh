@@ -5,8 +5,8 @@
 #
 #   examples/overlay.sh VIDEO [MODEL.knot]
 #
-# VIDEOSINK (default autovideosink) picks the output, e.g. VIDEOSINK=fakesink
-# to run without a display.
+# VIDEOSINK (default autovideosink) picks the output, e.g.
+# VIDEOSINK="fakesink sync=true" to run at real-time pace without a display.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 : "${GST_PLUGIN_PATH:=$here/../${BUILD:-build}/gst-plugin}"
@@ -17,6 +17,6 @@ model=${2:+model=$2}
 # shellcheck disable=SC2086
 exec gst-launch-1.0 filesrc location="$1" ! decodebin name=d \
   d. ! queue ! videoconvert ! textoverlay name=o wait-text=false ! \
-    videoconvert ! "${VIDEOSINK:-autovideosink}" \
+    videoconvert ! ${VIDEOSINK:-autovideosink} \
   d. ! queue ! audioconvert ! audioresample ! \
     whisperknot latency="${LATENCY:-1000}" $model ! o.text_sink
