@@ -116,7 +116,7 @@ struct wk_vad
 
   /* scratch, sized once */
   float frame[FRAME];
-  float spec[NSTFT_PAD];
+  float spec[NFRAMES * NSTFT_PAD];      /* [t][filter] */
   float mag[NFRAMES * NBINS];   /* [t][bin] */
   float act0[NFRAMES * 128];    /* [t][ch] after each encoder layer */
   float act1[2 * 64];
@@ -708,34 +708,140 @@ wk_default_vad_model_path (void)
 
 /* ---- network ----------------------------------------------------------- */
 
-/* y[0..n) += w[0..n) * s, n a multiple of 8: the fixed inner block lets
- * the compiler use vector registers without -ffast-math. */
-static inline void
-axpy8 (float *restrict y, const float *restrict w, float s, int n)
+/* Eight floats in registers: two SSE-sized vectors with GCC/clang vector
+ * extensions (plain SSE2 on x86-64, NEON on ARM, no -ffast-math, no
+ * run-time dispatch), an array elsewhere. Lane by lane it computes what the
+ * scalar loop would, in the same order, so results do not depend on it. */
+#if defined(__GNUC__) && !defined(WK_VAD_NO_VECTOR_EXT)
+typedef float v4sf __attribute__ ((vector_size (16)));
+typedef struct
 {
-  for (int i = 0; i < n; i += 8)
-    for (int j = 0; j < 8; j++)
-      y[i + j] += w[i + j] * s;
+  v4sf lo, hi;
+} f8;
+
+static inline f8
+f8_load (const float *p)
+{
+  f8 r;
+  memcpy (&r.lo, p, sizeof r.lo);
+  memcpy (&r.hi, p + 4, sizeof r.hi);
+  return r;
+}
+
+static inline void
+f8_store (float *p, f8 a)
+{
+  memcpy (p, &a.lo, sizeof a.lo);
+  memcpy (p + 4, &a.hi, sizeof a.hi);
+}
+
+/* acc + w * s */
+static inline f8
+f8_madd (f8 acc, f8 w, float s)
+{
+  v4sf sv = { s, s, s, s };
+  acc.lo += w.lo * sv;
+  acc.hi += w.hi * sv;
+  return acc;
+}
+#else
+typedef struct
+{
+  float v[8];
+} f8;
+
+static inline f8
+f8_load (const float *p)
+{
+  f8 r;
+  memcpy (r.v, p, sizeof r.v);
+  return r;
+}
+
+static inline void
+f8_store (float *p, f8 a)
+{
+  memcpy (p, a.v, sizeof a.v);
+}
+
+static inline f8
+f8_madd (f8 acc, f8 w, float s)
+{
+  for (int j = 0; j < 8; j++)
+    acc.v[j] += w.v[j] * s;
+  return acc;
+}
+#endif
+
+#if NFRAMES != 4
+#error "stft() is written for 4 frames"
+#endif
+
+/* spec[t][c] = sum_k basis[k][c] x[t HOP + k] for the 4 frames: blocks of
+ * 8 filters stay in registers over all taps, so the basis is read once per
+ * chunk. */
+static void
+stft (const float *x, const float *basis, float *spec)
+{
+  static const float zero8[8];
+
+  for (int c = 0; c < NSTFT_PAD; c += 8) {
+    f8 a0 = f8_load (zero8), a1 = a0, a2 = a0, a3 = a0;
+    for (int k = 0; k < NFFT; k++) {
+      f8 w = f8_load (basis + (size_t) k * NSTFT_PAD + c);
+      a0 = f8_madd (a0, w, x[k]);
+      a1 = f8_madd (a1, w, x[HOP + k]);
+      a2 = f8_madd (a2, w, x[2 * HOP + k]);
+      a3 = f8_madd (a3, w, x[3 * HOP + k]);
+    }
+    f8_store (spec + c, a0);
+    f8_store (spec + NSTFT_PAD + c, a1);
+    f8_store (spec + 2 * NSTFT_PAD + c, a2);
+    f8_store (spec + 3 * NSTFT_PAD + c, a3);
+  }
+}
+
+/* gates = b + W_ih^T x + W_hh^T h, 8 gates at a time in registers. */
+static void
+lstm_gates (const wk_vad_model * m, const float *x, const float *h,
+    float *gates)
+{
+  for (int g = 0; g < NGATES; g += 8) {
+    f8 acc = f8_load (m->b_gates + g);
+    for (int i = 0; i < HID; i++) {
+      if (x[i] != 0.0f)         /* ReLU outputs are often 0 */
+        acc = f8_madd (acc, f8_load (m->w_ih + (size_t) i * NGATES + g),
+            x[i]);
+      if (h[i] != 0.0f)
+        acc = f8_madd (acc, f8_load (m->w_hh + (size_t) i * NGATES + g),
+            h[i]);
+    }
+    f8_store (gates + g, acc);
+  }
 }
 
 /* Conv1d, kernel KSIZE, padding 1, then ReLU. x: [n_in][c_in] time-major,
- * y: [n_out][c_out]. */
+ * w: [c_in * KSIZE][c_out], y: [n_out][c_out]; c_out a multiple of 8. */
 static void
 conv_relu (const float *x, int n_in, int c_in, const float *w,
     const float *b, int c_out, int stride, float *y, int n_out)
 {
   for (int t = 0; t < n_out; t++) {
     float *yt = y + (size_t) t * c_out;
-    memcpy (yt, b, (size_t) c_out * sizeof *yt);
-    for (int k = 0; k < KSIZE; k++) {
-      int src = t * stride + k - 1;
-      if (src < 0 || src >= n_in)
-        continue;
-      for (int ci = 0; ci < c_in; ci++) {
-        float s = x[(size_t) src * c_in + ci];
-        if (s != 0.0f)          /* ReLU outputs are often 0 */
-          axpy8 (yt, w + (size_t) (ci * KSIZE + k) * c_out, s, c_out);
+    for (int co = 0; co < c_out; co += 8) {
+      f8 acc = f8_load (b + co);
+      for (int k = 0; k < KSIZE; k++) {
+        int src = t * stride + k - 1;
+        if (src < 0 || src >= n_in)
+          continue;
+        for (int ci = 0; ci < c_in; ci++) {
+          float s = x[(size_t) src * c_in + ci];
+          if (s != 0.0f)        /* ReLU outputs are often 0 */
+            acc = f8_madd (acc, f8_load (w + (size_t) (ci * KSIZE + k) *
+                    c_out + co), s);
+        }
       }
+      f8_store (yt + co, acc);
     }
     for (int co = 0; co < c_out; co++)
       yt[co] = yt[co] > 0.0f ? yt[co] : 0.0f;
@@ -807,28 +913,18 @@ wk_vad_run_chunk (wk_vad * v, const float *chunk)
   }
 
   /* STFT magnitude */
+  stft (x, m->stft, v->spec);
   for (int t = 0; t < NFRAMES; t++) {
-    const float *xt = x + t * HOP;
+    const float *st = v->spec + t * NSTFT_PAD;
     float *mt = v->mag + t * NBINS;
-    memset (v->spec, 0, sizeof v->spec);
-    for (int k = 0; k < NFFT; k++)
-      axpy8 (v->spec, m->stft + (size_t) k * NSTFT_PAD, xt[k], NSTFT_PAD);
-    for (int f = 0; f < NBINS; f++) {
-      float re = v->spec[f], im = v->spec[NBINS + f];
-      mt[f] = sqrtf (re * re + im * im);
-    }
+    for (int f = 0; f < NBINS; f++)
+      mt[f] = sqrtf (st[f] * st[f] + st[NBINS + f] * st[NBINS + f]);
   }
   encode (m, v->mag, v->act0, v->act1, v->act2, v->act3);
 
 lstm:
   /* LSTM cell */
-  memcpy (v->gates, m->b_gates, sizeof v->gates);
-  for (int i = 0; i < HID; i++) {
-    if (v->act3[i] != 0.0f)
-      axpy8 (v->gates, m->w_ih + (size_t) i * NGATES, v->act3[i], NGATES);
-    if (v->h[i] != 0.0f)
-      axpy8 (v->gates, m->w_hh + (size_t) i * NGATES, v->h[i], NGATES);
-  }
+  lstm_gates (m, v->act3, v->h, v->gates);
   logit = m->out_b;
   for (int i = 0; i < HID; i++) {
     float ig = sigmoidf (v->gates[i]);
