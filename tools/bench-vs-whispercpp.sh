@@ -24,11 +24,12 @@
 # Environment: AUDIO (default: jfk.wav from the shared data), THREADS (2),
 # RUNS (5), E2E_RUNS (RUNS), E2E_RUNS_RANDOM (1), WORK (a folder for the
 # generated models; default a temporary one, removed afterwards), VOCAB
-# (the vocabulary-only .bin for the random models), DEFAULT_GGML.
+# (the vocabulary-only .bin for the random models), DEFAULT_GGML, RANDOM_MODELS
+# (0: skip the random-weight models).
 set -eu
 
 if [ $# -lt 2 ]; then
-  sed -n '2,28s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,29s/^# \{0,1\}//p' "$0" >&2
   exit 2
 fi
 build=$(cd "$1" && pwd)
@@ -68,6 +69,7 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(sed -n 's/^model name
 echo
 
 for t in $types; do
+  [ "${RANDOM_MODELS:-1}" = 0 ] && break
   bin=$work/tiny-$t.bin
   knot=$work/tiny-$t.knot
   if [ ! -f "$knot" ]; then
