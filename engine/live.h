@@ -54,4 +54,14 @@ int wk_live_common_prefix (const char *const *a, int n_a,
 int wk_live_audio_ctx (const wk_model * model, int audio_ctx_param,
     int n_frames);
 
+/* A scripted stand-in for the model, for testing the policy itself:
+ * when set, a run calls fn with the window [start, end) (samples) instead
+ * of the encoder and decoder; fn writes the sampled tokens (text and
+ * timestamp tokens relative to start, as the decoder would, without
+ * <|endoftext|>) and returns how many (at most max). NULL restores the
+ * model. */
+typedef int (*wk_live_script_fn) (void *user, int64_t start, int64_t end,
+    int32_t * tokens, int max);
+void wk_live_set_script (wk_live * live, wk_live_script_fn fn, void *user);
+
 #endif /* WK_LIVE_H */

@@ -8,6 +8,10 @@
  *    ends with an utterance_end marker, no allocation while feeding;
  *  - an hour of mostly silence with speech every five minutes: memory
  *    constant (state_bytes), no allocation, bounded runs;
+ *  - a scripted ideal recognizer in place of the model: LocalAgreement-2
+ *    commits every word once, in order, with its times, within two steps
+ *    of its end, after showing it as a partial; the window stays short;
+ *    words heard again at a window's start are not committed twice;
  *  - finish in the middle of a word commits the tail; reset in the middle
  *    of an utterance forgets everything; parameters are checked; latency
  *    0 keeps the offline behaviour (no partials, no markers).
@@ -555,6 +559,182 @@ test_hour (void)
   wk_stream_free (s);
 }
 
+/* ---- the policy with a scripted model ------------------------------------
+ *
+ * An ideal recognizer: it hears the words of a fixed script whose times
+ * it knows exactly; a word cut by the window's end comes out as a wrong
+ * guess (" xx") in an open segment, as a real model guesses at a word it
+ * only half heard. With echo, a run whose window starts right where the
+ * previous word ended also hears that word again first. */
+
+#define N_SCRIPT 14
+static const char *const script_words[N_SCRIPT] = {
+  "and", "so", "my", "fellow", "Americans", "ask", "not", "what", "your",
+  "country", "can", "do", "for", "you"
+};
+
+typedef struct
+{
+  wk_model *m;
+  int64_t start[N_SCRIPT], end[N_SCRIPT];
+  int32_t tok[N_SCRIPT][4];
+  int n_tok[N_SCRIPT];
+  int32_t guess[4];
+  int n_guess;
+  bool echo;
+  int64_t max_window;
+  int n_calls;
+} script;
+
+static int32_t
+ts_token (const script * sc, int64_t rel)
+{
+  int64_t k = (rel + 160) / 320;
+  if (k < 0)
+    k = 0;
+  if (k > 1500)
+    k = 1500;
+  return sc->m->sp.timestamp_begin + (int32_t) k;
+}
+
+static int
+script_run (void *user, int64_t ws, int64_t we, int32_t * out, int max)
+{
+  script *sc = user;
+  int n = 0, i, k;
+
+  sc->n_calls++;
+  if (we - ws > sc->max_window)
+    sc->max_window = we - ws;
+  for (i = 0; i < N_SCRIPT && n + 8 < max; i++) {
+    bool echo = sc->echo && sc->end[i] <= ws && ws - sc->end[i] < 320
+        && ws - sc->start[i] < 2 * SR;
+    if (sc->end[i] <= ws - 160 && !echo)
+      continue;                 /* committed before this window */
+    if (sc->start[i] >= we - 1600)
+      break;                    /* not heard yet */
+    if (echo) {
+      out[n++] = ts_token (sc, 0);
+      for (k = 0; k < sc->n_tok[i]; k++)
+        out[n++] = sc->tok[i][k];
+      out[n++] = ts_token (sc, 0);
+      continue;
+    }
+    out[n++] = ts_token (sc, sc->start[i] - ws);
+    if (sc->end[i] <= we) {
+      for (k = 0; k < sc->n_tok[i]; k++)
+        out[n++] = sc->tok[i][k];
+      out[n++] = ts_token (sc, sc->end[i] - ws);
+    } else {
+      for (k = 0; k < sc->n_guess; k++)
+        out[n++] = sc->guess[k];
+      break;                    /* open segment: cut by the window */
+    }
+  }
+  return n;
+}
+
+static void
+script_policy (bool echo)
+{
+  wk_stream_params p = live_params (900);  /* step 300 ms */
+  wk_ctx *ctx = NULL;
+  wk_live *live = NULL;
+  script sc;
+  char err[256];
+  int lang = -1, i, n_committed = 0, k;
+  int64_t fed = 0, total, commit_at[N_SCRIPT];
+  bool partial_before[N_SCRIPT], seen_partial[N_SCRIPT];
+  float *zeros = calloc (PIECE, sizeof *zeros);
+
+  memset (&sc, 0, sizeof sc);
+  sc.m = model;
+  sc.echo = echo;
+  for (i = 0; i < N_SCRIPT; i++) {
+    char w[64];
+    snprintf (w, sizeof w, " %s", script_words[i]);
+    sc.start[i] = SR + (int64_t) i * SR * 45 / 100;
+    sc.end[i] = sc.start[i] + SR * 35 / 100;
+    sc.n_tok[i] = wk_tokenizer_encode (model->tok, w, strlen (w), sc.tok[i],
+        4);
+    CHECK (sc.n_tok[i] >= 1);
+    seen_partial[i] = partial_before[i] = false;
+    commit_at[i] = -1;
+  }
+  sc.n_guess = wk_tokenizer_encode (model->tok, " xx", 3, sc.guess, 4);
+  total = sc.end[N_SCRIPT - 1] + SR;
+
+  p.use_vad = false;
+  CHECK (wk_ctx_new (model, 1, 1, &ctx, err, sizeof err) == WK_OK);
+  CHECK_MSG (wk_live_new (ctx, &p, &lang, &live, err, sizeof err) == WK_OK,
+      "%s", err);
+  if (!live)
+    goto done;
+  wk_live_set_script (live, script_run, &sc);
+
+  while (fed <= total) {
+    const wk_segment *segs;
+    size_t n, j;
+    if (fed < total)
+      CHECK (wk_live_feed (live, zeros, PIECE) == WK_OK);
+    else
+      CHECK (wk_live_finish (live) == WK_OK);
+    fed += PIECE;
+    n = wk_live_take (live, &segs);
+    for (j = 0; j < n; j++) {
+      if (segs[j].utterance_end)
+        continue;
+      CHECK_MSG (n_committed < N_SCRIPT, "extra word '%s'", segs[j].text);
+      if (n_committed >= N_SCRIPT)
+        break;
+      k = n_committed++;
+      CHECK_MSG (segs[j].text[0] == ' '
+          && !strcmp (segs[j].text + 1, script_words[k]),
+          "word %d: '%s', expected ' %s'", k, segs[j].text, script_words[k]);
+      CHECK (llabs (segs[j].start - sc.start[k]) <= 160
+          && llabs (segs[j].end - sc.end[k]) <= 160);
+      commit_at[k] = fed < total ? fed : total;
+      partial_before[k] = seen_partial[k];
+    }
+    n = wk_live_partial (live, &segs, NULL);
+    for (j = 0; j < n; j++)
+      for (k = n_committed; k < N_SCRIPT; k++)
+        if (!strcmp (segs[j].text + 1, script_words[k]))
+          seen_partial[k] = true;
+  }
+  CHECK_MSG (n_committed == N_SCRIPT, "%d of %d words committed",
+      n_committed, N_SCRIPT);
+  for (k = 0; k < N_SCRIPT; k++) {
+    /* committed by the second run that hears the whole word: two steps
+     * (300 ms) and a piece after its end at most */
+    CHECK_MSG (commit_at[k] >= 0 && commit_at[k] - sc.end[k] <= 2 * 4800
+        + 2 * PIECE, "word %d committed %lld samples after its end", k,
+        (long long) (commit_at[k] - sc.end[k]));
+    CHECK_MSG (partial_before[k], "word %d was never a partial", k);
+  }
+  /* the window is trimmed behind committed words */
+  CHECK_MSG (sc.max_window < 2 * SR, "window reached %lld samples",
+      (long long) sc.max_window);
+  printf ("# scripted%s: %d runs, window at most %.2f s\n",
+      echo ? " (echo)" : "", sc.n_calls, (double) sc.max_window / SR);
+done:
+  wk_live_free (live);
+  wk_ctx_free (ctx);
+  free (zeros);
+}
+
+static void
+test_script (void)
+{
+  script_policy (false);
+}
+
+static void
+test_script_echo (void)
+{
+  script_policy (true);
+}
+
 static void
 remove_tmpdir (void)
 {
@@ -599,6 +779,8 @@ main (void)
 
   RUN (test_helpers);
   RUN (test_params);
+  RUN (test_script);
+  RUN (test_script_echo);
   RUN (test_silence);
   RUN (test_speech);
   RUN (test_no_vad);
