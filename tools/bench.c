@@ -805,7 +805,9 @@ usage (FILE * f)
       "format) it also runs\nwhisper.cpp on the same audio, threads and "
       "runs and prints the ratio\nwhisper.cpp / whisperknot for each figure "
       "(> 1: whisperknot is faster/smaller).\n\n"
-      "Defaults: -t 2 -r 5 --past 96 --steps 32 -l en.\n");
+      "Defaults: -t 2 -r 5 --past 96 --steps 32 -l en.\n"
+      "Exit status: 0 when every measurement ran (figures are never "
+      "judged), 1 when\none failed, 2 usage.\n");
 }
 
 static int
@@ -922,7 +924,7 @@ main (int argc, char **argv)
   options o;
   workspace w;
   results *ours_st, *theirs_st, *ours_e2e, *theirs_e2e;
-  bool cmp, used_bench = false;
+  bool cmp, used_bench = false, failed = false;
   char la0[16], la1[16], date[64];
   time_t now;
   double med, mn;
@@ -970,8 +972,10 @@ main (int argc, char **argv)
   warm_file (o.audio);
   if (cmp) {
     warm_file (o.ggml);
-    if (!write_pcm (o.audio, w.pcm))
+    if (!write_pcm (o.audio, w.pcm)) {
+      failed = true;
       goto done;
+    }
   }
 
   now = time (NULL);
@@ -981,17 +985,17 @@ main (int argc, char **argv)
       la0);
 
   if (!o.no_stages) {
-    run_ours (&w, &o, "stages", o.runs, ours_st);
+    failed |= !run_ours (&w, &o, "stages", o.runs, ours_st);
     if (cmp)
-      run_theirs_stages (&w, &o, theirs_st, &used_bench);
+      failed |= !run_theirs_stages (&w, &o, theirs_st, &used_bench);
   }
   /* End-to-end runs alternate between the two engines so that a change in
    * the machine's load hits both alike. */
   if (!o.no_e2e) {
     for (i = 0; i < o.e2e_runs; i++) {
-      run_ours (&w, &o, "e2e", 1, ours_e2e);
+      failed |= !run_ours (&w, &o, "e2e", 1, ours_e2e);
       if (cmp)
-        run_theirs_e2e (&w, &o, theirs_e2e);
+        failed |= !run_theirs_e2e (&w, &o, theirs_e2e);
     }
   }
   loadavg (la1, sizeof la1);
@@ -1128,5 +1132,7 @@ done:
   free (theirs_st);
   free (ours_e2e);
   free (theirs_e2e);
-  return 0;
+  /* The figures are never judged; the status only says whether every
+   * measurement ran. */
+  return failed ? 1 : 0;
 }
