@@ -286,6 +286,52 @@ test_jfk_segments (void)
   wk_vad_free (v);
 }
 
+/* Speech in white noise (jfk.wav is at about -17 dBFS RMS): still found
+ * where it is, and nothing is found away from it. */
+static void
+test_speech_in_noise (void)
+{
+  const double levels[] = { -40.0, -25.0 };
+  float *x = malloc (jfk_n * sizeof *x);
+  wk_vad *v = new_vad (NULL);
+
+  for (int l = 0; l < 2; l++) {
+    wk_vad_segment *segs = NULL;
+    size_t n_segs = 0, covered = 0, wanted = 0, stray = 0;
+
+    make_noise (x, jfk_n, levels[l], 11 + (uint64_t) l);
+    for (size_t i = 0; i < jfk_n; i++)
+      x[i] += jfk[i];
+    CHECK (wk_vad_detect (v, x, jfk_n, NULL, &segs, &n_segs) == WK_OK);
+    printf ("# jfk + noise at %.0f dBFS:", levels[l]);
+    for (size_t i = 0; i < n_segs; i++)
+      printf (" %.2f-%.2f", segs[i].start / (double) SR,
+          segs[i].end / (double) SR);
+    printf ("\n");
+    /* in 10 ms steps: inside whisper.cpp's segments (0.1 s margin) must be
+     * covered, more than 0.3 s away from them must not */
+    for (int64_t cs = 0; cs < (int64_t) (jfk_n / (SR / 100)); cs++) {
+      int64_t smp = cs * (SR / 100);
+      int in_seg = 0, inside = 0, near = 0;
+      for (size_t i = 0; i < n_segs; i++)
+        in_seg |= smp >= segs[i].start && smp < segs[i].end;
+      for (int s = 0; s < 4; s++) {
+        inside |= cs >= wcpp_segs[s][0] + 10 && cs < wcpp_segs[s][1] - 10;
+        near |= cs >= wcpp_segs[s][0] - 30 && cs < wcpp_segs[s][1] + 30;
+      }
+      wanted += inside;
+      covered += inside && in_seg;
+      stray += !near && in_seg;
+    }
+    CHECK_MSG (covered >= wanted * 95 / 100, "%zu of %zu covered", covered,
+        wanted);
+    CHECK_MSG (stray == 0, "%zu cs of speech away from the speech", stray);
+    free (segs);
+  }
+  free (x);
+  wk_vad_free (v);
+}
+
 /* Feeds pcm in pieces of the given sizes (cycled) and collects events. */
 static size_t
 stream_segments (wk_vad * v, const float *pcm, size_t n,
@@ -808,6 +854,7 @@ main (void)
   RUN (test_load_shipped_and_shared);
   RUN (test_probs_match_whispercpp);
   RUN (test_jfk_segments);
+  RUN (test_speech_in_noise);
   RUN (test_streaming_equals_offline);
   RUN (test_params);
   RUN (test_silence_and_noise);
