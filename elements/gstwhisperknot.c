@@ -194,6 +194,7 @@ static gboolean gst_whisperknot_src_query (GstPad * pad, GstObject * parent,
 static gboolean gst_whisperknot_src_activate_mode (GstPad * pad,
     GstObject * parent, GstPadMode mode, gboolean active);
 static void gst_whisperknot_loop (GstWhisperKnot * self);
+static void gst_whisperknot_join_load (GstWhisperKnot * self);
 
 static void
 gst_whisperknot_class_init (GstWhisperKnotClass * klass)
@@ -316,6 +317,8 @@ gst_whisperknot_finalize (GObject * object)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (object);
 
+  /* a NULL_TO_READY that failed after starting the load */
+  gst_whisperknot_join_load (self);
   g_free (self->model_path);
   g_free (self->language);
   g_free (self->loaded_path);
@@ -567,6 +570,12 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
 
   if (language && language[0] && g_ascii_strcasecmp (language, "auto"))
     params.language = language;
+
+  if (self->stream) {
+    /* left from a change to PAUSED that failed later */
+    wk_stream_free (self->stream);
+    self->stream = NULL;
+  }
 
   status = wk_stream_new (self->model, &params, &self->stream, err,
       sizeof err);
