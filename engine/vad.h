@@ -16,8 +16,16 @@
  *     transcribe [S, E) now instead of waiting for the window to fill;
  *   - while wk_vad_in_speech() is false and no START is pending, the
  *     audio is silence or noise: do not run the encoder or the decoder on
- *     it (that is where hallucinated text on silence comes from). A chunk
- *     costs the VAD network a few tens of microseconds.
+ *     it (that is where hallucinated text on silence comes from). A 32 ms
+ *     chunk costs the VAD network under 0.1 ms of one core (about 0.25%
+ *     of a core in real time; digital silence about a third of that), see
+ *     test-vad's "cost" lines;
+ *   - the defaults report START about 0.25 s after speech begins (the
+ *     burst must outlast min_speech_duration_ms) and END about 0.22 s
+ *     after it ends (merge_gap_ms); lower them for a snappier policy, at
+ *     the price of more, shorter segments;
+ *   - the same samples fed from the same reset give the same positions to
+ *     the stream and the VAD, so event samples are stream samples.
  *
  * The chunk grid is absolute (chunk i covers samples [512 i, 512 (i + 1)))
  * so the way audio is split into buffers never changes the results. */

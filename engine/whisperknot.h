@@ -428,7 +428,8 @@ typedef struct
 } wk_vad_segment;
 
 /* Offline helper: resets vad, runs the whole buffer through it (exactly as
- * feeding it in pieces would) and returns the speech segments in a
+ * feeding it in pieces would) and finishes it (wk_vad_reset() before
+ * feeding it again); returns the speech segments in a
  * malloc'd array (NULL when there are none) to release with free().
  * probs, when not NULL, receives the probability of each chunk:
  * ceil (n / WK_VAD_CHUNK) floats. */
