@@ -170,6 +170,14 @@ append_text (char *dst, const char *src)
 
 /* ---- child processes ---------------------------------------------------- */
 
+/* user + system CPU time of a child, ms */
+static double
+cpu_ms (const struct rusage *ru)
+{
+  return (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1e3
+      + (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e3;
+}
+
 /* Runs argv with stdout and stderr sent to files; returns its exit status
  * (-1 if it could not run or died from a signal). */
 static int
@@ -624,6 +632,7 @@ run_ours (workspace * w, const options * o, const char *mode, int runs,
   }
   parse_wkb (w->out, r);
   results_add (r, "proc_wall_ms", wall);
+  results_add (r, "cpu_ms", cpu_ms (&ru));
   if (ru.ru_maxrss > r->maxrss_kb)
     r->maxrss_kb = ru.ru_maxrss;
   results_add (r, "maxrss_kb", ru.ru_maxrss);
@@ -750,6 +759,7 @@ run_theirs_e2e (workspace * w, const options * o, results * r)
   }
   parse_whisper_timings (w->err, w->out, r);
   results_add (r, "proc_wall_ms", wall);
+  results_add (r, "cpu_ms", cpu_ms (&ru));
   results_add (r, "maxrss_kb", ru.ru_maxrss);
   if (ru.ru_maxrss > r->maxrss_kb)
     r->maxrss_kb = ru.ru_maxrss;
@@ -1056,6 +1066,8 @@ main (int argc, char **argv)
         "load_ms", 1);
     row ("process wall, load + e2e", ours_e2e, "proc_wall_ms", theirs_e2e,
         "proc_wall_ms", 1);
+    row ("process CPU time (user + sys)", ours_e2e, "cpu_ms", theirs_e2e,
+        "cpu_ms", 1);
     printf ("\n  %-34s %-21s %-21s %s\n", "memory, MB", "whisperknot",
         cmp ? "whisper.cpp" : "", cmp ? "whisper.cpp/ours" : "");
     row ("peak RSS, e2e process", ours_e2e, "maxrss_kb", theirs_e2e,
@@ -1119,7 +1131,8 @@ main (int argc, char **argv)
         "decoder steps =\n"
         "    its one-token decode runs.\n", o.fallback ? "" : " -nf");
   }
-  printf ("  Peak RSS: ru_maxrss from wait4() of each child process.\n"
+  printf ("  Peak RSS and CPU time: wait4() of each child process (CPU "
+      "time includes\n    time spent spinning at thread barriers).\n"
       "  Ratio: whisper.cpp / whisperknot (> 1: whisperknot faster or "
       "smaller).\n");
 
