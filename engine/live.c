@@ -807,7 +807,7 @@ run_model (wk_live * l, int64_t end, bool final)
   wk_stream_params pp = l->p;
   live_hyp *h = &l->hyp[l->cur];
   int64_t n = end - l->win_start, first;
-  int n_frames, max_tok;
+  int n_frames, max_tok, lang;
   double t0 = now_s (), t1, dt;
   wk_status st;
 
@@ -830,8 +830,13 @@ run_model (wk_live * l, int64_t end, bool final)
   ctx->audio_ctx = 0;
   if (st != WK_OK)
     return st;
-  if (*l->lang < 0 && m->multilingual)
-    *l->lang = wk_detect_language (ctx, NULL);
+  lang = *l->lang;
+  if (lang < 0 && m->multilingual) {
+    /* a guess from a short window is kept for this run only */
+    lang = wk_detect_language (ctx, NULL);
+    if (n >= 2 * WK_SAMPLE_RATE || final)
+      *l->lang = lang;
+  }
 
   /* a few tokens per second of audio at most: bounds a run's cost and
    * cuts repetition loops short */
@@ -839,7 +844,7 @@ run_model (wk_live * l, int64_t end, bool final)
   ctx->max_tokens = max_tok;
   if (!final)
     pp.temperature_inc = 0.0f;  /* runs must agree: greedy only */
-  st = wk_decode_window (ctx, &pp, *l->lang < 0 ? 0 : *l->lang,
+  st = wk_decode_window (ctx, &pp, lang < 0 ? 0 : lang,
       l->n_prompt ? l->prompt : NULL, l->n_prompt, &r);
   ctx->max_tokens = 0;
   if (st != WK_OK)

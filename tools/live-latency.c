@@ -287,7 +287,7 @@ usage (FILE * f)
       "      --fast            do not sleep: as fast as possible\n"
       "      --truth FILE      lines 'ID<TAB>...<TAB>text', ID = a file's\n"
       "                        base name without .wav: WER against it too\n"
-      "      --quiet           no per-word lines\n"
+      "  -q, --quiet           no per-word lines\n"
       "      --encoder-bench   time the encoder on full and shortened\n"
       "                        contexts instead, then exit\n"
       "  -h, --help            this help\n");
@@ -372,7 +372,7 @@ main (int argc, char **argv)
   const wk_segment *segs;
   size_t n;
 
-  while ((c = getopt_long (argc, argv, "m:l:t:h", opts, NULL)) != -1) {
+  while ((c = getopt_long (argc, argv, "m:l:t:qh", opts, NULL)) != -1) {
     switch (c) {
       case 'm':
         model_path = optarg;
