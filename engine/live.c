@@ -40,7 +40,8 @@
  *
  * Hallucinations: no run happens outside detected speech; a run whose
  * no_speech_prob is above no_speech_threshold with avg_logprob below
- * logprob_threshold yields nothing (Whisper's silence rule); a run's
+ * logprob_threshold yields nothing (Whisper's silence rule), nor one
+ * above half that threshold with avg_logprob a whole unit lower; a run's
  * first words that repeat the last committed words (text normalised) are
  * dropped, since the window starts where they ended.
  */
@@ -752,6 +753,8 @@ static void
 dedupe (wk_live * l, live_hyp * h)
 {
   int n, i;
+  if (h->n_w == 0 || h->w[0].start >= l->win_start + WK_SAMPLE_RATE / 2)
+    return;                     /* an echo is at the window's start */
   for (n = l->n_recent < h->n_w ? l->n_recent : h->n_w; n > 0; n--) {
     char w[LIVE_WORD_BYTES];
     for (i = 0; i < n; i++) {
@@ -851,9 +854,14 @@ run_model (wk_live * l, int64_t end, bool final)
     return st;
 
 have_result:
-  if (r->no_speech_prob > l->p.no_speech_threshold
-      && r->avg_logprob < l->p.logprob_threshold) {
-    h->n_tok = h->n_w = 0;      /* Whisper's silence rule */
+  if ((r->no_speech_prob > l->p.no_speech_threshold
+          && r->avg_logprob < l->p.logprob_threshold)
+      || (r->no_speech_prob > 0.5f * l->p.no_speech_threshold
+          && r->avg_logprob < l->p.logprob_threshold - 1.0f)) {
+    /* Whisper's silence rule, and a stricter one: text the model is very
+     * unsure of where it half believes there is no speech (noise that
+     * got past the detector) */
+    h->n_tok = h->n_w = 0;
     h->end = end;
   } else {
     build_hyp (l, h, r, l->win_start, end);
@@ -943,6 +951,7 @@ final_run (wk_live * l, int64_t speech_end)
   set_partial (l, NULL);
   l->win_start = l->total / LIVE_HOP * LIVE_HOP;
   l->last_run_end = -1;
+  l->n_recent = 0;              /* the next window starts after a pause */
   return WK_OK;
 }
 
