@@ -13,6 +13,8 @@
 #include "model.h"
 
 #define WK_LN_EPS 1e-5f
+/* wk_attention_f16kv is slower than wk_attention from about 16 queries */
+#define WK_F16KV_MAX_QUERIES 16
 
 static double
 now_s (void)
@@ -44,7 +46,31 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
     A = ctx->enc_ctx;           /* the encoder ran on fewer positions */
   off = (size_t) l * A * dt;
 
-  if (ctx->cross_f16)
+  if (ctx->cross_f16 && n >= WK_F16KV_MAX_QUERIES) {
+    /* Many queries (a prompt): the f16 kernel is meant for few, so the
+     * layer's K/V go back to f32 in the model's shared encoder scratch
+     * (>= 2 A dt floats; encoders wait meanwhile) for wk_attention. */
+    wk_model *m = ctx->model;
+    wk_tensor t;
+    float *k32, *v32;
+
+    memset (&t, 0, sizeof t);
+    t.type = WK_TYPE_F16;
+    t.n_dims = 2;
+    t.ne[0] = A * dt;
+    t.ne[1] = t.ne[2] = t.ne[3] = 1;
+    t.nbytes = (size_t) (A * dt) * sizeof (uint16_t);
+    pthread_mutex_lock (&m->enc_lock);
+    k32 = m->enc_scratch;
+    v32 = k32 + A * dt;
+    t.data = ctx->cross_k16 + off;
+    wk_tensor_get_row (&t, 0, k32);
+    t.data = ctx->cross_v16 + off;
+    wk_tensor_get_row (&t, 0, v32);
+    wk_attention (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt, k32, dt, v32,
+        dt, scale, 0, ctx->d_att, dt);
+    pthread_mutex_unlock (&m->enc_lock);
+  } else if (ctx->cross_f16)
     wk_attention_f16kv (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
         ctx->cross_k16 + off, dt, ctx->cross_v16 + off, dt, scale, 0,
         ctx->d_att, dt);

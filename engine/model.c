@@ -474,9 +474,9 @@ read_hparams (wk_model * m, char *err, size_t err_size)
         "window (%d)", hp->n_audio_ctx, WK_N_FRAMES / 2);
     return WK_ERR_UNSUPPORTED;
   }
-  if (hp->n_text_state > 4 * hp->n_audio_state) {
-    /* the encoder's scratch holds the cross-attention K/V before f16 */
-    set_err (err, err_size, "model: n_text_state %d is more than 4 x "
+  if (hp->n_text_state > 2 * hp->n_audio_state) {
+    /* the encoder's scratch holds the cross-attention K and V in f32 */
+    set_err (err, err_size, "model: n_text_state %d is more than 2 x "
         "n_audio_state %d", hp->n_text_state, hp->n_audio_state);
     return WK_ERR_UNSUPPORTED;
   }
