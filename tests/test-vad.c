@@ -182,33 +182,67 @@ test_load_shipped_and_shared (void)
   unsetenv ("WHISPERKNOT_VAD_MODEL");
 }
 
+/* Reads up to max probabilities from $WK_TEST_DATA/name ('#' lines are
+ * comments); returns how many. */
+static size_t
+read_probs (const char *name, float *out, size_t max)
+{
+  char path[4096], line[256];
+  const char *dir = getenv ("WK_TEST_DATA");
+  size_t n = 0;
+  FILE *f;
+
+  snprintf (path, sizeof path, "%s/%s", dir ? dir : "tests/data", name);
+  f = fopen (path, "r");
+  CHECK_MSG (f != NULL, "%s", path);
+  if (!f)
+    return 0;
+  while (fgets (line, sizeof line, f) && n < max)
+    if (line[0] != '#')
+      out[n++] = strtof (line, NULL);
+  fclose (f);
+  return n;
+}
+
+/* The default framing against an independent pure-Python statement of
+ * silero-vad's reference code (tests/data/gen-vad-silero-probs.py) with
+ * the same weights. */
+static void
+test_probs_match_silero_reference (void)
+{
+  float ref[400], *probs;
+  size_t n_ref, n_chunks = (jfk_n + WK_VAD_CHUNK - 1) / WK_VAD_CHUNK;
+  double max_diff = 0;
+  wk_vad *v = new_vad (NULL);
+
+  n_ref = read_probs ("vad-jfk-silero-probs.txt", ref, 400);
+  CHECK (n_ref == n_chunks);
+  probs = malloc (n_chunks * sizeof *probs);
+  CHECK (wk_vad_detect (v, jfk, jfk_n, probs, NULL, NULL) == WK_OK);
+  for (size_t i = 0; i < n_ref && i < n_chunks; i++)
+    if (fabs (probs[i] - ref[i]) > max_diff)
+      max_diff = fabs (probs[i] - ref[i]);
+  printf ("# Silero framing: max |p - p_reference| = %.6f over %zu chunks\n",
+      max_diff, n_chunks);
+  CHECK (max_diff < 1e-4);
+  free (probs);
+  wk_vad_free (v);
+}
+
 /* With whisper.cpp's framing, the network gives whisper.cpp's
  * probabilities (it rounds the convolutions' inputs to f16, we do not),
  * and the segmenter whisper.cpp's segments. */
 static void
 test_probs_match_whispercpp (void)
 {
-  char path[4096];
-  const char *dir = getenv ("WK_TEST_DATA");
-  FILE *f;
   float ref[400], *probs;
-  size_t n_ref = 0, n_chunks = (jfk_n + WK_VAD_CHUNK - 1) / WK_VAD_CHUNK;
-  char line[256];
+  size_t n_ref, n_chunks = (jfk_n + WK_VAD_CHUNK - 1) / WK_VAD_CHUNK;
   double max_diff = 0;
   wk_vad *v = new_vad (NULL);
   wk_vad_segment *segs = NULL;
   size_t n_segs = 0;
 
-  snprintf (path, sizeof path, "%s/vad-jfk-whispercpp-probs.txt",
-      dir ? dir : "tests/data");
-  f = fopen (path, "r");
-  CHECK_MSG (f != NULL, "%s", path);
-  if (!f)
-    return;
-  while (fgets (line, sizeof line, f) && n_ref < 400)
-    if (line[0] != '#')
-      ref[n_ref++] = strtof (line, NULL);
-  fclose (f);
+  n_ref = read_probs ("vad-jfk-whispercpp-probs.txt", ref, 400);
   CHECK (n_ref == 344);
   CHECK (n_chunks == 344);
 
@@ -853,6 +887,7 @@ main (void)
 
   RUN (test_load_shipped_and_shared);
   RUN (test_probs_match_whispercpp);
+  RUN (test_probs_match_silero_reference);
   RUN (test_jfk_segments);
   RUN (test_speech_in_noise);
   RUN (test_streaming_equals_offline);
