@@ -93,17 +93,39 @@ class Pool:
         return a[off[i]:off[i + 1]], toks[i], txt[i]
 
 
+CTC_CHARS = " abcdefghijklmnopqrstuvwxyz'"  # CTC classes 1..28, 0 = blank
+_CTC_INDEX = {c: i + 1 for i, c in enumerate(CTC_CHARS)}
+
+
+def ctc_labels(texts):
+    """Lowercased letters/apostrophes/spaces of the texts as CTC class ids."""
+    s = " ".join(norm_words(" ".join(texts)))
+    return [_CTC_INDEX[c] for c in s if c in _CTC_INDEX]
+
+
+class CTCHead(torch.nn.Module):
+    """Auxiliary character CTC on the encoder output (training aid, never exported)."""
+
+    def __init__(self, n_state):
+        super().__init__()
+        self.proj = torch.nn.Linear(n_state, len(CTC_CHARS) + 1)
+
+    def forward(self, xa):
+        return self.proj(xa).log_softmax(-1)
+
+
 def make_window(pool, rng, p_notimestamps=0.15, p_single=0.1, max_tokens=440):
-    """One training example: (float32 audio [WIN], token list)."""
+    """One training example: (float32 audio [WIN], token list, CTC labels or None)."""
     x = np.zeros(WIN, dtype=np.float32)
     ts = rng.random() >= p_notimestamps
     single = rng.random() < p_single
     segs = []  # (start_s, end_s, tokens)
+    texts = []
     partial = None
     t = rng.uniform(0.0, 2.0) if not single else rng.uniform(0.0, 10.0)
     n_tok = 3
     while True:
-        u, toks, _ = pool.sample()
+        u, toks, text = pool.sample()
         n = len(u)
         start = int(t * SR)
         gain = 10 ** (rng.uniform(-12, 0) / 20) / 32768.0
@@ -112,6 +134,7 @@ def make_window(pool, rng, p_notimestamps=0.15, p_single=0.1, max_tokens=440):
                 break
             x[start:start + n] = u.astype(np.float32) * gain
             segs.append((start / SR, (start + n) / SR, toks))
+            texts.append(text)
             n_tok += len(toks) + 2
             t = (start + n) / SR + rng.uniform(0.1, 1.5)
             if single:
@@ -146,15 +169,17 @@ def make_window(pool, rng, p_notimestamps=0.15, p_single=0.1, max_tokens=440):
         for _, _, tk in segs:
             tokens.extend(tk)
     tokens.append(wt.EOT)
-    return x, tokens
+    ctc = ctc_labels(texts) if partial is None else None
+    return x, tokens, ctc
 
 
 def make_batch(pool, rng, bs):
-    xs, toks = [], []
+    xs, toks, ctcs = [], [], []
     for _ in range(bs):
-        x, t = make_window(pool, rng)
+        x, t, c = make_window(pool, rng)
         xs.append(x)
         toks.append(t)
+        ctcs.append(c)
     mel = wa.log_mel_spectrogram(torch.from_numpy(np.stack(xs)))
     L = max(len(t) for t in toks) - 1
     inp = torch.full((bs, L), wt.EOT, dtype=torch.long)
@@ -165,7 +190,20 @@ def make_batch(pool, rng, bs):
         tgt[b, :len(t) - 1] = t[1:]
         if t[1] == wt.NO_TIMESTAMPS:
             tgt[b, 0] = -100  # <|notimestamps|> is a prompt, not a prediction
-    return mel, inp, tgt
+    return mel, inp, tgt, ctcs
+
+
+def ctc_loss(head, xa, ctcs):
+    """Mean per-character CTC loss over the windows that have labels (0 if none)."""
+    idx = [b for b, c in enumerate(ctcs) if c]
+    if not idx:
+        return xa.new_zeros(())
+    lp = head(xa[idx]).transpose(0, 1)  # (T, B, C)
+    tg = torch.tensor([t for b in idx for t in ctcs[b]], dtype=torch.long)
+    tl = torch.tensor([len(ctcs[b]) for b in idx], dtype=torch.long)
+    il = torch.full((len(idx),), lp.shape[0], dtype=torch.long)
+    loss = F.ctc_loss(lp, tg, il, tl, blank=0, reduction="sum", zero_infinity=True)
+    return loss / tl.sum()
 
 # ------------------------------------------------------------------ eval ----
 
@@ -248,7 +286,10 @@ def evaluate(model, tok, n, show=2):
 def save_work_ckpt(model, opt, step, extra):
     os.makedirs(CKPT_DIR, exist_ok=True)
     p = os.path.join(CKPT_DIR, "last.pt")
+    extra = dict(extra)
+    head = extra.pop("ctc_head")
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                "ctc_head": head.state_dict(),
                 "dims": DIMS.to_dict(), **extra}, p + ".tmp")
     os.replace(p + ".tmp", p)
 
@@ -256,9 +297,13 @@ def save_work_ckpt(model, opt, step, extra):
 def save_committed(model, step, path=COMMITTED, extra=None):
     """Weights-only f16 checkpoint for the repository (~42 MB)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    extra = dict(extra or {})
+    head = extra.pop("ctc_head", None)
     sd = {k: v.half() for k, v in model.state_dict().items()
           if k != "encoder.positional_embedding"}
-    torch.save({"model_f16": sd, "step": step, "dims": DIMS.to_dict(), **(extra or {})},
+    if head is not None:
+        extra["ctc_head"] = {k: v.half() for k, v in head.state_dict().items()}
+    torch.save({"model_f16": sd, "step": step, "dims": DIMS.to_dict(), **extra},
                path + ".tmp")
     os.replace(path + ".tmp", path)
 
@@ -302,10 +347,18 @@ def main():
     ap.add_argument("--max-steps", type=int, default=0)
     ap.add_argument("--min-utts", type=int, default=400)
     ap.add_argument("--fresh", action="store_true", help="ignore existing checkpoints")
+    ap.add_argument("--ctc-weight", type=float, default=0.3,
+                    help="weight of the auxiliary character CTC loss on the encoder")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--reset-opt", action="append", default=[], metavar="PREFIX",
+                    help="on resume, drop the optimizer state of parameters with this name prefix")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
+    # Debian's torch 1.13 computes wrong conv weight gradients through oneDNN (mkldnn):
+    # zeros or garbage (up to inf) for batches, wrong values even for single windows
+    # (forward is fine). The native conv path is exact, so training disables oneDNN.
+    torch.backends.mkldnn.enabled = False
     seed = args.seed if args.seed is not None else int(time.time())
     rng = random.Random(seed)
     np.random.seed(seed % (2 ** 32))
@@ -314,8 +367,9 @@ def main():
     tok = wt.get_tokenizer()
     model = wm.Whisper(DIMS)
     model.init_weights(seed=0)
+    head = CTCHead(DIMS.n_audio_state)
     decay, no_decay = [], []
-    for n, p in model.named_parameters():
+    for n, p in list(model.named_parameters()) + list(head.named_parameters()):
         (decay if p.dim() >= 2 and "positional" not in n else no_decay).append(p)
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.wd},
                              {"params": no_decay, "weight_decay": 0.0}],
@@ -326,13 +380,21 @@ def main():
     last = os.path.join(CKPT_DIR, "last.pt")
     if not args.fresh and os.path.exists(last):
         ck = load_weights(model, last)
+        if "ctc_head" in ck:
+            head.load_state_dict(ck["ctc_head"])
         opt.load_state_dict(ck["opt"])
+        for n, p in model.named_parameters():
+            if any(n.startswith(pre) for pre in args.reset_opt):
+                opt.state.pop(p, None)
+                log("reset optimizer state of %s" % n)
         step = ck["step"]
         windows_seen = ck.get("windows_seen", 0)
         train_seconds = ck.get("train_seconds", 0.0)
         log("resumed from %s at step %d" % (last, step))
     elif not args.fresh and os.path.exists(COMMITTED):
         ck = load_weights(model, COMMITTED)
+        if "ctc_head" in ck:
+            head.load_state_dict({k: v.float() for k, v in ck["ctc_head"].items()})
         step = ck["step"]
         windows_seen = ck.get("windows_seen", 0)
         train_seconds = ck.get("train_seconds", 0.0)
@@ -352,21 +414,28 @@ def main():
 
     model.train()
     t_last = time.time()
-    loss_acc = n_acc = 0.0
+    loss_acc = n_acc = ctc_acc = 0.0
     w_acc = 0
     while args.max_steps <= 0 or step < args.max_steps:
         if step % 20 == 0:
             pool.refresh()
         t0 = time.time()
-        mel, inp, tgt = make_batch(pool, rng, args.batch)
+        mel, inp, tgt, ctcs = make_batch(pool, rng, args.batch)
         t_data = time.time() - t0
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args)
-        logits = model(mel, inp)
+        xa = model.encoder(mel)
+        logits = model.decoder(inp, xa)
         loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1), ignore_index=-100)
+        total = loss
+        if args.ctc_weight > 0:
+            lc = ctc_loss(head, xa, ctcs)
+            total = loss + args.ctc_weight * lc
+            ctc_acc += float(lc)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        total.backward()
+        gn = torch.nn.utils.clip_grad_norm_(list(model.parameters()) + list(head.parameters()),
+                                            args.clip)
         opt.step()
         step += 1
         windows_seen += args.batch
@@ -377,17 +446,18 @@ def main():
         w_acc += args.batch
         if step % args.log_every == 0:
             el = time.time() - t_last
-            log("step %d loss %.4f lr %.2e gnorm %.2f %.2f win/s (data %.2fs/step) windows %d "
-                "pool %d train_h %.2f" % (step, loss_acc / n_acc, lr_at(step, args), float(gn),
+            log("step %d loss %.4f ctc %.3f lr %.2e gnorm %.2f %.2f win/s (data %.2fs/step) "
+                "windows %d pool %d train_h %.2f" % (step, loss_acc / n_acc, ctc_acc / n_acc,
+                                                     lr_at(step, args), float(gn),
                                            w_acc / el, t_data, windows_seen, len(pool),
                                            train_seconds / 3600))
             t_last = time.time()
-            loss_acc = n_acc = 0.0
+            loss_acc = n_acc = ctc_acc = 0.0
             w_acc = 0
         if not math.isfinite(float(loss)):
             log("non-finite loss, stopping (resume from last checkpoint)")
             sys.exit(1)
-        extra = {"windows_seen": windows_seen, "train_seconds": train_seconds}
+        extra = {"windows_seen": windows_seen, "train_seconds": train_seconds, "ctc_head": head}
         if step % args.ckpt_every == 0:
             save_work_ckpt(model, opt, step, extra)
         if step % args.eval_every == 0:
