@@ -679,13 +679,21 @@ gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
     if (!data) {
       memset (out, 0, m * sizeof (gfloat));
     } else if (self->format == GST_AUDIO_FORMAT_S16LE) {
+      /* memcpy: buffer memory need not be aligned */
       const guint8 *in = data + done * 2;
-      for (i = 0; i < m; i++)
-        out[i] = (gint16) GST_READ_UINT16_LE (in + 2 * i) * (1.0f / 32768.0f);
+      guint16 v;
+      for (i = 0; i < m; i++) {
+        memcpy (&v, in + 2 * i, 2);
+        out[i] = (gint16) GUINT16_FROM_LE (v) * (1.0f / 32768.0f);
+      }
     } else {
       const guint8 *in = data + done * 4;
-      for (i = 0; i < m; i++)
-        out[i] = GST_READ_FLOAT_LE (in + 4 * i);
+      guint32 v;
+      for (i = 0; i < m; i++) {
+        memcpy (&v, in + 4 * i, 4);
+        v = GUINT32_FROM_LE (v);
+        memcpy (out + i, &v, 4);
+      }
     }
 
     self->written += m;
