@@ -228,6 +228,12 @@ def write_wavs(name, data):
     return paths
 
 
+def _shown_path(p):
+    """Relative to the repository when inside it, else absolute."""
+    p = os.path.abspath(p)
+    return os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else p
+
+
 def voice_group(v):
     """espeak-ng voices grouped by accent (variants pooled); others as is."""
     if v.startswith("espeak-ng:"):
@@ -515,7 +521,7 @@ def main():
     model_bin = args.bin
     if args.ckpt:
         model_bin, ck_path, step = export_ckpt(args.ckpt, models_dir, log)
-        meta["model"] = "%s exported to ggml f16" % os.path.relpath(ck_path, ROOT)
+        meta["model"] = "%s exported to ggml f16" % _shown_path(ck_path)
         info = ckpt_info(ck_path)
         if info.get("train_seconds") is not None:
             meta["training"] = ("checkpoint of %s: step %s, %s windows of 30 s seen, %.2f h "
@@ -541,7 +547,7 @@ def main():
         lb = lb or os.path.splitext(os.path.basename(p))[0]
         labels.append(lb)
         knots[lb] = p
-        meta.setdefault("model", os.path.relpath(os.path.abspath(p), ROOT))
+        meta.setdefault("model", _shown_path(p))
     if not labels:
         sys.exit("nothing to evaluate: give --ckpt, --bin or --knot")
     if step:
