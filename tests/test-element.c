@@ -395,8 +395,8 @@ GST_START_TEST (test_caps_wrong_rate_channels_format_refused)
     "audio/x-raw, format=S32LE, rate=16000, channels=1, layout=interleaved",
     "audio/x-raw, format=F32BE, rate=16000, channels=1, layout=interleaved",
     "audio/x-raw, format=U8, rate=16000, channels=1, layout=interleaved",
-    "audio/x-raw, format=F32LE, rate=16000, channels=1, "
-        "layout=non-interleaved",
+    ("audio/x-raw, format=F32LE, rate=16000, channels=1, "
+        "layout=non-interleaved"),
     "text/x-raw, format=utf8",
   };
   GstHarness *h = setup ();
