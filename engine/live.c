@@ -1002,7 +1002,11 @@ handle_vad_event (wk_live * l, const wk_vad_event * ev)
     l->hyp[0].n_tok = l->hyp[0].n_w = 0;
     l->hyp[1].n_tok = l->hyp[1].n_w = 0;
     l->last_run_end = -1;
-    l->next_run = l->total;     /* a first partial right away */
+    /* a first partial as soon as the window holds half a second (the
+     * model guesses wildly on less) */
+    l->next_run = s + WK_SAMPLE_RATE / 2;
+    if (l->next_run < l->total)
+      l->next_run = l->total;
     return WK_OK;
   }
   if (!l->in_utt)
