@@ -331,6 +331,9 @@ push_audio (GstHarness * h, gboolean f32, GstClockTime t0, gdouble seconds,
   return ret;
 }
 
+static gboolean push_jfk (GstHarness * h, GstClockTime t0,
+    GstClockTime limit, GstClockTime * end);
+
 /* ---- tests -------------------------------------------------------------- */
 
 GST_START_TEST (test_properties_have_defaults)
@@ -939,6 +942,89 @@ GST_START_TEST (test_corrupt_model_fails_paused)
 
 GST_END_TEST;
 
+/* Live policy on 20 s of digital silence: no text at all, and GAPs cover
+ * the past while audio still flows (here up to at least 14 s before EOS:
+ * the step and the detector's margin behind the end). */
+GST_START_TEST (test_live_silence_gives_gaps_not_text)
+{
+  GstHarness *h = setup_full (model_path, 1000, TRUE);
+  guint b, eos;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  for (b = 0; b < 200; b++) {
+    GstBuffer *buf = gst_buffer_new_and_alloc (2 * RATE / 10);
+
+    gst_buffer_memset (buf, 0, 0, 2 * RATE / 10);
+    GST_BUFFER_PTS (buf) = b * GST_SECOND / 10;
+    GST_BUFFER_DURATION (buf) = GST_SECOND / 10;
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  rec_wait_covered (14 * GST_SECOND);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  fail_unless_equals_int (check_coverage (0, eos, 0, 20 * GST_SECOND), 0);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* Live policy: a flush in the middle of an utterance drops it; the speech
+ * after the flush comes out on its own time. */
+GST_START_TEST (test_live_flush_mid_utterance)
+{
+  GstHarness *h = setup_full (model_path, 1000, TRUE);
+  GstClockTime t1 = 100 * GST_SECOND, end;
+  GstSegment segment;
+  guint flush_stop, eos, i;
+
+  if (!push_jfk (h, 0, 3 * GST_SECOND, &end)) {
+    GST_WARNING ("no jfk.wav: skipped");
+    teardown (h);
+    return;
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  flush_stop = rec_wait_event (0, GST_EVENT_FLUSH_STOP);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  fail_unless (push_jfk (h, t1, GST_CLOCK_TIME_NONE, &end));
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (flush_stop, GST_EVENT_EOS);
+  for (i = flush_stop; i < eos; i++) {
+    const Item *item = rec_item (i);
+    if (item->is_buffer || item->type == GST_EVENT_GAP)
+      fail_unless (item->ts >= t1, "item %u at %" GST_TIME_FORMAT, i,
+          GST_TIME_ARGS (item->ts));
+  }
+  check_coverage (flush_stop, eos, t1, end);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* Live policy: EOS in the middle of a word (2.3 s into the speech) still
+ * transcribes what was heard, then EOS comes last. */
+GST_START_TEST (test_live_eos_mid_word)
+{
+  GstHarness *h = setup_full (model_path, 1000, TRUE);
+  GstClockTime end;
+  guint eos;
+
+  if (!push_jfk (h, 0, 2300 * GST_MSECOND, &end)) {
+    GST_WARNING ("no jfk.wav: skipped");
+    teardown (h);
+    return;
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  check_coverage (0, eos, 0, end);
+  g_usleep (G_USEC_PER_SEC / 10);
+  fail_unless_equals_int (rec_count (), eos + 1);
+  teardown (h);
+}
+
+GST_END_TEST;
+
 /* A language a multilingual model does not know fails the change to
  * PAUSED, where the recognizer is set up, with an error that names it. */
 GST_START_TEST (test_bad_language_fails_paused)
@@ -1007,10 +1093,12 @@ read_u32le (const gchar * p)
   return b[0] | b[1] << 8 | b[2] << 16 | (guint32) b[3] << 24;
 }
 
-/* Pushes the speech of $WK_SHARED_DATA/jfk.wav (16 kHz mono S16, 11 s)
- * in 20 ms buffers from t0; FALSE when the file is missing. */
+/* Pushes the speech of $WK_SHARED_DATA/jfk.wav (16 kHz mono S16, 11 s;
+ * only its first `limit` if that is valid) in 20 ms buffers from t0; FALSE
+ * when the file is missing. */
 static gboolean
-push_jfk (GstHarness * h, GstClockTime t0, GstClockTime * end)
+push_jfk (GstHarness * h, GstClockTime t0, GstClockTime limit,
+    GstClockTime * end)
 {
   const gchar *shared = g_getenv ("WK_SHARED_DATA");
   gchar *path, *data = NULL;
@@ -1030,6 +1118,8 @@ push_jfk (GstHarness * h, GstClockTime t0, GstClockTime * end)
     off += 8 + read_u32le (data + off + 4);
   fail_unless (off + 8 <= size, "no data chunk in jfk.wav");
   n = MIN (read_u32le (data + off + 4), size - off - 8) / 2;
+  if (GST_CLOCK_TIME_IS_VALID (limit))
+    n = MIN (n, gst_util_uint64_scale (limit, RATE, GST_SECOND));
   off += 8;
   gst_harness_set_src_caps_str (h, CAPS_S16);
   for (i = 0; i < n; i += chunk) {
@@ -1055,7 +1145,7 @@ GST_START_TEST (test_live_policy_output)
   guint eos, i, n_final = 0, n_partial = 0;
   GstMessage *msg;
 
-  if (!push_jfk (h, t0, &end)) {
+  if (!push_jfk (h, t0, GST_CLOCK_TIME_NONE, &end)) {
     GST_WARNING ("no jfk.wav: skipped");
     teardown (h);
     return;
@@ -1303,6 +1393,9 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_missing_default_model_says_how_to_set_one);
   tcase_add_test (tc, test_corrupt_model_fails_paused);
   tcase_add_test (tc, test_live_policy_output);
+  tcase_add_test (tc, test_live_silence_gives_gaps_not_text);
+  tcase_add_test (tc, test_live_flush_mid_utterance);
+  tcase_add_test (tc, test_live_eos_mid_word);
   tcase_add_test (tc, test_bad_language_fails_paused);
   tcase_add_test (tc, test_multilingual_translate);
   tcase_add_test (tc, test_state_changes);
