@@ -152,6 +152,8 @@ enum
   PROP_TRANSLATE,
   PROP_LATENCY,
   PROP_THREADS,
+  PROP_LANGUAGE_CODE,
+  PROP_MAX_OBSERVED_DELAY,
 };
 
 /* Something the worker does at a position of the audio queue. */
@@ -260,6 +262,33 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
 
+  /**
+   * GstWhisperKnot:language-code:
+   *
+   * The name transcriberbin (gst-plugins-rs) gives the spoken language: a
+   * language tag such as "en-US"; only its language ("en") is used. Writing
+   * it sets #GstWhisperKnot:language.
+   */
+  g_object_class_install_property (gobject_class, PROP_LANGUAGE_CODE,
+      g_param_spec_string ("language-code", "Language code",
+          "Spoken language as a tag such as \"en-US\" (sets language to its "
+          "first part)", DEFAULT_LANGUAGE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  /**
+   * GstWhisperKnot:max-observed-delay:
+   *
+   * Live policy: the largest delay seen, in milliseconds of wall time,
+   * from the arrival of a word's last sample to its text, since the
+   * element went to PAUSED.
+   */
+  g_object_class_install_property (gobject_class, PROP_MAX_OBSERVED_DELAY,
+      g_param_spec_uint ("max-observed-delay", "Maximum observed delay",
+          "Live policy: largest delay seen from a word's end arriving to its "
+          "text, in milliseconds", 0, G_MAXUINT, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
 
@@ -361,6 +390,14 @@ gst_whisperknot_set_property (GObject * object, guint prop_id,
     case PROP_THREADS:
       self->n_threads = g_value_get_uint (value);
       break;
+    case PROP_LANGUAGE_CODE:
+    {
+      const gchar *tag = g_value_get_string (value);
+
+      g_free (self->language);
+      self->language = tag ? g_strndup (tag, strcspn (tag, "-_")) : NULL;
+      break;
+    }
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -390,6 +427,12 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
       break;
     case PROP_THREADS:
       g_value_set_uint (value, self->n_threads);
+      break;
+    case PROP_LANGUAGE_CODE:
+      g_value_set_string (value, self->language);
+      break;
+    case PROP_MAX_OBSERVED_DELAY:
+      g_value_set_uint (value, self->max_observed_delay_ms);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1188,6 +1231,10 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
     /* live: words not yet in any hypothesis start after the VAD's look-back
      * and pre-roll and the audio since the last run */
     wk_stream_get_stats (self->stream, &stats);
+    GST_OBJECT_LOCK (self);
+    self->max_observed_delay_ms = MAX (self->max_observed_delay_ms,
+        (guint) (stats.max_delay_seconds * 1000));
+    GST_OBJECT_UNLOCK (self);
     settled = (gint64) self->fed - (gint64) ((stats.step_seconds +
             LIVE_MARGIN_SECONDS) * WK_SAMPLE_RATE);
     first = gst_whisperknot_post_partial (self);
@@ -1450,6 +1497,9 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
         gst_whisperknot_post_load_error (self);
         return GST_STATE_CHANGE_FAILURE;
       }
+      GST_OBJECT_LOCK (self);
+      self->max_observed_delay_ms = 0;
+      GST_OBJECT_UNLOCK (self);
       /* with this run's language, translate, latency and threads */
       if (!gst_whisperknot_open_stream (self))
         return GST_STATE_CHANGE_FAILURE;

@@ -46,6 +46,7 @@ struct _GstWhisperKnot
   gboolean translate;
   guint latency_ms;             /* 0: offline windows */
   guint n_threads;              /* 0: engine default */
+  guint max_observed_delay_ms;  /* read-only, from the engine's stats */
 
   /* Everything below "lock" is shared by the streaming thread, the worker
    * (the src pad task) and the model-loading thread; "cond" is broadcast

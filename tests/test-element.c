@@ -364,6 +364,14 @@ GST_START_TEST (test_properties_have_defaults)
   fail_unless_equals_int (threads, 2);
   g_free (model);
   g_free (language);
+
+  /* transcriberbin's name for it, with a region */
+  g_object_set (e, "language-code", "fr-CA", NULL);
+  g_object_get (e, "language", &language, NULL);
+  fail_unless_equals_string (language, "fr");
+  g_free (language);
+  g_object_get (e, "max-observed-delay", &latency, NULL);
+  fail_unless_equals_int (latency, 0);
   gst_object_unref (e);
 }
 
@@ -1170,7 +1178,13 @@ GST_START_TEST (test_live_policy_output)
     }
     gst_message_unref (msg);
   }
-  GST_INFO ("%u utterance ends, %u partial results", n_final, n_partial);
+  {
+    guint delay = 0;
+
+    g_object_get (h->element, "max-observed-delay", &delay, NULL);
+    GST_INFO ("%u utterance ends, %u partial results, max delay %u ms",
+        n_final, n_partial, delay);
+  }
   /* the voice detector hears the speech, so the model runs and its
    * hypotheses (whatever a random model says) are posted */
   fail_unless (n_partial > 0);
