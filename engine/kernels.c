@@ -219,7 +219,8 @@ wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.ldy = ldy;
   job.flags = flags;
   job.act_q8 = wk_linear_act_q8 (W, n);
-  job.unit = n >= WK_LINEAR_GEMM_ROWS ? 16 : 4;
+  /* whole weight panels per piece (16 outputs for AVX2, 32 for AVX-512) */
+  job.unit = n >= WK_LINEAR_GEMM_ROWS ? 32 : 4;
   job.split_rows = 0;
   if (m < job.unit * nth * 2 && n >= 4 * nth * WK_LINEAR_GEMM_ROWS) {
     job.split_rows = 1;
@@ -302,7 +303,7 @@ wk_gemm_worker (void *data, int ith, int nth)
       job->ks->gemm_f32 (job->b_trans, b, e, 0, job->m, job->k, job->alpha,
           job->A, job->lda, job->B, job->ldb, job->C, job->ldc);
   } else {
-    wk_split (job->m, 16, ith, nth, &b, &e);
+    wk_split (job->m, 32, ith, nth, &b, &e);
     if (b < e)
       job->ks->gemm_f32 (job->b_trans, 0, job->n, b, e, job->k, job->alpha,
           job->A, job->lda, job->B, job->ldb, job->C, job->ldc);
@@ -326,7 +327,7 @@ wk_gemm_f32 (wk_pool * pool, int b_trans, int64_t n, int64_t m, int64_t k,
     wk_gemm_worker (&job, 0, 1);
   else
     wk_pool_run_tasks (pool, wk_gemm_worker, &job, wk_n_tasks (pool,
-            job.split_rows ? (n + 7) / 8 : (m + 15) / 16));
+            job.split_rows ? (n + 7) / 8 : (m + 31) / 32));
 }
 
 /* ---- attention ---- */
