@@ -12,9 +12,13 @@
  *     carried to the next chunk
  *   ReLU, 1x1 conv 128 -> 1, sigmoid: the speech probability.
  *
- * The segmenter follows whisper.cpp's whisper_vad_segments_from_probs()
- * (itself silero-vad's get_speech_timestamps()), recast so that every
- * decision is taken as soon as it is certain, chunk by chunk. */
+ * The segmenter gives whisper.cpp's whisper_vad_segments_from_probs()
+ * segments (itself silero-vad's get_speech_timestamps() plus a merge of
+ * segments closer than 200 ms), recast so that every decision is taken as
+ * soon as it is certain, chunk by chunk. Deliberate differences: a
+ * max_speech_duration_s split is never merged back, a split segment must
+ * outlast min_speech like any other, and speech still open at the end of
+ * the audio ends where its last silence began rather than at the end. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -57,7 +61,8 @@ static const int enc_in[N_ENC] = { NBINS, 128, 64, 64 };
 static const int enc_out[N_ENC] = { 128, 64, 64, 128 };
 static const int enc_stride[N_ENC] = { 1, 2, 2, 1 };
 
-#define MAX_EVENTS 8
+#define MAX_EVENTS 16
+#define EVENTS_PER_CHUNK 8   /* more than one chunk can produce */
 #define SAMPLE_RATE 16000
 
 struct wk_vad_model
@@ -88,13 +93,16 @@ struct wk_vad_model
 /* The segmenter's state, in chunk-grid samples (-1: none). */
 typedef struct
 {
-  int triggered;                /* inside a speech candidate */
-  int confirmed;                /* its START has been reported */
-  int64_t start;                /* first chunk at or above threshold */
+  /* whisper.cpp's first pass: a speech candidate */
+  int triggered;                /* inside a candidate */
+  int64_t start;                /* its first chunk at or above threshold */
   int64_t temp_end;             /* first chunk of the current silence */
-  int silence_ok;               /* that silence lasted min_silence */
   int64_t prev_end;             /* a pause usable for a max-length split */
   int64_t next_start;           /* speech after that pause */
+  int cand_covered;             /* its START is out, or it will merge */
+  /* its second pass: a kept segment that the next one may merge into */
+  int has_pend;
+  int64_t pend_start, pend_end;
   int64_t last_end;             /* last END reported (padded), or 0 */
 } segmenter;
 
@@ -985,7 +993,7 @@ horizon (const wk_vad * v)
 }
 
 static void
-emit_start (wk_vad * v, int64_t start)
+report_start (wk_vad * v, int64_t start)
 {
   int64_t s = start - v->pad;
 
@@ -994,115 +1002,149 @@ emit_start (wk_vad * v, int64_t start)
   if (s < 0)
     s = 0;
   push_event (v, WK_VAD_EVENT_SPEECH_START, s);
-  v->seg.confirmed = 1;
   v->in_speech = 1;
 }
 
-/* Closes the candidate [start, end): reported if long enough. */
 static void
-emit_segment_end (wk_vad * v, int64_t end)
+report_end (wk_vad * v, int64_t end)
+{
+  int64_t e = end + v->pad;
+
+  if (e > horizon (v))
+    e = horizon (v);
+  push_event (v, WK_VAD_EVENT_SPEECH_END, e);
+  v->seg.last_end = e;
+  v->in_speech = 0;
+}
+
+/* The pending segment is final: nothing more can merge into it. */
+static void
+finalize_pend (wk_vad * v)
+{
+  if (v->seg.has_pend) {
+    report_end (v, v->seg.pend_end);
+    v->seg.has_pend = 0;
+  }
+}
+
+/* Would a segment starting at a merge into the pending one? */
+static int
+merges (const wk_vad * v, int64_t a)
+{
+  return v->seg.has_pend && a - v->seg.pend_end < v->merge_gap;
+}
+
+/* The first pass kept [a, b) (longer than min_speech). */
+static void
+kept_segment (wk_vad * v, int64_t a, int64_t b)
 {
   segmenter *s = &v->seg;
-  int64_t e;
 
-  if (end - s->start > v->min_speech) {
-    if (!s->confirmed)
-      emit_start (v, s->start);
-    e = end + v->pad;
-    if (e > horizon (v))
-      e = horizon (v);
-    push_event (v, WK_VAD_EVENT_SPEECH_END, e);
-    s->last_end = e;
+  if (merges (v, a)) {
+    s->pend_end = b;
+    return;
   }
-  s->confirmed = 0;
-  v->in_speech = 0;
+  finalize_pend (v);
+  if (!s->cand_covered)
+    report_start (v, a);
+  s->has_pend = 1;
+  s->pend_start = a;
+  s->pend_end = b;
 }
 
 static void
 seg_reset_marks (segmenter * s)
 {
   s->temp_end = -1;
-  s->silence_ok = 0;
   s->prev_end = -1;
   s->next_start = -1;
 }
 
-/* Reports START as soon as the candidate is sure to last min_speech. */
+static void
+end_candidate (segmenter * s)
+{
+  seg_reset_marks (s);
+  s->triggered = 0;
+  s->cand_covered = 0;
+}
+
+/* Reports START as soon as the open candidate is sure to be kept (it will
+ * last more than min_speech) unless it will merge into the pending
+ * segment, whose START is out already. */
 static void
 maybe_confirm (wk_vad * v, int64_t cur)
 {
   segmenter *s = &v->seg;
   int64_t end_bound;
 
-  if (!s->triggered || s->confirmed)
+  if (!s->triggered || s->cand_covered)
     return;
   end_bound = s->temp_end >= 0 ? s->temp_end : cur + CHUNK;
-  if (end_bound - s->start > v->min_speech)
-    emit_start (v, s->start);
+  if (end_bound - s->start <= v->min_speech)
+    return;
+  if (!merges (v, s->start)) {
+    finalize_pend (v);
+    report_start (v, s->start);
+  }
+  s->cand_covered = 1;
 }
 
-/* One chunk's probability p; cur = the chunk's first sample. */
+/* One chunk's probability p; cur = the chunk's first sample. The first
+ * pass is whisper.cpp's (silero-vad's) candidate logic; kept segments
+ * then wait until the merge gap has passed, as its second pass merges
+ * segments closer than that. */
 static void
 seg_step (wk_vad * v, float p, int64_t cur)
 {
   segmenter *s = &v->seg;
 
   if (p >= v->thr && s->temp_end >= 0) {
-    /* speech again: the pause did not end the segment */
+    /* speech again: the pause did not end the candidate */
     s->temp_end = -1;
-    s->silence_ok = 0;
     if (s->next_start < s->prev_end)
       s->next_start = cur;
   }
   if (p >= v->thr && !s->triggered) {
     s->triggered = 1;
-    s->confirmed = 0;
+    s->cand_covered = 0;
     s->start = cur;
     seg_reset_marks (s);
-    maybe_confirm (v, cur);
-    return;
-  }
-  if (!s->triggered)
-    return;
-
-  if (cur - s->start > v->max_speech) {
-    if (s->prev_end >= 0) {
-      /* split at the last long-enough pause */
-      int still_silent = s->next_start < s->prev_end;
+  } else if (s->triggered) {
+    if (cur - s->start > v->max_speech) {
+      /* split at the last long-enough pause, else here; a split is final
+       * (whisper.cpp would merge it back across a short pause) */
+      int64_t end = s->prev_end >= 0 ? s->prev_end : cur;
+      int still_silent = s->prev_end < 0 || s->next_start < s->prev_end;
       int64_t next = s->next_start;
-      emit_segment_end (v, s->prev_end);
-      seg_reset_marks (s);
+      if (end - s->start > v->min_speech || merges (v, s->start))
+        kept_segment (v, s->start, end);
+      finalize_pend (v);
       if (still_silent) {
-        s->triggered = 0;
-        return;
+        end_candidate (s);
+      } else {
+        seg_reset_marks (s);
+        s->start = next;
+        s->cand_covered = 0;
       }
-      s->start = next;
-      maybe_confirm (v, cur);
-    } else {
-      emit_segment_end (v, cur);
-      seg_reset_marks (s);
-      s->triggered = 0;
-      return;
+    }
+    if (s->triggered && p < v->neg_thr) {
+      if (s->temp_end < 0)
+        s->temp_end = cur;
+      if (cur - s->temp_end > v->min_silence_at_max)
+        s->prev_end = s->temp_end;
+      if (cur - s->temp_end >= v->min_silence) {
+        if (s->temp_end - s->start > v->min_speech)
+          kept_segment (v, s->start, s->temp_end);
+        end_candidate (s);
+      }
     }
   }
 
-  if (p < v->neg_thr) {
-    if (s->temp_end < 0)
-      s->temp_end = cur;
-    if (cur - s->temp_end > v->min_silence_at_max)
-      s->prev_end = s->temp_end;
-    if (cur - s->temp_end >= v->min_silence)
-      s->silence_ok = 1;
-  }
-  /* The segment is over once the silence was long enough and speech can
-   * no longer resume within the merge gap. */
-  if (s->temp_end >= 0 && s->silence_ok
-      && cur + CHUNK - s->temp_end >= v->merge_gap) {
-    emit_segment_end (v, s->temp_end);
-    seg_reset_marks (s);
-    s->triggered = 0;
-    return;
-  }
+  /* The pending segment is final once no candidate can merge into it:
+   * none open within the gap, and the gap has passed. */
+  if (s->has_pend && !(s->triggered && merges (v, s->start))
+      && cur + CHUNK - s->pend_end >= v->merge_gap)
+    finalize_pend (v);
   maybe_confirm (v, cur);
 }
 
@@ -1241,8 +1283,8 @@ wk_vad_feed (wk_vad * v, const float *pcm, size_t n)
 
   if (!v || !pcm || v->finished)
     return 0;
-  /* at most 3 events per chunk: keep room for them */
-  while (used < n && v->ev_count <= MAX_EVENTS - 3) {
+  /* keep room for the events of one more chunk */
+  while (used < n && v->ev_count <= MAX_EVENTS - EVENTS_PER_CHUNK) {
     size_t take = CHUNK - v->n_pending;
     if (take > n - used)
       take = n - used;
@@ -1274,11 +1316,13 @@ wk_vad_finish (wk_vad * v)
   }
   s = &v->seg;
   if (s->triggered) {
-    emit_segment_end (v, s->temp_end >= 0 ? s->temp_end
-        : v->n_chunks * CHUNK);
-    seg_reset_marks (s);
-    s->triggered = 0;
+    /* speech up to the end of the audio, or to the silence it was in */
+    int64_t end = s->temp_end >= 0 ? s->temp_end : v->n_chunks * CHUNK;
+    if (end - s->start > v->min_speech)
+      kept_segment (v, s->start, end);
+    end_candidate (s);
   }
+  finalize_pend (v);
 }
 
 bool

@@ -363,12 +363,13 @@ typedef struct
                                  * 0.15, at least 0.01 (default -1) */
   int min_speech_duration_ms;   /* shorter bursts are dropped (250) */
   int min_silence_duration_ms;  /* silence that ends speech (100) */
-  int merge_gap_ms;             /* speech resuming within this much of
-                                 * the end of speech continues the same
-                                 * segment (200, whisper.cpp's merge) */
+  int merge_gap_ms;             /* a segment starting less than this
+                                 * after the previous one's end joins it
+                                 * (200, whisper.cpp's merge) */
   int speech_pad_ms;            /* widen segments by this much (30) */
   float max_speech_duration_s;  /* split longer speech, preferably at a
-                                 * pause; <= 0: no limit (default 0) */
+                                 * pause (never merged back); <= 0: no
+                                 * limit (default 0) */
 } wk_vad_params;
 
 WK_API wk_vad_params wk_vad_default_params (void);

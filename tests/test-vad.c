@@ -366,6 +366,82 @@ test_speech_in_noise (void)
   wk_vad_free (v);
 }
 
+/* A 2-minute signal: pieces of jfk.wav (0.5 to 5.5 s) separated by pauses
+ * of faint noise, half of them 0.1 to 0.35 s long, the others up to 1.5 s,
+ * so that segments split, merge (7 times in whisper.cpp) and get dropped.
+ * Deterministic; *n_out samples. */
+static float *
+make_mix (size_t * n_out)
+{
+  size_t cap = (size_t) 120 * SR, n = 0;
+  float *x = calloc (cap, sizeof *x);
+  uint64_t r = 42;
+
+#define NEXT() (r ^= r << 13, r ^= r >> 7, r ^= r << 17, r)
+  while (n + jfk_n + 2 * SR < cap) {
+    size_t a = NEXT () % jfk_n, len = SR / 2 + NEXT () % (5 * SR), gap;
+    if (a + len > jfk_n)
+      len = jfk_n - a;
+    memcpy (x + n, jfk + a, len * sizeof *x);
+    n += len;
+    gap = NEXT () % 2 == 0 ? SR / 10 + NEXT () % (SR / 4)
+        : NEXT () % (3 * SR / 2);
+    for (size_t i = 0; i < gap; i++)
+      x[n++] = 0.003f * ((float) (NEXT () >> 40) / 16777216.0f - 0.5f);
+  }
+#undef NEXT
+  *n_out = n;
+  return x;
+}
+
+/* On that signal, whisper.cpp's segments (tests/data/vad-mix-whispercpp-
+ * segments.txt, from whisper_vad_segments_from_samples on the same
+ * samples), within a chunk: its probabilities differ from ours by up to
+ * 0.0015, which can move a boundary by one chunk. */
+static void
+test_segments_match_whispercpp_on_mix (void)
+{
+  size_t n, n_segs = 0, n_ref = 0, off_by = 0;
+  float *x = make_mix (&n);
+  wk_vad *v = new_vad (NULL);
+  wk_vad_segment *segs = NULL;
+  int ref[200][2];
+  char path[4096], line[256];
+  const char *dir = getenv ("WK_TEST_DATA");
+  FILE *f;
+
+  snprintf (path, sizeof path, "%s/vad-mix-whispercpp-segments.txt",
+      dir ? dir : "tests/data");
+  f = fopen (path, "r");
+  CHECK_MSG (f != NULL, "%s", path);
+  while (f && fgets (line, sizeof line, f) && n_ref < 200)
+    if (line[0] != '#'
+        && sscanf (line, "%d %d", &ref[n_ref][0], &ref[n_ref][1]) == 2)
+      n_ref++;
+  if (f)
+    fclose (f);
+
+  wk_vad_set_framing (v, WK_VAD_FRAMING_WHISPERCPP);
+  CHECK (wk_vad_detect (v, x, n, NULL, &segs, &n_segs) == WK_OK);
+  printf ("# mix of %.1f s: %zu segments, whisper.cpp %zu\n",
+      n / (double) SR, n_segs, n_ref);
+  CHECK (n_ref > 20);
+  CHECK (n_segs == n_ref);
+  for (size_t i = 0; i < n_segs && i < n_ref; i++) {
+    int64_t d0 = llabs (to_cs (segs[i].start) - ref[i][0]);
+    int64_t d1 = llabs (to_cs (segs[i].end) - ref[i][1]);
+    CHECK_MSG (d0 <= 4 && d1 <= 4, "segment %zu: %lld-%lld vs %d-%d", i,
+        (long long) to_cs (segs[i].start), (long long) to_cs (segs[i].end),
+        ref[i][0], ref[i][1]);
+    off_by += d0 > 0 || d1 > 0;
+  }
+  printf ("# %zu of them differ from whisper.cpp's (by at most a chunk)\n",
+      off_by);
+  free (segs);
+  free (x);
+  wk_vad_free (v);
+}
+
 /* Feeds pcm in pieces of the given sizes (cycled) and collects events. */
 static size_t
 stream_segments (wk_vad * v, const float *pcm, size_t n,
@@ -885,11 +961,24 @@ main (void)
   jfk = wav.samples;
   jfk_n = wav.n_samples;
 
+  if (getenv ("WK_VAD_DUMP_MIX")) {
+    /* writes the mix as raw f32 for regenerating the whisper.cpp data */
+    size_t n;
+    float *x = make_mix (&n);
+    FILE *f = fopen (getenv ("WK_VAD_DUMP_MIX"), "wb");
+    if (!f || fwrite (x, sizeof *x, n, f) != n)
+      return 1;
+    fclose (f);
+    free (x);
+    return 0;
+  }
+
   RUN (test_load_shipped_and_shared);
   RUN (test_probs_match_whispercpp);
   RUN (test_probs_match_silero_reference);
   RUN (test_jfk_segments);
   RUN (test_speech_in_noise);
+  RUN (test_segments_match_whispercpp_on_mix);
   RUN (test_streaming_equals_offline);
   RUN (test_params);
   RUN (test_silence_and_noise);
