@@ -1276,6 +1276,21 @@ run_pending (wk_vad * v)
   seg_step (v, v->last_prob, cur);
 }
 
+void
+wk_vad_step_prob (wk_vad * v, float p)
+{
+  int64_t cur;
+
+  if (!v || v->finished || v->n_pending != 0
+      || v->ev_count > MAX_EVENTS - EVENTS_PER_CHUNK)
+    return;
+  cur = v->n_chunks * CHUNK;
+  v->last_prob = p;
+  v->n_chunks++;
+  v->n_fed += CHUNK;
+  seg_step (v, p, cur);
+}
+
 size_t
 wk_vad_feed (wk_vad * v, const float *pcm, size_t n)
 {

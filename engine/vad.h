@@ -67,4 +67,10 @@ void wk_vad_model_version (const wk_vad_model * model, int version[3]);
  * speech probability. */
 float wk_vad_run_chunk (wk_vad * vad, const float *chunk);
 
+/* Advances the detector by one chunk whose speech probability is p,
+ * without running the network (the samples count as fed): for testing the
+ * segmenter, and policies built on it, with scripted probabilities. Events
+ * are queued as wk_vad_feed() would queue them; pop them after each call. */
+void wk_vad_step_prob (wk_vad * vad, float p);
+
 #endif /* WK_VAD_H */

@@ -442,6 +442,187 @@ test_segments_match_whispercpp_on_mix (void)
   wk_vad_free (v);
 }
 
+/* whisper.cpp's whisper_vad_segments_from_probs() as a plain offline
+ * statement (without max_speech_duration_s), in samples: a first pass of
+ * candidates with hysteresis, dropped unless longer than min_speech; a
+ * merge of segments less than merge_gap apart; a final min_speech filter;
+ * padding, split evenly where two segments are closer than twice it. */
+static size_t
+reference_segments (const float *p, size_t n, const wk_vad_params * prm,
+    wk_vad_segment * out, size_t max)
+{
+  const int64_t C = WK_VAD_CHUNK, len = (int64_t) n * C;
+  float thr = prm->threshold, neg = thr - 0.15f;
+  int64_t min_sil = (int64_t) SR * prm->min_silence_duration_ms / 1000;
+  int64_t min_sp = (int64_t) SR * prm->min_speech_duration_ms / 1000;
+  int64_t gap = (int64_t) SR * prm->merge_gap_ms / 1000;
+  int64_t pad = (int64_t) SR * prm->speech_pad_ms / 1000;
+  int64_t start = 0, temp_end = -1;
+  int trig = 0;
+  size_t k = 0, m;
+
+  if (neg < 0.01f)
+    neg = 0.01f;
+  for (size_t i = 0; i < n; i++) {
+    int64_t cur = (int64_t) i * C;
+    if (p[i] >= thr)
+      temp_end = -1;
+    if (p[i] >= thr && !trig) {
+      trig = 1;
+      start = cur;
+    } else if (trig && p[i] < neg) {
+      if (temp_end < 0)
+        temp_end = cur;
+      if (cur - temp_end >= min_sil) {
+        if (temp_end - start > min_sp && k < max) {
+          out[k].start = start;
+          out[k++].end = temp_end;
+        }
+        trig = 0;
+        temp_end = -1;
+      }
+    }
+  }
+  if (trig && len - start > min_sp && k < max) {
+    out[k].start = start;
+    out[k++].end = len;
+  }
+  for (size_t i = 0; i + 1 < k;) {
+    if (out[i + 1].start - out[i].end < gap) {
+      out[i].end = out[i + 1].end;
+      memmove (out + i + 1, out + i + 2, (k - i - 2) * sizeof *out);
+      k--;
+    } else {
+      i++;
+    }
+  }
+  m = 0;
+  for (size_t i = 0; i < k; i++)
+    if (out[i].end - out[i].start >= min_sp)
+      out[m++] = out[i];
+  k = m;
+  for (size_t i = 0; i < k; i++) {
+    if (i == 0)
+      out[i].start = out[i].start > pad ? out[i].start - pad : 0;
+    if (i + 1 < k) {
+      int64_t silence = out[i + 1].start - out[i].end;
+      if (silence < 2 * pad) {
+        out[i].end += silence / 2;
+        out[i + 1].start -= silence / 2;
+      } else {
+        out[i].end += pad;
+        out[i + 1].start -= pad;
+      }
+    } else {
+      out[i].end = out[i].end + pad < len ? out[i].end + pad : len;
+    }
+  }
+  return k;
+}
+
+/* The streaming segmenter against that statement on random probability
+ * sequences: runs of speech, silence and in-between values (and values
+ * exactly at the thresholds), ending in silence, with several parameter
+ * sets. */
+static void
+test_segmenter_matches_reference (void)
+{
+  enum { N = 600, MAXS = 128 };
+  float probs[N];
+  wk_vad_segment ref[MAXS], got[MAXS];
+  uint64_t r = 2024;
+  int mismatches = 0, total_segs = 0;
+
+#define NEXT() (r ^= r << 13, r ^= r >> 7, r ^= r << 17, r)
+#define UNIF() ((float) (NEXT () >> 40) / 16777216.0f)
+  for (int iter = 0; iter < 400; iter++) {
+    wk_vad_params prm = wk_vad_default_params ();
+    wk_vad *v;
+    size_t n = 0, n_ref, n_got = 0;
+    int64_t open = -1;
+    wk_vad_event ev;
+    float neg;
+
+    switch (iter % 5) {
+      case 1:
+        prm.threshold = 0.3f;
+        prm.min_silence_duration_ms = 0;
+        break;
+      case 2:
+        prm.threshold = 0.7f;
+        prm.min_silence_duration_ms = 300;
+        prm.speech_pad_ms = 100;
+        break;
+      case 3:
+        prm.min_speech_duration_ms = 0;
+        prm.merge_gap_ms = 0;
+        prm.speech_pad_ms = 0;
+        break;
+      case 4:
+        prm.min_speech_duration_ms = 500;
+        prm.merge_gap_ms = 500;
+        break;
+      default:
+        break;
+    }
+    neg = prm.threshold - 0.15f;
+    while (n < N - 20) {
+      int kind = (int) (NEXT () % 7), run = 1 + (int) (NEXT () % 12);
+      for (int j = 0; j < run && n < N - 20; j++) {
+        float u = UNIF ();
+        if (kind <= 2)          /* speech */
+          probs[n++] = prm.threshold + u * (1.0f - prm.threshold);
+        else if (kind <= 4)     /* silence */
+          probs[n++] = u * neg;
+        else if (kind == 5)     /* in between */
+          probs[n++] = neg + u * (prm.threshold - neg);
+        else                    /* on the thresholds */
+          probs[n++] = NEXT () % 2 ? prm.threshold : neg;
+      }
+    }
+    while (n < N)
+      probs[n++] = 0.0f;
+
+    n_ref = reference_segments (probs, n, &prm, ref, MAXS);
+    v = new_vad (&prm);
+    for (size_t i = 0; i <= n; i++) {
+      if (i < n)
+        wk_vad_step_prob (v, probs[i]);
+      else
+        wk_vad_finish (v);
+      while (wk_vad_pop_event (v, &ev)) {
+        if (ev.type == WK_VAD_EVENT_SPEECH_START) {
+          open = ev.sample;
+        } else if (n_got < MAXS) {
+          got[n_got].start = open;
+          got[n_got++].end = ev.sample;
+        }
+      }
+    }
+    wk_vad_free (v);
+    total_segs += (int) n_ref;
+    if (n_got != n_ref
+        || memcmp (got, ref, n_got * sizeof *got) != 0) {
+      if (mismatches++ < 3) {
+        fprintf (stderr, "sequence %d: %zu segments, reference %zu\n", iter,
+            n_got, n_ref);
+        for (size_t i = 0; i < n_got || i < n_ref; i++)
+          fprintf (stderr, "  %lld-%lld | %lld-%lld\n",
+              i < n_got ? (long long) got[i].start : -1LL,
+              i < n_got ? (long long) got[i].end : -1LL,
+              i < n_ref ? (long long) ref[i].start : -1LL,
+              i < n_ref ? (long long) ref[i].end : -1LL);
+      }
+    }
+  }
+#undef UNIF
+#undef NEXT
+  printf ("# segmenter vs whisper.cpp's algorithm: %d of 400 random "
+      "sequences differ (%d segments in all)\n", mismatches, total_segs);
+  CHECK (mismatches == 0);
+  CHECK (total_segs > 1000);
+}
+
 /* Feeds pcm in pieces of the given sizes (cycled) and collects events. */
 static size_t
 stream_segments (wk_vad * v, const float *pcm, size_t n,
@@ -979,6 +1160,7 @@ main (void)
   RUN (test_jfk_segments);
   RUN (test_speech_in_noise);
   RUN (test_segments_match_whispercpp_on_mix);
+  RUN (test_segmenter_matches_reference);
   RUN (test_streaming_equals_offline);
   RUN (test_params);
   RUN (test_silence_and_noise);
