@@ -516,6 +516,175 @@ attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
   }
 }
 
+/* ---- one-query attention (the decoder) ---- */
+
+static inline __m512
+kv_load16 (const void *p, int64_t i, int kv16)
+{
+  if (kv16)
+    return _mm512_cvtph_ps (_mm256_loadu_si256 ((const __m256i *)
+            ((const uint16_t *) p + i)));
+  return _mm512_loadu_ps ((const float *) p + i);
+}
+
+/* Eight 16-lane partial sums reduced into one vector of 8 sums. */
+static inline __m256
+hsum8x16 (const __m512 a[8])
+{
+  __m256 h[8], h01, h23, h45, h67, h0123, h4567;
+  int u;
+
+  for (u = 0; u < 8; u++)
+    h[u] = _mm256_add_ps (_mm512_castps512_ps256 (a[u]),
+        _mm512_extractf32x8_ps (a[u], 1));
+  h01 = _mm256_hadd_ps (h[0], h[1]);
+  h23 = _mm256_hadd_ps (h[2], h[3]);
+  h45 = _mm256_hadd_ps (h[4], h[5]);
+  h67 = _mm256_hadd_ps (h[6], h[7]);
+  h0123 = _mm256_hadd_ps (h01, h23);
+  h4567 = _mm256_hadd_ps (h45, h67);
+  return _mm256_add_ps (_mm256_permute2f128_ps (h0123, h4567, 0x20),
+      _mm256_permute2f128_ps (h0123, h4567, 0x31));
+}
+
+#define A1K 96                  /* keys per chunk */
+
+/* kernels-avx2.c's attention_one for 64-wide heads with 16-lane vectors:
+ * the query stays in four registers, and f16 keys/values convert 16 at a
+ * time (the conversions bound the AVX2 version). */
+static inline __attribute__ ((always_inline)) void
+attention_one64 (const float *q, int64_t last, const void *K, int64_t ldk,
+    const void *V, int64_t ldv, float scale, float *o, int kv16)
+{
+  float s[A1K] __attribute__ ((aligned (64)));
+  const __m512 q0 = _mm512_loadu_ps (q), q1 = _mm512_loadu_ps (q + 16);
+  const __m512 q2 = _mm512_loadu_ps (q + 32), q3 = _mm512_loadu_ps (q + 48);
+  __m512 o0 = _mm512_setzero_ps (), o1 = _mm512_setzero_ps ();
+  __m512 o2 = _mm512_setzero_ps (), o3 = _mm512_setzero_ps ();
+  __m512 e0 = _mm512_setzero_ps (), e1 = _mm512_setzero_ps ();
+  __m512 e2 = _mm512_setzero_ps (), e3 = _mm512_setzero_ps ();
+  float mx = -INFINITY, sum = 0.0f, inv;
+  int64_t t0;
+  int t;
+
+  for (t0 = 0; t0 <= last; t0 += A1K) {
+    int kn = (int) (last + 1 - t0 < A1K ? last + 1 - t0 : A1K);
+    __m512 vmax = _mm512_set1_ps (-INFINITY), vs = _mm512_setzero_ps (), vm;
+    __m512 vr;
+    float m_new, r;
+
+    for (t = 0; t < kn; t += 8) {
+      __m512 a[8];
+      int u;
+#pragma GCC unroll 8
+      for (u = 0; u < 8; u++) {
+        int64_t kr = (t0 + t + (t + u < kn ? u : 0)) * ldk;
+        __m512 d = _mm512_mul_ps (q0, kv_load16 (K, kr, kv16));
+        d = _mm512_fmadd_ps (q1, kv_load16 (K, kr + 16, kv16), d);
+        d = _mm512_fmadd_ps (q2, kv_load16 (K, kr + 32, kv16), d);
+        a[u] = _mm512_fmadd_ps (q3, kv_load16 (K, kr + 48, kv16), d);
+      }
+      _mm256_store_ps (s + t, _mm256_mul_ps (hsum8x16 (a),
+              _mm256_set1_ps (scale)));
+    }
+    /* lanes past kn (at most 7) never count */
+    for (t = 0; t < kn; t += 16)
+      vmax = _mm512_mask_max_ps (vmax, first_lanes (kn - t), vmax,
+          _mm512_load_ps (s + t));
+    m_new = _mm512_reduce_max_ps (vmax);
+    if (m_new < mx)
+      m_new = mx;
+    r = expf (mx - m_new);
+    vm = _mm512_set1_ps (m_new);
+    for (t = 0; t < kn; t += 16) {
+      __mmask16 m = first_lanes (kn - t);
+      __m512 p = _mm512_maskz_mov_ps (m, exp512 (_mm512_sub_ps
+              (_mm512_load_ps (s + t), vm)));
+      _mm512_store_ps (s + t, p);
+      vs = _mm512_add_ps (vs, p);
+    }
+    sum = sum * r + _mm512_reduce_add_ps (vs);
+    mx = m_new;
+    vr = _mm512_set1_ps (r);
+    o0 = _mm512_mul_ps (o0, vr);
+    o1 = _mm512_mul_ps (o1, vr);
+    o2 = _mm512_mul_ps (o2, vr);
+    o3 = _mm512_mul_ps (o3, vr);
+    e0 = _mm512_mul_ps (e0, vr);
+    e1 = _mm512_mul_ps (e1, vr);
+    e2 = _mm512_mul_ps (e2, vr);
+    e3 = _mm512_mul_ps (e3, vr);
+    /* two keys per round into two sets of sums: the chains of
+     * multiply-adds are half as long */
+    for (t = 0; t + 2 <= kn; t += 2) {
+      __m512 p = _mm512_set1_ps (s[t]), p1 = _mm512_set1_ps (s[t + 1]);
+      int64_t vrow = (t0 + t) * ldv, vrow1 = vrow + ldv;
+      o0 = _mm512_fmadd_ps (p, kv_load16 (V, vrow, kv16), o0);
+      o1 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 16, kv16), o1);
+      o2 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 32, kv16), o2);
+      o3 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 48, kv16), o3);
+      e0 = _mm512_fmadd_ps (p1, kv_load16 (V, vrow1, kv16), e0);
+      e1 = _mm512_fmadd_ps (p1, kv_load16 (V, vrow1 + 16, kv16), e1);
+      e2 = _mm512_fmadd_ps (p1, kv_load16 (V, vrow1 + 32, kv16), e2);
+      e3 = _mm512_fmadd_ps (p1, kv_load16 (V, vrow1 + 48, kv16), e3);
+    }
+    for (; t < kn; t++) {
+      __m512 p = _mm512_set1_ps (s[t]);
+      int64_t vrow = (t0 + t) * ldv;
+      o0 = _mm512_fmadd_ps (p, kv_load16 (V, vrow, kv16), o0);
+      o1 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 16, kv16), o1);
+      o2 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 32, kv16), o2);
+      o3 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 48, kv16), o3);
+    }
+  }
+  o0 = _mm512_add_ps (o0, e0);
+  o1 = _mm512_add_ps (o1, e1);
+  o2 = _mm512_add_ps (o2, e2);
+  o3 = _mm512_add_ps (o3, e3);
+  inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  _mm512_storeu_ps (o, _mm512_mul_ps (o0, _mm512_set1_ps (inv)));
+  _mm512_storeu_ps (o + 16, _mm512_mul_ps (o1, _mm512_set1_ps (inv)));
+  _mm512_storeu_ps (o + 32, _mm512_mul_ps (o2, _mm512_set1_ps (inv)));
+  _mm512_storeu_ps (o + 48, _mm512_mul_ps (o3, _mm512_set1_ps (inv)));
+}
+
+static void
+attention_queries64 (int64_t q0, int64_t q1, int64_t n_q, int64_t n_kv,
+    const float *Q, int64_t ldq, const void *K, int64_t ldk, const void *V,
+    int64_t ldv, float scale, int causal, float *O, int64_t ldo, int kv16)
+{
+  int64_t i;
+
+  for (i = q0; i < q1; i++) {
+    int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+    if (last < 0) {
+      memset (O + i * ldo, 0, 64 * sizeof (float));
+      continue;
+    }
+    if (kv16)
+      attention_one64 (Q + i * ldq, last, K, ldk, V, ldv, scale, O + i * ldo,
+          1);
+    else
+      attention_one64 (Q + i * ldq, last, K, ldk, V, ldv, scale, O + i * ldo,
+          0);
+  }
+}
+
+static void
+avx512_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+    const uint16_t * K, int64_t ldk, const uint16_t * V, int64_t ldv,
+    float scale, int causal, float *O, int64_t ldo)
+{
+  if (d_head != 64) {
+    avx2_set.attention_head_f16kv (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk,
+        V, ldv, scale, causal, O, ldo);
+    return;
+  }
+  attention_queries64 (q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+      causal, O, ldo, 1);
+}
+
 static void
 avx512_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
@@ -524,10 +693,14 @@ avx512_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
 {
   int64_t i;
 
-  /* a few queries (the decoder): the AVX2 set's one-query path */
+  /* a few queries (the decoder): one at a time */
   if (q1 - q0 < 8) {
-    avx2_set.attention_head (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V,
-        ldv, scale, causal, O, ldo);
+    if (d_head == 64)
+      attention_queries64 (q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+          causal, O, ldo, 0);
+    else
+      avx2_set.attention_head (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V,
+          ldv, scale, causal, O, ldo);
     return;
   }
   for (i = q0; i < q1; i += AQ) {
@@ -560,5 +733,6 @@ wk_kernels_avx512_init (wk_kernel_set * ks)
   ks->linear = avx512_linear;
   ks->gemm_f32 = avx512_gemm_f32;
   ks->attention_head = avx512_attention_head;
+  ks->attention_head_f16kv = avx512_attention_head_f16kv;
   ks->gelu = avx512_gelu;
 }
