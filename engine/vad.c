@@ -1110,13 +1110,18 @@ seg_step (wk_vad * v, float p, int64_t cur)
     s->start = cur;
     seg_reset_marks (s);
   } else if (s->triggered) {
-    if (cur - s->start > v->max_speech) {
+    /* a candidate that will merge counts from the pending segment's start */
+    int64_t seg_start = merges (v, s->start) ? s->pend_start : s->start;
+    if (cur - seg_start > v->max_speech) {
       /* split at the last long-enough pause, else here; a split is final
        * (whisper.cpp would merge it back across a short pause) */
       int64_t end = s->prev_end >= 0 ? s->prev_end : cur;
       int still_silent = s->prev_end < 0 || s->next_start < s->prev_end;
       int64_t next = s->next_start;
-      if (end - s->start > v->min_speech || merges (v, s->start))
+      /* kept if long enough, or if its START is out already (reported
+       * on the speech after the pause we now split at) */
+      if (end - s->start > v->min_speech || s->cand_covered
+          || merges (v, s->start))
         kept_segment (v, s->start, end);
       finalize_pend (v);
       if (still_silent) {

@@ -615,12 +615,60 @@ test_segmenter_matches_reference (void)
       }
     }
   }
-#undef UNIF
-#undef NEXT
   printf ("# segmenter vs whisper.cpp's algorithm: %d of 400 random "
       "sequences differ (%d segments in all)\n", mismatches, total_segs);
   CHECK (mismatches == 0);
   CHECK (total_segs > 1000);
+
+  /* max_speech_duration_s (not in the statement above): segments in
+   * order, apart, no longer than the limit plus padding */
+  for (int iter = 0; iter < 200; iter++) {
+    wk_vad_params prm = wk_vad_default_params ();
+    wk_vad *v;
+    wk_vad_event ev;
+    int64_t open = -1, last_end = 0, limit;
+    int bad = 0;
+
+    prm.max_speech_duration_s = 0.5f + (float) (iter % 4);
+    prm.min_silence_duration_ms = iter % 2 ? 300 : 100;
+    limit = (int64_t) (SR * (double) prm.max_speech_duration_s);
+    v = new_vad (&prm);
+    for (int i = 0; i <= N; i++) {
+      if (i < N)
+        wk_vad_step_prob (v, (NEXT () % 4) ? (NEXT () % 10 ? 0.9f : 0.4f)
+            : 0.05f);
+      else
+        wk_vad_finish (v);
+      while (wk_vad_pop_event (v, &ev)) {
+        if (ev.type == WK_VAD_EVENT_SPEECH_START) {
+          if (open >= 0 || ev.sample < last_end) {
+            if (!bad)
+              fprintf (stderr, "seq %d chunk %d: START %lld (open %lld, last "
+                  "END %lld)\n", iter, i, (long long) ev.sample,
+                  (long long) open, (long long) last_end);
+            bad = 1;
+          }
+          open = ev.sample;
+        } else {
+          if (open < 0 || ev.sample <= open
+              || ev.sample - open > limit + 2 * SR * 30 / 1000) {
+            if (!bad)
+              fprintf (stderr, "seq %d: %lld-%lld (limit %lld)\n", iter,
+                  (long long) open, (long long) ev.sample, (long long) limit);
+            bad = 1;
+          }
+          last_end = ev.sample;
+          open = -1;
+        }
+      }
+    }
+    bad |= open >= 0;
+    CHECK_MSG (!bad, "max_speech sequence %d: start %lld end %lld last %lld",
+        iter, (long long) open, (long long) ev.sample, (long long) last_end);
+    wk_vad_free (v);
+  }
+#undef UNIF
+#undef NEXT
 }
 
 /* Feeds pcm in pieces of the given sizes (cycled) and collects events. */
