@@ -114,10 +114,14 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
  * last frame is complete, plus a second of margin). */
 #define WINDOW_SAMPLES (30 * WK_SAMPLE_RATE)
 #define HORIZON_SAMPLES (WINDOW_SAMPLES + WK_SAMPLE_RATE)
-/* Live policy: no word still to come starts earlier than this before the
- * audio fed, besides the step (the voice detector looks 0.3 s back, the
- * engine keeps a second of pre-roll), unless the partial result does. */
-#define LIVE_MARGIN_SECONDS 1.5
+/* Live policy: no word still to come starts earlier than the step plus
+ * this before the end of the audio fed, unless the partial result does:
+ * the voice detector reports the start of speech about 0.3 s after it
+ * (250 ms of speech, 30 ms of padding, a 32 ms chunk), and the model runs
+ * within a step of that. Larger would keep textoverlay waiting beyond the
+ * latency the element reports; a word found earlier than this keeps its
+ * text in order by starting at the end of the last GAP. */
+#define LIVE_MARGIN_SECONDS 0.5
 /* GAP events for a stretch without text are sent in steps at least this
  * long while audio flows (at a drain they cover everything). */
 #define MIN_GAP (GST_SECOND / 2)
