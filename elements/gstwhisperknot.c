@@ -87,6 +87,11 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define DEFAULT_TRANSLATE FALSE
 #define DEFAULT_LATENCY 0
 #define DEFAULT_THREADS 0
+#define DEFAULT_LATENESS 0
+#define DEFAULT_VAD TRUE
+#define DEFAULT_VAD_THRESHOLD 0.5f
+#define DEFAULT_VAD_MIN_SILENCE 300
+#define DEFAULT_OUTPUT GST_WHISPERKNOT_OUTPUT_WORD
 
 #define MAX_LATENCY 30000
 
@@ -125,6 +130,9 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 /* GAP events for a stretch without text are sent in steps at least this
  * long while audio flows (at a drain they cover everything). */
 #define MIN_GAP (GST_SECOND / 2)
+/* output=phrase: a silence this long between committed words ends a
+ * phrase even when the utterance goes on */
+#define PHRASE_PAUSE_SAMPLES (WK_SAMPLE_RATE / 2)
 
 #define SINK_CAPS "audio/x-raw, " \
     "format = (string) { F32LE, S16LE }, " \
@@ -148,6 +156,12 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_ALWAYS,
     GST_STATIC_CAPS (SRC_CAPS));
 
+static GstStaticPadTemplate partial_src_template =
+GST_STATIC_PAD_TEMPLATE ("partial_src",
+    GST_PAD_SRC,
+    GST_PAD_REQUEST,
+    GST_STATIC_CAPS (SRC_CAPS));
+
 enum
 {
   PROP_0,
@@ -158,7 +172,31 @@ enum
   PROP_THREADS,
   PROP_LANGUAGE_CODE,
   PROP_MAX_OBSERVED_DELAY,
+  PROP_LATENESS,
+  PROP_VAD,
+  PROP_VAD_THRESHOLD,
+  PROP_VAD_MIN_SILENCE,
+  PROP_OUTPUT,
+  PROP_STATS,
 };
+
+GType
+gst_whisperknot_output_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_WHISPERKNOT_OUTPUT_WORD, "One buffer per committed word", "word"},
+    {GST_WHISPERKNOT_OUTPUT_PHRASE, "One buffer per run of words up to the "
+          "end of an utterance or a pause", "phrase"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstWhisperKnotOutput", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
 
 /* Something the worker does at a position of the audio queue. */
 typedef enum
@@ -201,6 +239,12 @@ static gboolean gst_whisperknot_src_activate_mode (GstPad * pad,
     GstObject * parent, GstPadMode mode, gboolean active);
 static void gst_whisperknot_loop (GstWhisperKnot * self);
 static void gst_whisperknot_join_load (GstWhisperKnot * self);
+static GstPad *gst_whisperknot_request_new_pad (GstElement * element,
+    GstPadTemplate * templ, const gchar * name, const GstCaps * caps);
+static void gst_whisperknot_release_pad (GstElement * element, GstPad * pad);
+static GstStructure *gst_whisperknot_make_stats (GstWhisperKnot * self);
+static void gst_whisperknot_forward_partial_event (GstWhisperKnot * self,
+    GstEvent * event);
 
 static void
 gst_whisperknot_class_init (GstWhisperKnotClass * klass)
@@ -293,8 +337,85 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
           "text, in milliseconds", 0, G_MAXUINT, 0,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
+  /**
+   * GstWhisperKnot:lateness:
+   *
+   * Extra lateness in milliseconds that downstream allows (as
+   * transcriberbin's `lateness`): added to the latency the element reports,
+   * and to the delay above which it warns (see
+   * #GstWhisperKnot:max-observed-delay).
+   */
+  g_object_class_install_property (gobject_class, PROP_LATENESS,
+      g_param_spec_uint ("lateness", "Lateness",
+          "Extra lateness in milliseconds added to the reported latency",
+          0, MAX_LATENCY, DEFAULT_LATENESS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  /**
+   * GstWhisperKnot:vad:
+   *
+   * Live policy: gate the model with the voice detector (Silero VAD).
+   * Off, all audio counts as speech and utterances end only at a drain
+   * (EOS, a new segment, a restart).
+   */
+  g_object_class_install_property (gobject_class, PROP_VAD,
+      g_param_spec_boolean ("vad", "Voice detection",
+          "Live policy: run the model only on speech found by the voice "
+          "detector", DEFAULT_VAD, G_PARAM_READWRITE |
+          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+
+  g_object_class_install_property (gobject_class, PROP_VAD_THRESHOLD,
+      g_param_spec_float ("vad-threshold", "Voice detection threshold",
+          "Live policy: speech probability at which speech starts",
+          0.0f, 1.0f, DEFAULT_VAD_THRESHOLD, G_PARAM_READWRITE |
+          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+
+  g_object_class_install_property (gobject_class, PROP_VAD_MIN_SILENCE,
+      g_param_spec_uint ("vad-min-silence", "Minimum silence",
+          "Live policy: silence in milliseconds that ends an utterance",
+          0, 10000, DEFAULT_VAD_MIN_SILENCE, G_PARAM_READWRITE |
+          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+
+  /**
+   * GstWhisperKnot:output:
+   *
+   * Live policy: one text buffer per committed word, or per phrase (the
+   * committed words up to the end of an utterance or a pause of half a
+   * second). Offline (latency 0) a buffer is one of Whisper's segments.
+   */
+  g_object_class_install_property (gobject_class, PROP_OUTPUT,
+      g_param_spec_enum ("output", "Output",
+          "Live policy: what a text buffer holds",
+          GST_TYPE_WHISPERKNOT_OUTPUT, DEFAULT_OUTPUT, G_PARAM_READWRITE |
+          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+
+  /**
+   * GstWhisperKnot:stats:
+   *
+   * Statistics of the current run as a structure named
+   * `application/x-whisperknot-stats`: `model-bytes` (guint64, bytes of the
+   * model file mapped; one mapping is shared by every element on the same
+   * file), `load-time` (gdouble, seconds the last model load took),
+   * `audio-seconds`, `mel-seconds`, `encoder-seconds`, `decoder-seconds`,
+   * `vad-seconds`, `speech-seconds` (gdouble), `real-time-factor`
+   * (gdouble, compute time over audio time), `max-delay` and `last-delay`
+   * (gdouble, seconds from a word's last sample arriving to its commit),
+   * `step-seconds` (gdouble), `runs`, `windows`, `tokens`, `words`,
+   * `utterances` (guint64) and `state-bytes` (guint64, memory of the
+   * element's recognizer state).
+   */
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Statistics",
+          "Resident model bytes, load time, audio processed, time per "
+          "stage, real-time factor and delays", GST_TYPE_STRUCTURE,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_add_static_pad_template (element_class,
+      &partial_src_template);
+  gst_type_mark_as_plugin_api (GST_TYPE_WHISPERKNOT_OUTPUT, 0);
 
   gst_element_class_set_static_metadata (element_class,
       "Speech to text", "Filter/Audio/Text",
@@ -303,6 +424,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_whisperknot_change_state);
+  element_class->request_new_pad =
+      GST_DEBUG_FUNCPTR (gst_whisperknot_request_new_pad);
+  element_class->release_pad = GST_DEBUG_FUNCPTR (gst_whisperknot_release_pad);
 
   GST_DEBUG_CATEGORY_INIT (whisperknot_debug, "whisperknot", 0,
       "speech to text");
@@ -332,6 +456,13 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->translate = DEFAULT_TRANSLATE;
   self->latency_ms = DEFAULT_LATENCY;
   self->n_threads = DEFAULT_THREADS;
+  self->lateness_ms = DEFAULT_LATENESS;
+  self->use_vad = DEFAULT_VAD;
+  self->vad_threshold = DEFAULT_VAD_THRESHOLD;
+  self->vad_min_silence_ms = DEFAULT_VAD_MIN_SILENCE;
+  self->output = DEFAULT_OUTPUT;
+  self->phrase = g_string_new (NULL);
+  self->partial_pos = GST_CLOCK_TIME_NONE;
 
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
@@ -356,6 +487,7 @@ gst_whisperknot_finalize (GObject * object)
   g_free (self->language);
   g_free (self->loaded_path);
   g_free (self->load_error);
+  g_string_free (self->phrase, TRUE);
   g_free (self->ring);
   if (self->stream)
     wk_stream_free (self->stream);
@@ -402,6 +534,21 @@ gst_whisperknot_set_property (GObject * object, guint prop_id,
       self->language = tag ? g_strndup (tag, strcspn (tag, "-_")) : NULL;
       break;
     }
+    case PROP_LATENESS:
+      self->lateness_ms = g_value_get_uint (value);
+      break;
+    case PROP_VAD:
+      self->use_vad = g_value_get_boolean (value);
+      break;
+    case PROP_VAD_THRESHOLD:
+      self->vad_threshold = g_value_get_float (value);
+      break;
+    case PROP_VAD_MIN_SILENCE:
+      self->vad_min_silence_ms = g_value_get_uint (value);
+      break;
+    case PROP_OUTPUT:
+      self->output = g_value_get_enum (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -438,6 +585,24 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
     case PROP_MAX_OBSERVED_DELAY:
       g_value_set_uint (value, self->max_observed_delay_ms);
       break;
+    case PROP_LATENESS:
+      g_value_set_uint (value, self->lateness_ms);
+      break;
+    case PROP_VAD:
+      g_value_set_boolean (value, self->use_vad);
+      break;
+    case PROP_VAD_THRESHOLD:
+      g_value_set_float (value, self->vad_threshold);
+      break;
+    case PROP_VAD_MIN_SILENCE:
+      g_value_set_uint (value, self->vad_min_silence_ms);
+      break;
+    case PROP_OUTPUT:
+      g_value_set_enum (value, self->output);
+      break;
+    case PROP_STATS:
+      g_value_take_boxed (value, gst_whisperknot_make_stats (self));
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -456,15 +621,27 @@ gst_whisperknot_load_thread (gpointer data)
   wk_status status;
   gchar *path;
   char err[512] = "";
+  gint64 t0;
 
   g_mutex_lock (&self->lock);
   path = g_strdup (self->loaded_path);
   g_mutex_unlock (&self->lock);
 
   GST_INFO_OBJECT (self, "loading model %s", path);
+  t0 = g_get_monotonic_time ();
   status = wk_model_load (path, &params, &model, err, sizeof err);
+  t0 = g_get_monotonic_time () - t0;
   GST_INFO_OBJECT (self, "model %s: %s", path, status == WK_OK ? "loaded" :
       err);
+  if (status == WK_OK) {
+    wk_model_info info;
+
+    wk_model_get_info (model, &info);
+    GST_OBJECT_LOCK (self);
+    self->model_bytes = info.file_bytes;
+    self->load_seconds = t0 / (gdouble) G_USEC_PER_SEC;
+    GST_OBJECT_UNLOCK (self);
+  }
 
   g_mutex_lock (&self->lock);
   self->model = model;
@@ -613,6 +790,13 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   params.latency_ms = self->latency_ms;
   self->stream_latency_ms = self->latency_ms;
   params.n_threads = self->n_threads;
+  params.use_vad = self->use_vad;
+  params.vad_threshold = self->vad_threshold;
+  params.vad_min_silence_ms = self->vad_min_silence_ms;
+  self->stream_output = self->output;
+  self->stream_limit = (self->latency_ms + self->lateness_ms) * GST_MSECOND;
+  memset (&self->stats, 0, sizeof self->stats);
+  self->qos_warned = FALSE;
   GST_OBJECT_UNLOCK (self);
 
   if (language && language[0] && g_ascii_strcasecmp (language, "auto"))
@@ -915,7 +1099,10 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_FLUSH_START:
     {
-      gboolean ret = gst_pad_push_event (self->srcpad, event);
+      gboolean ret;
+
+      gst_whisperknot_forward_partial_event (self, event);
+      ret = gst_pad_push_event (self->srcpad, event);
 
       g_mutex_lock (&self->lock);
       self->flushing = TRUE;
@@ -944,7 +1131,9 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
       self->out_pos = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
       self->in_base = GST_CLOCK_TIME_NONE;
+      g_string_truncate (self->phrase, 0);
 
+      gst_whisperknot_forward_partial_event (self, event);
       ret = gst_pad_push_event (self->srcpad, event);
       gst_pad_start_task (self->srcpad,
           (GstTaskFunction) gst_whisperknot_loop, self, NULL);
@@ -1037,15 +1226,89 @@ samples_to_time (gint64 samples)
 static GstClockTime
 gst_whisperknot_get_latency (GstWhisperKnot * self)
 {
-  guint ms;
+  guint ms, lateness;
 
   GST_OBJECT_LOCK (self);
   ms = self->latency_ms;
+  lateness = self->lateness_ms;
   GST_OBJECT_UNLOCK (self);
 
   if (ms == 0)
-    return samples_to_time (WINDOW_SAMPLES);
-  return ms * GST_MSECOND;
+    return samples_to_time (WINDOW_SAMPLES) + lateness * GST_MSECOND;
+  return (ms + lateness) * GST_MSECOND;
+}
+
+/* The stats property's structure, with the object lock held. */
+static GstStructure *
+gst_whisperknot_make_stats (GstWhisperKnot * self)
+{
+  const wk_stream_stats *st = &self->stats;
+  gdouble busy = st->mel_seconds + st->encoder_seconds +
+      st->decoder_seconds + st->vad_seconds;
+
+  return gst_structure_new ("application/x-whisperknot-stats",
+      "model-bytes", G_TYPE_UINT64, self->model ? self->model_bytes :
+      (guint64) 0,
+      "load-time", G_TYPE_DOUBLE, self->load_seconds,
+      "audio-seconds", G_TYPE_DOUBLE, st->audio_seconds,
+      "mel-seconds", G_TYPE_DOUBLE, st->mel_seconds,
+      "encoder-seconds", G_TYPE_DOUBLE, st->encoder_seconds,
+      "decoder-seconds", G_TYPE_DOUBLE, st->decoder_seconds,
+      "vad-seconds", G_TYPE_DOUBLE, st->vad_seconds,
+      "speech-seconds", G_TYPE_DOUBLE, st->speech_seconds,
+      "real-time-factor", G_TYPE_DOUBLE, st->audio_seconds > 0 ?
+      busy / st->audio_seconds : 0.0,
+      "max-delay", G_TYPE_DOUBLE, st->max_delay_seconds,
+      "last-delay", G_TYPE_DOUBLE, st->last_delay_seconds,
+      "step-seconds", G_TYPE_DOUBLE, st->step_seconds,
+      "runs", G_TYPE_UINT64, (guint64) st->n_runs,
+      "windows", G_TYPE_UINT64, (guint64) st->n_windows,
+      "tokens", G_TYPE_UINT64, (guint64) st->n_tokens,
+      "words", G_TYPE_UINT64, (guint64) st->n_committed,
+      "utterances", G_TYPE_UINT64, (guint64) st->n_utterances,
+      "state-bytes", G_TYPE_UINT64, (guint64) st->state_bytes, NULL);
+}
+
+/* Worker: copies the engine's counters for the stats property and, with
+ * the live policy, warns when a word came later than latency + lateness
+ * (once per run as a warning, and as a `whisperknot-qos` element message
+ * each time the largest delay grows beyond it). */
+static void
+gst_whisperknot_update_stats (GstWhisperKnot * self)
+{
+  wk_stream_stats stats;
+  GstClockTime delay, previous;
+  gboolean warn = FALSE, post = FALSE;
+
+  wk_stream_get_stats (self->stream, &stats);
+  delay = (GstClockTime) (stats.max_delay_seconds * GST_SECOND);
+  GST_OBJECT_LOCK (self);
+  previous = (GstClockTime) (self->stats.max_delay_seconds * GST_SECOND);
+  self->stats = stats;
+  self->max_observed_delay_ms = MAX (self->max_observed_delay_ms,
+      (guint) (stats.max_delay_seconds * 1000));
+  if (self->stream_latency_ms > 0 && delay > self->stream_limit &&
+      delay > previous) {
+    post = TRUE;
+    warn = !self->qos_warned;
+    self->qos_warned = TRUE;
+  }
+  GST_OBJECT_UNLOCK (self);
+
+  if (warn)
+    GST_ELEMENT_WARNING (self, CORE, CLOCK,
+        ("Text is later than the latency allows: a word came %u ms after "
+            "it was spoken, the latency and lateness allow %u ms. Raise "
+            "the latency or use fewer threads elsewhere.",
+            (guint) (delay / GST_MSECOND),
+            (guint) (self->stream_limit / GST_MSECOND)), (NULL));
+  if (post)
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_element (GST_OBJECT (self),
+            gst_structure_new ("whisperknot-qos",
+                "max-delay", G_TYPE_UINT64, delay,
+                "allowed", G_TYPE_UINT64, self->stream_limit,
+                "step-seconds", G_TYPE_DOUBLE, stats.step_seconds, NULL)));
 }
 
 static GstFlowReturn
@@ -1105,20 +1368,21 @@ gst_whisperknot_text_buffer (GstWhisperKnot * self, const char *text)
 }
 
 static GstFlowReturn
-gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
+gst_whisperknot_push_text (GstWhisperKnot * self, const gchar * text,
+    gint64 seg_start, gint64 seg_end)
 {
   GstClockTime start, end, limit;
   GstBuffer *buf;
   GstFlowReturn ret;
 
-  buf = gst_whisperknot_text_buffer (self, seg->text ? seg->text : "");
+  buf = gst_whisperknot_text_buffer (self, text ? text : "");
   if (!buf)
     return GST_FLOW_OK;
 
   /* within the audio fed, whatever the model says */
   limit = self->base + samples_to_time (self->fed);
-  start = MIN (self->base + samples_to_time (seg->start), limit);
-  end = MIN (self->base + samples_to_time (seg->end), limit);
+  start = MIN (self->base + samples_to_time (seg_start), limit);
+  end = MIN (self->base + samples_to_time (seg_end), limit);
   /* downstream has seen time up to out_pos: keep buffers in order */
   if (GST_CLOCK_TIME_IS_VALID (self->out_pos)) {
     if (start > self->out_pos) {
@@ -1141,8 +1405,44 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
   self->out_pos = end;
 
   GST_DEBUG_OBJECT (self, "text %" GST_TIME_FORMAT " - %" GST_TIME_FORMAT
-      ": %s", GST_TIME_ARGS (start), GST_TIME_ARGS (end), seg->text);
+      ": %s", GST_TIME_ARGS (start), GST_TIME_ARGS (end), text);
   return gst_pad_push (self->srcpad, buf);
+}
+
+/* output=phrase: pushes the words collected so far as one buffer. */
+static GstFlowReturn
+gst_whisperknot_push_phrase (GstWhisperKnot * self)
+{
+  GstFlowReturn ret;
+
+  if (self->phrase->len == 0)
+    return GST_FLOW_OK;
+  ret = gst_whisperknot_push_text (self, self->phrase->str,
+      self->phrase_start, self->phrase_end);
+  g_string_truncate (self->phrase, 0);
+  return ret;
+}
+
+static GstFlowReturn
+gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  if (self->stream_latency_ms == 0 ||
+      self->stream_output != GST_WHISPERKNOT_OUTPUT_PHRASE)
+    return gst_whisperknot_push_text (self, seg->text, seg->start, seg->end);
+
+  /* a pause ends the phrase before this word */
+  if (self->phrase->len > 0 &&
+      seg->start - self->phrase_end >= PHRASE_PAUSE_SAMPLES)
+    ret = gst_whisperknot_push_phrase (self);
+  if (!seg->text || !seg->text[0])
+    return ret;
+  if (self->phrase->len == 0)
+    self->phrase_start = seg->start;
+  g_string_append (self->phrase, seg->text);
+  self->phrase_end = MAX (seg->end, seg->start);
+  return ret;
 }
 
 /* The end of an utterance (live policy): text before it is complete, so
@@ -1154,7 +1454,11 @@ gst_whisperknot_push_utterance_end (GstWhisperKnot * self,
 {
   GstClockTime at = self->base + MIN (samples_to_time (seg->start),
       samples_to_time (self->fed));
+  GstFlowReturn ret;
 
+  ret = gst_whisperknot_push_phrase (self);
+  if (ret != GST_FLOW_OK)
+    return ret;
   gst_whisperknot_push_gap (self, at, 0);
   GST_DEBUG_OBJECT (self, "utterance ends at %" GST_TIME_FORMAT,
       GST_TIME_ARGS (at));
@@ -1162,6 +1466,74 @@ gst_whisperknot_push_utterance_end (GstWhisperKnot * self,
       gst_event_new_custom (GST_EVENT_CUSTOM_DOWNSTREAM,
           gst_structure_new_empty ("rstranscribe/final-transcript")));
   return GST_FLOW_OK;
+}
+
+/* Live policy: the partial result on partial_src, when requested: a
+ * buffer that replaces the one before (PTS at its start), or a GAP when
+ * nothing is partial any more. Downstream refusing it does not stop the
+ * element. */
+static void
+gst_whisperknot_push_partial (GstWhisperKnot * self, const gchar * text,
+    GstClockTime start, GstClockTime end)
+{
+  GstPad *pad;
+  GstBuffer *buf;
+  GstFlowReturn ret;
+
+  GST_OBJECT_LOCK (self);
+  pad = self->partial_srcpad ? gst_object_ref (self->partial_srcpad) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (!pad)
+    return;
+
+  if (text[0]) {
+    buf = gst_buffer_new_memdup (text, strlen (text));
+    GST_BUFFER_PTS (buf) = start;
+    GST_BUFFER_DURATION (buf) = end > start ? end - start : 0;
+    if (!GST_CLOCK_TIME_IS_VALID (self->partial_pos))
+      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    self->partial_pos = start;
+    ret = gst_pad_push (pad, buf);
+    if (ret != GST_FLOW_OK)
+      GST_DEBUG_OBJECT (self, "partial_src: %s", gst_flow_get_name (ret));
+  } else if (GST_CLOCK_TIME_IS_VALID (self->partial_pos) &&
+      start > self->partial_pos) {
+    gst_pad_push_event (pad, gst_event_new_gap (self->partial_pos,
+            start - self->partial_pos));
+    self->partial_pos = start;
+  }
+  gst_object_unref (pad);
+}
+
+/* Passes a copy of a serialized event from the main src pad to
+ * partial_src (stream-start, caps, segment, EOS, flushes). */
+static void
+gst_whisperknot_forward_partial_event (GstWhisperKnot * self,
+    GstEvent * event)
+{
+  GstPad *pad;
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_STREAM_START:
+    case GST_EVENT_CAPS:
+    case GST_EVENT_SEGMENT:
+    case GST_EVENT_EOS:
+    case GST_EVENT_FLUSH_START:
+    case GST_EVENT_FLUSH_STOP:
+      break;
+    default:
+      return;
+  }
+  GST_OBJECT_LOCK (self);
+  pad = self->partial_srcpad ? gst_object_ref (self->partial_srcpad) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (!pad)
+    return;
+  if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP ||
+      GST_EVENT_TYPE (event) == GST_EVENT_SEGMENT)
+    self->partial_pos = GST_CLOCK_TIME_NONE;
+  gst_pad_push_event (pad, gst_event_ref (event));
+  gst_object_unref (pad);
 }
 
 /* Live policy: posts the words not committed yet as an element message
@@ -1196,6 +1568,7 @@ gst_whisperknot_post_partial (GstWhisperKnot * self)
                 "duration", G_TYPE_UINT64, end > start ? end - start : 0,
                 "stability", G_TYPE_DOUBLE, n ? stability : 1.0,
                 "words", G_TYPE_UINT, (guint) n, NULL)));
+    gst_whisperknot_push_partial (self, text->str, start, end);
     g_string_free (text, TRUE);
   }
   return n ? words[0].start : -1;
@@ -1224,26 +1597,32 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
   }
   if (ret != GST_FLOW_OK)
     return ret;
+  gst_whisperknot_update_stats (self);
 
-  if (finished)
+  if (finished) {
+    ret = gst_whisperknot_push_phrase (self);
+    if (ret != GST_FLOW_OK)
+      return ret;
+    gst_whisperknot_post_partial (self);
     return gst_whisperknot_push_gap (self,
         self->base + samples_to_time (self->fed), 0);
+  }
 
   /* TODO: an engine call saying where its uncommitted audio starts would
    * replace these estimates */
   if (self->stream_latency_ms > 0) {
     /* live: words not yet in any hypothesis start after the VAD's look-back
      * and pre-roll and the audio since the last run */
-    wk_stream_get_stats (self->stream, &stats);
     GST_OBJECT_LOCK (self);
-    self->max_observed_delay_ms = MAX (self->max_observed_delay_ms,
-        (guint) (stats.max_delay_seconds * 1000));
+    stats = self->stats;
     GST_OBJECT_UNLOCK (self);
     settled = (gint64) self->fed - (gint64) ((stats.step_seconds +
             LIVE_MARGIN_SECONDS) * WK_SAMPLE_RATE);
     first = gst_whisperknot_post_partial (self);
     if (first >= 0)
       settled = MIN (settled, first);
+    if (self->phrase->len > 0)
+      settled = MIN (settled, self->phrase_start);
   } else {
     settled = (gint64) self->fed - HORIZON_SAMPLES;
   }
@@ -1318,6 +1697,7 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
       self->out_pos = ts + dur;
   }
 
+  gst_whisperknot_forward_partial_event (self, marker->event);
   gst_pad_push_event (self->srcpad, marker->event);
   marker->event = NULL;
   return ret;
@@ -1514,6 +1894,9 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->base = GST_CLOCK_TIME_NONE;
       self->out_pos = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
+      g_string_truncate (self->phrase, 0);
+      self->partial_pos = GST_CLOCK_TIME_NONE;
+      self->partial_serial = 0;
       self->negotiated = FALSE;
       self->format = GST_AUDIO_FORMAT_F32LE;
       gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
@@ -1551,4 +1934,62 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
   }
 
   return ret;
+}
+
+/* ---- partial_src -------------------------------------------------------- */
+
+static gboolean
+copy_sticky (GstPad * pad, GstEvent ** event, gpointer user_data)
+{
+  GstPad *partial = user_data;
+
+  if (GST_EVENT_TYPE (*event) != GST_EVENT_EOS)
+    gst_pad_store_sticky_event (partial, *event);
+  return TRUE;
+}
+
+static GstPad *
+gst_whisperknot_request_new_pad (GstElement * element, GstPadTemplate * templ,
+    const gchar * name, const GstCaps * caps)
+{
+  GstWhisperKnot *self = GST_WHISPERKNOT (element);
+  GstPad *pad;
+
+  GST_OBJECT_LOCK (self);
+  if (self->partial_srcpad) {
+    GST_OBJECT_UNLOCK (self);
+    GST_WARNING_OBJECT (self, "partial_src was requested already");
+    return NULL;
+  }
+  GST_OBJECT_UNLOCK (self);
+
+  pad = gst_pad_new_from_template (templ, "partial_src");
+  gst_pad_use_fixed_caps (pad);
+  gst_pad_set_active (pad, TRUE);
+  /* what the main src pad announced so far (stream-start, caps,
+   * segment) goes out before the first partial */
+  gst_pad_sticky_events_foreach (self->srcpad, copy_sticky, pad);
+  if (!gst_element_add_pad (element, pad))
+    return NULL;
+  GST_OBJECT_LOCK (self);
+  self->partial_srcpad = gst_object_ref (pad);
+  GST_OBJECT_UNLOCK (self);
+  return pad;
+}
+
+static void
+gst_whisperknot_release_pad (GstElement * element, GstPad * pad)
+{
+  GstWhisperKnot *self = GST_WHISPERKNOT (element);
+
+  GST_OBJECT_LOCK (self);
+  if (self->partial_srcpad != pad) {
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
+  self->partial_srcpad = NULL;
+  GST_OBJECT_UNLOCK (self);
+  gst_object_unref (pad);
+  gst_pad_set_active (pad, FALSE);
+  gst_element_remove_pad (element, pad);
 }

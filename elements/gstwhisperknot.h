@@ -26,6 +26,23 @@ G_BEGIN_DECLS
   (G_TYPE_CHECK_CLASS_TYPE((klass),GST_TYPE_WHISPERKNOT))
 
 typedef struct _GstWhisperKnot GstWhisperKnot;
+
+/**
+ * GstWhisperKnotOutput:
+ * @GST_WHISPERKNOT_OUTPUT_WORD: one text buffer per committed word
+ * @GST_WHISPERKNOT_OUTPUT_PHRASE: one text buffer per run of committed
+ *     words up to the end of an utterance or a pause
+ *
+ * What a text buffer holds with the live policy.
+ */
+typedef enum
+{
+  GST_WHISPERKNOT_OUTPUT_WORD,
+  GST_WHISPERKNOT_OUTPUT_PHRASE,
+} GstWhisperKnotOutput;
+
+#define GST_TYPE_WHISPERKNOT_OUTPUT (gst_whisperknot_output_get_type ())
+GType gst_whisperknot_output_get_type (void);
 typedef struct _GstWhisperKnotClass GstWhisperKnotClass;
 
 /**
@@ -47,6 +64,17 @@ struct _GstWhisperKnot
   guint latency_ms;             /* 0: offline windows */
   guint n_threads;              /* 0: engine default */
   guint max_observed_delay_ms;  /* read-only, from the engine's stats */
+  guint lateness_ms;            /* added to the reported latency */
+  gboolean use_vad;
+  gfloat vad_threshold;
+  guint vad_min_silence_ms;
+  GstWhisperKnotOutput output;
+  /* statistics (the stats property), also under the object lock */
+  wk_stream_stats stats;        /* the stream's, as of the last feed */
+  guint64 model_bytes;          /* mapped bytes of the model file */
+  gdouble load_seconds;         /* wall time of the last model load */
+  gboolean qos_warned;          /* the delay warning was posted */
+  GstPad *partial_srcpad;       /* the requested partial_src, or NULL */
 
   /* Everything below "lock" is shared by the streaming thread, the worker
    * (the src pad task) and the model-loading thread; "cond" is broadcast
@@ -88,6 +116,11 @@ struct _GstWhisperKnot
   GstClockTime out_pos;         /* text or gaps cover time up to here */
   gboolean discont;             /* next text buffer carries DISCONT */
   gboolean own_error;           /* the error was posted already */
+  guint stream_output;          /* GstWhisperKnotOutput of this run */
+  GstClockTime stream_limit;    /* latency + lateness of this run */
+  GString *phrase;              /* output=phrase: words not pushed yet */
+  gint64 phrase_start, phrase_end;      /* samples */
+  GstClockTime partial_pos;     /* the last partial buffer's PTS, or NONE */
 };
 
 struct _GstWhisperKnotClass
