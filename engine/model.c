@@ -238,12 +238,18 @@ bind_vec (binder * b, const char *name, int64_t n)
 }
 
 
-/* conv weights: ne = {3, in, out}, viewed as the 2-D {3 in, out}. */
+/* conv weights: stored as ne = {3, in, out} (f32 or f16) or flattened to
+ * the 2-D {3 in, out} (any type whose rows are whole blocks: the same
+ * bytes, since the kernel taps are the contiguous dimension). Either way
+ * *view becomes the {3, in, out} tensor wk_conv1d_k3 expects, over the
+ * mapped data (no copy). */
 static const wk_tensor *
-bind_conv (binder * b, const char *name, int64_t in, int64_t out)
+bind_conv (binder * b, const char *name, int64_t in, int64_t out,
+    wk_tensor * view)
 {
   const wk_tensor *t;
-  int64_t want[3] = { 3, in, out };
+  int64_t want3[3] = { 3, in, out }, want2[2] = { 3 * in, out };
+  bool is3 = true, is2 = true;
   int i;
 
   if (b->status != WK_OK)
@@ -256,22 +262,40 @@ bind_conv (binder * b, const char *name, int64_t in, int64_t out)
   }
   for (i = 0; i < WK_MAX_DIMS; i++) {
     int64_t have = i < t->n_dims ? t->ne[i] : 1;
-    int64_t w = i < 3 ? want[i] : 1;
-    if (have != w) {
-      char hs[96], ws[96];
-      fmt_shape (hs, sizeof hs, t->n_dims, t->ne);
-      fmt_shape (ws, sizeof ws, 3, want);
-      set_err (b->err, b->err_size,
-          "model: tensor '%s' has shape %s but the header says %s", name, hs,
-          ws);
-      b->status = WK_ERR_FORMAT;
-      return NULL;
-    }
+    if (have != (i < 3 ? want3[i] : 1))
+      is3 = false;
+    if (have != (i < 2 ? want2[i] : 1))
+      is2 = false;
   }
-  if (t->type != WK_TYPE_F32 && t->type != WK_TYPE_F16) {
+  /* {3, in, out} with in = out = 1 reads as 2-D too: the 3-D reading
+   * wins (its rows of 3 are not whole blocks anyway) */
+  if (is3)
+    is2 = false;
+  if (!is3 && !is2) {
+    char hs[96], ws[96], ws2[96];
+    fmt_shape (hs, sizeof hs, t->n_dims, t->ne);
+    fmt_shape (ws, sizeof ws, 3, want3);
+    fmt_shape (ws2, sizeof ws2, 2, want2);
     set_err (b->err, b->err_size,
-        "model: tensor '%s' is %s; convolutions must be f32 or f16", name,
+        "model: tensor '%s' has shape %s but the header says %s (or %s)",
+        name, hs, ws, ws2);
+    b->status = WK_ERR_FORMAT;
+    return NULL;
+  }
+  if (is3 && t->type != WK_TYPE_F32 && t->type != WK_TYPE_F16) {
+    set_err (b->err, b->err_size,
+        "model: tensor '%s' is %s; convolutions stored as {3, in, out} must "
+        "be f32 or f16 (block types need the flattened {3 in, out})", name,
         wk_type_is_known (t->type) ? wk_type_name (t->type) : "unknown");
+    b->status = WK_ERR_UNSUPPORTED;
+    return NULL;
+  }
+  if (is2 && (!wk_type_is_known (t->type)
+          || wk_type_row_bytes (t->type, 3 * in) == 0)) {
+    set_err (b->err, b->err_size,
+        "model: tensor '%s' (%s) has rows of %lld elements, not whole blocks",
+        name, wk_type_is_known (t->type) ? wk_type_name (t->type) :
+        "unknown type", (long long) (3 * in));
     b->status = WK_ERR_UNSUPPORTED;
     return NULL;
   }
@@ -281,8 +305,14 @@ bind_conv (binder * b, const char *name, int64_t in, int64_t out)
     b->status = WK_ERR_FORMAT;
     return NULL;
   }
+  *view = *t;
+  view->n_dims = 3;
+  view->ne[0] = 3;
+  view->ne[1] = in;
+  view->ne[2] = out;
+  view->ne[3] = 1;
   b->m->n_params += (uint64_t) (3 * in * out);
-  return t;
+  return view;
 }
 
 static void
@@ -353,9 +383,11 @@ bind_all (wk_model * m, char *err, size_t err_size)
     return WK_ERR_NOMEM;
   }
 
-  m->conv1_w = bind_conv (&b, "encoder.conv1.weight", hp->n_mels, da);
+  m->conv1_w = bind_conv (&b, "encoder.conv1.weight", hp->n_mels, da,
+      &m->conv1_view);
   m->conv1_b = bind_vec (&b, "encoder.conv1.bias", da);
-  m->conv2_w = bind_conv (&b, "encoder.conv2.weight", da, da);
+  m->conv2_w = bind_conv (&b, "encoder.conv2.weight", da, da,
+      &m->conv2_view);
   m->conv2_b = bind_vec (&b, "encoder.conv2.bias", da);
   m->enc_pos = bind (&b, "encoder.positional_embedding", 2, da,
       hp->n_audio_ctx);

@@ -104,10 +104,15 @@ struct wk_model
   uint64_t n_params;
 
   /* encoder */
-  const wk_tensor *conv1_w;     /* {3, n_mels, d}, f32 or f16 */
+  const wk_tensor *conv1_w;     /* {3, n_mels, d} (points at conv1_view) */
   const float *conv1_b;         /* [d] */
-  const wk_tensor *conv2_w;     /* {3, d, d} */
+  const wk_tensor *conv2_w;     /* {3, d, d} (points at conv2_view) */
   const float *conv2_b;         /* [d] */
+  /* The conv weights as wk_conv1d_k3 takes them, ne = {3, c_in, c_out},
+   * over the knot's data in place: a knot stores them either so (f32,
+   * f16) or flattened to {3 c_in, c_out} (any type whose rows are whole
+   * blocks, e.g. q8_0 in quantized knots); the bytes are the same. */
+  wk_tensor conv1_view, conv2_view;
   const wk_tensor *enc_pos;     /* {d, n_audio_ctx}, f32 or f16 */
   wk_enc_layer *enc;            /* [n_audio_layer] */
   const float *ln_post_w, *ln_post_b;   /* [d] */

@@ -7,10 +7,12 @@
  * Without --type every tensor keeps its source type bit for bit (types a
  * knot cannot hold are converted: BF16 -> f32 exactly, q4_1/q5_0/q5_1 ->
  * q8_0). With --type, 2-D weight matrices whose rows are whole blocks
- * take the target type, 1-D tensors are f32, conv weights f16 (f32 for
- * an f32 target), positional embeddings q8_0 for a quantized target, else
- * f16 (f32 for an f32 target). Conv biases are flattened to
- * 1-D. The output is written to a temporary file and renamed. */
+ * take the target type, 1-D tensors are f32, conv weights q8_0 for a
+ * quantized target where their unfolded rows (3 c_in) are whole blocks
+ * (stored flattened to {3 c_in, c_out}), else f16 (f32 for an f32
+ * target), positional embeddings q8_0 for a quantized target, else f16
+ * (f32 for an f32 target). Conv biases are flattened to 1-D. The output
+ * is written to a temporary file and renamed. */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -514,6 +516,16 @@ is_knot_type (int type)
   return wk_type_is_known (type);
 }
 
+/* A conv weight {3, c_in, c_out} unfolds to rows of 3 c_in (the kernel
+ * taps are contiguous); 0 for anything else. */
+static int64_t
+conv_row (const src_tensor * t)
+{
+  if (t->n_dims != 3 || t->ne[0] != 3 || t->ne[3] != 1)
+    return 0;
+  return 3 * t->ne[1];
+}
+
 static int
 choose_type (const src_tensor * t, tkind k, int target, const keep_rule * keep,
     int n_keep)
@@ -540,6 +552,13 @@ choose_type (const src_tensor * t, tkind k, int target, const keep_rule * keep,
    * model: half the bytes of f16, without q4_0's coarse steps */
   if (k == K_POS && (target == WK_TYPE_Q8_0 || target == WK_TYPE_Q4_0)
       && wk_type_row_bytes (WK_TYPE_Q8_0, t->ne[0]) != 0)
+    return WK_TYPE_Q8_0;
+  /* conv weights whose unfolded rows are whole blocks (conv2: 3 d) go
+   * to q8_0 too, stored flattened; 8 bits even in a q4_0 model (conv2
+   * feeds every encoder position) */
+  if (k == K_CONV && (target == WK_TYPE_Q8_0 || target == WK_TYPE_Q4_0)
+      && conv_row (t) > 0
+      && wk_type_row_bytes (WK_TYPE_Q8_0, conv_row (t)) != 0)
     return WK_TYPE_Q8_0;
   if (k == K_CONV || k == K_POS || k == K_OTHER)
     return target == WK_TYPE_F32 ? WK_TYPE_F32 : WK_TYPE_F16;
@@ -627,10 +646,11 @@ usage (FILE * f)
       "model.safetensors) with config.json and vocab.json or "
       "tokenizer.json.\n"
       "--type T       2-D weight matrices become T; 1-D tensors f32; conv "
-      "weights f16;\n"
-      "               positional embeddings q8_0 (T when T is f32 or f16). "
-      "Default:\n"
-      "               keep every tensor's source type bit for bit.\n"
+      "weights and\n"
+      "               positional embeddings q8_0 (T when T is f32 or f16; "
+      "conv1 f16).\n"
+      "               Default: keep every tensor's source type bit for "
+      "bit.\n"
       "--keep N=T     store tensor N (OpenAI name) as T, e.g.\n"
       "               --keep decoder.token_embedding.weight=q8_0\n"
       "--vocab FILE   take the vocabulary from FILE (a .bin, whose mel "
@@ -783,13 +803,22 @@ main (int argc, char **argv)
           prod *= t->ne[d];
         ne[0] = prod;
       }
+      /* a conv weight in a block type is stored as the matrix
+       * {3 c_in, c_out} (a knot's block rows lie along ne[0]) */
+      if (k == K_CONV && wk_type_block_elems ((wk_type) dst) > 1
+          && conv_row (t) > 0) {
+        ne[0] = conv_row (t);
+        ne[1] = t->ne[2];
+        ne[2] = ne[3] = 1;
+        flat = 2;
+      }
       if (wk_type_row_bytes ((wk_type) dst, ne[0]) == 0) {
         snprintf (err, sizeof err, "tensor '%s': rows of %lld elements "
             "cannot be stored as %s", t->name, (long long) ne[0],
             wk_type_name (dst));
         goto fail;
       }
-      if (dst == t->type) {
+      if (dst == t->type && !(k == K_CONV && flat == 2)) {
         data = t->data;
         nbytes = t->nbytes;
         owned = false;
@@ -798,9 +827,10 @@ main (int argc, char **argv)
         qstats qs;
         src_tensor tt = *t;
         tt.n_dims = flat;
-        if (flat == 1) {
-          tt.ne[0] = ne[0];
-          tt.ne[1] = tt.ne[2] = tt.ne[3] = 1;
+        if (flat < t->n_dims) {
+          /* flattened: the written shape, unused dimensions 1 */
+          for (int d = 0; d < WK_MAX_DIMS; d++)
+            tt.ne[d] = d < flat ? ne[d] : 1;
         }
         data = convert_tensor (&tt, dst, &nbytes, &qs);
         if (!data) {
