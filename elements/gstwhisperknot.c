@@ -368,7 +368,7 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   g_object_class_install_property (gobject_class, PROP_VAD_THRESHOLD,
       g_param_spec_float ("vad-threshold", "Voice detection threshold",
           "Live policy: speech probability at which speech starts",
-          0.0f, 1.0f, DEFAULT_VAD_THRESHOLD, G_PARAM_READWRITE |
+          0.01f, 0.99f, DEFAULT_VAD_THRESHOLD, G_PARAM_READWRITE |
           G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
 
   g_object_class_install_property (gobject_class, PROP_VAD_MIN_SILENCE,

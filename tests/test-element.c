@@ -9,6 +9,7 @@
  * events together cover the input's time exactly, in order.
  */
 
+#include <stdlib.h>
 #include <string.h>
 #include <glib/gstdio.h>
 #include <gst/audio/audio.h>
@@ -1193,6 +1194,466 @@ GST_START_TEST (test_live_policy_output)
 
 GST_END_TEST;
 
+/* ---- stats, live properties, partial_src, shared models ------------------ */
+
+static guint64
+file_size (const gchar * path)
+{
+  GStatBuf st;
+
+  fail_unless (g_stat (path, &st) == 0, "%s", path);
+  return (guint64) st.st_size;
+}
+
+static GstStructure *
+get_stats (GstElement * e)
+{
+  GstStructure *st = NULL;
+
+  g_object_get (e, "stats", &st, NULL);
+  fail_unless (st != NULL);
+  fail_unless (gst_structure_has_name (st, "application/x-whisperknot-stats"));
+  return st;
+}
+
+static gdouble
+stats_double (const GstStructure * st, const gchar * field)
+{
+  gdouble v = -1;
+
+  fail_unless (gst_structure_get_double (st, field, &v), "no %s", field);
+  return v;
+}
+
+static guint64
+stats_uint64 (const GstStructure * st, const gchar * field)
+{
+  guint64 v = 0;
+
+  fail_unless (gst_structure_get_uint64 (st, field, &v), "no %s", field);
+  return v;
+}
+
+/* The stats property: the model's bytes and load time once loaded, and
+ * after live speech the audio processed, time per stage, runs, the voice
+ * detector's time and a real-time factor consistent with them. */
+GST_START_TEST (test_stats)
+{
+  GstHarness *h = setup_full (model_path, 1000, TRUE);
+  GstClockTime end;
+  GstStructure *st;
+  gdouble audio, busy, rtf;
+  guint eos;
+
+  st = get_stats (h->element);
+  fail_unless_equals_uint64 (stats_uint64 (st, "model-bytes"),
+      file_size (model_path));
+  fail_unless (stats_double (st, "load-time") > 0);
+  fail_unless_equals_float (stats_double (st, "audio-seconds"), 0);
+  gst_structure_free (st);
+
+  if (!push_jfk (h, 0, GST_CLOCK_TIME_NONE, &end)) {
+    GST_WARNING ("no jfk.wav: skipped");
+    teardown (h);
+    return;
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  check_coverage (0, eos, 0, end);
+
+  st = get_stats (h->element);
+  GST_INFO ("%" GST_PTR_FORMAT, st);
+  audio = stats_double (st, "audio-seconds");
+  fail_unless (ABS (audio - (gdouble) end / GST_SECOND) < 0.01,
+      "audio-seconds %f", audio);
+  fail_unless (stats_double (st, "mel-seconds") > 0);
+  fail_unless (stats_double (st, "encoder-seconds") > 0);
+  fail_unless (stats_double (st, "decoder-seconds") > 0);
+  fail_unless (stats_double (st, "vad-seconds") > 0);
+  fail_unless (stats_double (st, "speech-seconds") > 0);
+  fail_unless (stats_uint64 (st, "runs") > 0);
+  fail_unless (stats_uint64 (st, "state-bytes") > 0);
+  busy = stats_double (st, "mel-seconds") +
+      stats_double (st, "encoder-seconds") +
+      stats_double (st, "decoder-seconds") + stats_double (st, "vad-seconds");
+  rtf = stats_double (st, "real-time-factor");
+  fail_unless (ABS (rtf - busy / audio) < 1e-6, "rtf %f", rtf);
+  fail_unless (stats_double (st, "max-delay") >= 0);
+  {
+    guint delay_ms = 0;
+
+    g_object_get (h->element, "max-observed-delay", &delay_ms, NULL);
+    fail_unless_equals_int (delay_ms,
+        (guint) (stats_double (st, "max-delay") * 1000));
+  }
+  fail_unless_equals_uint64 (stats_uint64 (st, "model-bytes"),
+      file_size (model_path));
+  gst_structure_free (st);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* transcriberbin's live properties: defaults, and lateness adds to the
+ * reported latency. */
+GST_START_TEST (test_live_properties)
+{
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+  guint lateness, silence, output;
+  gboolean vad;
+  gfloat threshold;
+  GstHarness *h;
+  GstQuery *query;
+  GstClockTime min;
+
+  g_object_get (e, "lateness", &lateness, "vad", &vad, "vad-threshold",
+      &threshold, "vad-min-silence", &silence, "output", &output, NULL);
+  fail_unless_equals_int (lateness, 0);
+  fail_unless (vad);
+  fail_unless_equals_float (threshold, 0.5f);
+  fail_unless_equals_int (silence, 300);
+  fail_unless_equals_int (output, 0);
+  gst_util_set_object_arg (G_OBJECT (e), "output", "phrase");
+  g_object_set (e, "lateness", 500, "vad", FALSE, "vad-threshold", 0.7f,
+      "vad-min-silence", 800, NULL);
+  g_object_get (e, "lateness", &lateness, "vad", &vad, "vad-threshold",
+      &threshold, "vad-min-silence", &silence, "output", &output, NULL);
+  fail_unless_equals_int (lateness, 500);
+  fail_unless (!vad);
+  fail_unless_equals_float (threshold, 0.7f);
+  fail_unless_equals_int (silence, 800);
+  fail_unless_equals_int (output, 1);
+  gst_object_unref (e);
+
+  h = setup_full (model_path, 1000, FALSE);
+  g_object_set (h->element, "lateness", 250, NULL);
+  gst_harness_set_live (h, TRUE);
+  gst_harness_set_upstream_latency (h, 20 * GST_MSECOND);
+  fail_unless_equals_int (gst_element_set_state (h->element,
+          GST_STATE_PAUSED), GST_STATE_CHANGE_SUCCESS);
+  query = gst_query_new_latency ();
+  fail_unless (gst_pad_peer_query (h->sinkpad, query));
+  gst_query_parse_latency (query, NULL, &min, NULL);
+  gst_query_unref (query);
+  fail_unless_equals_uint64 (min, 1270 * GST_MSECOND);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* Runs the live policy on digital silence or on speech with these voice
+ * detector settings; returns the model runs and the speech heard. */
+static guint64
+live_runs (gboolean speech, gboolean vad, gfloat threshold, gdouble * heard)
+{
+  GstHarness *h = setup_full (model_path, 1000, FALSE);
+  GstStructure *st;
+  GstClockTime end = 5 * GST_SECOND;
+  guint64 runs;
+  guint b;
+
+  g_object_set (h->element, "vad", vad, "vad-threshold", threshold,
+      "vad-min-silence", 200, NULL);
+  fail_unless_equals_int (gst_element_set_state (h->element,
+          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  if (!speech || !push_jfk (h, 0, GST_CLOCK_TIME_NONE, &end)) {
+    gst_harness_set_src_caps_str (h, CAPS_S16);
+    for (b = 0; b < 50; b++) {
+      GstBuffer *buf = gst_buffer_new_and_alloc (2 * RATE / 10);
+
+      gst_buffer_memset (buf, 0, 0, 2 * RATE / 10);
+      GST_BUFFER_PTS (buf) = b * GST_SECOND / 10;
+      GST_BUFFER_DURATION (buf) = GST_SECOND / 10;
+      fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+    }
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  check_coverage (0, rec_wait_event (0, GST_EVENT_EOS), 0, end);
+  st = get_stats (h->element);
+  runs = stats_uint64 (st, "runs");
+  *heard = stats_double (st, "speech-seconds");
+  gst_structure_free (st);
+  teardown (h);
+  return runs;
+}
+
+/* vad on: silence never runs the model; vad off: it does; a higher
+ * threshold hears less speech. */
+GST_START_TEST (test_vad_properties)
+{
+  gdouble heard, heard_high;
+
+  fail_unless_equals_uint64 (live_runs (FALSE, TRUE, 0.5f, &heard), 0);
+  fail_unless_equals_float (heard, 0);
+  fail_unless (live_runs (FALSE, FALSE, 0.5f, &heard) > 0);
+  if (g_getenv ("WK_SHARED_DATA")) {
+    fail_unless (live_runs (TRUE, TRUE, 0.5f, &heard) > 0);
+    fail_unless (heard > 5.0, "%f s of speech", heard);
+    live_runs (TRUE, TRUE, 0.99f, &heard_high);
+    GST_INFO ("speech heard: %f s at 0.5, %f s at 0.99", heard, heard_high);
+    fail_unless (heard_high < heard);
+  }
+}
+
+GST_END_TEST;
+
+/* output=phrase: the committed words come out joined, one buffer per
+ * utterance or pause, covering the input like words do; never more
+ * buffers than words. */
+GST_START_TEST (test_output_phrase)
+{
+  GstHarness *h = setup_full (model_path, 1000, FALSE);
+  GstClockTime end;
+  GstStructure *st;
+  guint eos, n_buffers, i;
+  guint64 words;
+
+  gst_util_set_object_arg (G_OBJECT (h->element), "output", "phrase");
+  g_object_set (h->element, "vad", FALSE, NULL);
+  fail_unless_equals_int (gst_element_set_state (h->element,
+          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  if (!push_jfk (h, 0, GST_CLOCK_TIME_NONE, &end)) {
+    GST_WARNING ("no jfk.wav: skipped");
+    teardown (h);
+    return;
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  n_buffers = check_coverage (0, eos, 0, end);
+  st = get_stats (h->element);
+  words = stats_uint64 (st, "words");
+  gst_structure_free (st);
+  GST_INFO ("%u phrases from %" G_GUINT64_FORMAT " words", n_buffers, words);
+  fail_unless (n_buffers <= words);
+  if (words > 0)
+    fail_unless (n_buffers > 0);
+  /* the whole run is one utterance without the detector, so without a
+   * long pause between words a phrase holds several words */
+  for (i = 0; i < eos; i++)
+    if (rec_item (i)->is_buffer)
+      fail_unless (rec_item (i)->text[0] != '\0');
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* A word later than latency + lateness posts a warning and a
+ * whisperknot-qos message; with 1 ms allowed any committed word is
+ * late. */
+GST_START_TEST (test_delay_warning)
+{
+  GstHarness *h = setup_full (model_path, 1, FALSE);
+  GstClockTime end;
+  GstStructure *st;
+  GstMessage *msg;
+  gdouble max_delay;
+  gboolean warned = FALSE, qos = FALSE;
+
+  g_object_set (h->element, "vad", FALSE, NULL);
+  fail_unless_equals_int (gst_element_set_state (h->element,
+          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  if (!push_jfk (h, 0, GST_CLOCK_TIME_NONE, &end)) {
+    GST_WARNING ("no jfk.wav: skipped");
+    teardown (h);
+    return;
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  rec_wait_event (0, GST_EVENT_EOS);
+  st = get_stats (h->element);
+  max_delay = stats_double (st, "max-delay");
+  gst_structure_free (st);
+  while ((msg = gst_bus_pop (bus))) {
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_WARNING)
+      warned = TRUE;
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT &&
+        gst_structure_has_name (gst_message_get_structure (msg),
+            "whisperknot-qos")) {
+      guint64 allowed = 0;
+
+      qos = TRUE;
+      fail_unless (gst_structure_get_uint64 (gst_message_get_structure
+              (msg), "allowed", &allowed));
+      fail_unless_equals_uint64 (allowed, GST_MSECOND);
+    }
+    gst_message_unref (msg);
+  }
+  GST_INFO ("max delay %f s, warned %d, qos %d", max_delay, warned, qos);
+  fail_unless_equals_int (warned, max_delay > 0.001);
+  fail_unless_equals_int (qos, max_delay > 0.001);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+static GMutex partial_lock;
+static GPtrArray *partial_items;        /* "text@pts" strings, "caps", ... */
+
+static GstPadProbeReturn
+partial_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  gchar *item;
+
+  if (GST_PAD_PROBE_INFO_TYPE (info) & GST_PAD_PROBE_TYPE_BUFFER) {
+    GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+    GstMapInfo map;
+
+    gst_buffer_map (buf, &map, GST_MAP_READ);
+    fail_unless (g_utf8_validate_len ((const gchar *) map.data, map.size,
+            NULL));
+    fail_unless (map.size > 0);
+    fail_unless (GST_BUFFER_PTS_IS_VALID (buf));
+    item = g_strdup_printf ("buffer %" G_GUINT64_FORMAT " %.*s",
+        GST_BUFFER_PTS (buf), (gint) map.size, (const gchar *) map.data);
+    gst_buffer_unmap (buf, &map);
+  } else {
+    item = g_strdup (GST_EVENT_TYPE_NAME (GST_PAD_PROBE_INFO_EVENT (info)));
+  }
+  g_mutex_lock (&partial_lock);
+  g_ptr_array_add (partial_items, item);
+  g_mutex_unlock (&partial_lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstFlowReturn
+partial_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
+{
+  gst_buffer_unref (buf);
+  return GST_FLOW_OK;
+}
+
+/* partial_src: every partial result with text as a buffer (PTS at its
+ * start, inside the input), after stream-start, caps and segment, and EOS
+ * at the end; the element messages stay. */
+GST_START_TEST (test_partial_src)
+{
+  GstHarness *h = setup_full (model_path, 1000, FALSE);
+  GstPad *partial, *sink;
+  GstClockTime t0 = 2 * GST_SECOND, end;
+  GstMessage *msg;
+  guint i, n_msgs = 0, n_bufs = 0, first_buf = G_MAXUINT, caps_at =
+      G_MAXUINT, eos_at = G_MAXUINT;
+
+  partial_items = g_ptr_array_new_with_free_func (g_free);
+  partial = gst_element_request_pad_simple (h->element, "partial_src");
+  fail_unless (partial != NULL);
+  fail_unless_equals_string (GST_PAD_NAME (partial), "partial_src");
+  sink = gst_pad_new ("psink", GST_PAD_SINK);
+  gst_pad_set_chain_function (sink, partial_chain);
+  gst_pad_set_active (sink, TRUE);
+  fail_unless_equals_int (gst_pad_link (partial, sink), GST_PAD_LINK_OK);
+  gst_pad_add_probe (partial, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, partial_probe, NULL, NULL);
+  fail_unless_equals_int (gst_element_set_state (h->element,
+          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  gst_harness_push_event (h, gst_event_new_stream_start ("partial"));
+  if (!push_jfk (h, t0, GST_CLOCK_TIME_NONE, &end)) {
+    GST_WARNING ("no jfk.wav: skipped");
+    goto done;
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  rec_wait_event (0, GST_EVENT_EOS);
+
+  while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT))) {
+    const GstStructure *st = gst_message_get_structure (msg);
+    guint words = 0;
+
+    if (gst_structure_has_name (st, "whisperknot-partial") &&
+        gst_structure_get_uint (st, "words", &words) && words > 0 &&
+        strlen (gst_structure_get_string (st, "text")) > 0)
+      n_msgs++;
+    gst_message_unref (msg);
+  }
+  g_mutex_lock (&partial_lock);
+  for (i = 0; i < partial_items->len; i++) {
+    const gchar *item = g_ptr_array_index (partial_items, i);
+
+    if (g_str_has_prefix (item, "buffer ")) {
+      guint64 pts = g_ascii_strtoull (item + 7, NULL, 10);
+
+      fail_unless (pts >= t0 && pts <= end, "%s", item);
+      n_bufs++;
+      first_buf = MIN (first_buf, i);
+    } else if (!strcmp (item, "caps")) {
+      caps_at = MIN (caps_at, i);
+    } else if (!strcmp (item, "eos")) {
+      eos_at = i;
+    }
+  }
+  GST_INFO ("%u partial buffers, %u partial messages with text", n_bufs,
+      n_msgs);
+  fail_unless_equals_int (n_bufs, n_msgs);
+  fail_unless (n_bufs > 0);
+  fail_unless (caps_at < first_buf);
+  fail_unless (eos_at == partial_items->len - 1);
+  g_mutex_unlock (&partial_lock);
+
+done:
+  gst_element_set_state (h->element, GST_STATE_NULL);
+  gst_element_release_request_pad (h->element, partial);
+  gst_object_unref (partial);
+  gst_object_unref (sink);
+  teardown (h);
+  g_ptr_array_unref (partial_items);
+  partial_items = NULL;
+}
+
+GST_END_TEST;
+
+/* Mappings of path in this process, from /proc/self/maps. */
+static guint
+count_mappings (const gchar * path)
+{
+  gchar *maps = NULL, **lines, *real = realpath (path, NULL);
+  guint n = 0, i;
+
+  fail_unless (real != NULL);
+  if (!g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL)) {
+    free (real);
+    return G_MAXUINT;
+  }
+  lines = g_strsplit (maps, "\n", -1);
+  for (i = 0; lines[i]; i++)
+    if (g_str_has_suffix (lines[i], real))
+      n++;
+  g_strfreev (lines);
+  g_free (maps);
+  free (real);
+  return n;
+}
+
+/* Ten elements on one model map its file once (the engine shares it), and
+ * release it with the last one. */
+GST_START_TEST (test_ten_elements_share_model)
+{
+  GstElement *e[10];
+  guint i;
+
+  fail_unless_equals_int (count_mappings (model_path), 0);
+  for (i = 0; i < G_N_ELEMENTS (e); i++) {
+    e[i] = gst_element_factory_make ("whisperknot", NULL);
+    g_object_set (e[i], "model", model_path, "latency", 1000, NULL);
+    fail_unless_equals_int (gst_element_set_state (e[i], GST_STATE_PAUSED),
+        GST_STATE_CHANGE_SUCCESS);
+  }
+  fail_unless_equals_int (count_mappings (model_path), 1);
+  for (i = 0; i < G_N_ELEMENTS (e); i++) {
+    GstStructure *st = get_stats (e[i]);
+
+    fail_unless_equals_uint64 (stats_uint64 (st, "model-bytes"),
+        file_size (model_path));
+    gst_structure_free (st);
+  }
+  for (i = 0; i < G_N_ELEMENTS (e); i++) {
+    fail_unless_equals_int (gst_element_set_state (e[i], GST_STATE_NULL),
+        GST_STATE_CHANGE_SUCCESS);
+    fail_unless_equals_int (count_mappings (model_path),
+        i + 1 < G_N_ELEMENTS (e) ? 1 : 0);
+    gst_object_unref (e[i]);
+  }
+}
+
+GST_END_TEST;
+
 /* Going up and down the states, with and without data, never hangs. */
 GST_START_TEST (test_state_changes)
 {
@@ -1414,6 +1875,13 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_multilingual_translate);
   tcase_add_test (tc, test_state_changes);
   tcase_add_test (tc, test_gst_inspect_lists_element);
+  tcase_add_test (tc, test_stats);
+  tcase_add_test (tc, test_live_properties);
+  tcase_add_test (tc, test_vad_properties);
+  tcase_add_test (tc, test_output_phrase);
+  tcase_add_test (tc, test_delay_warning);
+  tcase_add_test (tc, test_partial_src);
+  tcase_add_test (tc, test_ten_elements_share_model);
   return s;
 }
 
