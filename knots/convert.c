@@ -323,17 +323,62 @@ load_vocab_override (src_model * m, const char *path, char *err,
     if (b->n_mel == m->hp[HP_MELS] && b->n_fft == 201)
       memcpy (m->mel, b->mel_filters, (size_t) b->n_mel * 201 * 4);
   } else {
-    size_t len;
+    size_t len, k = 0;
     char *json = read_file (path, &len, err, err_size);
     wk_hf_vocab v;
     if (!json)
       return -1;
-    if (wk_hf_vocab_parse (json, len, N_ORDINARY_TOKENS, &v, err,
-            err_size) != WK_OK) {
+    while (k < len && (json[k] == ' ' || json[k] == '\t' || json[k] == '\n'
+            || json[k] == '\r'))
+      k++;
+    if (k < len && json[k] == '{') {
+      if (wk_hf_vocab_parse (json, len, N_ORDINARY_TOKENS, &v, err,
+              err_size) != WK_OK) {
+        free (json);
+        return -1;
+      }
       free (json);
-      return -1;
+    } else {
+      /* a tiktoken rank file: English-only models take gpt2.tiktoken's
+       * 50256 ranks and <|endoftext|> as id 50256 (as whisper.cpp's
+       * files store it), multilingual ones multilingual.tiktoken's 50257
+       * ranks, whose 50256 is empty (FORMAT.md) */
+      bool multi = m->hp[HP_VOCAB] >= 51865;
+      int32_t want = multi ? N_ORDINARY_TOKENS : N_ORDINARY_TOKENS - 1;
+      wk_status st = wk_tiktoken_parse (json, len, N_ORDINARY_TOKENS, &v, err,
+          err_size);
+      free (json);
+      if (st != WK_OK) {
+        prefix_err (err, err_size, path);
+        return -1;
+      }
+      if (v.n != want) {
+        snprintf (err, err_size, "%s has %d ranks, but a%s model (n_vocab "
+            "%d) has %d ordinary tokens%s: use openai/whisper's %s", path,
+            v.n, multi ? " multilingual" : "n English-only",
+            m->hp[HP_VOCAB], multi ? N_ORDINARY_TOKENS : want,
+            multi ? "" : " besides <|endoftext|>",
+            multi ? "multilingual.tiktoken" : "gpt2.tiktoken");
+        wk_hf_vocab_clear (&v);
+        return -1;
+      }
+      if (!multi) {
+        char **t = realloc (v.tokens, N_ORDINARY_TOKENS * sizeof *t);
+        uint32_t *l = t ? realloc (v.lens, N_ORDINARY_TOKENS * sizeof *l) :
+            NULL;
+        if (t)
+          v.tokens = t;
+        if (l)
+          v.lens = l;
+        if (!t || !l || !(t[want] = strdup ("<|endoftext|>"))) {
+          snprintf (err, err_size, "out of memory");
+          wk_hf_vocab_clear (&v);
+          return -1;
+        }
+        l[want] = 13;
+        v.n = N_ORDINARY_TOKENS;
+      }
     }
-    free (json);
     wk_hf_vocab_clear (&m->hf_vocab);
     m->hf_vocab = v;
     m->n_tokens = v.n;
@@ -341,6 +386,36 @@ load_vocab_override (src_model * m, const char *path, char *err,
     m->token_lens = v.lens;
   }
   return 0;
+}
+
+/* whisper.cpp's test .bin files (and .bin files written from decoded
+ * text) hold U+FFFD where a byte-level token is part of a UTF-8
+ * character. Whisper's ids 0..255 are the 256 single bytes, so a 3-byte
+ * U+FFFD there gives it away. */
+static void
+warn_lossy_vocab (const src_model * m, const char *source)
+{
+  int32_t n_fffd = 0, first = -1;
+
+  for (int32_t i = 0; i < m->n_tokens; i++) {
+    const char *t = m->tokens[i];
+    uint32_t n = m->token_lens[i];
+    bool has = false;
+    for (uint32_t k = 0; t && k + 3 <= n && !has; k++)
+      has = !memcmp (t + k, "\xef\xbf\xbd", 3);
+    n_fffd += has;
+    if (has && i < 256 && n == 3 && first < 0)
+      first = i;
+  }
+  if (first < 0)
+    return;
+  fprintf (stderr, "warning: %s: the vocabulary has lost bytes: %d tokens "
+      "hold U+FFFD (EF BF BD), among them token %d, a single byte in "
+      "Whisper's byte-level BPE. Such tokens decode wrongly and text with "
+      "non-ASCII characters (\xe2\x99\xaa, \xc3\xa9) cannot be encoded "
+      "exactly. Give --vocab %s (openai/whisper's whisper/assets/) for the "
+      "real token bytes.\n", source, n_fffd, first,
+      m->hp[HP_VOCAB] >= 51865 ? "multilingual.tiktoken" : "gpt2.tiktoken");
 }
 
 static void
@@ -415,7 +490,7 @@ check_model (const src_model * m, char *err, size_t err_size)
   }
   if (m->n_tokens < 1 || !m->tokens) {
     snprintf (err, err_size, "no vocabulary: give --vocab FILE (a whisper.cpp "
-        ".bin, vocab.json or tokenizer.json)");
+        ".bin, vocab.json, tokenizer.json or a .tiktoken file)");
     return -1;
   }
   if (m->n_tokens > h[HP_VOCAB]) {
@@ -653,10 +728,14 @@ usage (FILE * f)
       "bit.\n"
       "--keep N=T     store tensor N (OpenAI name) as T, e.g.\n"
       "               --keep decoder.token_embedding.weight=q8_0\n"
-      "--vocab FILE   take the vocabulary from FILE (a .bin, whose mel "
+      "--vocab FILE   take the vocabulary from FILE: a .bin (whose mel "
       "filters are\n"
-      "               also used when n_mels matches; or vocab.json / "
-      "tokenizer.json)\n");
+      "               also used when n_mels matches), vocab.json, "
+      "tokenizer.json, or\n"
+      "               openai/whisper's gpt2.tiktoken (English-only) / "
+      "multilingual.tiktoken\n"
+      "               (the real token bytes, which some .bin files have "
+      "lost)\n");
 }
 
 int
@@ -749,6 +828,7 @@ main (int argc, char **argv)
     goto fail;
   if (check_model (&m, err, sizeof err))
     goto fail;
+  warn_lossy_vocab (&m, vocab_path ? vocab_path : input);
   for (int i = 0; i < n_keep; i++)
     if (!find (&m, keep[i].name)) {
       snprintf (err, sizeof err, "--keep: no tensor named '%s'",

@@ -1095,3 +1095,169 @@ out:
     wk_hf_vocab_clear (vocab);
   return st;
 }
+
+/* ---- tiktoken rank files ---------------------------------------------- */
+
+/* Value of a base64 digit (standard alphabet), or -1. */
+static int
+b64_digit (unsigned char c)
+{
+  if (c >= 'A' && c <= 'Z')
+    return c - 'A';
+  if (c >= 'a' && c <= 'z')
+    return c - 'a' + 26;
+  if (c >= '0' && c <= '9')
+    return c - '0' + 52;
+  if (c == '+')
+    return 62;
+  if (c == '/')
+    return 63;
+  return -1;
+}
+
+/* Decodes s[0 .. n-1] (digits then at most two '=') into out (room for
+ * n * 3 / 4 bytes); returns the byte count or -1. A lone "=" is the empty
+ * string (openai/whisper's multilingual.tiktoken writes its empty token
+ * so, and Python's decoder accepts it). */
+static long
+b64_decode (const char *s, size_t n, unsigned char *out)
+{
+  size_t nd = 0, np, i;
+  uint32_t acc = 0;
+  int bits = 0;
+  long k = 0;
+
+  while (nd < n && s[nd] != '=')
+    nd++;
+  np = n - nd;
+  for (i = nd; i < n; i++)
+    if (s[i] != '=')
+      return -1;
+  if (nd % 4 == 1 || np > 2)
+    return -1;
+  if (np > 0 && nd > 0 && n % 4 != 0)
+    return -1;
+  for (i = 0; i < nd; i++) {
+    int v = b64_digit ((unsigned char) s[i]);
+    if (v < 0)
+      return -1;
+    acc = (acc << 6) | (uint32_t) v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[k++] = (unsigned char) (acc >> bits);
+      acc &= (1u << bits) - 1;
+    }
+  }
+  return k;
+}
+
+wk_status
+wk_tiktoken_parse (const char *text, size_t len, int32_t max_ranks,
+    wk_hf_vocab * vocab, char *err, size_t err_size)
+{
+  size_t pos = 0, line_no = 0;
+  int32_t n_lines = 0, top = -1;
+  wk_status st = WK_ERR_FORMAT;
+
+  memset (vocab, 0, sizeof *vocab);
+  if (!text || max_ranks < 1 || max_ranks > (1 << 24))
+    return WK_ERR_ARG;
+  vocab->tokens = calloc ((size_t) max_ranks, sizeof (char *));
+  vocab->lens = calloc ((size_t) max_ranks, sizeof (uint32_t));
+  if (!vocab->tokens || !vocab->lens) {
+    st_set_err (err, err_size, "tiktoken: out of memory");
+    st = WK_ERR_NOMEM;
+    goto out;
+  }
+  vocab->n = max_ranks;         /* for wk_hf_vocab_clear until the end */
+
+  while (pos < len) {
+    size_t end = pos, tok_end, r0;
+    int64_t rank = 0;
+    long nb;
+    unsigned char *bytes;
+
+    while (end < len && text[end] != '\n')
+      end++;
+    line_no++;
+    tok_end = end;
+    if (tok_end > pos && text[tok_end - 1] == '\r')
+      tok_end--;
+    if (tok_end == pos) {       /* an empty line */
+      pos = end + 1;
+      continue;
+    }
+    /* "TOKEN RANK": the base64 token, blanks, decimal digits */
+    r0 = pos;
+    while (r0 < tok_end && text[r0] != ' ' && text[r0] != '\t')
+      r0++;
+    {
+      size_t d = r0, digits = 0;
+      while (d < tok_end && (text[d] == ' ' || text[d] == '\t'))
+        d++;
+      if (d == r0 || d == tok_end) {
+        st_set_err (err, err_size, "tiktoken: line %zu is not 'BASE64 "
+            "RANK'", line_no);
+        goto out;
+      }
+      for (; d < tok_end; d++, digits++) {
+        if (text[d] < '0' || text[d] > '9' || digits >= 9) {
+          st_set_err (err, err_size, "tiktoken: line %zu: bad rank",
+              line_no);
+          goto out;
+        }
+        rank = rank * 10 + (text[d] - '0');
+      }
+    }
+    if (rank >= max_ranks) {
+      st_set_err (err, err_size, "tiktoken: line %zu: rank %lld, more than "
+          "the %d ordinary tokens of a Whisper vocabulary", line_no,
+          (long long) rank, max_ranks);
+      goto out;
+    }
+    if (vocab->tokens[rank]) {
+      st_set_err (err, err_size, "tiktoken: line %zu: rank %lld given twice",
+          line_no, (long long) rank);
+      goto out;
+    }
+    bytes = malloc ((r0 - pos) * 3 / 4 + 1);
+    if (!bytes) {
+      st_set_err (err, err_size, "tiktoken: out of memory");
+      st = WK_ERR_NOMEM;
+      goto out;
+    }
+    nb = b64_decode (text + pos, r0 - pos, bytes);
+    if (nb < 0) {
+      free (bytes);
+      st_set_err (err, err_size, "tiktoken: line %zu: bad base64 '%.*s'",
+          line_no, (int) (r0 - pos < 40 ? r0 - pos : 40), text + pos);
+      goto out;
+    }
+    vocab->tokens[rank] = (char *) bytes;
+    vocab->lens[rank] = (uint32_t) nb;
+    if (rank > top)
+      top = (int32_t) rank;
+    n_lines++;
+    pos = end + 1;
+  }
+  if (n_lines == 0 || n_lines != top + 1) {
+    int32_t gap = 0;
+    while (gap < max_ranks && gap <= top && vocab->tokens[gap])
+      gap++;
+    if (n_lines == 0)
+      st_set_err (err, err_size, "tiktoken: no ranks");
+    else
+      st_set_err (err, err_size, "tiktoken: %d ranks but the highest is %d "
+          "(rank %d is missing)", n_lines, top, gap);
+    goto out;
+  }
+  for (int32_t i = top + 1; i < max_ranks; i++)
+    free (vocab->tokens[i]);
+  vocab->n = top + 1;
+  st = WK_OK;
+out:
+  if (st != WK_OK)
+    wk_hf_vocab_clear (vocab);
+  return st;
+}

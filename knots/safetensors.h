@@ -92,6 +92,13 @@ wk_status wk_hf_vocab_parse (const char *json, size_t len, int32_t max_id,
     wk_hf_vocab * vocab, char *err, size_t err_size);
 void wk_hf_vocab_clear (wk_hf_vocab * vocab);
 
+/* A tiktoken rank file (openai/whisper's gpt2.tiktoken, multilingual.
+ * tiktoken): lines "BASE64_TOKEN RANK"; token bytes are stored at their
+ * rank, which is their id. Ranks must be 0 .. n-1, each once, n <=
+ * max_ranks (pass 50257); blank lines are skipped. */
+wk_status wk_tiktoken_parse (const char *text, size_t len, int32_t max_ranks,
+    wk_hf_vocab * vocab, char *err, size_t err_size);
+
 /* ---- mel filterbank --------------------------------------------------- */
 
 /* Whisper's filterbank: librosa.filters.mel(sr, n_fft, n_mels) with the

@@ -8,7 +8,9 @@
  * / q8_0 stay within issue 4's 0.65 / 1.1 bytes per parameter); a
  * Hugging Face checkpoint built from the same weights converts to the
  * same tensors; bad inputs fail cleanly without leaving files; the .bin,
- * JSON and vocabulary readers reject damage. */
+ * JSON, vocabulary and tiktoken readers reject damage; --vocab FILE.tiktoken
+ * restores the token bytes the shared test .bin files replaced by U+FFFD,
+ * and a converter run on such a vocabulary warns. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@
 #include "knot.h"
 #include "knot-writer.h"
 #include "model.h"
+#include "tokenizer.h"
 #include "wav.h"
 #include "safetensors.h"
 #include "wk-test.h"
@@ -520,6 +523,204 @@ test_quantized_conv_in_engine (void)
   unlink (kq);
   unlink (kf);
   unlink (k4);
+}
+
+/* ---- vocabularies from tiktoken rank files -------------------------------- */
+
+static char *
+slurp (const char *path, size_t *len)
+{
+  FILE *f = fopen (path, "rb");
+  char *buf = NULL;
+  long n;
+
+  if (!f)
+    return NULL;
+  if (fseek (f, 0, SEEK_END) == 0 && (n = ftell (f)) >= 0
+      && fseek (f, 0, SEEK_SET) == 0 && (buf = malloc ((size_t) n + 1))
+      && fread (buf, 1, (size_t) n, f) != (size_t) n) {
+    free (buf);
+    buf = NULL;
+  }
+  if (buf)
+    *len = (size_t) n;
+  fclose (f);
+  return buf;
+}
+
+static void
+test_tiktoken_reader (void)
+{
+  static const char *bad[] = {
+    "", "\n\n", "IQ==", "IQ== ", "IQ== x", "IQ== -1", "IQ== 1",
+    "IQ== 0\nIg== 0", "IQ== 0\nIg== 2", "I!== 0", "IQ=a 0", "IQ=== 0",
+    "IQ= 0", "I 0", "IQ== 1234567890", "IQ== 3 4", "IQ== 50257",
+  };
+  wk_hf_vocab v;
+  char err[256];
+  const char *ok = "IQ== 1\r\n\nIg== 0\n= 2\nw6k= 3\n4pmq 4\n";
+
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CHECK_MSG (wk_tiktoken_parse (bad[i], strlen (bad[i]), 50257, &v, err,
+            sizeof err) != WK_OK, "accepted '%s'", bad[i]);
+  CHECK_MSG (wk_tiktoken_parse (ok, strlen (ok), 50257, &v, err,
+          sizeof err) == WK_OK, "%s", err);
+  CHECK (v.n == 5);
+  if (v.n == 5) {
+    CHECK (v.lens[0] == 1 && v.tokens[0][0] == '"');
+    CHECK (v.lens[1] == 1 && v.tokens[1][0] == '!');
+    CHECK (v.lens[2] == 0);     /* multilingual.tiktoken's empty token */
+    CHECK (v.lens[3] == 2 && !memcmp (v.tokens[3], "\xc3\xa9", 2));
+    CHECK (v.lens[4] == 3 && !memcmp (v.tokens[4], "\xe2\x99\xaa", 3));
+  }
+  wk_hf_vocab_clear (&v);
+}
+
+/* Encodes text with the knot's tokenizer; returns the id count (-1 on
+ * failure). */
+static int
+knot_encode (const char *knot, const char *text, int32_t * ids, int max)
+{
+  wk_model_params mp = wk_model_default_params ();
+  wk_model *m = NULL;
+  char err[512];
+  int n = -1;
+
+  CHECK_MSG (wk_model_load (knot, &mp, &m, err, sizeof err) == WK_OK, "%s",
+      err);
+  if (m)
+    n = wk_tokenizer_encode (m->tok, text, strlen (text), ids, max);
+  wk_model_unref (m);
+  return n;
+}
+
+/* The knot's tokens: the tiktoken file's bytes at their ranks, and
+ * (English-only) <|endoftext|> last; the lossy .bin differs exactly where
+ * it holds U+FFFD. */
+static void
+check_tiktoken_tokens (const char *knot, const char *tiktoken,
+    const char *lossy_bin, int32_t n_ranks, int expect_replaced)
+{
+  wk_knot *k = NULL;
+  wk_ggml_bin *b = NULL;
+  wk_hf_vocab v;
+  char err[512], *text;
+  size_t len = 0, n = 0;
+  int bad = 0, replaced = 0;
+
+  memset (&v, 0, sizeof v);
+  text = slurp (tiktoken, &len);
+  CHECK (text && wk_tiktoken_parse (text, len, 50257, &v, err,
+          sizeof err) == WK_OK && v.n == n_ranks);
+  free (text);
+  CHECK_MSG (wk_knot_open (knot, &k, err, sizeof err) == WK_OK, "%s", err);
+  CHECK (wk_ggml_bin_open (lossy_bin, &b, err, sizeof err) == WK_OK);
+  if (k && b && v.n == n_ranks) {
+    const char *s;
+    CHECK (wk_knot_get_arr_len (k, "tokenizer.ggml.tokens", &n)
+        && n == 50257);
+    for (int32_t i = 0; i < 50257 && (size_t) i < n; i++) {
+      const char *want = i < n_ranks ? v.tokens[i] : "<|endoftext|>";
+      size_t wl = i < n_ranks ? v.lens[i] : 13;
+      if (!wk_knot_get_str_at (k, "tokenizer.ggml.tokens", (size_t) i, &s,
+              &len) || len != wl || memcmp (s, want, wl))
+        bad++;
+      if (len != b->token_lens[i] || memcmp (s, b->tokens[i], len)) {
+        replaced++;
+        if (b->token_lens[i] < 3 || !memmem (b->tokens[i],
+                b->token_lens[i], "\xef\xbf\xbd", 3))
+          bad++;
+      }
+    }
+    CHECK_MSG (bad == 0, "%d tokens differ", bad);
+    CHECK_MSG (replaced == expect_replaced, "%d tokens restored",
+        replaced);
+    /* spot checks by hand: byte 0xA1, "\xe2\x99" and 0xAA */
+    CHECK (wk_knot_get_str_at (k, "tokenizer.ggml.tokens", 94, &s, &len)
+        && len == 1 && (unsigned char) s[0] == 0xa1);
+  }
+  wk_hf_vocab_clear (&v);
+  wk_ggml_bin_free (b);
+  wk_knot_close (k);
+}
+
+static void
+test_tiktoken_vocab (void)
+{
+  const char *gpt2 = wk_test_shared_path ("gpt2.tiktoken");
+  char *gpt2_path = gpt2 ? strdup (gpt2) : NULL;
+  const char *ml = wk_test_shared_path ("multilingual.tiktoken");
+  char *ml_path = ml ? strdup (ml) : NULL;
+  const char *ml_bin = wk_test_shared_path ("for-tests-ggml-tiny.bin");
+  char *ml_bin_path = ml_bin ? strdup (ml_bin) : NULL;
+  const char *bin = wpath ("v.bin"), *lossy = wpath ("v0.knot"),
+      *fixed = wpath ("v1.knot");
+  int32_t ids[8];
+  int n;
+
+  if (!gpt2_path || !ml_path || access (gpt2_path, R_OK) != 0
+      || access (ml_path, R_OK) != 0) {
+    printf ("# .tiktoken files missing: skipped\n");
+    goto done;
+  }
+  /* English-only: the model made from the lossy test vocabulary */
+  if (make_model ("small-test", "f32", "31", bin) == 0) {
+    char *argv[] = { (char *) conv, (char *) "--vocab", gpt2_path,
+      (char *) bin, (char *) fixed, NULL
+    };
+    CHECK (convert (NULL, NULL, bin, lossy) == 0);
+    CHECK_MSG (strstr (out_text, "warning") && strstr (out_text, "U+FFFD")
+        && strstr (out_text, "--vocab gpt2.tiktoken"), "%s", out_text);
+    CHECK_MSG (run (argv) == 0, "%s", out_text);
+    CHECK_MSG (!strstr (out_text, "warning"), "%s", out_text);
+    check_tiktoken_tokens (fixed, gpt2_path, vocab_bin, 50256, 344);
+    /* the tokenizer: "♪" is 17992 ("\xe2\x99") + 103 (0xAA), as in
+     * tiktoken's gpt2 encoding; the lossy knot cannot say it */
+    n = knot_encode (fixed, "\xe2\x99\xaa", ids, 8);
+    CHECK_MSG (n == 2 && ids[0] == 17992 && ids[1] == 103, "n %d: %d %d",
+        n, ids[0], ids[1]);
+    n = knot_encode (fixed, " caf\xc3\xa9", ids, 8);
+    CHECK (n == 1 && ids[0] == 40304);
+    n = knot_encode (lossy, "\xe2\x99\xaa", ids, 8);
+    CHECK (!(n == 2 && ids[0] == 17992 && ids[1] == 103));
+    /* the multilingual ranks do not fit an English-only model */
+    argv[2] = ml_path;
+    CHECK (run (argv) != 0);
+    CHECK_MSG (strstr (out_text, "gpt2.tiktoken"), "%s", out_text);
+  }
+  unlink (bin);
+  unlink (lossy);
+  unlink (fixed);
+
+  /* multilingual: 50257 ranks, the last one empty, as in the .bin */
+  if (ml_bin_path && access (ml_bin_path, R_OK) == 0) {
+    char *argv[] = { (char *) gen, (char *) "--dims",
+      (char *) "51865,1500,64,2,2,64,64,2,2,80", (char *) "--seed",
+      (char *) "32", (char *) "--vocab", ml_bin_path, (char *) bin, NULL
+    };
+    char *cargv[] = { (char *) conv, (char *) "--vocab", ml_path,
+      (char *) bin, (char *) fixed, NULL
+    };
+    CHECK_MSG (run (argv) == 0, "%s", out_text);
+    CHECK (convert (NULL, NULL, bin, lossy) == 0);
+    CHECK_MSG (strstr (out_text, "--vocab multilingual.tiktoken"), "%s",
+        out_text);
+    CHECK_MSG (run (cargv) == 0, "%s", out_text);
+    CHECK_MSG (!strstr (out_text, "warning"), "%s", out_text);
+    check_tiktoken_tokens (fixed, ml_path, ml_bin_path, 50257, 1476);
+    n = knot_encode (fixed, "\xe2\x99\xaa", ids, 8);
+    CHECK_MSG (n == 1 && ids[0] == 3961, "n %d: %d", n, ids[0]);
+    cargv[2] = gpt2_path;
+    CHECK (run (cargv) != 0);
+    CHECK_MSG (strstr (out_text, "multilingual.tiktoken"), "%s", out_text);
+    unlink (bin);
+    unlink (lossy);
+    unlink (fixed);
+  }
+done:
+  free (gpt2_path);
+  free (ml_path);
+  free (ml_bin_path);
 }
 
 /* Whisper-tiny dims in f16 and q8_0 convert; q4_0 and q8_0 knots stay
@@ -1108,6 +1309,7 @@ main (void)
   RUN (test_mel_filters_match_whisper);
   RUN (test_ggml_block_layouts);
   RUN (test_shared_bin_files);
+  RUN (test_tiktoken_reader);
   if (!gen || !conv || !vocab_bin || access (vocab_bin, R_OK) != 0) {
     printf ("# WK_MAKE_TEST_MODEL, WK_CONVERT or the shared data missing: "
         "skipping the converter runs\n");
@@ -1124,6 +1326,7 @@ main (void)
   RUN (test_safetensors_checkpoint);
   RUN (test_bad_inputs_fail_cleanly);
   RUN (test_quantized_conv_in_engine);
+  RUN (test_tiktoken_vocab);
   RUN (test_tiny_models_convert);
   CHECK_MSG (count_files (work_dir) == 0, "files left in %s", work_dir);
   rmdir (work_dir);
