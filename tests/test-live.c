@@ -20,7 +20,6 @@
  * $WK_SHARED_DATA) converted with $WK_CONVERT; the VAD is the shipped
  * Silero model.
  */
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,57 +33,7 @@
 #include "wav.h"
 #include "whisperknot.h"
 #include "wk-test.h"
-
-/* ---- counting allocations (not under sanitizers, which own malloc) ---- */
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WK_COUNT_ALLOCS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) \
-  || __has_feature(thread_sanitizer)
-#define WK_COUNT_ALLOCS 0
-#endif
-#endif
-#ifndef WK_COUNT_ALLOCS
-#if defined(__GLIBC__)
-#define WK_COUNT_ALLOCS 1
-#else
-#define WK_COUNT_ALLOCS 0
-#endif
-#endif
-
-static atomic_int counting;
-static atomic_long n_allocs;
-
-#if WK_COUNT_ALLOCS
-extern void *__libc_malloc (size_t);
-extern void *__libc_calloc (size_t, size_t);
-extern void *__libc_realloc (void *, size_t);
-
-void *
-malloc (size_t n)
-{
-  if (atomic_load (&counting))
-    atomic_fetch_add (&n_allocs, 1);
-  return __libc_malloc (n);
-}
-
-void *
-calloc (size_t n, size_t m)
-{
-  if (atomic_load (&counting))
-    atomic_fetch_add (&n_allocs, 1);
-  return __libc_calloc (n, m);
-}
-
-void *
-realloc (void *p, size_t n)
-{
-  if (atomic_load (&counting))
-    atomic_fetch_add (&n_allocs, 1);
-  return __libc_realloc (p, n);
-}
-#endif
+#include "wk-test-model.h"
 
 /* ---- fixtures ---------------------------------------------------------- */
 
@@ -96,56 +45,6 @@ static char small_knot[512];
 static wk_model *model;
 static float *jfk;
 static size_t jfk_n;
-
-static double
-cpu_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int
-run_cmd (const char *cmd)
-{
-  int rc = system (cmd);
-  if (rc != 0)
-    fprintf (stderr, "command failed (%d): %s\n", rc, cmd);
-  return rc;
-}
-
-static int
-make_model (void)
-{
-  const char *gen = getenv ("WK_MAKE_TEST_MODEL");
-  const char *conv = getenv ("WK_CONVERT");
-  const char *voc = wk_test_shared_path ("for-tests-ggml-tiny.en.bin");
-  char bin[512], cmd[2048], vocab[1024];
-
-  if (!gen || !conv || !voc)
-    return -1;
-  snprintf (vocab, sizeof vocab, "%s", voc);
-  snprintf (bin, sizeof bin, "%s/small.bin", tmpdir);
-  snprintf (small_knot, sizeof small_knot, "%s/small.knot", tmpdir);
-  snprintf (cmd, sizeof cmd, "'%s' --dims small-test --type f32 --seed 7 "
-      "--vocab '%s' '%s' >/dev/null", gen, vocab, bin);
-  if (run_cmd (cmd) != 0)
-    return -1;
-  snprintf (cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", conv, bin,
-      small_knot);
-  if (run_cmd (cmd) != 0)
-    return -1;
-  unlink (bin);
-  return 0;
-}
 
 static wk_stream_params
 live_params (int latency_ms)
@@ -335,10 +234,10 @@ test_silence (void)
     return;
   seen_init (&v);
   buf = calloc (minute, sizeof *buf);
-  c0 = cpu_s ();
+  c0 = wk_test_cpu_s ();
   for (i = 0; i < 10; i++)
     CHECK (feed_pieces (s, buf, minute, &v) == WK_OK);
-  c1 = cpu_s ();
+  c1 = wk_test_cpu_s ();
   /* low noise, about -50 dBFS (uniform, white) */
   for (i = 0; i < minute; i++) {
     x = x * 1664525u + 1013904223u;
@@ -346,7 +245,7 @@ test_silence (void)
   }
   for (i = 0; i < 10; i++)
     CHECK (feed_pieces (s, buf, minute, &v) == WK_OK);
-  c2 = cpu_s ();
+  c2 = wk_test_cpu_s ();
   CHECK (wk_stream_finish (s) == WK_OK);
   collect (s, &v);
   wk_stream_get_stats (s, &st);
@@ -379,7 +278,7 @@ test_speech (void)
   if (!s)
     return;
   seen_init (&v);
-  t0 = now_s ();
+  t0 = wk_test_now_s ();
   atomic_store (&n_allocs, 0);
   atomic_store (&counting, 1);
   CHECK (feed_pieces (s, jfk, jfk_n, &v) == WK_OK);
@@ -390,7 +289,7 @@ test_speech (void)
   printf ("# jfk 11 s live (latency 1000 ms): %.2f s wall, %lld runs, "
       "%lld words, %d markers, %d partial updates, step %.2f s, "
       "run max %.3f s, delay max %.3f s, speech %.1f s\n",
-      now_s () - t0, (long long) st.n_runs, (long long) st.n_committed,
+      wk_test_now_s () - t0, (long long) st.n_runs, (long long) st.n_committed,
       v.n_markers, v.n_partial_updates, st.step_seconds, st.max_run_seconds,
       st.max_delay_seconds, st.speech_seconds);
   printf ("# committed:%s\n", v.text);
@@ -523,8 +422,8 @@ test_hour (void)
   seen_init (&v);
   memcpy (buf + 30 * SR, jfk, jfk_n * sizeof *buf);
   wk_stream_get_stats (s, &st0);
-  t0 = now_s ();
-  c0 = cpu_s ();
+  t0 = wk_test_now_s ();
+  c0 = wk_test_cpu_s ();
   atomic_store (&n_allocs, 0);
   atomic_store (&counting, 1);
   for (i = 0; i < 12; i++) {
@@ -547,8 +446,8 @@ test_hour (void)
   wk_stream_get_stats (s, &st);
   printf ("# one hour (12 x jfk in silence): %.1f s wall, %.1f CPU s, "
       "%lld runs, %lld words, %lld utterances, state %.1f MB constant, "
-      "encoder %.1f s, decoder %.1f s, detector %.1f s\n", now_s () - t0,
-      cpu_s () - c0, (long long) st.n_runs, (long long) st.n_committed,
+      "encoder %.1f s, decoder %.1f s, detector %.1f s\n", wk_test_now_s () - t0,
+      wk_test_cpu_s () - c0, (long long) st.n_runs, (long long) st.n_committed,
       (long long) st.n_utterances, st.state_bytes / 1e6, st.encoder_seconds,
       st.decoder_seconds, st.vad_seconds);
   CHECK_NEAR (st.audio_seconds, 3600.0, 1e-6);
@@ -735,43 +634,27 @@ test_script_echo (void)
   script_policy (true);
 }
 
-static void
-remove_tmpdir (void)
-{
-  char cmd[600];
-  snprintf (cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (tmpdir[0])
-    system (cmd);
-}
-
 int
 main (void)
 {
-  const char *base = getenv ("WK_BUILD_ROOT");
   char jfk_path[1024];
   wk_wav wav;
   char err[256];
 
-  if (!getenv ("WK_MAKE_TEST_MODEL") || !getenv ("WK_CONVERT")
-      || !getenv ("WK_SHARED_DATA")) {
-    printf ("1..0 # SKIP WK_MAKE_TEST_MODEL / WK_CONVERT / WK_SHARED_DATA "
-        "not set\n");
+  if (!wk_test_have_model_tools ())
     return 77;
-  }
-  snprintf (tmpdir, sizeof tmpdir, "%s/test-live-XXXXXX",
-      base ? base : "/tmp");
-  if (!mkdtemp (tmpdir)) {
-    fprintf (stderr, "mkdtemp %s: %s\n", tmpdir, strerror (errno));
+  if (wk_test_make_tmpdir (tmpdir, sizeof tmpdir, "test-live") != 0)
     return 1;
-  }
   snprintf (jfk_path, sizeof jfk_path, "%s", wk_test_shared_path ("jfk.wav"));
   memset (&wav, 0, sizeof wav);
-  if (make_model () != 0
+  if (wk_test_make_model (tmpdir, "small-test", "f32",
+          "for-tests-ggml-tiny.en.bin", NULL, "small", small_knot,
+          sizeof small_knot, NULL, 0) != 0
       || wk_model_load (small_knot, NULL, &model, err, sizeof err) != WK_OK
       || wk_wav_read (jfk_path, &wav, err, sizeof err) != WK_OK
       || wav.rate != SR) {
     fprintf (stderr, "cannot prepare the test model or audio: %s\n", err);
-    remove_tmpdir ();
+    wk_test_remove_tmpdir (tmpdir);
     return 1;
   }
   jfk = wav.samples;
@@ -790,6 +673,6 @@ main (void)
 
   wk_model_unref (model);
   wk_wav_clear (&wav);
-  remove_tmpdir ();
+  wk_test_remove_tmpdir (tmpdir);
   return TEST_EXIT ();
 }

@@ -8,7 +8,6 @@
  * arbitrary tokens: these tests check mechanics, not text (the parity
  * test checks the numbers).
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -25,117 +24,13 @@
 #include "model.h"
 #include "whisperknot.h"
 #include "wk-test.h"
-
-/* ---- counting allocations (not under sanitizers, which own malloc) ---- */
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WK_COUNT_ALLOCS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) \
-  || __has_feature(thread_sanitizer)
-#define WK_COUNT_ALLOCS 0
-#endif
-#endif
-#ifndef WK_COUNT_ALLOCS
-#if defined(__GLIBC__)
-#define WK_COUNT_ALLOCS 1
-#else
-#define WK_COUNT_ALLOCS 0
-#endif
-#endif
-
-static atomic_int counting;
-static atomic_long n_allocs;
-
-#if WK_COUNT_ALLOCS
-extern void *__libc_malloc (size_t);
-extern void *__libc_calloc (size_t, size_t);
-extern void *__libc_realloc (void *, size_t);
-
-/* Interposed for the whole program (the engine is linked statically), so
- * any allocation made by the engine while `counting` is set is seen. */
-
-void *
-malloc (size_t n)
-{
-  if (atomic_load (&counting))
-    atomic_fetch_add (&n_allocs, 1);
-  return __libc_malloc (n);
-}
-
-void *
-calloc (size_t n, size_t m)
-{
-  if (atomic_load (&counting))
-    atomic_fetch_add (&n_allocs, 1);
-  return __libc_calloc (n, m);
-}
-
-void *
-realloc (void *p, size_t n)
-{
-  if (atomic_load (&counting))
-    atomic_fetch_add (&n_allocs, 1);
-  return __libc_realloc (p, n);
-}
-#endif
+#include "wk-test-model.h"
 
 /* ---- fixtures ---------------------------------------------------------- */
 
 static char tmpdir[256];
 static char small_knot[512], multi_knot[512], tiny_q8_knot[512],
     tiny_f16_knot[512], small_bin[512];
-
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int
-run_cmd (const char *cmd)
-{
-  int rc = system (cmd);
-  if (rc != 0)
-    fprintf (stderr, "command failed (%d): %s\n", rc, cmd);
-  return rc;
-}
-
-/* Generates a model with the generator and converts it. */
-static int
-make_model (const char *dims, const char *gen_type, const char *vocab,
-    const char *conv_type, const char *name, char *knot, size_t knot_size,
-    char *bin_out, size_t bin_size)
-{
-  const char *gen = getenv ("WK_MAKE_TEST_MODEL");
-  const char *conv = getenv ("WK_CONVERT");
-  const char *voc = wk_test_shared_path (vocab);
-  char bin[512], cmd[2048], vocab_path[1024];
-
-  if (!gen || !conv || !voc)
-    return -1;
-  snprintf (vocab_path, sizeof vocab_path, "%s", voc);
-  snprintf (bin, sizeof bin, "%s/%s.bin", tmpdir, name);
-  snprintf (knot, knot_size, "%s/%s.knot", tmpdir, name);
-  snprintf (cmd, sizeof cmd, "'%s' --dims %s --type %s --seed 7 --vocab '%s' "
-      "'%s'", gen, dims, gen_type, vocab_path, bin);
-  if (run_cmd (cmd) != 0)
-    return -1;
-  if (conv_type)
-    snprintf (cmd, sizeof cmd, "'%s' --type %s '%s' '%s' >/dev/null", conv,
-        conv_type, bin, knot);
-  else
-    snprintf (cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", conv, bin, knot);
-  if (run_cmd (cmd) != 0)
-    return -1;
-  if (bin_out)
-    snprintf (bin_out, bin_size, "%s", bin);
-  else
-    unlink (bin);
-  return 0;
-}
 
 /* Test audio: jfk.wav (11 s) repeated with a little deterministic noise
  * in between, to any length. */
@@ -856,7 +751,7 @@ tiny_model (const char *path, const char *label)
     return;
   }
   memset (&r, 0, sizeof r);
-  t0 = now_s ();
+  t0 = wk_test_now_s ();
   CHECK (wk_stream_feed (s, jfk, jfk_n) == WK_OK);
   CHECK (wk_stream_finish (s) == WK_OK);
   collect (s, &r);
@@ -865,7 +760,7 @@ tiny_model (const char *path, const char *label)
   CHECK (st.n_windows >= 1 && st.n_tokens > 0);
   printf ("# tiny %s (%s kernels, 2 threads): 11 s in %.2f s: mel %.3f s, "
       "encoder %.3f s/window, decoder %.2f ms/token (%lld tokens), "
-      "state %.1f MB\n", label, wk_kernels_name (), now_s () - t0,
+      "state %.1f MB\n", label, wk_kernels_name (), wk_test_now_s () - t0,
       st.mel_seconds, st.encoder_seconds / (double) st.n_windows,
       1e3 * st.decoder_seconds / (double) st.n_tokens,
       (long long) st.n_tokens, st.state_bytes / 1e6);
@@ -1035,45 +930,28 @@ test_misc_api (void)
   CHECK (wk_stream_take (NULL, NULL) == 0);
 }
 
-static void
-remove_tmpdir (void)
-{
-  char cmd[600];
-  snprintf (cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (tmpdir[0])
-    system (cmd);
-}
-
 int
 main (void)
 {
-  const char *base = getenv ("WK_BUILD_ROOT");
-
-  if (!getenv ("WK_MAKE_TEST_MODEL") || !getenv ("WK_CONVERT")
-      || !getenv ("WK_SHARED_DATA")) {
-    printf ("1..0 # SKIP WK_MAKE_TEST_MODEL / WK_CONVERT / WK_SHARED_DATA "
-        "not set\n");
+  if (!wk_test_have_model_tools ())
     return 77;
-  }
-  snprintf (tmpdir, sizeof tmpdir, "%s/test-stream-XXXXXX",
-      base ? base : "/tmp");
-  if (!mkdtemp (tmpdir)) {
-    fprintf (stderr, "mkdtemp %s: %s\n", tmpdir, strerror (errno));
+  if (wk_test_make_tmpdir (tmpdir, sizeof tmpdir, "test-stream") != 0)
     return 1;
-  }
   if (load_jfk () != 0
-      || make_model ("small-test", "f32", "for-tests-ggml-tiny.en.bin", NULL,
-          "small", small_knot, sizeof small_knot, small_bin,
-          sizeof small_bin) != 0
-      || make_model ("51865,1500,64,2,2,64,64,2,2,80", "f16",
+      || wk_test_make_model (tmpdir, "small-test", "f32",
+          "for-tests-ggml-tiny.en.bin", NULL, "small", small_knot,
+          sizeof small_knot, small_bin, sizeof small_bin) != 0
+      || wk_test_make_model (tmpdir, "51865,1500,64,2,2,64,64,2,2,80", "f16",
           "for-tests-ggml-tiny.bin", NULL, "multi", multi_knot,
           sizeof multi_knot, NULL, 0) != 0
-      || make_model ("tiny", "f16", "for-tests-ggml-tiny.en.bin", "q8_0",
-          "tiny-q8_0", tiny_q8_knot, sizeof tiny_q8_knot, NULL, 0) != 0
-      || make_model ("tiny", "f16", "for-tests-ggml-tiny.en.bin", NULL,
-          "tiny-f16", tiny_f16_knot, sizeof tiny_f16_knot, NULL, 0) != 0) {
+      || wk_test_make_model (tmpdir, "tiny", "f16",
+          "for-tests-ggml-tiny.en.bin", "q8_0", "tiny-q8_0", tiny_q8_knot,
+          sizeof tiny_q8_knot, NULL, 0) != 0
+      || wk_test_make_model (tmpdir, "tiny", "f16",
+          "for-tests-ggml-tiny.en.bin", NULL, "tiny-f16", tiny_f16_knot,
+          sizeof tiny_f16_knot, NULL, 0) != 0) {
     fprintf (stderr, "cannot prepare the test models\n");
-    remove_tmpdir ();
+    wk_test_remove_tmpdir (tmpdir);
     return 1;
   }
 
@@ -1092,7 +970,7 @@ main (void)
   RUN (test_tiny_q8_0);
   RUN (test_tiny_f16);
 
-  remove_tmpdir ();
+  wk_test_remove_tmpdir (tmpdir);
   free (jfk);
   return TEST_EXIT ();
 }

@@ -16,63 +16,12 @@
 #include "wav.h"
 #include "whisperknot.h"
 #include "wk-test.h"
-
-/* ---- counting allocations (not under sanitizers, which own malloc) ---- */
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) \
-  || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-#if !SANITIZED && defined(__GLIBC__)
-#define COUNT_ALLOCS 1
-#else
-#define COUNT_ALLOCS 0
-#endif
+#include "wk-test-model.h"
 
 /* The long statistical runs are shortened under sanitizers (about 20x
  * slower), which are there for memory errors, not for statistics. */
-#define NOISE_SECONDS (SANITIZED ? 60 : 600)
-#define COST_SECONDS (SANITIZED ? 5 : 60)
-
-static atomic_int counting;
-static atomic_long n_allocs;
-
-#if COUNT_ALLOCS
-extern void *__libc_malloc (size_t);
-extern void *__libc_calloc (size_t, size_t);
-extern void *__libc_realloc (void *, size_t);
-
-void *
-malloc (size_t n)
-{
-  if (atomic_load (&counting))
-    atomic_fetch_add (&n_allocs, 1);
-  return __libc_malloc (n);
-}
-
-void *
-calloc (size_t n, size_t m)
-{
-  if (atomic_load (&counting))
-    atomic_fetch_add (&n_allocs, 1);
-  return __libc_calloc (n, m);
-}
-
-void *
-realloc (void *p, size_t n)
-{
-  if (atomic_load (&counting))
-    atomic_fetch_add (&n_allocs, 1);
-  return __libc_realloc (p, n);
-}
-#endif
+#define NOISE_SECONDS (WK_TEST_SANITIZED ? 60 : 600)
+#define COST_SECONDS (WK_TEST_SANITIZED ? 5 : 60)
 
 /* ---- fixtures ---------------------------------------------------------- */
 
@@ -93,14 +42,6 @@ static int64_t
 to_cs (int64_t samples)
 {
   return (int64_t) floor (samples / (double) SR * 100.0 + 0.5);
-}
-
-static double
-now_s (clockid_t clk)
-{
-  struct timespec ts;
-  clock_gettime (clk, &ts);
-  return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
 }
 
 /* Deterministic white noise, Gaussian, at `dbfs` RMS. */
@@ -972,7 +913,7 @@ test_no_alloc_while_feeding (void)
   wk_vad *v = new_vad (NULL);
   size_t off = 0;
 
-  if (!COUNT_ALLOCS) {
+  if (!WK_COUNT_ALLOCS) {
     printf ("# allocation counting off under sanitizers\n");
     wk_vad_free (v);
     return;
@@ -1148,11 +1089,11 @@ test_cost (void)
       len = jfk_n;
       memcpy (x, jfk, jfk_n * sizeof *x);
     }
-    t0 = now_s (CLOCK_MONOTONIC);
-    c0 = now_s (CLOCK_THREAD_CPUTIME_ID);
+    t0 = wk_test_clock_s (CLOCK_MONOTONIC);
+    c0 = wk_test_clock_s (CLOCK_THREAD_CPUTIME_ID);
     wk_vad_detect (v, x, len, NULL, NULL, NULL);
-    t1 = now_s (CLOCK_MONOTONIC);
-    c1 = now_s (CLOCK_THREAD_CPUTIME_ID);
+    t1 = wk_test_clock_s (CLOCK_MONOTONIC);
+    c1 = wk_test_clock_s (CLOCK_THREAD_CPUTIME_ID);
     {
       double chunks = (double) ((len + WK_VAD_CHUNK - 1) / WK_VAD_CHUNK);
       printf ("# cost, %s: %.1f us per 32 ms chunk of CPU time (%.1f us "
