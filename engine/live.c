@@ -528,29 +528,29 @@ begin_call (wk_live * l)
 
 /* ---- the prompt and commits ---------------------------------------------- */
 
-static void
-prompt_push (wk_live * l, const int32_t * t, int n)
+void
+wk_live_prompt_push (int32_t * prompt, int *n_prompt, int prompt_cap,
+    int max_text_ctx, const int32_t * t, int n)
 {
-  int cap = l->prompt_cap;
-  if (l->p.max_text_ctx < cap)
-    cap = l->p.max_text_ctx;
+  int cap = prompt_cap;
+  if (max_text_ctx < cap)
+    cap = max_text_ctx;
   if (cap <= 0) {
-    l->n_prompt = 0;
+    *n_prompt = 0;
     return;
   }
   if (n >= cap) {
-    memcpy (l->prompt, t + n - cap, (size_t) cap * sizeof *t);
-    l->n_prompt = cap;
+    memcpy (prompt, t + n - cap, (size_t) cap * sizeof *t);
+    *n_prompt = cap;
     return;
   }
-  if (l->n_prompt + n > cap) {
-    int drop = l->n_prompt + n - cap;
-    memmove (l->prompt, l->prompt + drop,
-        (size_t) (l->n_prompt - drop) * sizeof *t);
-    l->n_prompt -= drop;
+  if (*n_prompt + n > cap) {
+    int drop = *n_prompt + n - cap;
+    memmove (prompt, prompt + drop, (size_t) (*n_prompt - drop) * sizeof *t);
+    *n_prompt -= drop;
   }
-  memcpy (l->prompt + l->n_prompt, t, (size_t) n * sizeof *t);
-  l->n_prompt += n;
+  memcpy (prompt + *n_prompt, t, (size_t) n * sizeof *t);
+  *n_prompt += n;
 }
 
 /* Wall time the sample at pos arrived (the feed that brought it). */
@@ -582,7 +582,8 @@ commit_words (wk_live * l, const live_hyp * h, int k)
     size_t n = word_bytes (l, h, w);
     double d;
     out_add (l, &l->out, h, w, l->raw, n);
-    prompt_push (l, h->tok + w->tok0, w->n_tok);
+    wk_live_prompt_push (l->prompt, &l->n_prompt, l->prompt_cap,
+        l->p.max_text_ctx, h->tok + w->tok0, w->n_tok);
     if (l->n_recent == LIVE_RECENT) {
       memmove (l->recent[0], l->recent[1],
           (LIVE_RECENT - 1) * LIVE_WORD_BYTES);

@@ -41,6 +41,13 @@ size_t wk_live_partial (wk_live * live, const wk_segment ** segs,
  * windows, mel time, memory) to the stream's. */
 void wk_live_get_stats (const wk_live * live, wk_stream_stats * stats);
 
+/* Appends t[0..n-1] to the decoder prompt prompt[0..*n_prompt-1] (room
+ * for prompt_cap tokens), keeping only the newest min (prompt_cap,
+ * max_text_ctx) tokens (none when that is <= 0). Used by both the offline
+ * stream and the live policy. */
+void wk_live_prompt_push (int32_t * prompt, int *n_prompt, int prompt_cap,
+    int max_text_ctx, const int32_t * t, int n);
+
 /* ---- for tests ------------------------------------------------------- */
 
 /* The number of leading words two word lists share (LocalAgreement's

@@ -271,31 +271,6 @@ begin_call (wk_stream * s)
     clear_results (s);
 }
 
-static void
-prompt_push (wk_stream * s, const int32_t * t, int n)
-{
-  int cap = s->prompt_cap;
-  if (s->p.max_text_ctx < cap)
-    cap = s->p.max_text_ctx;
-  if (cap <= 0) {
-    s->n_prompt = 0;
-    return;
-  }
-  if (n >= cap) {
-    memcpy (s->prompt, t + n - cap, (size_t) cap * sizeof *t);
-    s->n_prompt = cap;
-    return;
-  }
-  if (s->n_prompt + n > cap) {
-    int drop = s->n_prompt + n - cap;
-    memmove (s->prompt, s->prompt + drop,
-        (size_t) (s->n_prompt - drop) * sizeof *t);
-    s->n_prompt -= drop;
-  }
-  memcpy (s->prompt + s->n_prompt, t, (size_t) n * sizeof *t);
-  s->n_prompt += n;
-}
-
 /* Adds the segment tokens[0..n-1] spanning [start, end) samples. Returns
  * false when it is empty (no text, or no duration), as Whisper clears
  * those. */
@@ -378,7 +353,8 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
     seg->n_tokens++;
   }
   s->last_end = end;
-  prompt_push (s, tok, n);
+  wk_live_prompt_push (s->prompt, &s->n_prompt, s->prompt_cap,
+      s->p.max_text_ctx, tok, n);
   return true;
 }
 
