@@ -20,6 +20,7 @@
 #include "kernels-impl.h"
 #include "pool.h"
 #include "wk-test.h"
+#include "wk-weight.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -49,50 +50,23 @@ rand_floats (int64_t n, float scale)
   return p;
 }
 
+/* rows of different magnitudes, and an outlier now and then */
+static void
+fill_weight_row (float *row, int64_t k, int64_t j, void *user)
+{
+  float s = 0.05f + (float) (j % 7) * 0.1f;
+  int64_t l;
+
+  (void) user;
+  for (l = 0; l < k; l++)
+    row[l] = rng_f () * s * ((rng_u32 () % 97) == 0 ? 8.0f : 1.0f);
+}
+
 /* A random m x k weight of the given type (data malloc'ed). */
 static wk_tensor
 make_weight (wk_type type, int64_t k, int64_t m)
 {
-  wk_tensor W;
-  size_t rb = wk_type_row_bytes (type, k);
-  unsigned char *data = malloc (rb * (size_t) m);
-  float *row = malloc ((size_t) k * sizeof (float));
-  int64_t j, l;
-
-  for (j = 0; j < m; j++) {
-    /* rows of different magnitudes, and an outlier now and then */
-    float s = 0.05f + (float) (j % 7) * 0.1f;
-    for (l = 0; l < k; l++)
-      row[l] = rng_f () * s * ((rng_u32 () % 97) == 0 ? 8.0f : 1.0f);
-    switch (type) {
-      case WK_TYPE_F32:
-        memcpy (data + j * rb, row, rb);
-        break;
-      case WK_TYPE_F16:
-        for (l = 0; l < k; l++) {
-          uint16_t h = wk_fp32_to_fp16 (row[l]);
-          memcpy (data + j * rb + 2 * l, &h, 2);
-        }
-        break;
-      case WK_TYPE_Q8_0:
-        wk_quantize_row_q8_0 (row, (wk_block_q8_0 *) (data + j * rb), k);
-        break;
-      case WK_TYPE_Q4_0:
-        wk_quantize_row_q4_0 (row, (wk_block_q4_0 *) (data + j * rb), k);
-        break;
-    }
-  }
-  free (row);
-  memset (&W, 0, sizeof W);
-  W.name = "w";
-  W.type = type;
-  W.n_dims = 2;
-  W.ne[0] = k;
-  W.ne[1] = m;
-  W.ne[2] = W.ne[3] = 1;
-  W.data = data;
-  W.nbytes = rb * (size_t) m;
-  return W;
+  return wk_weight_make (type, k, m, fill_weight_row, NULL);
 }
 
 static double

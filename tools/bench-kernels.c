@@ -18,6 +18,7 @@
 
 #include "kernels-impl.h"
 #include "pool.h"
+#include "wk-weight.h"
 
 #ifdef WK_BENCH_HAVE_BLAS
 #include <cblas.h>
@@ -78,46 +79,21 @@ median_time (bench_fn fn, void *ctx, double budget_s)
   return t[reps / 2];
 }
 
+static void
+fill_weight_row (float *row, int64_t k, int64_t j, void *user)
+{
+  int64_t l;
+
+  (void) j;
+  (void) user;
+  for (l = 0; l < k; l++)
+    row[l] = rnd () * 0.1f;
+}
+
 static wk_tensor
 make_weight (wk_type type, int64_t k, int64_t m)
 {
-  wk_tensor W;
-  size_t rb = wk_type_row_bytes (type, k);
-  unsigned char *data = malloc (rb * (size_t) m);
-  float *row = malloc ((size_t) k * sizeof (float));
-  int64_t j, l;
-
-  for (j = 0; j < m; j++) {
-    for (l = 0; l < k; l++)
-      row[l] = rnd () * 0.1f;
-    switch (type) {
-      case WK_TYPE_F32:
-        memcpy (data + j * rb, row, rb);
-        break;
-      case WK_TYPE_F16:
-        for (l = 0; l < k; l++) {
-          uint16_t h = wk_fp32_to_fp16 (row[l]);
-          memcpy (data + j * rb + 2 * l, &h, 2);
-        }
-        break;
-      case WK_TYPE_Q8_0:
-        wk_quantize_row_q8_0 (row, (wk_block_q8_0 *) (data + j * rb), k);
-        break;
-      case WK_TYPE_Q4_0:
-        wk_quantize_row_q4_0 (row, (wk_block_q4_0 *) (data + j * rb), k);
-        break;
-    }
-  }
-  free (row);
-  memset (&W, 0, sizeof W);
-  W.type = type;
-  W.n_dims = 2;
-  W.ne[0] = k;
-  W.ne[1] = m;
-  W.ne[2] = W.ne[3] = 1;
-  W.data = data;
-  W.nbytes = rb * (size_t) m;
-  return W;
+  return wk_weight_make (type, k, m, fill_weight_row, NULL);
 }
 
 static float *
