@@ -181,14 +181,24 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     return WK_ERR_NOMEM;
   }
   s->lang_fixed = -1;
-  if (model->multilingual && p.language && p.language[0]
-      && strcmp (p.language, "auto") != 0) {
-    s->lang_fixed = wk_language_lookup (p.language);
-    if (s->lang_fixed < 0 || s->lang_fixed >= model->sp.n_langs) {
+  if (p.language && p.language[0] && strcmp (p.language, "auto") != 0) {
+    int idx = wk_language_lookup (p.language);
+
+    if (idx < 0 || (model->multilingual && idx >= model->sp.n_langs)) {
       set_err (err, err_size, "stream: unknown language: ", p.language);
       free (s);
       return WK_ERR_ARG;
     }
+    /* an English-only model would turn other speech into English-looking
+     * nonsense: say so instead */
+    if (!model->multilingual && strcmp (wk_language_code (idx), "en") != 0) {
+      set_err (err, err_size, "stream: this model is English-only and "
+          "cannot transcribe language ", p.language);
+      free (s);
+      return WK_ERR_ARG;
+    }
+    if (model->multilingual)
+      s->lang_fixed = idx;
   }
   p.language = NULL;            /* not kept: the caller's string */
   s->p = p;

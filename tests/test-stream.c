@@ -684,6 +684,21 @@ test_options (void)
   CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_ERR_ARG);
   CHECK (s == NULL && err[0]);
   CHECK (wk_stream_new (NULL, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  /* languages on an English-only model: English and auto are fine, any
+   * other (known or not) is refused with a reason */
+  p = fast_params ();
+  p.language = "en";
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  wk_stream_free (s);
+  p.language = "auto";
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  wk_stream_free (s);
+  p.language = "de";
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  CHECK (s == NULL && strstr (err, "English-only"));
+  p.language = "xx";
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  CHECK (s == NULL && strstr (err, "unknown language"));
   free (a);
   wk_model_unref (m);
 }
