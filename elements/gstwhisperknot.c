@@ -812,6 +812,10 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
       sizeof err);
   if (status != WK_OK)
     goto failed;
+  /* the stats property shows the new stream's state at once */
+  GST_OBJECT_LOCK (self);
+  wk_stream_get_stats (self->stream, &self->stats);
+  GST_OBJECT_UNLOCK (self);
 
   g_free (language);
   return TRUE;

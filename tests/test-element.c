@@ -1641,6 +1641,11 @@ GST_START_TEST (test_ten_elements_share_model)
 
     fail_unless_equals_uint64 (stats_uint64 (st, "model-bytes"),
         file_size (model_path));
+    fail_unless (stats_uint64 (st, "state-bytes") > 0);
+    if (i == 0)
+      GST_INFO ("model %" G_GUINT64_FORMAT " bytes, stream state %"
+          G_GUINT64_FORMAT " bytes", stats_uint64 (st, "model-bytes"),
+          stats_uint64 (st, "state-bytes"));
     gst_structure_free (st);
   }
   for (i = 0; i < G_N_ELEMENTS (e); i++) {
