@@ -45,7 +45,17 @@
  * transcribers send), and the words not committed yet are posted as
  * element messages named `whisperknot-partial` with the fields `text`
  * (string), `timestamp` and `duration` (guint64, the input's time),
- * `stability` (gdouble, 0 to 1) and `words` (guint).
+ * `stability` (gdouble, 0 to 1) and `words` (guint). A requested
+ * `partial_src` pad carries the same partial results as text buffers (PTS
+ * at the first partial word's start), each replacing the one before, and a
+ * GAP when nothing is partial any more. #GstWhisperKnot:output chooses one
+ * buffer per word or per phrase; #GstWhisperKnot:vad,
+ * #GstWhisperKnot:vad-threshold and #GstWhisperKnot:vad-min-silence set the
+ * voice detector. #GstWhisperKnot:lateness is added to the latency the
+ * element reports; a word later than latency plus lateness posts a warning
+ * (once) and a `whisperknot-qos` element message (`max-delay`, `allowed`:
+ * guint64 nanoseconds, `step-seconds`: gdouble). The #GstWhisperKnot:stats
+ * property tells what the model and the recognizer cost.
  *
  * ## Example pipelines
  * |[
