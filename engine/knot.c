@@ -6,16 +6,12 @@
  * size computation is overflow-checked, and no pointer into the file is
  * formed before its range has been checked. */
 #include "knot.h"
+#include "mapfile.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* GGUF value types */
 enum
@@ -402,8 +398,8 @@ knot_free (wk_knot * k)
   free (k->tensors);
   free (k->names);
   free (k->t_hash);
-  if (k->mapped && k->data)
-    munmap ((void *) k->data, k->size);
+  if (k->mapped)
+    wk_unmap_file (k->data, k->size);
   free (k);
 }
 
@@ -686,9 +682,8 @@ wk_knot_open_memory (const void *data, size_t size, wk_knot ** out,
 wk_status
 wk_knot_open (const char *path, wk_knot ** out, char *err, size_t err_size)
 {
-  struct stat sb;
-  void *map;
-  int fd;
+  const void *map;
+  size_t size;
   wk_knot *k;
   wk_status st;
   char inner[512];
@@ -696,35 +691,19 @@ wk_knot_open (const char *path, wk_knot ** out, char *err, size_t err_size)
   if (!out || !path)
     return WK_ERR_ARG;
   *out = NULL;
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    set_err (err, err_size, "%s: cannot open: %s", path, strerror (errno));
-    return WK_ERR_IO;
-  }
-  if (fstat (fd, &sb) != 0 || !S_ISREG (sb.st_mode)) {
-    set_err (err, err_size, "%s: not a regular file", path);
-    close (fd);
-    return WK_ERR_IO;
-  }
-  if (sb.st_size <= 0 || (uint64_t) sb.st_size > SIZE_MAX) {
+  st = wk_map_file (path, true, &map, &size, err, err_size);
+  if (st == WK_ERR_FORMAT)
     set_err (err, err_size, "%s: knot: file is empty (0 bytes)", path);
-    close (fd);
-    return WK_ERR_FORMAT;
-  }
-  map = mmap (NULL, (size_t) sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
-  close (fd);
-  if (map == MAP_FAILED) {
-    set_err (err, err_size, "%s: cannot map: %s", path, strerror (errno));
-    return WK_ERR_IO;
-  }
+  if (st != WK_OK)
+    return st;
   k = calloc (1, sizeof *k);
   if (!k) {
-    munmap (map, (size_t) sb.st_size);
+    wk_unmap_file (map, size);
     set_err (err, err_size, "%s: out of memory", path);
     return WK_ERR_NOMEM;
   }
   k->data = map;
-  k->size = (size_t) sb.st_size;
+  k->size = size;
   k->mapped = true;
   inner[0] = '\0';
   st = parse (k, inner, sizeof inner);

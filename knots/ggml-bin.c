@@ -1,17 +1,13 @@
 /* whisper.cpp legacy ggml .bin reader: a bounds-checked walk over the
  * header, filterbank, vocabulary and tensor records. */
 #include "ggml-bin.h"
+#include "mapfile.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define BIN_MAX_NAME 256
 #define BIN_MAX_HPARAM (1 << 24)
@@ -191,8 +187,7 @@ wk_ggml_bin_free (wk_ggml_bin * bin)
   free (bin->token_lens);
   free (bin->tensors);
   free (bin->names_);
-  if (bin->map_)
-    munmap (bin->map_, bin->map_size_);
+  wk_unmap_file (bin->map_, bin->map_size_);
   free (bin);
 }
 
@@ -464,45 +459,25 @@ wk_status
 wk_ggml_bin_open (const char *path, wk_ggml_bin ** out, char *err,
     size_t err_size)
 {
-  struct stat sb;
-  void *map;
-  int fd;
+  const void *map;
+  size_t size;
   wk_status st;
   char inner[512] = "";
 
   if (!out || !path)
     return WK_ERR_ARG;
   *out = NULL;
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    set_err (err, err_size, "%s: cannot open: %s", path, strerror (errno));
-    return WK_ERR_IO;
-  }
-  if (fstat (fd, &sb) != 0 || !S_ISREG (sb.st_mode)) {
-    set_err (err, err_size, "%s: not a regular file", path);
-    close (fd);
-    return WK_ERR_IO;
-  }
-  if (sb.st_size <= 0 || (uint64_t) sb.st_size > SIZE_MAX) {
-    set_err (err, err_size, "%s: empty file", path);
-    close (fd);
-    return WK_ERR_FORMAT;
-  }
-  map = mmap (NULL, (size_t) sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close (fd);
-  if (map == MAP_FAILED) {
-    set_err (err, err_size, "%s: cannot map: %s", path, strerror (errno));
-    return WK_ERR_IO;
-  }
-  st = wk_ggml_bin_open_memory (map, (size_t) sb.st_size, out, inner,
-      sizeof inner);
+  st = wk_map_file (path, false, &map, &size, err, err_size);
+  if (st != WK_OK)
+    return st;
+  st = wk_ggml_bin_open_memory (map, size, out, inner, sizeof inner);
   if (st != WK_OK) {
-    munmap (map, (size_t) sb.st_size);
+    wk_unmap_file (map, size);
     set_err (err, err_size, "%s: %s", path, inner);
     return st;
   }
   (*out)->map_ = map;
-  (*out)->map_size_ = (size_t) sb.st_size;
+  (*out)->map_size_ = size;
   return WK_OK;
 }
 

@@ -62,7 +62,7 @@ typedef struct
   wk_ggml_tensor *tensors;
   /* private */
   char *names_;
-  void *map_;
+  const void *map_;
   size_t map_size_;
 } wk_ggml_bin;
 

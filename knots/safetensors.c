@@ -1,17 +1,13 @@
 /* Hugging Face Whisper checkpoints: safetensors, JSON side files, name
  * mapping, and Whisper's mel filterbank. */
 #include "safetensors.h"
+#include "mapfile.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* ---- mel filterbank ---------------------------------------------------- */
 
@@ -596,8 +592,7 @@ wk_safetensors_free (wk_safetensors * st)
   for (int64_t i = 0; i < st->n_tensors; i++)
     free (st->tensors[i].name);
   free (st->tensors);
-  if (st->map_)
-    munmap (st->map_, st->map_size_);
+  wk_unmap_file (st->map_, st->map_size_);
   free (st);
 }
 
@@ -778,42 +773,30 @@ wk_status
 wk_safetensors_open (const char *path, wk_safetensors ** out, char *err,
     size_t err_size)
 {
-  struct stat sb;
-  void *map;
-  int fd;
+  const void *map;
+  size_t size;
   wk_status status;
   char inner[512] = "";
 
   if (!out || !path)
     return WK_ERR_ARG;
   *out = NULL;
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    st_set_err (err, err_size, "%s: cannot open: %s", path,
-        strerror (errno));
-    return WK_ERR_IO;
-  }
-  if (fstat (fd, &sb) != 0 || !S_ISREG (sb.st_mode) || sb.st_size <= 0
-      || (uint64_t) sb.st_size > SIZE_MAX) {
+  status = wk_map_file (path, false, &map, &size, err, err_size);
+  if (status == WK_ERR_FORMAT) {
     st_set_err (err, err_size, "%s: not a regular, non-empty file", path);
-    close (fd);
     return WK_ERR_IO;
   }
-  map = mmap (NULL, (size_t) sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close (fd);
-  if (map == MAP_FAILED) {
-    st_set_err (err, err_size, "%s: cannot map: %s", path, strerror (errno));
-    return WK_ERR_IO;
-  }
-  status = wk_safetensors_open_memory (map, (size_t) sb.st_size, true, out,
-      inner, sizeof inner);
+  if (status != WK_OK)
+    return status;
+  status = wk_safetensors_open_memory (map, size, true, out, inner,
+      sizeof inner);
   if (status != WK_OK) {
-    munmap (map, (size_t) sb.st_size);
+    wk_unmap_file (map, size);
     st_set_err (err, err_size, "%s: %s", path, inner);
     return status;
   }
-  (*out)->map_ = map;
-  (*out)->map_size_ = (size_t) sb.st_size;
+  (*out)->map_ = (void *) map;
+  (*out)->map_size_ = size;
   return WK_OK;
 }
 
