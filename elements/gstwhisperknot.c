@@ -498,6 +498,8 @@ gst_whisperknot_finalize (GObject * object)
   g_free (self->loaded_path);
   g_free (self->load_error);
   g_string_free (self->phrase, TRUE);
+  /* dispose releases request pads; this is for safety only */
+  g_clear_object (&self->partial_srcpad);
   g_free (self->ring);
   if (self->stream)
     wk_stream_free (self->stream);
