@@ -6,9 +6,9 @@
  * size computation is overflow-checked, and no pointer into the file is
  * formed before its range has been checked. */
 #include "knot.h"
+#include "wk-err.h"
 #include "mapfile.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,21 +71,6 @@ typedef struct
   size_t err_size;
 } cursor;
 
-static void set_err (char *err, size_t err_size, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
-
-static void
-set_err (char *err, size_t err_size, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (!err || err_size == 0)
-    return;
-  va_start (ap, fmt);
-  vsnprintf (err, err_size, fmt, ap);
-  va_end (ap);
-}
-
 /* A printable copy of a name from the file for error messages. */
 static const char *
 printable (const char *s, size_t len, char *buf, size_t buf_size)
@@ -132,7 +117,7 @@ static bool
 need (cursor * c, size_t n, const char *what)
 {
   if (n > c->size - c->off) {
-    set_err (c->err, c->err_size,
+    wk_set_err (c->err, c->err_size,
         "knot: truncated: %s needs %zu bytes at offset %zu but the file "
         "ends at %zu", what, n, c->off, c->size);
     return false;
@@ -170,7 +155,7 @@ rd_str (cursor * c, const char **s, size_t *len, const char *what)
   if (!rd_u64 (c, &n, what))
     return false;
   if (n > c->size - c->off) {
-    set_err (c->err, c->err_size,
+    wk_set_err (c->err, c->err_size,
         "knot: %s at offset %zu has length %llu, past the end of the file "
         "(size %zu)", what, at, (unsigned long long) n, c->size);
     return false;
@@ -283,7 +268,7 @@ parse_kv (wk_knot * k, cursor * c, uint64_t i)
   if (!rd_str (c, &key, &key_len, "metadata key"))
     return WK_ERR_FORMAT;
   if (key_len == 0 || key_len > KNOT_MAX_KEY || memchr (key, 0, key_len)) {
-    set_err (c->err, c->err_size, "knot: metadata key %llu at offset %zu "
+    wk_set_err (c->err, c->err_size, "knot: metadata key %llu at offset %zu "
         "is empty, longer than %d bytes or contains NUL",
         (unsigned long long) i, at, KNOT_MAX_KEY);
     return WK_ERR_FORMAT;
@@ -294,7 +279,7 @@ parse_kv (wk_knot * k, cursor * c, uint64_t i)
   if (!rd_u32 (c, &type, "metadata value type"))
     return WK_ERR_FORMAT;
   if (type >= GGUF_N_TYPES) {
-    set_err (c->err, c->err_size, "knot: metadata '%s' has unknown value "
+    wk_set_err (c->err, c->err_size, "knot: metadata '%s' has unknown value "
         "type %u", pb, type);
     return WK_ERR_FORMAT;
   }
@@ -314,12 +299,12 @@ parse_kv (wk_knot * k, cursor * c, uint64_t i)
         || !rd_u64 (c, &n, "array length"))
       return WK_ERR_FORMAT;
     if (at_type == GGUF_ARRAY) {
-      set_err (c->err, c->err_size, "knot: metadata '%s' is a nested array "
+      wk_set_err (c->err, c->err_size, "knot: metadata '%s' is a nested array "
           "(not supported)", pb);
       return WK_ERR_FORMAT;
     }
     if (at_type >= GGUF_N_TYPES) {
-      set_err (c->err, c->err_size, "knot: metadata '%s' is an array of "
+      wk_set_err (c->err, c->err_size, "knot: metadata '%s' is an array of "
           "unknown type %u", pb, at_type);
       return WK_ERR_FORMAT;
     }
@@ -329,14 +314,14 @@ parse_kv (wk_knot * k, cursor * c, uint64_t i)
     if (at_type == GGUF_STRING) {
       size_t base = c->off;
       if (n > (c->size - c->off) / 8) {
-        set_err (c->err, c->err_size, "knot: metadata '%s': %llu strings "
+        wk_set_err (c->err, c->err_size, "knot: metadata '%s': %llu strings "
             "cannot fit in the %zu bytes left", pb, (unsigned long long) n,
             c->size - c->off);
         return WK_ERR_FORMAT;
       }
       kv->str_offs = malloc ((n ? n : 1) * sizeof (size_t));
       if (!kv->str_offs) {
-        set_err (c->err, c->err_size, "knot: out of memory");
+        wk_set_err (c->err, c->err_size, "knot: out of memory");
         return WK_ERR_NOMEM;
       }
       for (uint64_t j = 0; j < n; j++) {
@@ -349,7 +334,7 @@ parse_kv (wk_knot * k, cursor * c, uint64_t i)
     } else {
       size_t es = scalar_size (at_type);
       if (n > (c->size - c->off) / es) {
-        set_err (c->err, c->err_size, "knot: metadata '%s': array of %llu "
+        wk_set_err (c->err, c->err_size, "knot: metadata '%s': array of %llu "
             "elements of %zu bytes extends past the end of the file "
             "(size %zu)", pb, (unsigned long long) n, es, c->size);
         return WK_ERR_FORMAT;
@@ -357,7 +342,7 @@ parse_kv (wk_knot * k, cursor * c, uint64_t i)
       if (at_type == GGUF_BOOL)
         for (uint64_t j = 0; j < n; j++)
           if (c->p[c->off + j] > 1) {
-            set_err (c->err, c->err_size, "knot: metadata '%s': bool "
+            wk_set_err (c->err, c->err_size, "knot: metadata '%s': bool "
                 "element %llu is %u", pb, (unsigned long long) j,
                 c->p[c->off + j]);
             return WK_ERR_FORMAT;
@@ -369,7 +354,7 @@ parse_kv (wk_knot * k, cursor * c, uint64_t i)
     if (!need (c, es, "metadata value"))
       return WK_ERR_FORMAT;
     if (type == GGUF_BOOL && c->p[c->off] > 1) {
-      set_err (c->err, c->err_size, "knot: metadata '%s': bool is %u", pb,
+      wk_set_err (c->err, c->err_size, "knot: metadata '%s': bool is %u", pb,
           c->p[c->off]);
       return WK_ERR_FORMAT;
     }
@@ -378,7 +363,7 @@ parse_kv (wk_knot * k, cursor * c, uint64_t i)
 
   if (hash_insert (k->kv_hash, k->kv_hash_cap, key, key_len, (size_t) i,
           kv_name_of, k) >= 0) {
-    set_err (c->err, c->err_size, "knot: metadata key '%s' appears twice",
+    wk_set_err (c->err, c->err_size, "knot: metadata key '%s' appears twice",
         pb);
     return WK_ERR_FORMAT;
   }
@@ -415,7 +400,7 @@ tensor_nbytes (const wk_tensor * t, size_t *nbytes, char *err,
   elems = (uint64_t) t->ne[0];
   for (int d = 1; d < t->n_dims; d++) {
     if ((uint64_t) t->ne[d] > (uint64_t) INT64_MAX / elems) {
-      set_err (err, err_size, "knot: tensor '%s' has too many elements",
+      wk_set_err (err, err_size, "knot: tensor '%s' has too many elements",
           t->name);
       return WK_ERR_FORMAT;
     }
@@ -424,14 +409,14 @@ tensor_nbytes (const wk_tensor * t, size_t *nbytes, char *err,
   }
   rb = wk_type_row_bytes (t->type, t->ne[0]);
   if (rb == 0) {
-    set_err (err, err_size, "knot: tensor '%s' of type %s has rows of "
+    wk_set_err (err, err_size, "knot: tensor '%s' of type %s has rows of "
         "%lld elements, not a whole number of %lld-element blocks",
         t->name, wk_type_name (t->type), (long long) t->ne[0],
         (long long) wk_type_block_elems (t->type));
     return WK_ERR_FORMAT;
   }
   if (rows > SIZE_MAX / rb) {
-    set_err (err, err_size, "knot: tensor '%s' is too large", t->name);
+    wk_set_err (err, err_size, "knot: tensor '%s' is too large", t->name);
     return WK_ERR_FORMAT;
   }
   *nbytes = (size_t) rows *rb;
@@ -449,7 +434,7 @@ parse (wk_knot * k, char *err, size_t err_size)
   wk_status st = WK_ERR_FORMAT;
 
   if (k->size < 4 || memcmp (k->data, "GGUF", 4) != 0) {
-    set_err (err, err_size, "knot: not a knot/GGUF file (magic is not "
+    wk_set_err (err, err_size, "knot: not a knot/GGUF file (magic is not "
         "\"GGUF\")");
     return WK_ERR_FORMAT;
   }
@@ -457,7 +442,7 @@ parse (wk_knot * k, char *err, size_t err_size)
   if (!rd_u32 (&c, &version, "version"))
     return WK_ERR_FORMAT;
   if (version != 3) {
-    set_err (err, err_size, "knot: GGUF version %u is not supported "
+    wk_set_err (err, err_size, "knot: GGUF version %u is not supported "
         "(need 3)", version);
     return WK_ERR_UNSUPPORTED;
   }
@@ -465,12 +450,12 @@ parse (wk_knot * k, char *err, size_t err_size)
       || !rd_u64 (&c, &n_kv, "metadata count"))
     return WK_ERR_FORMAT;
   if (n_kv > (k->size - c.off) / MIN_KV_BYTES) {
-    set_err (err, err_size, "knot: %llu metadata entries cannot fit in a "
+    wk_set_err (err, err_size, "knot: %llu metadata entries cannot fit in a "
         "file of %zu bytes", (unsigned long long) n_kv, k->size);
     return WK_ERR_FORMAT;
   }
   if (n_tensors > (k->size - c.off) / MIN_TENSOR_INFO_BYTES) {
-    set_err (err, err_size, "knot: %llu tensors cannot fit in a file of "
+    wk_set_err (err, err_size, "knot: %llu tensors cannot fit in a file of "
         "%zu bytes", (unsigned long long) n_tensors, k->size);
     return WK_ERR_FORMAT;
   }
@@ -497,12 +482,12 @@ parse (wk_knot * k, char *err, size_t err_size)
       const knot_kv *kv = &k->kvs[ai];
       uint32_t a;
       if (kv->type != GGUF_U32) {
-        set_err (err, err_size, "knot: general.alignment must be a u32");
+        wk_set_err (err, err_size, "knot: general.alignment must be a u32");
         return WK_ERR_FORMAT;
       }
       a = le32 (kv->val);
       if (a == 0 || (a & (a - 1)) != 0 || a > KNOT_MAX_ALIGN) {
-        set_err (err, err_size, "knot: general.alignment %u is not a power "
+        wk_set_err (err, err_size, "knot: general.alignment %u is not a power "
             "of two up to 2^30", a);
         return WK_ERR_FORMAT;
       }
@@ -534,13 +519,13 @@ parse (wk_knot * k, char *err, size_t err_size)
       goto out;
     if (name_len == 0 || name_len > KNOT_MAX_NAME
         || memchr (name, 0, name_len)) {
-      set_err (err, err_size, "knot: tensor %llu at offset %zu: name is "
+      wk_set_err (err, err_size, "knot: tensor %llu at offset %zu: name is "
           "empty, longer than %d bytes or contains NUL",
           (unsigned long long) i, at, KNOT_MAX_NAME);
       goto out;
     }
     if (names_len + name_len + 1 > names_cap) {
-      set_err (err, err_size, "knot: tensor names exceed the file size");
+      wk_set_err (err, err_size, "knot: tensor names exceed the file size");
       goto out;
     }
     memcpy (k->names + names_len, name, name_len);
@@ -553,7 +538,7 @@ parse (wk_knot * k, char *err, size_t err_size)
     if (!rd_u32 (&c, &n_dims, "tensor n_dims"))
       goto out;
     if (n_dims < 1 || n_dims > WK_MAX_DIMS) {
-      set_err (err, err_size, "knot: tensor '%s' has %u dimensions (must be "
+      wk_set_err (err, err_size, "knot: tensor '%s' has %u dimensions (must be "
           "1..%d)", pb, n_dims, WK_MAX_DIMS);
       goto out;
     }
@@ -565,7 +550,7 @@ parse (wk_knot * k, char *err, size_t err_size)
       if (!rd_u64 (&c, &ne, "tensor dimension"))
         goto out;
       if (ne < 1 || ne > (uint64_t) INT64_MAX) {
-        set_err (err, err_size, "knot: tensor '%s' dimension %u is %llu "
+        wk_set_err (err, err_size, "knot: tensor '%s' dimension %u is %llu "
             "(must be >= 1)", pb, d, (unsigned long long) ne);
         goto out;
       }
@@ -574,7 +559,7 @@ parse (wk_knot * k, char *err, size_t err_size)
     if (!rd_u32 (&c, &type, "tensor type"))
       goto out;
     if (!wk_type_is_known ((int) type)) {
-      set_err (err, err_size, "knot: tensor '%s' has type %u, not one of "
+      wk_set_err (err, err_size, "knot: tensor '%s' has type %u, not one of "
           "f32 (0), f16 (1), q4_0 (2), q8_0 (8)", pb, type);
       st = WK_ERR_UNSUPPORTED;
       goto out;
@@ -590,7 +575,7 @@ parse (wk_knot * k, char *err, size_t err_size)
     if (hash_insert (k->t_hash, k->t_hash_cap, t->name, strlen (t->name),
             (size_t) i, tensor_name_of, k) >= 0) {
       char pb[80];
-      set_err (err, err_size, "knot: tensor name '%s' appears twice",
+      wk_set_err (err, err_size, "knot: tensor name '%s' appears twice",
           printable (t->name, strlen (t->name), pb, sizeof pb));
       goto out;
     }
@@ -602,7 +587,7 @@ parse (wk_knot * k, char *err, size_t err_size)
     size_t start = c.off + (a - c.off % a) % a;
     if (start > k->size) {
       if (n_tensors > 0) {
-        set_err (err, err_size, "knot: data section at offset %zu starts "
+        wk_set_err (err, err_size, "knot: data section at offset %zu starts "
             "past the end of the file (size %zu)", start, k->size);
         goto out;
       }
@@ -618,7 +603,7 @@ parse (wk_knot * k, char *err, size_t err_size)
 
     printable (t->name, strlen (t->name), pb, sizeof pb);
     if (offsets[i] % k->alignment != 0) {
-      set_err (err, err_size, "knot: tensor '%s' offset %llu is not a "
+      wk_set_err (err, err_size, "knot: tensor '%s' offset %llu is not a "
           "multiple of the alignment %u", pb,
           (unsigned long long) offsets[i], k->alignment);
       goto out;
@@ -629,7 +614,7 @@ parse (wk_knot * k, char *err, size_t err_size)
     st = WK_ERR_FORMAT;
     if (offsets[i] > avail || nbytes > avail - offsets[i]) {
       unsigned long long s = (unsigned long long) k->data_offset + offsets[i];
-      set_err (err, err_size, "knot: tensor '%s' data [%llu, %llu%s) "
+      wk_set_err (err, err_size, "knot: tensor '%s' data [%llu, %llu%s) "
           "extends past end of file (size %zu)", pb, s,
           s + nbytes < s ? (unsigned long long) nbytes : s + nbytes,
           s + nbytes < s ? " past that" : "", k->size);
@@ -642,7 +627,7 @@ parse (wk_knot * k, char *err, size_t err_size)
   goto out;
 
 nomem:
-  set_err (err, err_size, "knot: out of memory");
+  wk_set_err (err, err_size, "knot: out of memory");
   st = WK_ERR_NOMEM;
 out:
   free (offsets);
@@ -660,12 +645,12 @@ wk_knot_open_memory (const void *data, size_t size, wk_knot ** out,
     return WK_ERR_ARG;
   *out = NULL;
   if (!data && size) {
-    set_err (err, err_size, "knot: no data");
+    wk_set_err (err, err_size, "knot: no data");
     return WK_ERR_ARG;
   }
   k = calloc (1, sizeof *k);
   if (!k) {
-    set_err (err, err_size, "knot: out of memory");
+    wk_set_err (err, err_size, "knot: out of memory");
     return WK_ERR_NOMEM;
   }
   k->data = data ? data : (const uint8_t *) "";
@@ -693,13 +678,13 @@ wk_knot_open (const char *path, wk_knot ** out, char *err, size_t err_size)
   *out = NULL;
   st = wk_map_file (path, true, &map, &size, err, err_size);
   if (st == WK_ERR_FORMAT)
-    set_err (err, err_size, "%s: knot: file is empty (0 bytes)", path);
+    wk_set_err (err, err_size, "%s: knot: file is empty (0 bytes)", path);
   if (st != WK_OK)
     return st;
   k = calloc (1, sizeof *k);
   if (!k) {
     wk_unmap_file (map, size);
-    set_err (err, err_size, "%s: out of memory", path);
+    wk_set_err (err, err_size, "%s: out of memory", path);
     return WK_ERR_NOMEM;
   }
   k->data = map;
@@ -708,7 +693,7 @@ wk_knot_open (const char *path, wk_knot ** out, char *err, size_t err_size)
   inner[0] = '\0';
   st = parse (k, inner, sizeof inner);
   if (st != WK_OK) {
-    set_err (err, err_size, "%s: %s", path, inner);
+    wk_set_err (err, err_size, "%s: %s", path, inner);
     knot_free (k);
     return st;
   }

@@ -1,30 +1,15 @@
 /* Read-only file mapping (see mapfile.h). */
 #include "mapfile.h"
+#include "wk-err.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static void set_err (char *err, size_t err_size, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
-
-static void
-set_err (char *err, size_t err_size, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (!err || err_size == 0)
-    return;
-  va_start (ap, fmt);
-  vsnprintf (err, err_size, fmt, ap);
-  va_end (ap);
-}
 
 wk_status
 wk_map_file (const char *path, bool shared, const void **data, size_t *size,
@@ -40,16 +25,16 @@ wk_map_file (const char *path, bool shared, const void **data, size_t *size,
   *size = 0;
   fd = open (path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    set_err (err, err_size, "%s: cannot open: %s", path, strerror (errno));
+    wk_set_err (err, err_size, "%s: cannot open: %s", path, strerror (errno));
     return WK_ERR_IO;
   }
   if (fstat (fd, &sb) != 0 || !S_ISREG (sb.st_mode)) {
-    set_err (err, err_size, "%s: not a regular file", path);
+    wk_set_err (err, err_size, "%s: not a regular file", path);
     close (fd);
     return WK_ERR_IO;
   }
   if (sb.st_size <= 0 || (uint64_t) sb.st_size > SIZE_MAX) {
-    set_err (err, err_size, "%s: empty file", path);
+    wk_set_err (err, err_size, "%s: empty file", path);
     close (fd);
     return WK_ERR_FORMAT;
   }
@@ -57,7 +42,7 @@ wk_map_file (const char *path, bool shared, const void **data, size_t *size,
       shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
   close (fd);
   if (map == MAP_FAILED) {
-    set_err (err, err_size, "%s: cannot map: %s", path, strerror (errno));
+    wk_set_err (err, err_size, "%s: cannot map: %s", path, strerror (errno));
     return WK_ERR_IO;
   }
   *data = map;

@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@
 #include <unistd.h>
 
 #include "vad.h"
+#include "wk-err.h"
 #include "wk-types.h"
 
 #ifndef WK_VAD_MODEL_INSTALL_PATH
@@ -149,22 +149,6 @@ struct wk_vad
 
   double seconds;
 };
-
-static void
-set_err (char *err, size_t err_size, const char *fmt, ...)
-__attribute__ ((format (printf, 3, 4)));
-
-static void
-set_err (char *err, size_t err_size, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (!err || err_size == 0)
-    return;
-  va_start (ap, fmt);
-  vsnprintf (err, err_size, fmt, ap);
-  va_end (ap);
-}
 
 static void encode_zero (wk_vad_model * m);
 
@@ -366,14 +350,14 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
   if (!read_i32 (&r, &v))
     goto truncated;
   if ((uint32_t) v != 0x67676d6cu) {
-    set_err (err, err_size, "not a ggml VAD model (bad magic 0x%08x)",
+    wk_set_err (err, err_size, "not a ggml VAD model (bad magic 0x%08x)",
         (unsigned) v);
     return WK_ERR_FORMAT;
   }
   if (!read_i32 (&r, &v))
     goto truncated;
   if (v <= 0 || v >= 64) {
-    set_err (err, err_size, "bad model type length %d", (int) v);
+    wk_set_err (err, err_size, "bad model type length %d", (int) v);
     return WK_ERR_FORMAT;
   }
   if (r.size - r.off < (size_t) v)
@@ -384,7 +368,7 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
     type[v] = '\0';
     r.off += (size_t) v;
     if (strcmp (type, "silero-16k") != 0) {
-      set_err (err, err_size, "unsupported VAD model type '%.63s' "
+      wk_set_err (err, err_size, "unsupported VAD model type '%.63s' "
           "(expected silero-16k)", type);
       return WK_ERR_UNSUPPORTED;
     }
@@ -394,14 +378,14 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
     if (!read_i32 (&r, &hp[i]))
       goto truncated;
   if (hp[3] != CHUNK || hp[4] != CTX) {
-    set_err (err, err_size, "unsupported VAD window %d / context %d "
+    wk_set_err (err, err_size, "unsupported VAD window %d / context %d "
         "(expected %d / %d)", (int) hp[3], (int) hp[4], CHUNK, CTX);
     return WK_ERR_UNSUPPORTED;
   }
   if (!read_i32 (&r, &n_layers))
     goto truncated;
   if (n_layers != N_ENC) {
-    set_err (err, err_size, "unsupported VAD encoder with %d layers "
+    wk_set_err (err, err_size, "unsupported VAD encoder with %d layers "
         "(expected %d)", (int) n_layers, N_ENC);
     return WK_ERR_UNSUPPORTED;
   }
@@ -410,7 +394,7 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
     if (!read_i32 (&r, &ci) || !read_i32 (&r, &co) || !read_i32 (&r, &k))
       goto truncated;
     if (ci != enc_in[l] || co != enc_out[l] || k != KSIZE) {
-      set_err (err, err_size, "unsupported VAD encoder layer %d: %d -> %d, "
+      wk_set_err (err, err_size, "unsupported VAD encoder layer %d: %d -> %d, "
           "kernel %d (expected %d -> %d, kernel %d)", l, (int) ci, (int) co,
           (int) k, enc_in[l], enc_out[l], KSIZE);
       return WK_ERR_UNSUPPORTED;
@@ -420,14 +404,14 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
     if (!read_i32 (&r, &lstm[i]))
       goto truncated;
   if (lstm[0] != HID || lstm[1] != HID || lstm[2] != HID || lstm[3] != 1) {
-    set_err (err, err_size, "unsupported VAD LSTM %d/%d or output %d/%d",
+    wk_set_err (err, err_size, "unsupported VAD LSTM %d/%d or output %d/%d",
         (int) lstm[0], (int) lstm[1], (int) lstm[2], (int) lstm[3]);
     return WK_ERR_UNSUPPORTED;
   }
 
   m = model_alloc ();
   if (!m) {
-    set_err (err, err_size, "out of memory");
+    wk_set_err (err, err_size, "out of memory");
     return WK_ERR_NOMEM;
   }
   memcpy (m->type, "silero-16k", sizeof "silero-16k");
@@ -446,15 +430,15 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
         || !read_i32 (&r, &type))
       goto truncated_m;
     if (n_dims < 0 || n_dims > 4) {
-      set_err (err, err_size, "tensor with %d dimensions", (int) n_dims);
+      wk_set_err (err, err_size, "tensor with %d dimensions", (int) n_dims);
       goto format_m;
     }
     if (name_len <= 0 || name_len >= (int32_t) sizeof name) {
-      set_err (err, err_size, "bad tensor name length %d", (int) name_len);
+      wk_set_err (err, err_size, "bad tensor name length %d", (int) name_len);
       goto format_m;
     }
     if (type != 0 && type != 1) {
-      set_err (err, err_size, "unsupported tensor type %d (f32 or f16 "
+      wk_set_err (err, err_size, "unsupported tensor type %d (f32 or f16 "
           "expected)", (int) type);
       goto format_m;
     }
@@ -462,11 +446,11 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
       if (!read_i32 (&r, &ne[i]))
         goto truncated_m;
       if (ne[i] <= 0 || ne[i] > (1 << 20)) {
-        set_err (err, err_size, "bad tensor dimension %d", (int) ne[i]);
+        wk_set_err (err, err_size, "bad tensor dimension %d", (int) ne[i]);
         goto format_m;
       }
       if (n_elems > size / (uint64_t) ne[i]) {
-        set_err (err, err_size, "tensor larger than the file");
+        wk_set_err (err, err_size, "tensor larger than the file");
         goto format_m;
       }
       n_elems *= (uint64_t) ne[i];      /* <= size: no overflow */
@@ -481,11 +465,11 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
       if (strcmp (name, specs[t].name) == 0)
         break;
     if (t == N_TENSORS) {
-      set_err (err, err_size, "unknown tensor '%s' in VAD model", name);
+      wk_set_err (err, err_size, "unknown tensor '%s' in VAD model", name);
       goto format_m;
     }
     if (seen[t]) {
-      set_err (err, err_size, "tensor '%s' appears twice", name);
+      wk_set_err (err, err_size, "tensor '%s' appears twice", name);
       goto format_m;
     }
     /* shape, ignoring trailing 1s (the converter squeezes) */
@@ -505,7 +489,7 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
     if (r.size - r.off < n_bytes)
       goto truncated_m;
     if (!place_tensor (m, t, r.p + r.off, type)) {
-      set_err (err, err_size, "tensor '%s' holds a value that is not "
+      wk_set_err (err, err_size, "tensor '%s' holds a value that is not "
           "finite", name);
       goto format_m;
     }
@@ -514,7 +498,7 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
     continue;
 
   shape_m:
-    set_err (err, err_size, "tensor '%s' has shape [%d, %d, %d, %d], "
+    wk_set_err (err, err_size, "tensor '%s' has shape [%d, %d, %d, %d], "
         "expected [%d, %d, %d]", name, (int) ne[0], (int) ne[1], (int) ne[2],
         (int) ne[3], (int) specs[t].ne[0], (int) specs[t].ne[1],
         (int) specs[t].ne[2]);
@@ -522,7 +506,7 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
   }
   for (int t = 0; t < N_TENSORS; t++)
     if (!seen[t]) {
-      set_err (err, err_size, "tensor '%s' missing from the VAD model",
+      wk_set_err (err, err_size, "tensor '%s' missing from the VAD model",
           specs[t].name);
       goto format_m;
     }
@@ -533,7 +517,7 @@ parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
 truncated_m:
   model_destroy (m);
 truncated:
-  set_err (err, err_size, "VAD model truncated at byte %zu", r.off);
+  wk_set_err (err, err_size, "VAD model truncated at byte %zu", r.off);
   return WK_ERR_FORMAT;
 format_m:
   model_destroy (m);
@@ -545,7 +529,7 @@ wk_vad_model_load_memory (const void *data, size_t size, wk_vad_model ** out,
     char *err, size_t err_size)
 {
   if (!out || (!data && size)) {
-    set_err (err, err_size, "bad argument");
+    wk_set_err (err, err_size, "bad argument");
     if (out)
       *out = NULL;
     return WK_ERR_ARG;
@@ -568,24 +552,24 @@ wk_vad_model_load (const char *path, wk_vad_model ** out, char *err,
   wk_status ret;
 
   if (!out) {
-    set_err (err, err_size, "bad argument");
+    wk_set_err (err, err_size, "bad argument");
     return WK_ERR_ARG;
   }
   *out = NULL;
   if (!path || !path[0]) {
-    set_err (err, err_size, "no VAD model path given");
+    wk_set_err (err, err_size, "no VAD model path given");
     return WK_ERR_ARG;
   }
   f = fopen (path, "rb");
   if (!f || fstat (fileno (f), &st) != 0) {
-    set_err (err, err_size, "cannot open VAD model '%s': %s", path,
+    wk_set_err (err, err_size, "cannot open VAD model '%s': %s", path,
         strerror (errno));
     if (f)
       fclose (f);
     return WK_ERR_IO;
   }
   if (!S_ISREG (st.st_mode)) {
-    set_err (err, err_size, "VAD model '%s' is not a regular file", path);
+    wk_set_err (err, err_size, "VAD model '%s' is not a regular file", path);
     fclose (f);
     return WK_ERR_IO;
   }
@@ -603,7 +587,7 @@ wk_vad_model_load (const char *path, wk_vad_model ** out, char *err,
 
   /* The file is small (under 1 MB): read it once, convert, forget it. */
   if (st.st_size <= 0 || (uint64_t) st.st_size > (64u << 20)) {
-    set_err (err, err_size, "VAD model '%s' has an implausible size (%lld "
+    wk_set_err (err, err_size, "VAD model '%s' has an implausible size (%lld "
         "bytes)", path, (long long) st.st_size);
     fclose (f);
     return WK_ERR_FORMAT;
@@ -611,11 +595,11 @@ wk_vad_model_load (const char *path, wk_vad_model ** out, char *err,
   buf = malloc ((size_t) st.st_size);
   if (!buf) {
     fclose (f);
-    set_err (err, err_size, "out of memory");
+    wk_set_err (err, err_size, "out of memory");
     return WK_ERR_NOMEM;
   }
   if (fread (buf, 1, (size_t) st.st_size, f) != (size_t) st.st_size) {
-    set_err (err, err_size, "cannot read VAD model '%s'", path);
+    wk_set_err (err, err_size, "cannot read VAD model '%s'", path);
     free (buf);
     fclose (f);
     return WK_ERR_IO;
@@ -627,7 +611,7 @@ wk_vad_model_load (const char *path, wk_vad_model ** out, char *err,
     char tmp[256];
     if (err && err_size) {
       snprintf (tmp, sizeof tmp, "%s", err);
-      set_err (err, err_size, "%s: %s", path, tmp);
+      wk_set_err (err, err_size, "%s: %s", path, tmp);
     }
     return ret;
   }
@@ -1182,11 +1166,11 @@ static int
 params_valid (const wk_vad_params * p, char *err, size_t err_size)
 {
   if (!(p->threshold > 0.0f && p->threshold <= 1.0f)) {
-    set_err (err, err_size, "VAD threshold must be in (0, 1]");
+    wk_set_err (err, err_size, "VAD threshold must be in (0, 1]");
     return 0;
   }
   if (p->neg_threshold > p->threshold) {
-    set_err (err, err_size, "VAD neg_threshold above threshold");
+    wk_set_err (err, err_size, "VAD neg_threshold above threshold");
     return 0;
   }
   if (p->min_speech_duration_ms < 0 || p->min_silence_duration_ms < 0
@@ -1195,7 +1179,7 @@ params_valid (const wk_vad_params * p, char *err, size_t err_size)
       || p->min_silence_duration_ms > 3600000
       || p->merge_gap_ms > 3600000 || p->speech_pad_ms > 3600000
       || isnan (p->max_speech_duration_s)) {
-    set_err (err, err_size, "VAD durations must be between 0 and 1 hour");
+    wk_set_err (err, err_size, "VAD durations must be between 0 and 1 hour");
     return 0;
   }
   return 1;
@@ -1226,12 +1210,12 @@ wk_vad_new (wk_vad_model * model, const wk_vad_params * params,
   wk_vad_params def = wk_vad_default_params ();
 
   if (!out) {
-    set_err (err, err_size, "bad argument");
+    wk_set_err (err, err_size, "bad argument");
     return WK_ERR_ARG;
   }
   *out = NULL;
   if (!model) {
-    set_err (err, err_size, "no VAD model");
+    wk_set_err (err, err_size, "no VAD model");
     return WK_ERR_ARG;
   }
   if (!params)
@@ -1240,7 +1224,7 @@ wk_vad_new (wk_vad_model * model, const wk_vad_params * params,
     return WK_ERR_ARG;
   v = calloc (1, sizeof *v);
   if (!v) {
-    set_err (err, err_size, "out of memory");
+    wk_set_err (err, err_size, "out of memory");
     return WK_ERR_NOMEM;
   }
   v->model = wk_vad_model_ref (model);

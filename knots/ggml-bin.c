@@ -1,9 +1,9 @@
 /* whisper.cpp legacy ggml .bin reader: a bounds-checked walk over the
  * header, filterbank, vocabulary and tensor records. */
 #include "ggml-bin.h"
+#include "wk-err.h"
 #include "mapfile.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,28 +20,13 @@ typedef struct
   size_t err_size;
 } cursor;
 
-static void set_err (char *err, size_t err_size, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
-
-static void
-set_err (char *err, size_t err_size, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (!err || err_size == 0)
-    return;
-  va_start (ap, fmt);
-  vsnprintf (err, err_size, fmt, ap);
-  va_end (ap);
-}
-
 static bool
 rd_i32 (cursor * c, int32_t * v, const char *what)
 {
   uint32_t u;
 
   if (c->size - c->off < 4) {
-    set_err (c->err, c->err_size, "ggml .bin: truncated: %s at offset %zu "
+    wk_set_err (c->err, c->err_size, "ggml .bin: truncated: %s at offset %zu "
         "past the end of the file (size %zu)", what, c->off, c->size);
     return false;
   }
@@ -206,7 +191,7 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
   wk_status st = WK_ERR_FORMAT;
 
   if (!rd_i32 (&c, &v, "magic") || (uint32_t) v != WK_GGML_MAGIC) {
-    set_err (err, err_size, "ggml .bin: bad magic (not a whisper.cpp ggml "
+    wk_set_err (err, err_size, "ggml .bin: bad magic (not a whisper.cpp ggml "
         "model file)");
     return WK_ERR_FORMAT;
   }
@@ -214,7 +199,7 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
     if (!rd_i32 (&c, &hp[i], hp_names[i]))
       return WK_ERR_FORMAT;
     if (hp[i] < (i == 10 ? 0 : 1) || hp[i] > BIN_MAX_HPARAM) {
-      set_err (err, err_size, "ggml .bin: hyper-parameter %s = %d is out of "
+      wk_set_err (err, err_size, "ggml .bin: hyper-parameter %s = %d is out of "
           "range", hp_names[i], hp[i]);
       return WK_ERR_FORMAT;
     }
@@ -238,7 +223,7 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
     return WK_ERR_FORMAT;
   if (b->n_mel < 0 || b->n_fft < 0 || (uint64_t) b->n_mel * (uint64_t)
       b->n_fft > (c.size - c.off) / 4) {
-    set_err (err, err_size, "ggml .bin: mel filterbank %d x %d at offset "
+    wk_set_err (err, err_size, "ggml .bin: mel filterbank %d x %d at offset "
         "%zu does not fit in the file (size %zu)", b->n_mel, b->n_fft,
         c.off, c.size);
     return WK_ERR_FORMAT;
@@ -256,7 +241,7 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
   if (!rd_i32 (&c, &b->n_tokens, "vocabulary size"))
     return WK_ERR_FORMAT;
   if (b->n_tokens < 0 || (size_t) b->n_tokens > (c.size - c.off) / 4) {
-    set_err (err, err_size, "ggml .bin: vocabulary of %d entries at offset "
+    wk_set_err (err, err_size, "ggml .bin: vocabulary of %d entries at offset "
         "%zu cannot fit in the file (size %zu)", b->n_tokens, c.off, c.size);
     return WK_ERR_FORMAT;
   }
@@ -269,7 +254,7 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
     if (!rd_i32 (&c, &len, "token length"))
       return WK_ERR_FORMAT;
     if ((uint32_t) len > c.size - c.off) {
-      set_err (err, err_size, "ggml .bin: token %d at offset %zu has length "
+      wk_set_err (err, err_size, "ggml .bin: token %d at offset %zu has length "
           "%u, past the end of the file (size %zu)", i, c.off - 4,
           (uint32_t) len, c.size);
       return WK_ERR_FORMAT;
@@ -294,12 +279,12 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
         || !rd_i32 (&c, &type, "tensor type"))
       goto out;
     if (n_dims < 1 || n_dims > WK_MAX_DIMS) {
-      set_err (err, err_size, "ggml .bin: tensor record at offset %zu has "
+      wk_set_err (err, err_size, "ggml .bin: tensor record at offset %zu has "
           "%d dimensions (must be 1..4)", at, n_dims);
       goto out;
     }
     if (name_len < 1 || name_len > BIN_MAX_NAME) {
-      set_err (err, err_size, "ggml .bin: tensor record at offset %zu has "
+      wk_set_err (err, err_size, "ggml .bin: tensor record at offset %zu has "
           "a name length of %d (must be 1..%d)", at, name_len, BIN_MAX_NAME);
       goto out;
     }
@@ -322,19 +307,19 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
       if (!rd_i32 (&c, &ne, "tensor dimension"))
         goto out;
       if (ne < 1) {
-        set_err (err, err_size, "ggml .bin: tensor record at offset %zu: "
+        wk_set_err (err, err_size, "ggml .bin: tensor record at offset %zu: "
             "dimension %d is %d", at, d, ne);
         goto out;
       }
       t->ne[d] = ne;
     }
     if ((size_t) name_len > c.size - c.off) {
-      set_err (err, err_size, "ggml .bin: tensor name at offset %zu extends "
+      wk_set_err (err, err_size, "ggml .bin: tensor name at offset %zu extends "
           "past the end of the file (size %zu)", c.off, c.size);
       goto out;
     }
     if (memchr (data + c.off, 0, (size_t) name_len)) {
-      set_err (err, err_size, "ggml .bin: tensor name at offset %zu "
+      wk_set_err (err, err_size, "ggml .bin: tensor name at offset %zu "
           "contains NUL", c.off);
       goto out;
     }
@@ -346,14 +331,14 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
     {
       const char *nm = b->names_ + (size_t) (uintptr_t) t->name;
       if (!wk_ggml_type_name (type)) {
-        set_err (err, err_size, "ggml .bin: tensor '%s' has unsupported "
+        wk_set_err (err, err_size, "ggml .bin: tensor '%s' has unsupported "
             "ggml type %d (readable: f32, f16, q4_0, q4_1, q5_0, q5_1, "
             "q8_0)", nm, type);
         st = WK_ERR_UNSUPPORTED;
         goto out;
       }
       if (is_quantized (type) && b->hp.qntvr != 2) {
-        set_err (err, err_size, "ggml .bin: tensor '%s' is %s from ggml "
+        wk_set_err (err, err_size, "ggml .bin: tensor '%s' is %s from ggml "
             "quantization version %d; only version 2 (the current block "
             "layouts) is supported: requantize it with a recent whisper.cpp",
             nm, wk_ggml_type_name (type), b->hp.qntvr);
@@ -362,7 +347,7 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
       }
       rb = wk_ggml_row_bytes (type, t->ne[0]);
       if (rb == 0) {
-        set_err (err, err_size, "ggml .bin: tensor '%s' of type %s has rows "
+        wk_set_err (err, err_size, "ggml .bin: tensor '%s' of type %s has rows "
             "of %lld elements, not whole blocks", nm,
             wk_ggml_type_name (type), (long long) t->ne[0]);
         goto out;
@@ -382,7 +367,7 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
           rows = UINT64_MAX;
       }
       if (rows > (c.size - c.off) / rb) {
-        set_err (err, err_size, "ggml .bin: tensor '%s' data [%zu, +%llu x "
+        wk_set_err (err, err_size, "ggml .bin: tensor '%s' data [%zu, +%llu x "
             "%zu bytes) extends past end of file (size %zu)", nm, c.off,
             (unsigned long long) rows, rb, c.size);
         goto out;
@@ -407,7 +392,7 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
     size_t h = (size_t) fnv1a (b->tensors[i].name) & (hash_cap - 1);
     while (hash[h]) {
       if (strcmp (b->tensors[hash[h] - 1].name, b->tensors[i].name) == 0) {
-        set_err (err, err_size, "ggml .bin: tensor '%s' appears twice",
+        wk_set_err (err, err_size, "ggml .bin: tensor '%s' appears twice",
             b->tensors[i].name);
         goto out;
       }
@@ -419,7 +404,7 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
   goto out;
 
 nomem:
-  set_err (err, err_size, "ggml .bin: out of memory");
+  wk_set_err (err, err_size, "ggml .bin: out of memory");
   st = WK_ERR_NOMEM;
 out:
   free (hash);
@@ -442,7 +427,7 @@ wk_ggml_bin_open_memory (const void *data, size_t size, wk_ggml_bin ** out,
   *out = NULL;
   b = calloc (1, sizeof *b);
   if (!b) {
-    set_err (err, err_size, "ggml .bin: out of memory");
+    wk_set_err (err, err_size, "ggml .bin: out of memory");
     return WK_ERR_NOMEM;
   }
   st = parse (b, data ? data : (const void *) "", data ? size : 0, err,
@@ -473,7 +458,7 @@ wk_ggml_bin_open (const char *path, wk_ggml_bin ** out, char *err,
   st = wk_ggml_bin_open_memory (map, size, out, inner, sizeof inner);
   if (st != WK_OK) {
     wk_unmap_file (map, size);
-    set_err (err, err_size, "%s: %s", path, inner);
+    wk_set_err (err, err_size, "%s: %s", path, inner);
     return st;
   }
   (*out)->map_ = map;

@@ -1,9 +1,9 @@
 /* Knot writer: serializes metadata as it is added and lays tensors out at
  * aligned offsets when the file is written. */
 #include "knot-writer.h"
+#include "wk-err.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,21 +37,6 @@ struct wk_knot_writer
   size_t n_tensors, tensors_cap;
   bool failed;                  /* an allocation failed while adding */
 };
-
-static void set_err (char *err, size_t err_size, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
-
-static void
-set_err (char *err, size_t err_size, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (!err || err_size == 0)
-    return;
-  va_start (ap, fmt);
-  vsnprintf (err, err_size, fmt, ap);
-  va_end (ap);
-}
 
 static bool
 meta_put (wk_knot_writer * w, const void *p, size_t n)
@@ -193,18 +178,19 @@ wk_knot_writer_add_tensor (wk_knot_writer * w, const char *name,
   size_t rb;
 
   if (!wk_type_is_known ((int) type)) {
-    set_err (err, err_size, "tensor '%s': unknown type %d", name, (int) type);
+    wk_set_err (err, err_size, "tensor '%s': unknown type %d", name,
+        (int) type);
     return WK_ERR_ARG;
   }
   if (n_dims < 1 || n_dims > WK_MAX_DIMS || strlen (name) == 0
       || strlen (name) > 256) {
-    set_err (err, err_size, "tensor '%s': bad name or %d dimensions", name,
+    wk_set_err (err, err_size, "tensor '%s': bad name or %d dimensions", name,
         n_dims);
     return WK_ERR_ARG;
   }
   for (int d = 0; d < n_dims; d++)
     if (ne[d] < 1) {
-      set_err (err, err_size, "tensor '%s': dimension %d is %lld", name, d,
+      wk_set_err (err, err_size, "tensor '%s': dimension %d is %lld", name, d,
           (long long) ne[d]);
       return WK_ERR_ARG;
     }
@@ -212,7 +198,7 @@ wk_knot_writer_add_tensor (wk_knot_writer * w, const char *name,
   for (int d = 1; d < n_dims; d++)
     rows *= (uint64_t) ne[d];
   if (rb == 0 || rows * rb != nbytes) {
-    set_err (err, err_size, "tensor '%s': %zu bytes do not match type %s "
+    wk_set_err (err, err_size, "tensor '%s': %zu bytes do not match type %s "
         "with ne[0]=%lld", name, nbytes, wk_type_name (type),
         (long long) ne[0]);
     return WK_ERR_ARG;
@@ -241,7 +227,7 @@ wk_knot_writer_add_tensor (wk_knot_writer * w, const char *name,
   return WK_OK;
 
 nomem:
-  set_err (err, err_size, "out of memory");
+  wk_set_err (err, err_size, "out of memory");
   if (owned)
     free ((void *) data);
   return WK_ERR_NOMEM;
@@ -360,17 +346,17 @@ wk_knot_writer_write_memory (wk_knot_writer * w, void **data, size_t *size,
   FILE *f;
 
   if (w->failed) {
-    set_err (err, err_size, "out of memory while collecting metadata");
+    wk_set_err (err, err_size, "out of memory while collecting metadata");
     return WK_ERR_NOMEM;
   }
   f = open_memstream (&buf, &len);
   if (!f) {
-    set_err (err, err_size, "out of memory");
+    wk_set_err (err, err_size, "out of memory");
     return WK_ERR_NOMEM;
   }
   if (!emit (w, f) || fclose (f) != 0) {
     free (buf);
-    set_err (err, err_size, "out of memory");
+    wk_set_err (err, err_size, "out of memory");
     return WK_ERR_NOMEM;
   }
   *data = buf;
@@ -390,19 +376,19 @@ wk_knot_writer_write_file (wk_knot_writer * w, const char *path, char *err,
   mode_t mask;
 
   if (w->failed) {
-    set_err (err, err_size, "out of memory while collecting metadata");
+    wk_set_err (err, err_size, "out of memory while collecting metadata");
     return WK_ERR_NOMEM;
   }
   tmp = malloc (plen + 16);
   if (!tmp) {
-    set_err (err, err_size, "out of memory");
+    wk_set_err (err, err_size, "out of memory");
     return WK_ERR_NOMEM;
   }
   memcpy (tmp, path, plen);
   memcpy (tmp + plen, ".tmp-XXXXXX", 12);
   fd = mkstemp (tmp);
   if (fd < 0) {
-    set_err (err, err_size, "%s: cannot create a temporary file beside it: "
+    wk_set_err (err, err_size, "%s: cannot create a temporary file beside it: "
         "%s", path, strerror (errno));
     free (tmp);
     return WK_ERR_IO;
@@ -424,13 +410,13 @@ wk_knot_writer_write_file (wk_knot_writer * w, const char *path, char *err,
     ok = fclose (f) == 0 && ok;
   }
   if (!ok) {
-    set_err (err, err_size, "%s: write failed: %s", path, strerror (errno));
+    wk_set_err (err, err_size, "%s: write failed: %s", path, strerror (errno));
     unlink (tmp);
     free (tmp);
     return WK_ERR_IO;
   }
   if (rename (tmp, path) != 0) {
-    set_err (err, err_size, "%s: cannot rename the temporary file into "
+    wk_set_err (err, err_size, "%s: cannot rename the temporary file into "
         "place: %s", path, strerror (errno));
     unlink (tmp);
     free (tmp);

@@ -1,10 +1,10 @@
 /* Hugging Face Whisper checkpoints: safetensors, JSON side files, name
  * mapping, and Whisper's mel filterbank. */
 #include "safetensors.h"
+#include "wk-err.h"
 #include "mapfile.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,25 +117,10 @@ typedef struct
   int depth;
 } jparser;
 
-static void st_set_err (char *err, size_t err_size, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
-
-static void
-st_set_err (char *err, size_t err_size, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (!err || err_size == 0)
-    return;
-  va_start (ap, fmt);
-  vsnprintf (err, err_size, fmt, ap);
-  va_end (ap);
-}
-
 static bool
 j_fail (jparser * p, const char *what)
 {
-  st_set_err (p->err, p->err_size, "JSON: %s at byte %zu", what, p->pos);
+  wk_set_err (p->err, p->err_size, "JSON: %s at byte %zu", what, p->pos);
   return false;
 }
 
@@ -521,7 +506,7 @@ jdoc_parse (jdoc * d, const char *in, size_t n, char *err, size_t err_size)
   p.err_size = err_size;
   p.arena = malloc (n + 1);
   if (!p.arena) {
-    st_set_err (err, err_size, "JSON: out of memory");
+    wk_set_err (err, err_size, "JSON: out of memory");
     return false;
   }
   if (!j_value (&p, &root))
@@ -625,14 +610,14 @@ wk_safetensors_open_memory (const void *data, size_t size,
     return WK_ERR_ARG;
   *out = NULL;
   if (!data || size < 8) {
-    st_set_err (err, err_size, "safetensors: file of %zu bytes is too "
+    wk_set_err (err, err_size, "safetensors: file of %zu bytes is too "
         "short", size);
     return WK_ERR_FORMAT;
   }
   for (int i = 0; i < 8; i++)
     hlen |= (uint64_t) b[i] << (8 * i);
   if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > size - 8) {
-    st_set_err (err, err_size, "safetensors: header length %llu does not "
+    wk_set_err (err, err_size, "safetensors: header length %llu does not "
         "fit in the file (size %zu)", (unsigned long long) hlen, size);
     return WK_ERR_FORMAT;
   }
@@ -642,7 +627,7 @@ wk_safetensors_open_memory (const void *data, size_t size,
     return WK_ERR_FORMAT;
   root = &d.nodes[0];
   if (root->t != J_OBJ) {
-    st_set_err (err, err_size, "safetensors: header is not a JSON object");
+    wk_set_err (err, err_size, "safetensors: header is not a JSON object");
     jdoc_free (&d);
     return WK_ERR_FORMAT;
   }
@@ -653,7 +638,7 @@ wk_safetensors_open_memory (const void *data, size_t size,
     hcap *= 2;
   hash = calloc (hcap, sizeof *hash);
   if (!st || !st->tensors || !hash) {
-    st_set_err (err, err_size, "safetensors: out of memory");
+    wk_set_err (err, err_size, "safetensors: out of memory");
     status = WK_ERR_NOMEM;
     goto out;
   }
@@ -670,7 +655,7 @@ wk_safetensors_open_memory (const void *data, size_t size,
     if (strcmp (name, "__metadata__") == 0 && m->key_len == 12)
       continue;
     if (m->t != J_OBJ || m->key_len == 0 || strlen (name) != m->key_len) {
-      st_set_err (err, err_size, "safetensors: entry '%.64s' is not a "
+      wk_set_err (err, err_size, "safetensors: entry '%.64s' is not a "
           "tensor description", name);
       goto out;
     }
@@ -681,12 +666,12 @@ wk_safetensors_open_memory (const void *data, size_t size,
         || offs->t != J_ARR || offs->len != 2
         || !j_u64 (&d, &d.nodes[offs->first], &begin)
         || !j_u64 (&d, &d.nodes[d.nodes[offs->first].next], &end)) {
-      st_set_err (err, err_size, "safetensors: tensor '%.64s' lacks a "
+      wk_set_err (err, err_size, "safetensors: tensor '%.64s' lacks a "
           "valid dtype, shape or data_offsets", name);
       goto out;
     }
     if (end < begin || end > data_size) {
-      st_set_err (err, err_size, "safetensors: tensor '%.64s' data [%llu, "
+      wk_set_err (err, err_size, "safetensors: tensor '%.64s' data [%llu, "
           "%llu) is outside the data section (%zu bytes)", name,
           (unsigned long long) begin, (unsigned long long) end, data_size);
       goto out;
@@ -703,14 +688,14 @@ wk_safetensors_open_memory (const void *data, size_t size,
     } else if (skip_other_dtypes) {
       continue;
     } else {
-      st_set_err (err, err_size, "safetensors: tensor '%.64s' has dtype "
+      wk_set_err (err, err_size, "safetensors: tensor '%.64s' has dtype "
           "'%.16s' (supported: F32, F16, BF16)", name, d.arena + dt->str);
       status = WK_ERR_UNSUPPORTED;
       goto out;
     }
     t = &st->tensors[st->n_tensors];
     if (shape->len < 1 || shape->len > WK_MAX_DIMS) {
-      st_set_err (err, err_size, "safetensors: tensor '%.64s' has %zu "
+      wk_set_err (err, err_size, "safetensors: tensor '%.64s' has %zu "
           "dimensions (supported: 1..4)", name, shape->len);
       goto out;
     }
@@ -718,7 +703,7 @@ wk_safetensors_open_memory (const void *data, size_t size,
       uint64_t v;
       if (!j_u64 (&d, &d.nodes[s], &v) || v < 1 || v > (uint64_t) INT64_MAX
           || v > (end - begin) / es / elems) {
-        st_set_err (err, err_size, "safetensors: tensor '%.64s' has a bad "
+        wk_set_err (err, err_size, "safetensors: tensor '%.64s' has a bad "
             "shape or a shape larger than its data", name);
         goto out;
       }
@@ -726,7 +711,7 @@ wk_safetensors_open_memory (const void *data, size_t size,
       t->shape[n_dims++] = (int64_t) v;
     }
     if (elems * es != end - begin) {
-      st_set_err (err, err_size, "safetensors: tensor '%.64s' shape needs "
+      wk_set_err (err, err_size, "safetensors: tensor '%.64s' shape needs "
           "%llu bytes but data_offsets give %llu", name,
           (unsigned long long) (elems * es),
           (unsigned long long) (end - begin));
@@ -734,7 +719,7 @@ wk_safetensors_open_memory (const void *data, size_t size,
     }
     t->name = strdup (name);
     if (!t->name) {
-      st_set_err (err, err_size, "safetensors: out of memory");
+      wk_set_err (err, err_size, "safetensors: out of memory");
       status = WK_ERR_NOMEM;
       goto out;
     }
@@ -747,7 +732,7 @@ wk_safetensors_open_memory (const void *data, size_t size,
       size_t h = (size_t) name_hash (name) & (hcap - 1);
       while (hash[h]) {
         if (strcmp (st->tensors[hash[h] - 1].name, name) == 0) {
-          st_set_err (err, err_size, "safetensors: tensor '%.64s' appears "
+          wk_set_err (err, err_size, "safetensors: tensor '%.64s' appears "
               "twice", name);
           goto out;
         }
@@ -783,7 +768,7 @@ wk_safetensors_open (const char *path, wk_safetensors ** out, char *err,
   *out = NULL;
   status = wk_map_file (path, false, &map, &size, err, err_size);
   if (status == WK_ERR_FORMAT) {
-    st_set_err (err, err_size, "%s: not a regular, non-empty file", path);
+    wk_set_err (err, err_size, "%s: not a regular, non-empty file", path);
     return WK_ERR_IO;
   }
   if (status != WK_OK)
@@ -792,7 +777,7 @@ wk_safetensors_open (const char *path, wk_safetensors ** out, char *err,
       sizeof inner);
   if (status != WK_OK) {
     wk_unmap_file (map, size);
-    st_set_err (err, err_size, "%s: %s", path, inner);
+    wk_set_err (err, err_size, "%s: %s", path, inner);
     return status;
   }
   (*out)->map_ = (void *) map;
@@ -933,7 +918,7 @@ wk_hf_config_parse (const char *json, size_t len, wk_hf_config * cfg,
     uint64_t v;
     if (!j_u64 (&d, j_member (&d, &d.nodes[0], keys[i]), &v) || v < 1
         || v > (1u << 24)) {
-      st_set_err (err, err_size, "config.json: '%s' is missing or not a "
+      wk_set_err (err, err_size, "config.json: '%s' is missing or not a "
           "positive integer", keys[i]);
       jdoc_free (&d);
       return WK_ERR_FORMAT;
@@ -997,7 +982,7 @@ wk_hf_vocab_parse (const char *json, size_t len, int32_t max_id,
   if (j_member (&d, obj, "model"))
     obj = j_member (&d, j_member (&d, obj, "model"), "vocab");
   if (!obj || obj->t != J_OBJ) {
-    st_set_err (err, err_size, "vocabulary: expected a JSON object of "
+    wk_set_err (err, err_size, "vocabulary: expected a JSON object of "
         "token: id (vocab.json) or tokenizer.json's model.vocab");
     goto out;
   }
@@ -1006,7 +991,7 @@ wk_hf_vocab_parse (const char *json, size_t len, int32_t max_id,
   vocab->lens = calloc ((size_t) max_id, sizeof (uint32_t));
   if (!vocab->tokens || !vocab->lens) {
     st = WK_ERR_NOMEM;
-    st_set_err (err, err_size, "vocabulary: out of memory");
+    wk_set_err (err, err_size, "vocabulary: out of memory");
     goto out;
   }
   vocab->n = max_id;            /* while filling, so clear() frees all */
@@ -1021,14 +1006,14 @@ wk_hf_vocab_parse (const char *json, size_t len, int32_t max_id,
       bool mapped = true;
 
       if (!j_u64 (&d, m, &id)) {
-        st_set_err (err, err_size, "vocabulary: the id of token '%.32s' is "
+        wk_set_err (err, err_size, "vocabulary: the id of token '%.32s' is "
             "not a non-negative integer", (const char *) s);
         goto out;
       }
       if (id >= (uint64_t) max_id)
         continue;
       if (vocab->tokens[id]) {
-        st_set_err (err, err_size, "vocabulary: id %llu is used twice",
+        wk_set_err (err, err_size, "vocabulary: id %llu is used twice",
             (unsigned long long) id);
         goto out;
       }
@@ -1149,7 +1134,7 @@ wk_tiktoken_parse (const char *text, size_t len, int32_t max_ranks,
   vocab->tokens = calloc ((size_t) max_ranks, sizeof (char *));
   vocab->lens = calloc ((size_t) max_ranks, sizeof (uint32_t));
   if (!vocab->tokens || !vocab->lens) {
-    st_set_err (err, err_size, "tiktoken: out of memory");
+    wk_set_err (err, err_size, "tiktoken: out of memory");
     st = WK_ERR_NOMEM;
     goto out;
   }
@@ -1180,13 +1165,13 @@ wk_tiktoken_parse (const char *text, size_t len, int32_t max_ranks,
       while (d < tok_end && (text[d] == ' ' || text[d] == '\t'))
         d++;
       if (d == r0 || d == tok_end) {
-        st_set_err (err, err_size, "tiktoken: line %zu is not 'BASE64 "
+        wk_set_err (err, err_size, "tiktoken: line %zu is not 'BASE64 "
             "RANK'", line_no);
         goto out;
       }
       for (; d < tok_end; d++, digits++) {
         if (text[d] < '0' || text[d] > '9' || digits >= 9) {
-          st_set_err (err, err_size, "tiktoken: line %zu: bad rank",
+          wk_set_err (err, err_size, "tiktoken: line %zu: bad rank",
               line_no);
           goto out;
         }
@@ -1194,26 +1179,26 @@ wk_tiktoken_parse (const char *text, size_t len, int32_t max_ranks,
       }
     }
     if (rank >= max_ranks) {
-      st_set_err (err, err_size, "tiktoken: line %zu: rank %lld, more than "
+      wk_set_err (err, err_size, "tiktoken: line %zu: rank %lld, more than "
           "the %d ordinary tokens of a Whisper vocabulary", line_no,
           (long long) rank, max_ranks);
       goto out;
     }
     if (vocab->tokens[rank]) {
-      st_set_err (err, err_size, "tiktoken: line %zu: rank %lld given twice",
+      wk_set_err (err, err_size, "tiktoken: line %zu: rank %lld given twice",
           line_no, (long long) rank);
       goto out;
     }
     bytes = malloc ((r0 - pos) * 3 / 4 + 1);
     if (!bytes) {
-      st_set_err (err, err_size, "tiktoken: out of memory");
+      wk_set_err (err, err_size, "tiktoken: out of memory");
       st = WK_ERR_NOMEM;
       goto out;
     }
     nb = b64_decode (text + pos, r0 - pos, bytes);
     if (nb < 0) {
       free (bytes);
-      st_set_err (err, err_size, "tiktoken: line %zu: bad base64 '%.*s'",
+      wk_set_err (err, err_size, "tiktoken: line %zu: bad base64 '%.*s'",
           line_no, (int) (r0 - pos < 40 ? r0 - pos : 40), text + pos);
       goto out;
     }
@@ -1229,9 +1214,9 @@ wk_tiktoken_parse (const char *text, size_t len, int32_t max_ranks,
     while (gap < max_ranks && gap <= top && vocab->tokens[gap])
       gap++;
     if (n_lines == 0)
-      st_set_err (err, err_size, "tiktoken: no ranks");
+      wk_set_err (err, err_size, "tiktoken: no ranks");
     else
-      st_set_err (err, err_size, "tiktoken: %d ranks but the highest is %d "
+      wk_set_err (err, err_size, "tiktoken: %d ranks but the highest is %d "
           "(rank %d is missing)", n_lines, top, gap);
     goto out;
   }
