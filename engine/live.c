@@ -166,8 +166,8 @@ struct wk_live
   wk_window_result script_res;
 };
 
-static double
-now_s (void)
+double
+wk_live_now_s (void)
 {
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
@@ -181,8 +181,8 @@ set_err (char *err, size_t err_size, const char *msg, const char *arg)
     snprintf (err, err_size, "%s%s", msg, arg ? arg : "");
 }
 
-static void *
-live_alloc (wk_live * l, size_t n, size_t elem, bool * ok)
+void *
+wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool * ok)
 {
   void *q;
   if (!*ok)
@@ -191,8 +191,14 @@ live_alloc (wk_live * l, size_t n, size_t elem, bool * ok)
   if (!q)
     *ok = false;
   else
-    l->own_bytes += n * elem;
+    *own_bytes += n * elem;
   return q;
+}
+
+static void *
+live_alloc (wk_live * l, size_t n, size_t elem, bool * ok)
+{
+  return wk_live_calloc (&l->own_bytes, n, elem, ok);
 }
 
 /* ---- helpers for tests and the policy -------------------------------- */
@@ -566,7 +572,7 @@ arrival (const wk_live * l, int64_t pos)
   }
   if (best < 0)
     return l->arr_n ? l->arr_t[(l->arr_head - 1 + LIVE_ARRIVALS)
-          % LIVE_ARRIVALS] : now_s ();
+          % LIVE_ARRIVALS] : wk_live_now_s ();
   return l->arr_t[best];
 }
 
@@ -574,7 +580,7 @@ arrival (const wk_live * l, int64_t pos)
 static void
 commit_words (wk_live * l, const live_hyp * h, int k)
 {
-  double now = now_s ();
+  double now = wk_live_now_s ();
   int i;
 
   for (i = 0; i < k; i++) {
@@ -812,7 +818,7 @@ run_model (wk_live * l, int64_t end, bool final)
   live_hyp *h = &l->hyp[l->cur];
   int64_t n = end - l->win_start, first;
   int n_frames, max_tok, lang;
-  double t0 = now_s (), t1, dt;
+  double t0 = wk_live_now_s (), t1, dt;
   wk_status st;
 
   if (n > WK_N_SAMPLES)
@@ -826,7 +832,7 @@ run_model (wk_live * l, int64_t end, bool final)
     n_frames = l->W;
   first = (l->win_start - l->base) / LIVE_HOP;
   wk_model_window_mel (m, l->audio, l->len, first, n_frames, ctx->mel);
-  t1 = now_s ();
+  t1 = wk_live_now_s ();
   l->mel_seconds += t1 - t0;
 
   ctx->audio_ctx = wk_live_audio_ctx (m, l->p.audio_ctx, n_frames);
@@ -873,7 +879,7 @@ have_result:
 
   l->n_runs++;
   l->last_run_end = end;
-  dt = now_s () - t0;
+  dt = wk_live_now_s () - t0;
   l->last_run_s = dt;
   if (dt > l->max_run_s)
     l->max_run_s = dt;
@@ -1047,7 +1053,7 @@ wk_live_feed (wk_live * l, const float *pcm, size_t n)
     return WK_ERR_STATE;
   /* the wall time this feed's samples arrived */
   l->arr_pos[l->arr_head] = l->total + (int64_t) n;
-  l->arr_t[l->arr_head] = now_s ();
+  l->arr_t[l->arr_head] = wk_live_now_s ();
   l->arr_head = (l->arr_head + 1) % LIVE_ARRIVALS;
   if (l->arr_n < LIVE_ARRIVALS)
     l->arr_n++;

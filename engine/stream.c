@@ -84,14 +84,6 @@ struct wk_stream
   wk_live *live;                /* the live policy (latency_ms > 0) */
 };
 
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void
 set_err (char *err, size_t err_size, const char *msg, const char *arg)
 {
@@ -129,15 +121,7 @@ wk_stream_default_params (void)
 static void *
 stream_alloc (wk_stream * s, size_t n, size_t elem, bool * ok)
 {
-  void *p;
-  if (!*ok)
-    return NULL;
-  p = calloc (n ? n : 1, elem);
-  if (!p)
-    *ok = false;
-  else
-    s->own_bytes += n * elem;
-  return p;
+  return wk_live_calloc (&s->own_bytes, n, elem, ok);
 }
 
 wk_status
@@ -391,9 +375,9 @@ run_window (wk_stream * s, int n_frames)
   n_audio = s->audio_len;
   first = s->seek - s->audio_base / WK_HOP;
 
-  t0 = now_s ();
+  t0 = wk_live_now_s ();
   wk_model_window_mel (m, audio, n_audio, first, n_frames, ctx->mel);
-  s->stats.mel_seconds += now_s () - t0;
+  s->stats.mel_seconds += wk_live_now_s () - t0;
 
   st = wk_encode (ctx, ctx->mel, s->W);
   if (st != WK_OK)
