@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 
 #include "kernels.h"
 #include "model.h"
+#include "wk-err.h"
 
 /* ---- status and paths -------------------------------------------------- */
 
@@ -69,18 +69,6 @@ wk_model_default_params (void)
 
   memset (&p, 0, sizeof p);
   return p;
-}
-
-static void
-set_err (char *err, size_t err_size, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (!err || err_size == 0)
-    return;
-  va_start (ap, fmt);
-  vsnprintf (err, err_size, fmt, ap);
-  va_end (ap);
 }
 
 /* ---- the process-wide list of loaded models ---------------------------- */
@@ -183,7 +171,7 @@ bind (binder * b, const char *name, int n_dims, int64_t ne0, int64_t ne1)
     return NULL;
   t = wk_knot_find (b->m->knot, name);
   if (!t) {
-    set_err (b->err, b->err_size, "model: tensor '%s' is missing", name);
+    wk_set_err (b->err, b->err_size, "model: tensor '%s' is missing", name);
     b->status = WK_ERR_FORMAT;
     return NULL;
   }
@@ -193,7 +181,7 @@ bind (binder * b, const char *name, int n_dims, int64_t ne0, int64_t ne1)
       char hs[96], ws[96];
       fmt_shape (hs, sizeof hs, t->n_dims, t->ne);
       fmt_shape (ws, sizeof ws, n_dims, want);
-      set_err (b->err, b->err_size,
+      wk_set_err (b->err, b->err_size,
           "model: tensor '%s' has shape %s but the header says %s", name, hs,
           ws);
       b->status = WK_ERR_FORMAT;
@@ -201,27 +189,27 @@ bind (binder * b, const char *name, int n_dims, int64_t ne0, int64_t ne1)
     }
   }
   if (!wk_type_is_known (t->type)) {
-    set_err (b->err, b->err_size, "model: tensor '%s' has unknown type %d",
+    wk_set_err (b->err, b->err_size, "model: tensor '%s' has unknown type %d",
         name, (int) t->type);
     b->status = WK_ERR_UNSUPPORTED;
     return NULL;
   }
   if (n_dims == 1 && t->type != WK_TYPE_F32) {
-    set_err (b->err, b->err_size,
+    wk_set_err (b->err, b->err_size,
         "model: tensor '%s' is %s but 1-D tensors must be f32", name,
         wk_type_name (t->type));
     b->status = WK_ERR_UNSUPPORTED;
     return NULL;
   }
   if (wk_type_row_bytes (t->type, t->ne[0]) == 0) {
-    set_err (b->err, b->err_size,
+    wk_set_err (b->err, b->err_size,
         "model: tensor '%s' (%s) has rows of %lld elements, not whole blocks",
         name, wk_type_name (t->type), (long long) t->ne[0]);
     b->status = WK_ERR_UNSUPPORTED;
     return NULL;
   }
   if (((uintptr_t) t->data & 3) != 0) {
-    set_err (b->err, b->err_size, "model: tensor '%s' data is misaligned",
+    wk_set_err (b->err, b->err_size, "model: tensor '%s' data is misaligned",
         name);
     b->status = WK_ERR_FORMAT;
     return NULL;
@@ -256,7 +244,7 @@ bind_conv (binder * b, const char *name, int64_t in, int64_t out,
     return NULL;
   t = wk_knot_find (b->m->knot, name);
   if (!t) {
-    set_err (b->err, b->err_size, "model: tensor '%s' is missing", name);
+    wk_set_err (b->err, b->err_size, "model: tensor '%s' is missing", name);
     b->status = WK_ERR_FORMAT;
     return NULL;
   }
@@ -276,14 +264,14 @@ bind_conv (binder * b, const char *name, int64_t in, int64_t out,
     fmt_shape (hs, sizeof hs, t->n_dims, t->ne);
     fmt_shape (ws, sizeof ws, 3, want3);
     fmt_shape (ws2, sizeof ws2, 2, want2);
-    set_err (b->err, b->err_size,
+    wk_set_err (b->err, b->err_size,
         "model: tensor '%s' has shape %s but the header says %s (or %s)",
         name, hs, ws, ws2);
     b->status = WK_ERR_FORMAT;
     return NULL;
   }
   if (is3 && t->type != WK_TYPE_F32 && t->type != WK_TYPE_F16) {
-    set_err (b->err, b->err_size,
+    wk_set_err (b->err, b->err_size,
         "model: tensor '%s' is %s; convolutions stored as {3, in, out} must "
         "be f32 or f16 (block types need the flattened {3 in, out})", name,
         wk_type_is_known (t->type) ? wk_type_name (t->type) : "unknown");
@@ -292,7 +280,7 @@ bind_conv (binder * b, const char *name, int64_t in, int64_t out,
   }
   if (is2 && (!wk_type_is_known (t->type)
           || wk_type_row_bytes (t->type, 3 * in) == 0)) {
-    set_err (b->err, b->err_size,
+    wk_set_err (b->err, b->err_size,
         "model: tensor '%s' (%s) has rows of %lld elements, not whole blocks",
         name, wk_type_is_known (t->type) ? wk_type_name (t->type) :
         "unknown type", (long long) (3 * in));
@@ -300,7 +288,7 @@ bind_conv (binder * b, const char *name, int64_t in, int64_t out,
     return NULL;
   }
   if (((uintptr_t) t->data & 3) != 0) {
-    set_err (b->err, b->err_size, "model: tensor '%s' data is misaligned",
+    wk_set_err (b->err, b->err_size, "model: tensor '%s' data is misaligned",
         name);
     b->status = WK_ERR_FORMAT;
     return NULL;
@@ -379,7 +367,7 @@ bind_all (wk_model * m, char *err, size_t err_size)
   m->enc = calloc ((size_t) hp->n_audio_layer, sizeof *m->enc);
   m->dec = calloc ((size_t) hp->n_text_layer, sizeof *m->dec);
   if (!m->enc || !m->dec) {
-    set_err (err, err_size, "model: out of memory");
+    wk_set_err (err, err_size, "model: out of memory");
     return WK_ERR_NOMEM;
   }
 
@@ -462,58 +450,58 @@ read_hparams (wk_model * m, char *err, size_t err_size)
 
   if (!wk_knot_get_str (m->knot, "general.architecture", &arch, &arch_len)
       || arch_len != 7 || memcmp (arch, "whisper", 7) != 0) {
-    set_err (err, err_size,
+    wk_set_err (err, err_size,
         "model: general.architecture is missing or not \"whisper\"");
     return WK_ERR_FORMAT;
   }
   for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     uint32_t v;
     if (!wk_knot_get_u32 (m->knot, keys[i].key, &v)) {
-      set_err (err, err_size, "model: metadata key %s is missing",
+      wk_set_err (err, err_size, "model: metadata key %s is missing",
           keys[i].key);
       return WK_ERR_FORMAT;
     }
     if (v == 0 || v > keys[i].max) {
-      set_err (err, err_size, "model: %s = %u is out of range (1..%u)",
+      wk_set_err (err, err_size, "model: %s = %u is out of range (1..%u)",
           keys[i].key, v, keys[i].max);
       return WK_ERR_FORMAT;
     }
     *(int *) ((char *) hp + keys[i].off) = (int) v;
   }
   if (hp->n_vocab != 51864 && hp->n_vocab != 51865 && hp->n_vocab != 51866) {
-    set_err (err, err_size, "model: n_vocab %d is not a Whisper vocabulary "
+    wk_set_err (err, err_size, "model: n_vocab %d is not a Whisper vocabulary "
         "(51864, 51865 or 51866)", hp->n_vocab);
     return WK_ERR_UNSUPPORTED;
   }
   if (hp->n_mels != 80 && hp->n_mels != 128) {
-    set_err (err, err_size, "model: n_mels %d is not 80 or 128", hp->n_mels);
+    wk_set_err (err, err_size, "model: n_mels %d is not 80 or 128", hp->n_mels);
     return WK_ERR_UNSUPPORTED;
   }
   if (hp->n_audio_state % hp->n_audio_head != 0
       || hp->n_text_state % hp->n_text_head != 0) {
-    set_err (err, err_size, "model: the state width (%d audio, %d text) is "
+    wk_set_err (err, err_size, "model: the state width (%d audio, %d text) is "
         "not a multiple of the head count (%d, %d)", hp->n_audio_state,
         hp->n_text_state, hp->n_audio_head, hp->n_text_head);
     return WK_ERR_FORMAT;
   }
   if (hp->n_audio_state / hp->n_audio_head > 256
       || hp->n_text_state / hp->n_text_head > 256) {
-    set_err (err, err_size, "model: heads wider than 256 are not supported");
+    wk_set_err (err, err_size, "model: heads wider than 256 are not supported");
     return WK_ERR_UNSUPPORTED;
   }
   if (hp->n_audio_ctx * 2 > WK_N_FRAMES) {
-    set_err (err, err_size, "model: n_audio_ctx %d is longer than a 30 s "
+    wk_set_err (err, err_size, "model: n_audio_ctx %d is longer than a 30 s "
         "window (%d)", hp->n_audio_ctx, WK_N_FRAMES / 2);
     return WK_ERR_UNSUPPORTED;
   }
   if (hp->n_text_state > 2 * hp->n_audio_state) {
     /* the encoder's scratch holds the cross-attention K and V in f32 */
-    set_err (err, err_size, "model: n_text_state %d is more than 2 x "
+    wk_set_err (err, err_size, "model: n_text_state %d is more than 2 x "
         "n_audio_state %d", hp->n_text_state, hp->n_audio_state);
     return WK_ERR_UNSUPPORTED;
   }
   if (hp->n_text_ctx < 16) {
-    set_err (err, err_size, "model: n_text_ctx %d is too short",
+    wk_set_err (err, err_size, "model: n_text_ctx %d is too short",
         hp->n_text_ctx);
     return WK_ERR_UNSUPPORTED;
   }
@@ -533,13 +521,13 @@ build_tokenizer (wk_model * m, char *err, size_t err_size)
 
   wk_special_tokens_for (m->hp.n_vocab, &m->sp);
   if (!wk_knot_get_arr_len (m->knot, "tokenizer.ggml.tokens", &count)) {
-    set_err (err, err_size, "model: tokenizer.ggml.tokens is missing");
+    wk_set_err (err, err_size, "model: tokenizer.ggml.tokens is missing");
     return WK_ERR_FORMAT;
   }
   /* ordinary tokens are ids 0 .. eot-1; an English-only vocabulary lists
    * <|endoftext|> too, a multilingual one an empty entry */
   if (count < (size_t) m->sp.eot || count > (size_t) m->sp.timestamp_begin) {
-    set_err (err, err_size, "model: the vocabulary has %zu tokens; this "
+    wk_set_err (err, err_size, "model: the vocabulary has %zu tokens; this "
         "n_vocab (%d) needs %d", count, m->hp.n_vocab, m->sp.eot + 1);
     return WK_ERR_FORMAT;
   }
@@ -549,7 +537,7 @@ build_tokenizer (wk_model * m, char *err, size_t err_size)
   if (!toks || !lens) {
     free (toks);
     free (lens);
-    set_err (err, err_size, "model: out of memory");
+    wk_set_err (err, err_size, "model: out of memory");
     return WK_ERR_NOMEM;
   }
   for (i = 0; i < (size_t) n_base; i++) {
@@ -557,7 +545,8 @@ build_tokenizer (wk_model * m, char *err, size_t err_size)
             &lens[i])) {
       free (toks);
       free (lens);
-      set_err (err, err_size, "model: vocabulary entry %zu is unreadable", i);
+      wk_set_err (err, err_size, "model: vocabulary entry %zu is unreadable",
+          i);
       return WK_ERR_FORMAT;
     }
   }
@@ -690,16 +679,16 @@ wk_model_load (const char *path, const wk_model_params * params,
   if (err && err_size)
     err[0] = '\0';
   if (!out) {
-    set_err (err, err_size, "model: no output pointer");
+    wk_set_err (err, err_size, "model: no output pointer");
     return WK_ERR_ARG;
   }
   *out = NULL;
   if (!path || !path[0]) {
-    set_err (err, err_size, "model: no model path given");
+    wk_set_err (err, err_size, "model: no model path given");
     return WK_ERR_ARG;
   }
   if (stat (path, &sb) != 0) {
-    set_err (err, err_size, "model: cannot open '%s': %s", path,
+    wk_set_err (err, err_size, "model: cannot open '%s': %s", path,
         strerror (errno));
     return WK_ERR_IO;
   }
@@ -723,7 +712,7 @@ wk_model_load (const char *path, const wk_model_params * params,
   m = calloc (1, sizeof *m);
   if (!m) {
     pthread_mutex_unlock (&load_lock);
-    set_err (err, err_size, "model: out of memory");
+    wk_set_err (err, err_size, "model: out of memory");
     return WK_ERR_NOMEM;
   }
   m->refcount = 1;
@@ -747,7 +736,7 @@ wk_model_load (const char *path, const wk_model_params * params,
     size_t n;
     if (!wk_knot_get_arr_len (m->knot, "whisper.mel_filters", &n)
         || n != n_filt) {
-      set_err (err, err_size, "model: whisper.mel_filters is missing or not "
+      wk_set_err (err, err_size, "model: whisper.mel_filters is missing or not "
           "%d x %d values", m->hp.n_mels, WK_N_BINS);
       st = WK_ERR_FORMAT;
       goto fail;
@@ -756,18 +745,19 @@ wk_model_load (const char *path, const wk_model_params * params,
   m->mel_filters = malloc (n_filt * sizeof (float));
   if (!m->mel_filters || !m->path) {
     st = WK_ERR_NOMEM;
-    set_err (err, err_size, "model: out of memory");
+    wk_set_err (err, err_size, "model: out of memory");
     goto fail;
   }
   if (!wk_knot_copy_f32_arr (m->knot, "whisper.mel_filters", m->mel_filters,
           n_filt)) {
-    set_err (err, err_size, "model: whisper.mel_filters is not an f32 array");
+    wk_set_err (err, err_size,
+        "model: whisper.mel_filters is not an f32 array");
     st = WK_ERR_FORMAT;
     goto fail;
   }
   st = wk_mel_new (m->hp.n_mels, m->mel_filters, &m->mel);
   if (st != WK_OK) {
-    set_err (err, err_size, "model: cannot set up the mel front end: %s",
+    wk_set_err (err, err_size, "model: cannot set up the mel front end: %s",
         wk_status_str (st));
     goto fail;
   }
@@ -777,7 +767,7 @@ wk_model_load (const char *path, const wk_model_params * params,
     goto fail;
   st = build_suppress (m);
   if (st != WK_OK) {
-    set_err (err, err_size, "model: out of memory");
+    wk_set_err (err, err_size, "model: out of memory");
     goto fail;
   }
 
@@ -796,7 +786,7 @@ wk_model_load (const char *path, const wk_model_params * params,
 fail:
   pthread_mutex_unlock (&load_lock);
   if (err && err_size && !err[0])
-    set_err (err, err_size, "model: cannot load '%s': %s", path,
+    wk_set_err (err, err_size, "model: cannot load '%s': %s", path,
         wk_status_str (st));
   model_destroy (m);
   return st;
@@ -888,13 +878,13 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
   if (out)
     *out = NULL;
   if (!model || !out) {
-    set_err (err, err_size, "stream: no model");
+    wk_set_err (err, err_size, "stream: no model");
     return WK_ERR_ARG;
   }
   if (n_beams < 1)
     n_beams = 1;
   if (n_beams > 16) {
-    set_err (err, err_size, "stream: beam size %d is larger than 16",
+    wk_set_err (err, err_size, "stream: beam size %d is larger than 16",
         n_beams);
     return WK_ERR_ARG;
   }
@@ -908,7 +898,7 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
 
   ctx = calloc (1, sizeof *ctx);
   if (!ctx) {
-    set_err (err, err_size, "stream: out of memory");
+    wk_set_err (err, err_size, "stream: out of memory");
     return WK_ERR_NOMEM;
   }
   ctx->model = wk_model_ref (model);
@@ -992,7 +982,7 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
       sizeof (float), &ok);
   ctx->rng = 0x9e3779b97f4a7c15ull;
   if (!ok) {
-    set_err (err, err_size, "stream: out of memory (or no threads) for "
+    wk_set_err (err, err_size, "stream: out of memory (or no threads) for "
         "%.1f MB of state", ctx->state_bytes / 1e6);
     wk_ctx_free (ctx);
     return WK_ERR_NOMEM;
