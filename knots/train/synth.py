@@ -210,12 +210,14 @@ def random_voice(rng, heldout=None):
     if heldout == "en-029":
         return {"engine": "espeak", "voice": "en-029", "variant": rng.choice(ESPEAK_VARIANTS),
                 "speed": rng.randint(130, 200), "pitch": rng.randint(25, 75)}
+    # batch probabilities chosen so that utterances come 40% espeak-ng, 35% flite,
+    # 25% festival (festival batches hold 8 utterances, the others 4)
     r = rng.random()
-    if r < 0.40:
+    if r < 0.457:
         return {"engine": "espeak", "voice": rng.choice(ESPEAK_TRAIN_LANGS),
                 "variant": rng.choice(ESPEAK_VARIANTS),
                 "speed": rng.randint(130, 200), "pitch": rng.randint(25, 75)}
-    if r < 0.75:
+    if r < 0.857:
         return {"engine": "flite", "voice": rng.choice(FLITE_TRAIN),
                 "stretch": rng.uniform(0.85, 1.15)}
     fv = [v for v in FESTIVAL_TRAIN if _festival_has(v)]
