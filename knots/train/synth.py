@@ -299,7 +299,7 @@ def write_shard(path, audios, texts, voices):
     lens = [len(a) for a in audios]
     offsets = np.zeros(len(audios) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum(lens)
-    tmp = path + ".tmp.npz"
+    tmp = os.path.join(os.path.dirname(path), ".tmp-" + os.path.basename(path))
     np.savez(tmp, audio=np.concatenate(audios).astype(np.int16), offsets=offsets,
              text=np.array(texts), voice=np.array(voices))
     os.replace(tmp, path)

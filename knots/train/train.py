@@ -64,7 +64,7 @@ class Pool:
         self.index = []  # (path, i)
 
     def refresh(self):
-        paths = sorted(glob.glob(os.path.join(DATA, "shard-*.npz")))
+        paths = sorted(p for p in glob.glob(os.path.join(DATA, "shard-*.npz")) if ".tmp" not in p)
         new = [p for p in paths if p not in self.shards]
         if not new:
             return 0
