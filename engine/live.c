@@ -559,6 +559,24 @@ wk_live_prompt_push (int32_t * prompt, int *n_prompt, int prompt_cap,
   *n_prompt += n;
 }
 
+void
+wk_live_audio_drop (float *audio, size_t *len, int64_t * base,
+    int64_t new_base)
+{
+  int64_t drop;
+
+  if (new_base <= *base)
+    return;
+  drop = new_base - *base;
+  if (drop >= (int64_t) * len) {
+    *len = 0;
+  } else {
+    memmove (audio, audio + drop, (*len - (size_t) drop) * sizeof (float));
+    *len -= (size_t) drop;
+  }
+  *base = new_base;
+}
+
 /* Wall time the sample at pos arrived (the feed that brought it). */
 static double
 arrival (const wk_live * l, int64_t pos)
@@ -969,23 +987,12 @@ static void
 trim (wk_live * l)
 {
   int64_t keep = l->in_utt ? l->win_start : l->total - LIVE_PREROLL;
-  int64_t drop;
 
   keep -= LIVE_HISTORY;
   if (keep < 0)
     keep = 0;
-  keep = keep / LIVE_HOP * LIVE_HOP;
-  if (keep <= l->base)
-    return;
-  drop = keep - l->base;
-  if (drop >= (int64_t) l->len) {
-    l->len = 0;
-  } else {
-    memmove (l->audio, l->audio + drop,
-        (l->len - (size_t) drop) * sizeof (float));
-    l->len -= (size_t) drop;
-  }
-  l->base = keep;
+  wk_live_audio_drop (l->audio, &l->len, &l->base,
+      keep / LIVE_HOP * LIVE_HOP);
 }
 
 static wk_status

@@ -57,6 +57,12 @@ void *wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem,
 void wk_live_prompt_push (int32_t * prompt, int *n_prompt, int prompt_cap,
     int max_text_ctx, const int32_t * t, int n);
 
+/* Drops the samples before absolute position new_base from the audio
+ * buffer audio[0..*len-1], whose first sample is at *base; nothing when
+ * new_base <= *base. Used by both the offline stream and the live policy. */
+void wk_live_audio_drop (float *audio, size_t *len, int64_t * base,
+    int64_t new_base);
+
 /* ---- for tests ------------------------------------------------------- */
 
 /* The number of leading words two word lists share (LocalAgreement's

@@ -460,22 +460,11 @@ static void
 trim_audio (wk_stream * s)
 {
   int64_t keep = s->seek - WK_HISTORY_FRAMES;
-  int64_t new_base, drop;
 
   if (keep < 0)
     keep = 0;
-  new_base = keep * WK_HOP;
-  if (new_base <= s->audio_base)
-    return;
-  drop = new_base - s->audio_base;
-  if (drop >= (int64_t) s->audio_len) {
-    s->audio_len = 0;
-  } else {
-    memmove (s->audio, s->audio + drop,
-        (s->audio_len - (size_t) drop) * sizeof (float));
-    s->audio_len -= (size_t) drop;
-  }
-  s->audio_base = new_base;
+  wk_live_audio_drop (s->audio, &s->audio_len, &s->audio_base,
+      keep * WK_HOP);
 }
 
 /* Runs every window whose frames all have their samples. */
