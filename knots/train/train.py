@@ -114,15 +114,20 @@ class CTCHead(torch.nn.Module):
         return self.proj(xa).log_softmax(-1)
 
 
-def make_window(pool, rng, p_notimestamps=0.15, p_single=0.1, max_tokens=440):
-    """One training example: (float32 audio [WIN], token list, CTC labels or None)."""
+def make_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_tokens=440):
+    """One training example: (float32 audio [win], token list, CTC labels or None).
+
+    win is the window length in samples: Whisper's 30 s, or shorter (a multiple of 320
+    samples, two mel frames) for windows that train a shortened audio context."""
+    WIN = win
+    win_s = WIN / SR
     x = np.zeros(WIN, dtype=np.float32)
     ts = rng.random() >= p_notimestamps
     single = rng.random() < p_single
     segs = []  # (start_s, end_s, tokens)
     texts = []
     partial = None
-    t = rng.uniform(0.0, 2.0) if not single else rng.uniform(0.0, 10.0)
+    t = rng.uniform(0.0, min(2.0, win_s / 10)) if not single else rng.uniform(0.0, win_s / 3)
     n_tok = 3
     while True:
         u, toks, text = pool.sample()
@@ -145,10 +150,10 @@ def make_window(pool, rng, p_notimestamps=0.15, p_single=0.1, max_tokens=440):
                 x[start:] = u[:m].astype(np.float32) * gain
                 partial = start / SR
             break
-        if t >= 29.7:
+        if t >= win_s - 0.3:
             break
-    if not segs:  # first utterance too long for the window: cut and retry
-        return make_window(pool, rng, p_notimestamps, p_single, max_tokens)
+    if not segs:  # first utterance too long for the window: draw again
+        return make_window(pool, rng, win, p_notimestamps, p_single, max_tokens)
     # additive noise
     if rng.random() < 0.5:
         rms = math.sqrt(float(np.mean(x[x != 0] ** 2)) + 1e-12)
@@ -173,14 +178,14 @@ def make_window(pool, rng, p_notimestamps=0.15, p_single=0.1, max_tokens=440):
     return x, tokens, ctc
 
 
-def make_batch(pool, rng, bs):
+def make_batch(pool, rng, bs, win=WIN):
     xs, toks, ctcs = [], [], []
     for _ in range(bs):
-        x, t, c = make_window(pool, rng)
+        x, t, c = make_window(pool, rng, win)
         xs.append(x)
         toks.append(t)
         ctcs.append(c)
-    mel = wa.log_mel_spectrogram(torch.from_numpy(np.stack(xs)))
+    mel = wa.log_mel_spectrogram(torch.from_numpy(np.stack(xs)))[..., :win // wa.HOP_LENGTH]
     L = max(len(t) for t in toks) - 1
     inp = torch.full((bs, L), wt.EOT, dtype=torch.long)
     tgt = torch.full((bs, L), -100, dtype=torch.long)
@@ -204,6 +209,67 @@ def ctc_loss(head, xa, ctcs):
     il = torch.full((len(idx),), lp.shape[0], dtype=torch.long)
     loss = F.ctc_loss(lp, tg, il, tl, blank=0, reduction="sum", zero_infinity=True)
     return loss / tl.sum()
+
+# ------------------------------------------------------------- bf16 path ----
+
+
+def cpu_has_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+def conv1d_as_matmul(self, x, weight, bias):
+    """Conv1d (kernel k, stride s, zero padding p) as one matrix product over unfolded
+    frames: the same sums as the convolution, without oneDNN's convolution, whose weight
+    gradients are wrong in Debian's torch 1.13 (see README)."""
+    k, st, pad = weight.shape[-1], self.stride[0], self.padding[0]
+    cols = F.pad(x, (pad, pad)).unfold(2, k, st)  # (B, C, T', k)
+    b_, c_, t_, _ = cols.shape
+    cols = cols.permute(0, 2, 1, 3).reshape(b_, t_, c_ * k)
+    y = cols @ weight.reshape(weight.shape[0], -1).to(cols.dtype).t()
+    if bias is not None:
+        y = y + bias.to(y.dtype)
+    return y.permute(0, 2, 1)
+
+
+def qkv_attention_bf16(self, q, k, v, mask=None):
+    """Whisper's attention (scale d_head^-0.5 applied once, equal to its two ^-0.25
+    factors) without the float32 round trip of the scores, which dominates a bf16 step."""
+    b_, n, d = q.shape
+    h = self.n_head
+    hd = d // h
+    q = q.view(b_, n, h, hd).transpose(1, 2) * (hd ** -0.5)
+    k = k.view(b_, k.shape[1], h, hd).transpose(1, 2)
+    v = v.view(b_, v.shape[1], h, hd).transpose(1, 2)
+    qk = q @ k.transpose(-1, -2)
+    if mask is not None:
+        qk = qk + mask[:n, :n].to(qk.dtype)
+    return (qk.softmax(-1) @ v).transpose(1, 2).reshape(b_, n, d)
+
+
+def use_bf16(args):
+    """bf16 autocast pays only where the CPU has bf16 dot products (oneDNN's bf16 GEMM is
+    ~8x float32 on AVX512_BF16); elsewhere it is emulated and slower."""
+    on = args.bf16 == "on" or (args.bf16 == "auto" and cpu_has_bf16())
+    if on:
+        torch.backends.mkldnn.enabled = True  # bf16 GEMMs; convolutions avoid oneDNN below
+        wm.Conv1d._conv_forward = conv1d_as_matmul
+        wm.MultiHeadAttention.qkv_attention = qkv_attention_bf16
+    return on
+
+
+def pick_window(args, rng):
+    """(window samples, batch size) for the next step: full 30 s windows, or with
+    probability --short-frac a shorter window of whole seconds with proportionally more
+    windows per batch (same audio per step)."""
+    if args.short_frac > 0 and rng.random() < args.short_frac:
+        sec = rng.randint(args.short_min, args.short_max)
+        return sec * SR, max(1, round(args.batch * 30 / sec))
+    return WIN, args.batch
 
 # ------------------------------------------------------------------ eval ----
 
@@ -350,6 +416,12 @@ def main():
     ap.add_argument("--ctc-weight", type=float, default=0.3,
                     help="weight of the auxiliary character CTC loss on the encoder")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
+                    help="bf16 autocast (auto: where the CPU has AVX512_BF16/AMX)")
+    ap.add_argument("--short-frac", type=float, default=0.0,
+                    help="fraction of steps on windows shorter than 30 s (shortened audio context)")
+    ap.add_argument("--short-min", type=int, default=6, help="shortest window, seconds")
+    ap.add_argument("--short-max", type=int, default=15, help="longest short window, seconds")
     ap.add_argument("--reset-opt", action="append", default=[], metavar="PREFIX",
                     help="on resume, drop the optimizer state of parameters with this name prefix")
     args = ap.parse_args()
@@ -359,6 +431,7 @@ def main():
     # zeros or garbage (up to inf) for batches, wrong values even for single windows
     # (forward is fine). The native conv path is exact, so training disables oneDNN.
     torch.backends.mkldnn.enabled = False
+    bf16 = use_bf16(args)
     seed = args.seed if args.seed is not None else int(time.time())
     rng = random.Random(seed)
     np.random.seed(seed % (2 ** 32))
@@ -378,6 +451,7 @@ def main():
     windows_seen = 0
     train_seconds = 0.0
     last = os.path.join(CKPT_DIR, "last.pt")
+    ck = {}
     if not args.fresh and os.path.exists(last):
         ck = load_weights(model, last)
         if "ctc_head" in ck:
@@ -401,7 +475,8 @@ def main():
         log("resumed weights from %s at step %d (fresh optimizer)" % (COMMITTED, step))
     else:
         log("fresh model: %s, %d params" % (DIMS.to_dict(), sum(p.numel() for p in model.parameters())))
-    log("args: %s threads=%d" % (vars(args), torch.get_num_threads()))
+    log("args: %s threads=%d bf16=%s" % (vars(args), torch.get_num_threads(), bf16))
+    audio_h = ck.get("audio_h", windows_seen * 30 / 3600)
 
     pool = Pool(tok, rng=rng)
     while True:
@@ -416,48 +491,56 @@ def main():
     t_last = time.time()
     loss_acc = n_acc = ctc_acc = 0.0
     w_acc = 0
+    a_acc = 0.0
     while args.max_steps <= 0 or step < args.max_steps:
         if step % 20 == 0:
             pool.refresh()
         t0 = time.time()
-        mel, inp, tgt, ctcs = make_batch(pool, rng, args.batch)
+        win, bs = pick_window(args, rng)
+        mel, inp, tgt, ctcs = make_batch(pool, rng, bs, win)
         t_data = time.time() - t0
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args)
-        xa = model.encoder(mel)
-        logits = model.decoder(inp, xa)
-        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1), ignore_index=-100)
-        total = loss
-        if args.ctc_weight > 0:
-            lc = ctc_loss(head, xa, ctcs)
-            total = loss + args.ctc_weight * lc
-            ctc_acc += float(lc)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            xa = model.encoder(mel)
+            logits = model.decoder(inp, xa).float()
+            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1),
+                                   ignore_index=-100)
+            total = loss
+            if args.ctc_weight > 0:
+                lc = ctc_loss(head, xa.float(), ctcs)
+                total = loss + args.ctc_weight * lc
+                ctc_acc += float(lc)
         opt.zero_grad(set_to_none=True)
         total.backward()
         gn = torch.nn.utils.clip_grad_norm_(list(model.parameters()) + list(head.parameters()),
                                             args.clip)
         opt.step()
         step += 1
-        windows_seen += args.batch
+        windows_seen += bs
+        audio_h += bs * win / SR / 3600
+        a_acc += bs * win / SR
         dt = time.time() - t0
         train_seconds += dt
         loss_acc += float(loss)
         n_acc += 1
-        w_acc += args.batch
+        w_acc += bs
         if step % args.log_every == 0:
             el = time.time() - t_last
-            log("step %d loss %.4f ctc %.3f lr %.2e gnorm %.2f %.2f win/s (data %.2fs/step) "
-                "windows %d pool %d train_h %.2f" % (step, loss_acc / n_acc, ctc_acc / n_acc,
-                                                     lr_at(step, args), float(gn),
-                                           w_acc / el, t_data, windows_seen, len(pool),
-                                           train_seconds / 3600))
+            log("step %d loss %.4f ctc %.3f lr %.2e gnorm %.2f %.2f win/s %.1f audio s/s "
+                "(data %.2fs/step) windows %d audio_h %.1f pool %d train_h %.2f" % (
+                    step, loss_acc / n_acc, ctc_acc / n_acc, lr_at(step, args), float(gn),
+                    w_acc / el, a_acc / el, t_data, windows_seen, audio_h, len(pool),
+                    train_seconds / 3600))
             t_last = time.time()
             loss_acc = n_acc = ctc_acc = 0.0
             w_acc = 0
+            a_acc = 0.0
         if not math.isfinite(float(loss)):
             log("non-finite loss, stopping (resume from last checkpoint)")
             sys.exit(1)
-        extra = {"windows_seen": windows_seen, "train_seconds": train_seconds, "ctc_head": head}
+        extra = {"windows_seen": windows_seen, "train_seconds": train_seconds, "audio_h": audio_h,
+                 "ctc_head": head}
         if step % args.ckpt_every == 0:
             save_work_ckpt(model, opt, step, extra)
         if step % args.eval_every == 0:

@@ -121,8 +121,11 @@ class AudioEncoder(nn.Module):
         x = F.gelu(self.conv1(x))
         x = F.gelu(self.conv2(x))
         x = x.permute(0, 2, 1)
-        assert x.shape[1:] == self.positional_embedding.shape, "incorrect audio shape"
-        x = (x + self.positional_embedding).to(x.dtype)
+        # Whisper always runs 2*n_ctx mel frames; fewer (a shortened audio context, as the
+        # engine's live policy uses) take the first positions.
+        assert x.shape[1] <= self.positional_embedding.shape[0] and \
+            x.shape[2] == self.positional_embedding.shape[1], "incorrect audio shape"
+        x = (x + self.positional_embedding[:x.shape[1]]).to(x.dtype)
         for block in self.blocks:
             x = block(x)
         return self.ln_post(x)
