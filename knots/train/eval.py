@@ -1,54 +1,662 @@
 #!/usr/bin/python3
-"""Held-out WER of a checkpoint or ggml .bin in torch (greedy, no timestamps).
+"""Held-out word error rate of whisperknot models, measured through the C engine.
 
-  eval.py [--ckpt PATH | --bin model.bin] [--n 200] [--sets trainvoices,heldout-rms,heldout-en029]
+The evaluation sets are held-out sentences (knots/train/heldout/sentences.txt,
+never trained on) spoken by
+  trainvoices     the training voices (espeak-ng accents, flite, festival)
+  heldout-rms     flite rms, a voice never trained on
+  heldout-en029   espeak-ng en-029 (Caribbean accent), never trained on
+They are synthesized deterministically (synth.py's voices and seeds; the
+first N utterances of a set are the same whatever N) or loaded from the cache
+knots/work/eval/<set>.npz that `synth.py eval` writes. Every utterance becomes a
+16 kHz mono WAV under knots/work/eval/wav/<set>/ and is transcribed by the C
+engine through `whisperknot-transcribe` (one process per utterance, 1 thread,
+greedy decoding, the engine's defaults otherwise), never through torch.
 
-Needs the evaluation sets from `synth.py eval`. WER is computed on lowercased
-words with punctuation removed (the C-engine evaluation with sclite is separate).
+Scoring: both sides go through normalize() (below), then sclite (Debian
+package sctk) aligns them; the table gives WER = (S + D + I) / N for each set
+(rows) and model (columns), and the same per voice.
+
+Models:
+  --ckpt PATH|last      export a training checkpoint to a ggml .bin (f16) with
+                        export.py, then as --bin
+  --bin MODEL.bin       convert a whisper.cpp ggml .bin to knots of --types
+                        (default f16,q8_0,q4_0) with whisperknot-convert
+  --knot [LABEL=]PATH   evaluate an existing knot (repeatable)
+  --whisper-cli PATH    also run whisper.cpp's whisper-cli on the .bin (greedy,
+                        no fallback on both sides) and report the fraction of
+                        identical transcripts and both WERs
+
+Examples:
+  nice -n 10 /usr/bin/python3 knots/train/eval.py --ckpt last --n 20
+  /usr/bin/python3 knots/train/eval.py --knot knots/model/default.knot --n 200 \\
+      --markdown knots/work/eval/wer.md
+  /usr/bin/python3 knots/train/eval.py --bin model-f16.bin --types f16 \\
+      --whisper-cli /work/thirdparty/whisper.cpp/build/bin/whisper-cli --n 50
+
+Text normalization (normalize(); in the spirit of Whisper's
+EnglishTextNormalizer, much simpler, applied identically to references and
+hypotheses):
+  1. Unicode compatibility decomposition, accents dropped, typographic quotes
+     and dashes made ASCII; lowercase.
+  2. Text in brackets or parentheses ([BLANK_AUDIO], (music)) is removed, as
+     are the hesitations uh, um, hmm, mm, mhm.
+  3. Symbols that are read as words: & -> and, % -> percent, $N -> N dollars,
+     @ -> at, + -> plus.
+  4. Numbers are written as words: integers (with thousands separators),
+     decimals (3.5 -> three point five), ordinals (21st -> twenty first).
+     The references contain no digits, so this only matters for hypotheses.
+  5. Apostrophes are deleted (don't -> dont, Lord's -> lords, 'tis -> tis),
+     so contractions and possessives count as one word on both sides.
+  6. Every other character that is not a letter or digit (hyphens included)
+     becomes a space; runs of spaces collapse.
 """
 import argparse
+import concurrent.futures
+import datetime
+import json
 import os
+import random
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
+import time
+import unicodedata
 
-import torch
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+KNOTS = os.path.dirname(HERE)
+ROOT = os.path.dirname(KNOTS)
 sys.path.insert(0, HERE)
-import train  # noqa: E402
-from export import default_ckpt, load_model, model_from_ggml  # noqa: E402
+import synth  # noqa: E402  (voices, synthesis, held-out sentences)
 
+EVAL_DIR = os.path.join(synth.WORK, "eval")
+SR = synth.SR
+SETS = {"trainvoices": None, "heldout-rms": "rms", "heldout-en029": "en-029"}
+DEFAULT_SETS = "trainvoices,heldout-rms,heldout-en029"
+SCLITE_CANDIDATES = ["sclite", "/usr/lib/sctk/bin/sclite"]
+
+# ------------------------------------------------------------ normalizer ----
+
+_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+         "fourteen fifteen sixteen seventeen eighteen nineteen").split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_SCALES = [(10 ** 12, "trillion"), (10 ** 9, "billion"), (10 ** 6, "million"),
+           (1000, "thousand")]
+_ORD = {"one": "first", "two": "second", "three": "third", "five": "fifth",
+        "eight": "eighth", "nine": "ninth", "twelve": "twelfth"}
+
+
+def number_words(n):
+    """Cardinal words of a non-negative integer (no 'and': 'one hundred five')."""
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        return _TENS[n // 10] + ("" if n % 10 == 0 else " " + _ONES[n % 10])
+    if n < 1000:
+        rest = n % 100
+        return _ONES[n // 100] + " hundred" + ("" if rest == 0 else " " + number_words(rest))
+    for value, name in _SCALES:
+        if n >= value:
+            if n // value >= 1000 and value == _SCALES[0][0]:
+                break  # beyond trillions: say the digits
+            rest = n % value
+            return (number_words(n // value) + " " + name +
+                    ("" if rest == 0 else " " + number_words(rest)))
+    return " ".join(_ONES[int(d)] for d in str(n))
+
+
+def ordinal_words(n):
+    words = number_words(n).split()
+    last = words[-1]
+    if last in _ORD:
+        last = _ORD[last]
+    elif last.endswith("y"):
+        last = last[:-1] + "ieth"
+    else:
+        last = last + "th"
+    return " ".join(words[:-1] + [last])
+
+
+def _number_sub(m):
+    whole, frac, suffix = m.group(1), m.group(2), m.group(3)
+    digits = whole.replace(",", "")
+    if len(digits) > 15:
+        out = " ".join(_ONES[int(d)] for d in digits)
+    elif suffix and not frac:
+        out = ordinal_words(int(digits))
+    else:
+        out = number_words(int(digits))
+    if frac:
+        out += " point " + " ".join(_ONES[int(d)] for d in frac)
+    return " " + out + " "
+
+
+_NUM = re.compile(r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(st|nd|rd|th)?\b")
+_FILLERS = re.compile(r"\b(?:uh|um|umm|hmm|mm|mhm|hm)\b")
+
+
+def normalize(text):
+    """Words of a transcript for scoring (see the module docstring)."""
+    s = unicodedata.normalize("NFKD", text)
+    s = "".join(c for c in s if not unicodedata.combining(c))
+    s = (s.replace("\u2018", "'").replace("\u2019", "'").replace("\u201c", '"')
+         .replace("\u201d", '"').replace("\u2013", "-").replace("\u2014", "-"))
+    s = s.lower()
+    s = re.sub(r"\[[^\]]*\]|\([^)]*\)|<[^>]*>|\{[^}]*\}", " ", s)
+    s = s.replace("&", " and ").replace("%", " percent ").replace("@", " at ")
+    s = s.replace("+", " plus ")
+    s = re.sub(r"\$\s*(\d[\d,]*(?:\.\d+)?)", r"\1 dollars", s)
+    s = _NUM.sub(_number_sub, s)
+    s = s.replace("'", "")
+    s = re.sub(r"[^a-z0-9]+", " ", s)
+    s = _FILLERS.sub(" ", s)
+    return " ".join(s.split())
+
+
+# ------------------------------------------------------------- data sets ----
+
+def _load_npz(path):
+    with np.load(path) as z:
+        audio, off = z["audio"], z["offsets"]
+        text = [str(t) for t in z["text"]]
+        voice = [str(v) for v in z["voice"]]
+    return [(audio[off[i]:off[i + 1]], text[i], voice[i]) for i in range(len(text))]
+
+
+def _generate_set(name, n, path):
+    """Same voices, seeds and order as synth.py's make_eval."""
+    sents = synth.load_eval_sentences()
+    n = min(n, len(sents))
+    rng = random.Random(1234 + len(name))
+    audios, tx, vs = [], [], []
+    with tempfile.TemporaryDirectory(prefix="wkeval-") as tmpdir:
+        for i in range(n):
+            voice = synth.random_voice(rng, SETS[name])
+            w = synth.synth_batch(voice, [sents[i]], tmpdir)[0]
+            if w is None:
+                continue
+            w = synth.trim(w, margin=0.2)
+            audios.append(w)
+            tx.append(sents[i])
+            vs.append(synth.voice_name(voice))
+    synth.write_shard(path, audios, tx, vs)
+
+
+def load_set(name, n, log):
+    """First n utterances of a set: [(int16 audio, text, voice)], cached."""
+    os.makedirs(EVAL_DIR, exist_ok=True)
+    cands = [os.path.join(EVAL_DIR, name + ".npz")]
+    for f in sorted(os.listdir(EVAL_DIR)):
+        m = re.match(re.escape(name) + r"-n(\d+)\.npz$", f)
+        if m:
+            cands.append(os.path.join(EVAL_DIR, f))
+    sents = synth.load_eval_sentences()
+    index = {s: i for i, s in enumerate(sents)}
+    for p in cands:
+        if not os.path.exists(p):
+            continue
+        data = _load_npz(p)
+        # enough when it holds n utterances, or when it covers the first n
+        # sentences (utterances that failed to synthesize are absent)
+        covered = index.get(data[-1][1], -1) + 1 if data else 0
+        if len(data) >= n or covered >= min(n, len(sents)):
+            return data[:n], p
+    p = os.path.join(EVAL_DIR, "%s-n%d.npz" % (name, n))
+    log("synthesizing %s (%d sentences) -> %s" % (name, n, p))
+    t0 = time.time()
+    _generate_set(name, n, p)
+    log("  %.0f s" % (time.time() - t0))
+    return _load_npz(p)[:n], p
+
+
+def write_wavs(name, data):
+    """WAV files for a set; rewritten only when missing or different."""
+    d = os.path.join(EVAL_DIR, "wav", name)
+    os.makedirs(d, exist_ok=True)
+    paths = []
+    for i, (a, _, _) in enumerate(data):
+        p = os.path.join(d, "%04d.wav" % i)
+        if not (os.path.exists(p) and os.path.getsize(p) == 44 + 2 * len(a)):
+            tmp = p + ".tmp"
+            synth._write_wav(tmp, a)
+            os.replace(tmp, p)
+        paths.append(p)
+    return paths
+
+
+def _shown_path(p):
+    """Relative to the repository when inside it, else absolute."""
+    p = os.path.abspath(p)
+    return os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else p
+
+
+def voice_group(v):
+    """espeak-ng voices grouped by accent (variants pooled); others as is."""
+    if v.startswith("espeak-ng:"):
+        return v.split("+", 1)[0]
+    return v
+
+
+# ----------------------------------------------------------- recognizers ----
+
+def find_tool(build, rel, name):
+    for b in ([build] if build else []) + ["build-eval", "build"]:
+        p = os.path.join(b if os.path.isabs(b) else os.path.join(ROOT, b), rel)
+        if os.path.exists(p):
+            return p
+    w = shutil.which(name)
+    if w:
+        return w
+    sys.exit("eval.py: cannot find %s (build it, or give --build)" % name)
+
+
+def transcribe_knot(tool, knot, wav, no_fallback, threads):
+    cmd = [tool, "-m", knot, "-t", str(threads), "-f", "txt"]
+    if no_fallback:
+        cmd.append("--no-fallback")
+    r = subprocess.run(cmd + [wav], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd), r.returncode,
+                                                   r.stderr.strip()[-500:]))
+    return " ".join(r.stdout.split())
+
+
+def run_knot(tool, knot, wavs, jobs, no_fallback, threads):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+        return list(ex.map(lambda w: transcribe_knot(tool, knot, w, no_fallback, threads),
+                           wavs))
+
+
+def run_whisper_cli(cli, model_bin, wavs, threads, outdir):
+    """All files of a set in one whisper-cli process (the model loads once)."""
+    os.makedirs(outdir, exist_ok=True)
+    cmd = [cli, "-m", model_bin, "-t", str(threads), "-l", "en", "-bs", "1", "-bo", "1",
+           "-nf", "-np", "-otxt"]
+    for i in range(len(wavs)):
+        cmd += ["-of", os.path.join(outdir, "%04d" % i)]
+    for w in wavs:
+        cmd += ["-f", w]
+    for i in range(len(wavs)):
+        p = os.path.join(outdir, "%04d.txt" % i)
+        if os.path.exists(p):
+            os.remove(p)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=24 * 3600)
+    if r.returncode != 0:
+        raise RuntimeError("whisper-cli failed (%d): %s" % (r.returncode, r.stderr[-1000:]))
+    out = []
+    for i in range(len(wavs)):
+        p = os.path.join(outdir, "%04d.txt" % i)
+        if os.path.exists(p):
+            with open(p, encoding="utf-8", errors="replace") as f:
+                out.append(" ".join(f.read().split()))
+        else:
+            out.append("")
+    return out
+
+
+# --------------------------------------------------------------- scoring ----
+
+_ROW = re.compile(r"^\s*\|\s*(\S+)\s*\|\s*(\d+)\s+(\d+)\s*\|\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)"
+                  r"\s+(\d+)\s+(\d+)\s*\|")
+
+
+def sclite_score(sclite, refs, hyps, groups, outdir, tag):
+    """Per-group and total counts from sclite: {group|'Sum': dict}."""
+    os.makedirs(outdir, exist_ok=True)
+    gid = {g: "g%02d" % i for i, g in enumerate(sorted(set(groups)))}
+    back = {v: k for k, v in gid.items()}
+    rp, hp = os.path.join(outdir, tag + ".ref.trn"), os.path.join(outdir, tag + ".hyp.trn")
+    with open(rp, "w") as fr, open(hp, "w") as fh:
+        for i, (r, h, g) in enumerate(zip(refs, hyps, groups)):
+            uid = "(%s_%04d)" % (gid[g], i)
+            fr.write("%s %s\n" % (normalize(r), uid))
+            fh.write("%s %s\n" % (normalize(h), uid))
+    r = subprocess.run([sclite, "-r", rp, "trn", "-h", hp, "trn", "-i", "rm", "-o", "rsum",
+                        "stdout"], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError("sclite failed: " + r.stderr[-1000:])
+    with open(os.path.join(outdir, tag + ".rsum.txt"), "w") as f:
+        f.write(r.stdout)
+    res = {}
+    for line in r.stdout.splitlines():
+        m = _ROW.match(line)
+        if not m:
+            continue
+        spk = m.group(1)
+        snt, wrd, corr, sub, dele, ins, err, serr = map(int, m.groups()[1:])
+        key = "Sum" if spk == "Sum" else back.get(spk, spk)
+        res[key] = {"utts": snt, "words": wrd, "corr": corr, "sub": sub, "del": dele,
+                    "ins": ins, "err": err, "sent_err": serr,
+                    "wer": 100.0 * err / wrd if wrd else 0.0}
+    if "Sum" not in res:
+        raise RuntimeError("no Sum row in sclite output:\n" + r.stdout[-2000:])
+    return res
+
+
+# ---------------------------------------------------------------- models ----
+
+def export_ckpt(ckpt, outdir, log):
+    os.makedirs(outdir, exist_ok=True)
+    out = os.path.join(outdir, "model-f16.bin")
+    cmd = ["/usr/bin/python3", os.path.join(HERE, "export.py"), "--out", out]
+    if ckpt != "last":
+        cmd += ["--ckpt", ckpt]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    t0 = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+    if r.returncode != 0:
+        sys.exit("export failed:\n" + r.stdout + r.stderr)
+    log(r.stdout.strip() + "  (%.0f s)" % (time.time() - t0))
+    m = re.search(r"from (\S+), step (\S+)", r.stdout)
+    return out, (m.group(1) if m else ckpt), (m.group(2) if m else "?")
+
+
+def ckpt_info(path):
+    """Step, windows and training time recorded in a checkpoint (torch in a child)."""
+    code = ("import json, os, sys, torch\n"
+            "torch.set_num_threads(1)\n"
+            "ck = torch.load(sys.argv[1], map_location='cpu')\n"
+            "print(json.dumps({k: ck.get(k) for k in ('step', 'windows_seen', "
+            "'train_seconds')}))\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, path], capture_output=True, text=True,
+                       env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=600)
+    try:
+        info = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {}
+    info["mtime"] = datetime.datetime.utcfromtimestamp(os.path.getmtime(path)).strftime(
+        "%Y-%m-%d %H:%M UTC")
+    return info
+
+
+def convert(tool, src, dst, qtype):
+    r = subprocess.run([tool, "--type", qtype, src, dst], capture_output=True, text=True,
+                       timeout=3600)
+    if r.returncode != 0:
+        sys.exit("whisperknot-convert --type %s failed:\n%s%s" % (qtype, r.stdout, r.stderr))
+
+
+# ---------------------------------------------------------------- report ----
+
+def fmt_cell(c):
+    return "%.1f%% (%d/%d/%d of %d)" % (c["wer"], c["sub"], c["del"], c["ins"], c["words"])
+
+
+def markdown(results, labels, sets, per_voice, meta, compare):
+    L = []
+    L.append("Held-out WER through the C engine (`knots/train/eval.py`), %s." % meta["date"])
+    names = {"model": "Model", "step": "Checkpoint step", "training": "Training",
+             "n": "Set size", "decoding": "Decoding", "normalizer": "Normalizer",
+             "time": "Evaluation time"}
+    for k in ("model", "step", "training", "n", "decoding", "normalizer", "time"):
+        if k in meta:
+            L.append("%s: %s  " % (names[k], meta[k]))
+    L.append("")
+    L.append("Cells: WER (substitutions/deletions/insertions of N reference words).")
+    L.append("")
+    L.append("| set | utts | " + " | ".join(labels) + " |")
+    L.append("|---|---:|" + "---:|" * len(labels))
+    for s in sets:
+        row = results[labels[0]][s]["Sum"]
+        L.append("| %s | %d | " % (s, row["utts"]) +
+                 " | ".join(fmt_cell(results[lb][s]["Sum"]) for lb in labels) + " |")
+    L.append("")
+    L.append("Per voice (espeak-ng variants pooled by accent), WER %:")
+    L.append("")
+    L.append("| set | voice | utts | words | " + " | ".join(labels) + " |")
+    L.append("|---|---|---:|---:|" + "---:|" * len(labels))
+    for s in sets:
+        for g in per_voice[s]:
+            c0 = results[labels[0]][s][g]
+            L.append("| %s | %s | %d | %d | " % (s, g, c0["utts"], c0["words"]) +
+                     " | ".join("%.1f" % results[lb][s][g]["wer"] for lb in labels) + " |")
+    if compare:
+        L.append("")
+        L.append("Against whisper.cpp (`whisper-cli -bs 1 -bo 1 -nf` on the ggml .bin; ours "
+                 "`--no-fallback` on the %s knot):" % compare["label"])
+        L.append("")
+        L.append("| set | utts | identical text | identical normalized | WER ours | "
+                 "WER whisper.cpp |")
+        L.append("|---|---:|---:|---:|---:|---:|")
+        for s in sets:
+            c = compare["sets"][s]
+            L.append("| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% |" % (
+                s, c["utts"], c["identical"], c["identical_norm"], c["wer_ours"], c["wer_cpp"]))
+    L.append("")
+    return "\n".join(L)
+
+
+def print_table(results, labels, sets, per_voice, timing):
+    w = max(20, max(len(lb) for lb in labels) + 2)
+    print()
+    print("%-16s %5s  " % ("set", "utts") + "".join("%-*s" % (w + 12, lb) for lb in labels))
+    for s in sets:
+        row = "%-16s %5d  " % (s, results[labels[0]][s]["Sum"]["utts"])
+        for lb in labels:
+            row += "%-*s" % (w + 12, fmt_cell(results[lb][s]["Sum"]))
+        print(row)
+    print()
+    print("per voice, WER %:")
+    print("%-16s %-30s %5s %6s  " % ("set", "voice", "utts", "words") +
+          "".join("%8s" % lb[-8:] for lb in labels))
+    for s in sets:
+        for g in per_voice[s]:
+            c0 = results[labels[0]][s][g]
+            print("%-16s %-30s %5d %6d  " % (s, g, c0["utts"], c0["words"]) +
+                  "".join("%8.1f" % results[lb][s][g]["wer"] for lb in labels))
+    print()
+    print("time (wall, s) and real-time factor per model and set:")
+    for lb in labels:
+        print("  %-24s " % lb + "  ".join(
+            "%s %.1f s (RTF %.3f)" % (s, timing[lb][s][0], timing[lb][s][0] / timing[lb][s][1])
+            for s in sets))
+
+
+# ------------------------------------------------------------------ main ----
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ckpt", default=None)
-    ap.add_argument("--bin", default=None)
-    ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--sets", default="trainvoices,heldout-rms,heldout-en029")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--show", type=int, default=0)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=200, help="utterances per set (default 200)")
+    ap.add_argument("--sets", default=DEFAULT_SETS)
+    ap.add_argument("--ckpt", help="checkpoint to export first ('last' = knots/work/ckpt/last.pt "
+                    "or the committed one)")
+    ap.add_argument("--bin", help="whisper.cpp ggml .bin to convert to knots")
+    ap.add_argument("--types", default="f16,q8_0,q4_0", help="knot types made from --bin/--ckpt")
+    ap.add_argument("--knot", action="append", default=[], help="[LABEL=]PATH of a knot")
+    ap.add_argument("--models-dir", help="where exported/converted models go (default: a "
+                    "temporary directory, removed afterwards)")
+    ap.add_argument("--build", help="meson build dir with the tools (default build-eval, build)")
+    ap.add_argument("--whisper-cli", help="whisper.cpp's whisper-cli: compare on the .bin")
+    ap.add_argument("--compare-type", default="f16", help="our knot type compared (default f16)")
+    ap.add_argument("--no-fallback", action="store_true",
+                    help="WER runs without the engine's temperature fallback (default: with it, "
+                         "as users get it)")
+    ap.add_argument("--jobs", type=int, default=1, help="transcriber processes at once")
+    ap.add_argument("--threads", type=int, default=1, help="threads per transcriber process")
+    ap.add_argument("--nice", type=int, default=10, help="niceness to run at (default 10)")
+    ap.add_argument("--out", help="results directory (default knots/work/eval/results/<time>)")
+    ap.add_argument("--markdown", help="also write the table here (default <out>/wer.md)")
+    ap.add_argument("--step", help="checkpoint step for the report when not known")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    if args.bin:
-        model = model_from_ggml(args.bin)
-    else:
-        model, _ = load_model(args.ckpt or default_ckpt())
-    tok = train.wt.get_tokenizer()
-    for name in args.sets.split(","):
-        data = train.load_eval_set(name)
-        if not data:
-            print("%s: missing (run synth.py eval)" % name)
-            continue
-        errs = words = 0
-        for i, (audio, ref) in enumerate(data[:args.n]):
-            mel = train.wa.log_mel_spectrogram(train.wa.pad_or_trim(audio))
-            hyp = tok.decode(train.greedy_decode(model, mel))
-            r, h = train.norm_words(ref), train.norm_words(hyp)
-            errs += train.edit_distance(r, h)
-            words += len(r)
-            if i < args.show:
-                print("  ref: %s\n  hyp: %s" % (ref, hyp.strip()))
-        print("%-14s %4d utts %5d words WER %.1f%%" % (name, min(args.n, len(data)), words,
-                                                     100.0 * errs / max(1, words)), flush=True)
+
+    if args.nice:
+        try:
+            os.nice(args.nice)
+        except OSError:
+            pass
+    t_start = time.time()
+    stamp = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")
+    out = args.out or os.path.join(EVAL_DIR, "results",
+                                   datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    logf = open(os.path.join(out, "log.txt"), "a")
+
+    def log(msg):
+        line = "%s %s" % (time.strftime("%H:%M:%S"), msg)
+        print(line, flush=True)
+        logf.write(line + "\n")
+        logf.flush()
+
+    sclite = next((shutil.which(c) for c in SCLITE_CANDIDATES if shutil.which(c)), None)
+    if not sclite:
+        sys.exit("eval.py: sclite not found (apt-get install sctk)")
+    transcribe = find_tool(args.build, "tools/whisperknot-transcribe", "whisperknot-transcribe")
+    sets = [s for s in args.sets.split(",") if s]
+    for s in sets:
+        if s not in SETS:
+            sys.exit("unknown set %s (have %s)" % (s, ", ".join(SETS)))
+
+    tmp_models = None
+    models_dir = args.models_dir
+    if not models_dir and (args.ckpt or args.bin):
+        tmp_models = tempfile.mkdtemp(prefix="wk-eval-models-")
+        models_dir = tmp_models
+    meta = {"date": stamp, "n": "%d utterances per set (at most)" % args.n}
+    step = args.step
+    model_bin = args.bin
+    if args.ckpt:
+        model_bin, ck_path, step = export_ckpt(args.ckpt, models_dir, log)
+        meta["model"] = "%s exported to ggml f16" % _shown_path(ck_path)
+        info = ckpt_info(ck_path)
+        if info.get("train_seconds") is not None:
+            meta["training"] = ("checkpoint of %s: step %s, %s windows of 30 s seen, %.2f h "
+                                "of training compute" % (info["mtime"], info.get("step"),
+                                                         info.get("windows_seen"),
+                                                         info["train_seconds"] / 3600))
+            log(meta["training"])
+    labels, knots = [], {}
+    if model_bin:
+        conv = find_tool(args.build, "knots/whisperknot-convert", "whisperknot-convert")
+        stem = os.path.splitext(os.path.basename(model_bin))[0]
+        for t in [t for t in args.types.split(",") if t]:
+            dst = os.path.join(models_dir, "%s.%s.knot" % (stem, t))
+            t0 = time.time()
+            convert(conv, model_bin, dst, t)
+            log("converted %s -> %s (%.1f MB, %.1f s)" % (t, dst, os.path.getsize(dst) / 1e6,
+                                                          time.time() - t0))
+            labels.append(t)
+            knots[t] = dst
+        meta.setdefault("model", os.path.basename(model_bin))
+    for k in args.knot:
+        lb, _, p = k.rpartition("=")
+        lb = lb or os.path.splitext(os.path.basename(p))[0]
+        labels.append(lb)
+        knots[lb] = p
+        meta.setdefault("model", _shown_path(p))
+    if not labels:
+        sys.exit("nothing to evaluate: give --ckpt, --bin or --knot")
+    if step:
+        meta["step"] = str(step)
+    no_fb = args.no_fallback
+    meta["decoding"] = ("whisperknot-transcribe, greedy, %s, %d thread(s)" %
+                        ("no temperature fallback" if no_fb else "temperature fallback 0.2",
+                         args.threads))
+    meta["normalizer"] = "eval.py normalize() (lowercase, no punctuation, numbers as words)"
+
+    data, wavs, per_voice = {}, {}, {}
+    for s in sets:
+        d, src = load_set(s, args.n, log)
+        data[s] = d
+        wavs[s] = write_wavs(s, d)
+        groups = sorted(set(voice_group(v) for _, _, v in d))
+        per_voice[s] = groups
+        log("%s: %d utterances, %.1f min of audio, %d voice groups (from %s)" % (
+            s, len(d), sum(len(a) for a, _, _ in d) / SR / 60, len(groups),
+            os.path.relpath(src, ROOT)))
+
+    results, timing, hyps_all = {}, {}, {}
+    for lb in labels:
+        results[lb], timing[lb], hyps_all[lb] = {}, {}, {}
+        for s in sets:
+            t0 = time.time()
+            hyps = run_knot(transcribe, knots[lb], wavs[s], args.jobs, no_fb, args.threads)
+            dt = time.time() - t0
+            audio_s = sum(len(a) for a, _, _ in data[s]) / SR
+            timing[lb][s] = (dt, audio_s)
+            hyps_all[lb][s] = hyps
+            refs = [t for _, t, _ in data[s]]
+            groups = [voice_group(v) for _, _, v in data[s]]
+            res = sclite_score(sclite, refs, hyps, groups, os.path.join(out, lb), s)
+            results[lb][s] = res
+            with open(os.path.join(out, lb, s + ".jsonl"), "w") as f:
+                for (a, r, v), h, w in zip(data[s], hyps, wavs[s]):
+                    f.write(json.dumps({"wav": os.path.relpath(w, ROOT), "voice": v, "ref": r,
+                                        "hyp": h}) + "\n")
+            log("%-8s %-14s WER %s  %.1f s for %.1f s of audio (%.2f s/utt)" % (
+                lb, s, fmt_cell(res["Sum"]), dt, audio_s, dt / max(1, len(hyps))))
+
+    compare = None
+    if args.whisper_cli:
+        if not model_bin:
+            sys.exit("--whisper-cli needs the .bin (--bin or --ckpt)")
+        ct = args.compare_type
+        if ct not in knots:
+            sys.exit("--compare-type %s was not converted (--types)" % ct)
+        compare = {"label": ct, "sets": {}}
+        for s in sets:
+            refs = [t for _, t, _ in data[s]]
+            groups = [voice_group(v) for _, _, v in data[s]]
+            if no_fb:
+                ours = hyps_all[ct][s]
+            else:
+                t0 = time.time()
+                ours = run_knot(transcribe, knots[ct], wavs[s], args.jobs, True, args.threads)
+                log("ours %s %s --no-fallback: %.1f s" % (ct, s, time.time() - t0))
+            t0 = time.time()
+            cpp = run_whisper_cli(args.whisper_cli, model_bin, wavs[s], args.threads,
+                                  os.path.join(out, "whisper.cpp", s))
+            log("whisper-cli %s: %.1f s" % (s, time.time() - t0))
+            r_ours = sclite_score(sclite, refs, ours, groups, os.path.join(out, "cmp-ours"), s)
+            r_cpp = sclite_score(sclite, refs, cpp, groups, os.path.join(out, "whisper.cpp"), s)
+            same = sum(a == b for a, b in zip(ours, cpp))
+            same_n = sum(normalize(a) == normalize(b) for a, b in zip(ours, cpp))
+            n = max(1, len(ours))
+            compare["sets"][s] = {"utts": len(ours), "identical": 100.0 * same / n,
+                                  "identical_norm": 100.0 * same_n / n,
+                                  "wer_ours": r_ours["Sum"]["wer"],
+                                  "wer_cpp": r_cpp["Sum"]["wer"]}
+            with open(os.path.join(out, "whisper.cpp", s + ".diff.jsonl"), "w") as f:
+                for (a, r, v), o, c in zip(data[s], ours, cpp):
+                    if o != c:
+                        f.write(json.dumps({"ref": r, "ours": o, "whisper.cpp": c}) + "\n")
+            log("compare %-14s identical %d/%d (normalized %d), WER ours %.1f%% whisper.cpp "
+                "%.1f%%" % (s, same, len(ours), same_n, r_ours["Sum"]["wer"],
+                            r_cpp["Sum"]["wer"]))
+
+    wall = sum(t[0] for v in timing.values() for t in v.values())
+    n_utts = sum(len(hyps_all[lb][s]) for lb in labels for s in sets)
+    meta["time"] = ("%.0f s of transcription for %d utterance runs (%.2f s each, 1 process at "
+                    "a time x %d thread(s); %s)" % (wall, n_utts, wall / max(1, n_utts),
+                                                    args.threads, os.uname().nodename)
+                    if args.jobs <= 1 else
+                    "%.0f s of transcription for %d utterance runs, %d processes at a time" % (
+                        wall, n_utts, args.jobs))
+    print_table(results, labels, sets, per_voice, timing)
+    if compare:
+        print()
+        print("whisper.cpp comparison (%s knot, greedy, no fallback):" % compare["label"])
+        for s in sets:
+            c = compare["sets"][s]
+            print("  %-14s identical %.1f%% (normalized %.1f%%) of %d; WER ours %.1f%%, "
+                  "whisper.cpp %.1f%%" % (s, c["identical"], c["identical_norm"], c["utts"],
+                                          c["wer_ours"], c["wer_cpp"]))
+    md = markdown(results, labels, sets, per_voice, meta, compare)
+    md_path = args.markdown or os.path.join(out, "wer.md")
+    with open(md_path, "w") as f:
+        f.write(md)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"meta": meta, "results": results, "compare": compare,
+                   "timing": {lb: {s: {"wall_s": t[0], "audio_s": t[1]}
+                                   for s, t in v.items()} for lb, v in timing.items()}},
+                  f, indent=1)
+    log("markdown table: %s; results: %s; total %.0f s" % (md_path, out, time.time() - t_start))
+    if tmp_models:
+        shutil.rmtree(tmp_models, ignore_errors=True)
 
 
 if __name__ == "__main__":
