@@ -672,6 +672,187 @@ attention_queries64 (int64_t q0, int64_t q1, int64_t n_q, int64_t n_kv,
   }
 }
 
+/* ---- one query, several 64-wide heads at once (the decoder) ---- */
+
+#define AG_MAX 6                /* heads per pass: 24 accumulators */
+#define AGK 128                 /* keys per chunk */
+
+/* attention_one64 for heads 0 .. G-1 of the row q (G * 64 values), with
+ * the key loop outside the head loop: each pass reads the keys' and
+ * values' rows whole (G * 64 values) in order rather than a 64-value
+ * slice of every row per head, which the memory system streams about
+ * twice as fast. */
+static inline __attribute__ ((always_inline)) void
+attention_group64 (const int G, const float *q, int64_t last, const void *K,
+    int64_t ldk, const void *V, int64_t ldv, float scale, float *o,
+    int kv16)
+{
+  float s[AG_MAX][AGK] __attribute__ ((aligned (64)));
+  __m512 acc[AG_MAX][4];
+  float mx[AG_MAX], sum[AG_MAX];
+  int64_t t0;
+  int t, h, c;
+
+#pragma GCC unroll 6
+  for (h = 0; h < G; h++) {
+    mx[h] = -INFINITY;
+    sum[h] = 0.0f;
+#pragma GCC unroll 4
+    for (c = 0; c < 4; c++)
+      acc[h][c] = _mm512_setzero_ps ();
+  }
+  for (t0 = 0; t0 <= last; t0 += AGK) {
+    int kn = (int) (last + 1 - t0 < AGK ? last + 1 - t0 : AGK);
+
+    /* scores, eight keys at a time for every head */
+    for (t = 0; t < kn; t += 8) {
+#pragma GCC unroll 6
+      for (h = 0; h < G; h++) {
+        const float *qh = q + h * 64;
+        __m512 a[8];
+        int u;
+#pragma GCC unroll 8
+        for (u = 0; u < 8; u++) {
+          int64_t kr = (t0 + t + (t + u < kn ? u : 0)) * ldk + h * 64;
+          __m512 d = _mm512_mul_ps (_mm512_loadu_ps (qh),
+              kv_load16 (K, kr, kv16));
+          d = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 16),
+              kv_load16 (K, kr + 16, kv16), d);
+          d = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 32),
+              kv_load16 (K, kr + 32, kv16), d);
+          a[u] = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 48),
+              kv_load16 (K, kr + 48, kv16), d);
+        }
+        _mm256_store_ps (s[h] + t, _mm256_mul_ps (hsum8x16 (a),
+                _mm256_set1_ps (scale)));
+      }
+    }
+
+    /* running softmax per head; lanes past kn (at most 7) never count */
+#pragma GCC unroll 6
+    for (h = 0; h < G; h++) {
+      __m512 vmax = _mm512_set1_ps (-INFINITY), vs = _mm512_setzero_ps ();
+      __m512 vm, vr;
+      float m_new, r;
+
+      for (t = 0; t < kn; t += 16)
+        vmax = _mm512_mask_max_ps (vmax, first_lanes (kn - t), vmax,
+            _mm512_load_ps (s[h] + t));
+      m_new = _mm512_reduce_max_ps (vmax);
+      if (m_new < mx[h])
+        m_new = mx[h];
+      r = expf (mx[h] - m_new);
+      vm = _mm512_set1_ps (m_new);
+      for (t = 0; t < kn; t += 16) {
+        __m512 p = _mm512_maskz_mov_ps (first_lanes (kn - t),
+            exp512 (_mm512_sub_ps (_mm512_load_ps (s[h] + t), vm)));
+        _mm512_store_ps (s[h] + t, p);
+        vs = _mm512_add_ps (vs, p);
+      }
+      sum[h] = sum[h] * r + _mm512_reduce_add_ps (vs);
+      mx[h] = m_new;
+      vr = _mm512_set1_ps (r);
+#pragma GCC unroll 4
+      for (c = 0; c < 4; c++)
+        acc[h][c] = _mm512_mul_ps (acc[h][c], vr);
+    }
+
+    /* values: one row per round, G * 4 independent chains */
+    for (t = 0; t < kn; t++) {
+      int64_t vrow = (t0 + t) * ldv;
+#pragma GCC unroll 6
+      for (h = 0; h < G; h++) {
+        __m512 p = _mm512_set1_ps (s[h][t]);
+#pragma GCC unroll 4
+        for (c = 0; c < 4; c++)
+          acc[h][c] = _mm512_fmadd_ps (p, kv_load16 (V, vrow + h * 64 + c
+                  * 16, kv16), acc[h][c]);
+      }
+    }
+  }
+#pragma GCC unroll 6
+  for (h = 0; h < G; h++) {
+    __m512 inv = _mm512_set1_ps (sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f);
+#pragma GCC unroll 4
+    for (c = 0; c < 4; c++)
+      _mm512_storeu_ps (o + h * 64 + c * 16, _mm512_mul_ps (acc[h][c], inv));
+  }
+}
+
+#define AG_CASE(G) \
+  case G: \
+    if (kv16) \
+      attention_group64 (G, q, last, K, ldk, V, ldv, scale, o, 1); \
+    else \
+      attention_group64 (G, q, last, K, ldk, V, ldv, scale, o, 0); \
+    break
+
+static void
+attention_group (int g, const float *q, int64_t last, const void *K,
+    int64_t ldk, const void *V, int64_t ldv, float scale, float *o, int kv16)
+{
+  switch (g) {
+      AG_CASE (1);
+      AG_CASE (2);
+      AG_CASE (3);
+      AG_CASE (4);
+      AG_CASE (5);
+    default:
+      AG_CASE (6);
+  }
+}
+
+#undef AG_CASE
+
+static void avx512_attention_head_f16kv (int64_t d_head, int64_t q0,
+    int64_t q1, int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+    const uint16_t * K, int64_t ldk, const uint16_t * V, int64_t ldv,
+    float scale, int causal, float *O, int64_t ldo);
+static void avx512_attention_head (int64_t d_head, int64_t q0, int64_t q1,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq, const float *K,
+    int64_t ldk, const float *V, int64_t ldv, float scale, int causal,
+    float *O, int64_t ldo);
+
+static void
+avx512_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
+    int64_t q1, int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+    const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
+    int causal, float *O, int64_t ldo, int kv16)
+{
+  size_t es = kv16 ? sizeof (uint16_t) : sizeof (float);
+  int64_t i;
+  int h;
+
+  if (d_head != 64) {
+    for (h = h0; h < h1; h++) {
+      int64_t off = h * d_head;
+      if (kv16)
+        avx512_attention_head_f16kv (d_head, q0, q1, n_q, n_kv, Q + off, ldq,
+            (const uint16_t *) K + off, ldk, (const uint16_t *) V + off, ldv,
+            scale, causal, O + off, ldo);
+      else
+        avx512_attention_head (d_head, q0, q1, n_q, n_kv, Q + off, ldq,
+            (const float *) K + off, ldk, (const float *) V + off, ldv, scale,
+            causal, O + off, ldo);
+    }
+    return;
+  }
+  for (i = q0; i < q1; i++) {
+    int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+    for (h = h0; h < h1; h += AG_MAX) {
+      int g = h1 - h < AG_MAX ? h1 - h : AG_MAX;
+      int64_t off = (int64_t) h * 64;
+      if (last < 0)
+        memset (O + i * ldo + off, 0, (size_t) g * 64 * sizeof (float));
+      else
+        attention_group (g, Q + i * ldq + off, last,
+            (const char *) K + off * es, ldk,
+            (const char *) V + off * es, ldv, scale, O + i * ldo + off,
+            kv16);
+    }
+  }
+}
+
 static void
 avx512_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
     int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
@@ -737,4 +918,5 @@ wk_kernels_avx512_init (wk_kernel_set * ks)
   ks->attention_head = avx512_attention_head;
   ks->attention_head_f16kv = avx512_attention_head_f16kv;
   ks->gelu = avx512_gelu;
+  ks->attention_heads = avx512_attention_heads;
 }

@@ -378,6 +378,24 @@ wk_attention_worker (void *data, int ith, int nth)
   }
 }
 
+/* Few queries (decoder steps, beams) with a kernel for several heads at
+ * once: pieces are runs of heads, as few as the threads allow, so that
+ * each reads the keys' rows as wide as it can. */
+#define WK_ATTN_FEW_QUERIES 8
+
+static void
+wk_attention_heads_worker (void *data, int ith, int nth)
+{
+  const wk_attention_job *job = data;
+  int64_t b, e;
+
+  wk_split (job->n_head, 1, ith, nth, &b, &e);
+  if (b < e)
+    job->ks->attention_heads ((int) b, (int) e, job->d_head, 0, job->n_q,
+        job->n_q, job->n_kv, job->Q, job->ldq, job->K, job->ldk, job->V,
+        job->ldv, job->scale, job->causal, job->O, job->ldo, job->kv16);
+}
+
 static void
 wk_attention_any (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
@@ -392,6 +410,14 @@ wk_attention_any (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
 
   if (n_head <= 0 || d_head <= 0 || d_head > 256 || n_q <= 0 || n_kv <= 0)
     return;
+  if (job.ks->attention_heads && n_q < WK_ATTN_FEW_QUERIES) {
+    if (nth == 1 || n_head * n_q * n_kv * d_head < WK_PARALLEL_MACS)
+      wk_attention_heads_worker (&job, 0, 1);
+    else
+      wk_pool_run_tasks (pool, wk_attention_heads_worker, &job,
+          nth < n_head ? nth : n_head);
+    return;
+  }
   if (nth == 1 || n_head * n_q * n_kv * d_head < WK_PARALLEL_MACS)
     wk_attention_worker (&job, 0, 1);
   else

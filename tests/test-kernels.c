@@ -558,6 +558,14 @@ test_attention (void)
   check_attention_case (6, 64, 100, 300, 0);
   check_attention_case (6, 64, 1, 300, 0);
   check_attention_case (6, 64, 5, 40, 1);
+  /* few queries over several 64-wide heads (read together in groups of up
+   * to 6), long key runs (chunks), heads that do not divide evenly */
+  check_attention_case (6, 64, 1, 1500, 0);
+  check_attention_case (6, 64, 1, 130, 1);
+  check_attention_case (8, 64, 2, 257, 0);
+  check_attention_case (7, 64, 3, 129, 1);
+  check_attention_case (13, 64, 1, 9, 0);
+  check_attention_case (5, 64, 7, 300, 1);
 }
 
 static void
