@@ -174,7 +174,9 @@ def make_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_token
         for _, _, tk in segs:
             tokens.extend(tk)
     tokens.append(wt.EOT)
-    ctc = ctc_labels(texts) if partial is None else None
+    # CTC labels cover the complete utterances; a window that ends inside a cut one
+    # scores CTC only over the encoder frames (50 per second) before the cut one starts
+    ctc = (ctc_labels(texts), WIN // 320 if partial is None else int(partial * 50))
     return x, tokens, ctc
 
 
@@ -199,14 +201,15 @@ def make_batch(pool, rng, bs, win=WIN):
 
 
 def ctc_loss(head, xa, ctcs):
-    """Mean per-character CTC loss over the windows that have labels (0 if none)."""
-    idx = [b for b, c in enumerate(ctcs) if c]
+    """Mean per-character CTC loss over the windows that have labels (0 if none).
+    ctcs[b] = (labels, encoder frames they span)."""
+    idx = [b for b, c in enumerate(ctcs) if c and c[0]]
     if not idx:
         return xa.new_zeros(())
     lp = head(xa[idx]).transpose(0, 1)  # (T, B, C)
-    tg = torch.tensor([t for b in idx for t in ctcs[b]], dtype=torch.long)
-    tl = torch.tensor([len(ctcs[b]) for b in idx], dtype=torch.long)
-    il = torch.full((len(idx),), lp.shape[0], dtype=torch.long)
+    tg = torch.tensor([t for b in idx for t in ctcs[b][0]], dtype=torch.long)
+    tl = torch.tensor([len(ctcs[b][0]) for b in idx], dtype=torch.long)
+    il = torch.tensor([min(ctcs[b][1], lp.shape[0]) for b in idx], dtype=torch.long)
     loss = F.ctc_loss(lp, tg, il, tl, blank=0, reduction="sum", zero_infinity=True)
     return loss / tl.sum()
 
