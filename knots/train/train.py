@@ -391,7 +391,7 @@ def load_weights(model, path):
 
 
 def lr_at(step, args):
-    warm = min(1.0, (step + 1) / args.warmup)
+    warm = min(1.0, (step - args.warm_start + 1) / args.warmup)
     if args.total_steps > 0:
         prog = min(1.0, step / args.total_steps)
         return args.lr * warm * (args.min_lr_frac + (1 - args.min_lr_frac) * 0.5 *
@@ -425,6 +425,9 @@ def main():
                     help="fraction of steps on windows shorter than 30 s (shortened audio context)")
     ap.add_argument("--short-min", type=int, default=6, help="shortest window, seconds")
     ap.add_argument("--short-max", type=int, default=15, help="longest short window, seconds")
+    ap.add_argument("--rewarm", action="store_true",
+                    help="on resume, warm the learning rate up again over --warmup steps "
+                    "(after changing --lr)")
     ap.add_argument("--reset-opt", action="append", default=[], metavar="PREFIX",
                     help="on resume, drop the optimizer state of parameters with this name prefix")
     args = ap.parse_args()
@@ -480,6 +483,7 @@ def main():
         log("fresh model: %s, %d params" % (DIMS.to_dict(), sum(p.numel() for p in model.parameters())))
     log("args: %s threads=%d bf16=%s" % (vars(args), torch.get_num_threads(), bf16))
     audio_h = ck.get("audio_h", windows_seen * 30 / 3600)
+    args.warm_start = step if args.rewarm else 0
 
     pool = Pool(tok, rng=rng)
     while True:
