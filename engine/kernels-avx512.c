@@ -374,7 +374,7 @@ gemm_core (const gemm_src * s, const float *X, int64_t n, int64_t ldx,
 
 #define VT 16                   /* weight rows per tile */
 /* software prefetch distance in the weight stream (bytes) */
-#define VPF 4096
+#define VPF 8192
 
 typedef struct
 {
