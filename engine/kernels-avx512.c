@@ -865,6 +865,7 @@ attention_queries64 (int64_t q0, int64_t q1, int64_t n_q, int64_t n_kv,
 
 #define AG_MAX 6                /* heads per pass: 24 accumulators */
 #define AGK 128                 /* keys per chunk */
+#define AGPF 16                 /* rows prefetched ahead */
 
 /* attention_one64 for heads 0 .. G-1 of the row q (G * 64 values), with
  * the key loop outside the head loop: each pass reads the keys' and
@@ -903,6 +904,14 @@ attention_group64 (const int G, const float *q, int64_t last, const void *K,
 #pragma GCC unroll 8
         for (u = 0; u < 8; u++) {
           int64_t kr = (t0 + t + (t + u < kn ? u : 0)) * ldk + h * 64;
+          const char *pk = (const char *) K + (kr + AGPF * ldk) * (kv16 ? 2 :
+              4);
+          _mm_prefetch (pk, _MM_HINT_T0);
+          _mm_prefetch (pk + 64, _MM_HINT_T0);
+          if (!kv16) {
+            _mm_prefetch (pk + 128, _MM_HINT_T0);
+            _mm_prefetch (pk + 192, _MM_HINT_T0);
+          }
           __m512 d = _mm512_mul_ps (_mm512_loadu_ps (qh),
               kv_load16 (K, kr, kv16));
           d = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 16),
@@ -952,6 +961,14 @@ attention_group64 (const int G, const float *q, int64_t last, const void *K,
 #pragma GCC unroll 6
       for (h = 0; h < G; h++) {
         __m512 p = _mm512_set1_ps (s[h][t]);
+        const char *pv = (const char *) V + (vrow + AGPF * ldv + h * 64) *
+            (kv16 ? 2 : 4);
+        _mm_prefetch (pv, _MM_HINT_T0);
+        _mm_prefetch (pv + 64, _MM_HINT_T0);
+        if (!kv16) {
+          _mm_prefetch (pv + 128, _MM_HINT_T0);
+          _mm_prefetch (pv + 192, _MM_HINT_T0);
+        }
 #pragma GCC unroll 4
         for (c = 0; c < 4; c++)
           acc[h][c] = _mm512_fmadd_ps (p, kv_load16 (V, vrow + h * 64 + c
