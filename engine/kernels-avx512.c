@@ -360,6 +360,26 @@ gemm_core (const gemm_src * s, const float *X, int64_t n, int64_t ldx,
   }
 }
 
+/* Eight 16-lane partial sums reduced into one vector of 8 sums. */
+static inline __m256
+hsum8x16 (const __m512 a[8])
+{
+  __m256 h[8], h01, h23, h45, h67, h0123, h4567;
+  int u;
+
+  for (u = 0; u < 8; u++)
+    h[u] = _mm256_add_ps (_mm512_castps512_ps256 (a[u]),
+        _mm512_extractf32x8_ps (a[u], 1));
+  h01 = _mm256_hadd_ps (h[0], h[1]);
+  h23 = _mm256_hadd_ps (h[2], h[3]);
+  h45 = _mm256_hadd_ps (h[4], h[5]);
+  h67 = _mm256_hadd_ps (h[6], h[7]);
+  h0123 = _mm256_hadd_ps (h01, h23);
+  h4567 = _mm256_hadd_ps (h45, h67);
+  return _mm256_add_ps (_mm256_permute2f128_ps (h0123, h4567, 0x20),
+      _mm256_permute2f128_ps (h0123, h4567, 0x31));
+}
+
 /* ---- decoder products with VNNI: one row of X, 16 weight rows a tile ----
  *
  * q8_0 / q4_0 weights against the quantized activation (wk_quantize_act):
@@ -544,6 +564,58 @@ gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
     avx2_set.linear (W, bias, X, 1, ldx, Y, ldy, j, j1, flags, 1);
 }
 
+/* ---- f16 decoder products: one row of X ----
+ * 16-wide conversions; 8 weight rows per tile, each read start to end
+ * (the tile is one sequential stream), sums reduced 8 at a time. */
+
+#define FT 8                    /* weight rows per tile */
+#define FPF 8192                /* prefetch distance (bytes) */
+
+static void
+gemv_f16_512 (const wk_tensor * W, const float *bias, const float *X,
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags)
+{
+  const int64_t k = W->ne[0];
+  const size_t rb = (size_t) k * sizeof (uint16_t);
+  const unsigned char *data = W->data;
+  int64_t j = j0, l;
+  int r;
+
+  for (; j + FT <= j1; j += FT) {
+    const unsigned char *w = data + (size_t) j * rb;
+    __m512 acc[FT];
+    __m256 y;
+
+#pragma GCC unroll 8
+    for (r = 0; r < FT; r++) {
+      const uint16_t *h = (const uint16_t *) (w + r * rb);
+      __m512 a0 = _mm512_setzero_ps (), a1 = _mm512_setzero_ps ();
+      for (l = 0; l < k; l += 32) {
+#ifndef F16NOPF
+        _mm_prefetch ((const char *) (h + l) + FPF, _MM_HINT_T0);
+#endif
+        a0 = _mm512_fmadd_ps (_mm512_cvtph_ps (_mm256_loadu_si256
+                ((const __m256i *) (h + l))), _mm512_loadu_ps (X + l), a0);
+        a1 = _mm512_fmadd_ps (_mm512_cvtph_ps (_mm256_loadu_si256
+                ((const __m256i *) (h + l + 16))), _mm512_loadu_ps (X + l +
+                16), a1);
+      }
+      acc[r] = _mm512_add_ps (a0, a1);
+    }
+    y = hsum8x16 (acc);
+    if (bias)
+      y = _mm256_add_ps (y, _mm256_loadu_ps (bias + j));
+    if (flags & WK_LINEAR_GELU)
+      y = _mm512_castps512_ps256 (gelu512 (_mm512_castps256_ps512 (y)));
+    if (flags & WK_LINEAR_ADD)
+      y = _mm256_add_ps (y, _mm256_loadu_ps (Y + j));
+    _mm256_storeu_ps (Y + j, y);
+  }
+  if (j < j1)
+    avx2_set.linear (W, bias, X, 1, ldx, Y, ldy, j, j1, flags, 0);
+}
+
 static void
 avx512_linear (const wk_tensor * W, const float *bias, const float *X,
     int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
@@ -554,6 +626,10 @@ avx512_linear (const wk_tensor * W, const float *bias, const float *X,
 
   if (act_q8 && n == 1 && have_vnni) {
     gemv_q_vnni (W, bias, X, ldx, Y, ldy, j0, j1, flags);
+    return;
+  }
+  if (n == 1 && W->type == WK_TYPE_F16 && W->ne[0] % 32 == 0) {
+    gemv_f16_512 (W, bias, X, ldx, Y, ldy, j0, j1, flags);
     return;
   }
   if (act_q8 || n < WK_LINEAR_GEMM_ROWS) {
@@ -716,26 +792,6 @@ kv_load16 (const void *p, int64_t i, int kv16)
     return _mm512_cvtph_ps (_mm256_loadu_si256 ((const __m256i *)
             ((const uint16_t *) p + i)));
   return _mm512_loadu_ps ((const float *) p + i);
-}
-
-/* Eight 16-lane partial sums reduced into one vector of 8 sums. */
-static inline __m256
-hsum8x16 (const __m512 a[8])
-{
-  __m256 h[8], h01, h23, h45, h67, h0123, h4567;
-  int u;
-
-  for (u = 0; u < 8; u++)
-    h[u] = _mm256_add_ps (_mm512_castps512_ps256 (a[u]),
-        _mm512_extractf32x8_ps (a[u], 1));
-  h01 = _mm256_hadd_ps (h[0], h[1]);
-  h23 = _mm256_hadd_ps (h[2], h[3]);
-  h45 = _mm256_hadd_ps (h[4], h[5]);
-  h67 = _mm256_hadd_ps (h[6], h[7]);
-  h0123 = _mm256_hadd_ps (h01, h23);
-  h4567 = _mm256_hadd_ps (h45, h67);
-  return _mm256_add_ps (_mm256_permute2f128_ps (h0123, h4567, 0x20),
-      _mm256_permute2f128_ps (h0123, h4567, 0x31));
 }
 
 #define A1K 96                  /* keys per chunk */
