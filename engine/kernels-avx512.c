@@ -394,7 +394,7 @@ hsum8x16 (const __m512 a[8])
 
 #define VT 16                   /* weight rows per tile */
 /* software prefetch distance in the weight stream (bytes) */
-#define VPF 8192
+#define VPF 16384
 
 typedef struct
 {
