@@ -2,9 +2,12 @@
  * attention; built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
  * -mf16c and only called after a run-time CPU check. CPUs with a full
  * 512-bit datapath (AMD Zen 5, Intel server cores) do twice the AVX2
- * kernels' multiply-adds per cycle here. Everything else (the decoder's
- * streamed products, element-wise kernels) is the AVX2 set's: see
- * wk_kernels_avx512_init. Held to kernels-ref.c by tests/test-kernels.c.
+ * kernels' multiply-adds per cycle here. The decoder's products with one
+ * row of X (f16, and q8_0/q4_0 with AVX512_VNNI, checked at init) and its
+ * few-query attention are here too, with software prefetch: a decoder
+ * step streams its weights from memory once. Everything else (beams,
+ * element-wise kernels) is the AVX2 set's: see wk_kernels_avx512_init.
+ * Held to kernels-ref.c by tests/test-kernels.c.
  *
  * Same structure as kernels-avx2.c: weight panels of 32 outputs converted
  * to f32 once per depth block, an 8x32 register-blocked micro-kernel (16
