@@ -326,6 +326,43 @@ def load_eval_set(name):
     return [(a[off[i]:off[i + 1]].astype(np.float32) / 32768.0, txt[i]) for i in range(len(txt))]
 
 
+def ctc_greedy(head, xa):
+    """Best-path CTC transcript of one window's encoder output (1, T, d)."""
+    best = head(xa)[0].argmax(-1).tolist()
+    out, prev = [], 0
+    for c in best:
+        if c != prev and c != 0:
+            out.append(CTC_CHARS[c - 1])
+        prev = c
+    return "".join(out)
+
+
+@torch.no_grad()
+def evaluate_ctc(model, head, n, show=2):
+    """Held-out WER of the encoder's auxiliary CTC head (best path), on the audio
+    alone without padding: a cheap view of what the encoder has learned."""
+    model.eval()
+    res = {}
+    for name in ("trainvoices", "heldout-rms"):
+        data = load_eval_set(name)
+        if not data:
+            continue
+        errs = words = 0
+        for i, (audio_, ref) in enumerate(data[:n]):
+            m = audio_[:len(audio_) // 320 * 320]
+            mel = wa.log_mel_spectrogram(torch.from_numpy(m))
+            hyp = ctc_greedy(head, model.encoder(mel[None]))
+            r, h = norm_words(ref), norm_words(hyp)
+            errs += edit_distance(r, h)
+            words += len(r)
+            if i < show:
+                log("  [%s ctc] ref: %s" % (name, ref))
+                log("  [%s ctc] hyp: %s" % (name, hyp))
+        res[name + " ctc"] = 100.0 * errs / max(1, words)
+    model.train()
+    return res
+
+
 def evaluate(model, tok, n, show=2):
     model.eval()
     res = {}
@@ -428,6 +465,12 @@ def main():
     ap.add_argument("--rewarm", action="store_true",
                     help="on resume, warm the learning rate up again over --warmup steps "
                     "(after changing --lr)")
+    ap.add_argument("--ctc-only", action="store_true",
+                    help="train the encoder and its CTC head alone (no decoder): a cheap "
+                    "phase that gets the encoder past the CTC plateau")
+    ap.add_argument("--reinit", action="append", default=[], metavar="PREFIX",
+                    help="on resume, initialise parameters with this name prefix afresh "
+                    "(and drop their optimizer state); 'ctc' = the CTC head")
     ap.add_argument("--reset-opt", action="append", default=[], metavar="PREFIX",
                     help="on resume, drop the optimizer state of parameters with this name prefix")
     args = ap.parse_args()
@@ -481,6 +524,22 @@ def main():
         log("resumed weights from %s at step %d (fresh optimizer)" % (COMMITTED, step))
     else:
         log("fresh model: %s, %d params" % (DIMS.to_dict(), sum(p.numel() for p in model.parameters())))
+    if args.reinit:
+        fresh = wm.Whisper(DIMS)
+        fresh.init_weights(seed=seed)
+        fresh_sd = fresh.state_dict()
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if any(n.startswith(pre) for pre in args.reinit):
+                    p.copy_(fresh_sd[n])
+                    opt.state.pop(p, None)
+                    log("initialised %s afresh" % n)
+            if "ctc" in args.reinit:
+                fresh_head = CTCHead(DIMS.n_audio_state)
+                for p, q in zip(head.parameters(), fresh_head.parameters()):
+                    p.copy_(q)
+                    opt.state.pop(p, None)
+                log("initialised the CTC head afresh")
     log("args: %s threads=%d bf16=%s" % (vars(args), torch.get_num_threads(), bf16))
     audio_h = ck.get("audio_h", windows_seen * 30 / 3600)
     args.warm_start = step if args.rewarm else 0
@@ -510,11 +569,16 @@ def main():
             g["lr"] = lr_at(step, args)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             xa = model.encoder(mel)
-            logits = model.decoder(inp, xa).float()
-            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1),
-                                   ignore_index=-100)
-            total = loss
-            if args.ctc_weight > 0:
+            if args.ctc_only:
+                loss = xa.new_zeros(())
+                total = lc = ctc_loss(head, xa.float(), ctcs)
+                ctc_acc += float(lc)
+            else:
+                logits = model.decoder(inp, xa).float()
+                loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1),
+                                       ignore_index=-100)
+                total = loss
+            if args.ctc_weight > 0 and not args.ctc_only:
                 lc = ctc_loss(head, xa.float(), ctcs)
                 total = loss + args.ctc_weight * lc
                 ctc_acc += float(lc)
@@ -552,7 +616,9 @@ def main():
             save_work_ckpt(model, opt, step, extra)
         if step % args.eval_every == 0:
             te = time.time()
-            res = evaluate(model, tok, args.eval_n)
+            res = evaluate_ctc(model, head, args.eval_n)
+            if not args.ctc_only:
+                res.update(evaluate(model, tok, args.eval_n))
             if res:
                 log("eval step %d: %s (%.0f s)" % (step, ", ".join(
                     "%s WER %.1f%%" % kv for kv in res.items()), time.time() - te))
