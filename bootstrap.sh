@@ -3,7 +3,8 @@
 #
 #   ./bootstrap.sh demo   install, build, transcribe the example audio with
 #                         the element and the default model
-#   ./bootstrap.sh test   install, build, run the whole test suite twice:
+#   ./bootstrap.sh test   install, check the formatting (tools/gst-indent),
+#                         build, run the whole test suite twice:
 #                         a normal build, then AddressSanitizer +
 #                         UndefinedBehaviorSanitizer; warnings are fatal;
 #                         then the fuzz targets for a bounded time
@@ -17,7 +18,7 @@ BUILD_DEPS=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   liborc-0.4-dev liborc-0.4-dev-bin libkissfft-dev zlib1g-dev
 )
-TEST_DEPS=(clang libclang-rt-14-dev)
+TEST_DEPS=(clang libclang-rt-14-dev indent)
 
 install_deps () {
   local sudo=""

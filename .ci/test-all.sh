@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: normal build, sanitizer build, fuzz smoke run.
+# The whole test suite: formatting, normal build, sanitizer build, fuzz
+# smoke run.
 # Prints one summary line "N passed, N failed" at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,16 @@ run_suite () {
   fi
   count_results "$dir"
 }
+
+# Formatting counts as one check: the C sources must be as tools/gst-indent
+# leaves them.
+echo "== formatting (tools/gst-indent --check) =="
+if tools/gst-indent --check; then
+  echo "ok formatting"; passed=$((passed + 1))
+else
+  echo "FAIL formatting: run tools/gst-indent"
+  failed=$((failed + 1)); status=1
+fi
 
 run_suite ci-build
 TIMEOUT_MULT=4 run_suite ci-build-asan -Db_sanitize=address,undefined \
