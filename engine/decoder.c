@@ -44,7 +44,7 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
 
   if (ctx->enc_ctx > 0 && ctx->enc_ctx < A)
     A = ctx->enc_ctx;           /* the encoder ran on fewer positions */
-  off = (size_t) l * A * dt;
+  off = ((size_t) l) * A * dt;
 
   if (ctx->cross_f16 && n >= WK_F16KV_MAX_QUERIES) {
     /* Many queries (a prompt): the f16 kernel is meant for few, so the
@@ -205,7 +205,7 @@ wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
         || slots[i] >= ctx->n_beams)
       return WK_ERR_ARG;
   t0 = now_s ();
-  row_bytes = (size_t) dt * sizeof (float);
+  row_bytes = ((size_t) dt) * sizeof (float);
 
   for (i = 0; i < n_beams; i++) {
     float *x = ctx->d_x + (size_t) i * dt;

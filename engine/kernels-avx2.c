@@ -1138,7 +1138,7 @@ load_part (const void *p, int64_t i, int n, int kv16)
 /* One query (the decoder): scores for a chunk of keys eight at a time,
  * a vector exp, then the weighted sum of value rows. K and V are f32, or
  * f16 when kv16 (strides in elements). */
-static inline __attribute__ ((always_inline)) void
+static inline WK_ALWAYS_INLINE void
 attention_one_t (int64_t d_head, const float *q, int64_t last,
     const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
     float *o, int kv16)

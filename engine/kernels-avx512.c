@@ -72,7 +72,7 @@ exp512 (__m512 x)
   e = _mm512_slli_epi32 (_mm512_add_epi32 (_mm512_cvtps_epi32 (n),
           _mm512_set1_epi32 (127)), 23);
   y = _mm512_mul_ps (y, _mm512_castsi512_ps (e));
-  return _mm512_maskz_mov_ps ((__mmask16) ~under, y);
+  return _mm512_maskz_mov_ps ((__mmask16) (~under), y);
 }
 
 /* GELU as kernels-avx2.c's gelu256 */
@@ -226,7 +226,7 @@ pack_panel (const gemm_src * s, int64_t j, int nr, int64_t l0, int kc,
 
 /* c[2r + h] = sum_kk a[r][kk * sa] * b[kk * ldb + 16h ..], r < 8; b's
  * 32 columns masked by m0 / m1. */
-static inline __attribute__ ((always_inline)) void
+static inline WK_ALWAYS_INLINE void
 ukernel_8x32 (int kc, const float *const *a, int64_t sa, const float *b,
     int64_t ldb, __mmask16 m0, __mmask16 m1, __m512 c[16])
 {
@@ -398,6 +398,8 @@ hsum8x16 (const __m512 a[8])
 #define VT 16                   /* weight rows per tile */
 /* software prefetch distance in the weight stream (bytes) */
 #define VPF 16384
+/* the VNNI kernels' attribute, as one word (see WK_ALWAYS_INLINE) */
+#define TARGET_VNNI __attribute__ ((target ("avx512vnni")))
 
 typedef struct
 {
@@ -410,7 +412,7 @@ static int have_vnni;
 
 /* one sum per lane: z[a]'s 128-bit lane k holds 4 partial sums of row
  * 4 k + a */
-static inline __attribute__ ((always_inline, target ("avx512vnni"))) __m512i
+static inline WK_ALWAYS_INLINE TARGET_VNNI __m512i
 reduce4x4 (const __m512i z[4])
 {
   __m512i t0 = _mm512_add_epi32 (_mm512_unpacklo_epi32 (z[0], z[1]),
@@ -422,7 +424,7 @@ reduce4x4 (const __m512i z[4])
 }
 
 /* 16 rows' scales d (the first two bytes of each row's block at w) */
-static inline __attribute__ ((always_inline, target ("avx512vnni"))) __m512
+static inline WK_ALWAYS_INLINE TARGET_VNNI __m512
 gather_d (const unsigned char *w, __m512i roff)
 {
   return _mm512_cvtph_ps (_mm512_cvtepi32_epi16 (_mm512_i32gather_epi32
@@ -431,7 +433,7 @@ gather_d (const unsigned char *w, __m512i roff)
 
 /* Sums over the blocks of 16 q8_0 rows starting at w (rb bytes apart),
  * lane r = row r. */
-static inline __attribute__ ((always_inline, target ("avx512vnni"))) __m512
+static inline WK_ALWAYS_INLINE TARGET_VNNI __m512
 tile_q8_0 (const unsigned char *w, size_t rb, int64_t nb,
     const vnni_act * a, __m512i roff)
 {
@@ -480,7 +482,7 @@ tile_q8_0 (const unsigned char *w, size_t rb, int64_t nb,
 }
 
 /* The same for q4_0 rows. */
-static inline __attribute__ ((always_inline, target ("avx512vnni"))) __m512
+static inline WK_ALWAYS_INLINE TARGET_VNNI __m512
 tile_q4_0 (const unsigned char *w, size_t rb, int64_t nb,
     const vnni_act * a, __m512i roff)
 {
@@ -527,7 +529,7 @@ tile_q4_0 (const unsigned char *w, size_t rb, int64_t nb,
 
 /* wk_linear_ex for one row of X (act_q8) and outputs j0 .. j1-1: whole
  * tiles here, the rest (< 16 rows) by the AVX2 kernel. */
-static __attribute__ ((target ("avx512vnni"))) void
+static TARGET_VNNI void
 gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
     unsigned flags)
@@ -802,7 +804,7 @@ kv_load16 (const void *p, int64_t i, int kv16)
 /* kernels-avx2.c's attention_one for 64-wide heads with 16-lane vectors:
  * the query stays in four registers, and f16 keys/values convert 16 at a
  * time (the conversions bound the AVX2 version). */
-static inline __attribute__ ((always_inline)) void
+static inline WK_ALWAYS_INLINE void
 attention_one64 (const float *q, int64_t last, const void *K, int64_t ldk,
     const void *V, int64_t ldv, float scale, float *o, int kv16)
 {
@@ -931,7 +933,7 @@ attention_queries64 (int64_t q0, int64_t q1, int64_t n_q, int64_t n_kv,
  * values' rows whole (G * 64 values) in order rather than a 64-value
  * slice of every row per head, which the memory system streams about
  * twice as fast. */
-static inline __attribute__ ((always_inline)) void
+static inline WK_ALWAYS_INLINE void
 attention_group64 (const int G, const float *q, int64_t last, const void *K,
     int64_t ldk, const void *V, int64_t ldv, float scale, float *o,
     int kv16)

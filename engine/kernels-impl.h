@@ -9,6 +9,10 @@
 
 #include "kernels.h"
 
+/* Function attributes as one word, so that GNU indent (tools/gst-indent)
+ * still sees the return type and name of the function they qualify. */
+#define WK_ALWAYS_INLINE __attribute__ ((always_inline))
+
 typedef struct
 {
   const char *name;

@@ -61,7 +61,7 @@ ref_dot_q8 (wk_type type, const unsigned char *w, const int8_t * xq,
       }
       dw = wk_fp16_to_fp32 (blk->d);
     }
-    acc += (double) dw * xd[b] * isum;
+    acc += ((double) dw) * xd[b] * isum;
   }
   return acc;
 }

@@ -15,8 +15,11 @@
 #include <cpuid.h>
 #endif
 
+/* GNU indent misreads the _Atomic (type) specifier. */
+/* *INDENT-OFF* */
 static _Atomic (const wk_kernel_set *) wk_kernels_forced;
 static _Atomic (const wk_kernel_set *) wk_kernels_chosen;
+/* *INDENT-ON* */
 
 int
 wk_kernels_avx2_usable (void)
@@ -254,7 +257,7 @@ wk_tensor_get_row (const wk_tensor * W, int64_t r, float *out)
 
   if (row_bytes == 0 || r < 0 || r >= W->ne[1])
     return;
-  row = (const unsigned char *) W->data + (size_t) r * row_bytes;
+  row = (const unsigned char *) W->data + ((size_t) r) * row_bytes;
   switch (W->type) {
     case WK_TYPE_Q8_0:
       for (b = 0; b < k / WK_QK; b++) {

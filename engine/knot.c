@@ -347,7 +347,7 @@ parse_kv (wk_knot * k, cursor * c, uint64_t i)
                 c->p[c->off + j]);
             return WK_ERR_FORMAT;
           }
-      c->off += (size_t) n *es;
+      c->off += ((size_t) n) * es;
     }
   } else {
     size_t es = scalar_size (type);
@@ -419,7 +419,7 @@ tensor_nbytes (const wk_tensor * t, size_t *nbytes, char *err,
     wk_set_err (err, err_size, "knot: tensor '%s' is too large", t->name);
     return WK_ERR_FORMAT;
   }
-  *nbytes = (size_t) rows *rb;
+  *nbytes = ((size_t) rows) * rb;
   return WK_OK;
 }
 
@@ -499,7 +499,7 @@ parse (wk_knot * k, char *err, size_t err_size)
   k->tensors = calloc (n_tensors ? n_tensors : 1, sizeof (wk_tensor));
   offsets = calloc (n_tensors ? n_tensors : 1, sizeof (uint64_t));
   /* names are bounded by the file: each byte of a name is a byte of it */
-  names_cap = (size_t) n_tensors *(KNOT_MAX_NAME + 1);
+  names_cap = ((size_t) n_tensors) * (KNOT_MAX_NAME + 1);
   if (names_cap > k->size + n_tensors)
     names_cap = k->size + (size_t) n_tensors;
   k->names = malloc (names_cap ? names_cap : 1);

@@ -45,7 +45,7 @@ struct wk_mel
   atomic_flag plan_busy[MEL_N_PLANS];
   kiss_fftr_cfg plan[MEL_N_PLANS];
   /* kiss_fftr_alloc() lays each plan out in this caller-owned memory. */
-  _Alignas (16) unsigned char plan_mem[MEL_N_PLANS][MEL_PLAN_BYTES];
+  unsigned char _Alignas (16) plan_mem[MEL_N_PLANS][MEL_PLAN_BYTES];
 };
 
 wk_status

@@ -83,7 +83,7 @@ wk_pool_spin_while (atomic_uint * word, unsigned old, int spin_us)
     if ((i & 63) == 0) {
       uint64_t now = wk_pool_now_ns ();
       if (deadline == 0)
-        deadline = now + (uint64_t) spin_us * 1000u;
+        deadline = now + ((uint64_t) spin_us) * 1000u;
       else if (now >= deadline)
         return v;
     }
@@ -105,7 +105,7 @@ wk_pool_spin_idle (atomic_int * active, int spin_us)
     if ((i & 63) == 0) {
       uint64_t now = wk_pool_now_ns ();
       if (deadline == 0)
-        deadline = now + (uint64_t) spin_us * 1000u;
+        deadline = now + ((uint64_t) spin_us) * 1000u;
       else if (now >= deadline)
         return 0;
     }

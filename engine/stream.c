@@ -208,7 +208,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
   s->segs = stream_alloc (s, (size_t) s->segs_cap, sizeof (wk_segment), &ok);
   s->toks_cap = WK_PENDING_WINDOWS * max_seg_tokens;
   s->toks = stream_alloc (s, (size_t) s->toks_cap, sizeof (wk_token), &ok);
-  s->raw_cap = (size_t) max_seg_tokens * (model->max_token_bytes + 1) + 1;
+  s->raw_cap = ((size_t) max_seg_tokens) * (model->max_token_bytes + 1) + 1;
   s->raw = stream_alloc (s, s->raw_cap, 1, &ok);
   s->text_cap = WK_PENDING_WINDOWS * (s->raw_cap * 3 + (size_t) s->segs_cap
       / WK_PENDING_WINDOWS + 16);

@@ -299,10 +299,10 @@ model_alloc (void)
 
   if (!m)
     return NULL;
-  n += (size_t) NFFT * NSTFT_PAD;
+  n += ((size_t) NFFT) * NSTFT_PAD;
   for (int l = 0; l < N_ENC; l++)
     n += (size_t) enc_in[l] * KSIZE * enc_out[l] + enc_out[l];
-  n += 2 * (size_t) HID * NGATES + NGATES + HID;
+  n += 2 * ((size_t) HID) * NGATES + NGATES + HID;
   m->block = calloc (n, sizeof (float));
   if (!m->block) {
     free (m);
@@ -310,7 +310,7 @@ model_alloc (void)
   }
   p = m->block;
   m->stft = p;
-  p += (size_t) NFFT * NSTFT_PAD;
+  p += ((size_t) NFFT) * NSTFT_PAD;
   for (int l = 0; l < N_ENC; l++) {
     m->enc_w[l] = p;
     p += (size_t) enc_in[l] * KSIZE * enc_out[l];
@@ -318,9 +318,9 @@ model_alloc (void)
     p += enc_out[l];
   }
   m->w_ih = p;
-  p += (size_t) HID * NGATES;
+  p += ((size_t) HID) * NGATES;
   m->w_hh = p;
-  p += (size_t) HID * NGATES;
+  p += ((size_t) HID) * NGATES;
   m->b_gates = p;
   p += NGATES;
   m->out_w = p;
@@ -1148,11 +1148,11 @@ apply_params (wk_vad * v)
       : p->threshold - 0.15f;
   if (v->neg_thr < 0.01f)
     v->neg_thr = 0.01f;
-  v->min_speech = (int64_t) SAMPLE_RATE * p->min_speech_duration_ms / 1000;
-  v->min_silence = (int64_t) SAMPLE_RATE * p->min_silence_duration_ms / 1000;
-  v->merge_gap = (int64_t) SAMPLE_RATE * p->merge_gap_ms / 1000;
-  v->pad = (int64_t) SAMPLE_RATE * p->speech_pad_ms / 1000;
-  v->min_silence_at_max = (int64_t) SAMPLE_RATE * 98 / 1000;
+  v->min_speech = ((int64_t) SAMPLE_RATE) * p->min_speech_duration_ms / 1000;
+  v->min_silence = ((int64_t) SAMPLE_RATE) * p->min_silence_duration_ms / 1000;
+  v->merge_gap = ((int64_t) SAMPLE_RATE) * p->merge_gap_ms / 1000;
+  v->pad = ((int64_t) SAMPLE_RATE) * p->speech_pad_ms / 1000;
+  v->min_silence_at_max = ((int64_t) SAMPLE_RATE) * 98 / 1000;
   if (p->max_speech_duration_s > 0.0f && p->max_speech_duration_s < 1e6f) {
     max_speech = (int64_t) (SAMPLE_RATE * (double) p->max_speech_duration_s)
         - CHUNK - 2 * v->pad;

@@ -68,7 +68,9 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
+/* *INDENT-OFF* */
 extern "C" {
+/* *INDENT-ON* */
 #endif
 
 #if defined(__GNUC__) && defined(WK_BUILDING_ENGINE)
@@ -446,6 +448,8 @@ typedef struct
 WK_API void wk_vad_get_stats (const wk_vad * vad, wk_vad_stats * stats);
 
 #ifdef __cplusplus
+/* *INDENT-OFF* */
 }
+/* *INDENT-ON* */
 #endif
 #endif /* WHISPERKNOT_H */

@@ -92,7 +92,7 @@ wk_type_row_bytes (wk_type type, int64_t n)
   /* 0 on overflow as well: callers treat it as "not representable" */
   if (blocks > SIZE_MAX / bb)
     return 0;
-  return (size_t) blocks *bb;
+  return ((size_t) blocks) * bb;
 }
 
 /* ---- IEEE binary16 ------------------------------------------------------ */
@@ -277,8 +277,8 @@ wk_dequantize_row_q4_0 (const wk_block_q4_0 * x, float *y, int64_t n)
     for (int j = 0; j < WK_QK / 2; j++) {
       int lo = (x[i].qs[j] & 0x0f) - 8;
       int hi = (x[i].qs[j] >> 4) - 8;
-      y[i * WK_QK + j] = (float) lo * d;
-      y[i * WK_QK + WK_QK / 2 + j] = (float) hi * d;
+      y[i * WK_QK + j] = ((float) lo) * d;
+      y[i * WK_QK + WK_QK / 2 + j] = ((float) hi) * d;
     }
   }
 }

@@ -94,7 +94,7 @@ src_row_to_f32 (int type, const void *row, float *y, int64_t n)
 static size_t
 src_row_bytes (int type, int64_t n)
 {
-  return type == SRC_BF16 ? (size_t) n * 2 : wk_ggml_row_bytes (type, n);
+  return type == SRC_BF16 ? ((size_t) n) * 2 : wk_ggml_row_bytes (type, n);
 }
 
 static char *

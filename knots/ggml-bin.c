@@ -116,8 +116,8 @@ wk_ggml_row_to_f32 (int type, const void *row, float *y, int64_t n)
           int lo = (qs[j] & 15) | (int) (((qh >> j) & 1) << 4);
           int hi = (qs[j] >> 4) | (int) (((qh >> (j + 16)) & 1) << 4);
           if (q51) {
-            y[i * WK_QK + j] = (float) lo * d + m;
-            y[i * WK_QK + 16 + j] = (float) hi * d + m;
+            y[i * WK_QK + j] = ((float) lo) * d + m;
+            y[i * WK_QK + 16 + j] = ((float) hi) * d + m;
           } else {
             y[i * WK_QK + j] = (float) (lo - 16) * d;
             y[i * WK_QK + 16 + j] = (float) (hi - 16) * d;
@@ -373,7 +373,7 @@ parse (wk_ggml_bin * b, const uint8_t * data, size_t size, char *err,
         goto out;
       }
       t->data = data + c.off;
-      t->nbytes = (size_t) rows *rb;
+      t->nbytes = ((size_t) rows) * rb;
       c.off += t->nbytes;
     }
     b->n_tensors++;

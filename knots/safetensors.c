@@ -55,7 +55,7 @@ wk_mel_filters_slaney (int n_mels, int n_fft, int sample_rate, float *out)
   /* numpy.fft.rfftfreq(n_fft, 1/sr), evaluated the same way */
   bin_hz = 1.0 / ((double) n_fft * (1.0 / (double) sample_rate));
   for (int k = 0; k < n_bins; k++)
-    fft_f[k] = (double) k *bin_hz;
+    fft_f[k] = ((double) k) * bin_hz;
   /* n_mels + 2 points evenly spaced in mel from 0 to sr/2 (linspace) */
   max_mel = hz_to_mel ((double) sample_rate / 2.0);
   step = max_mel / (double) (n_mels + 1);

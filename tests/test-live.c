@@ -552,7 +552,7 @@ script_policy (bool echo)
   for (i = 0; i < N_SCRIPT; i++) {
     char w[64];
     snprintf (w, sizeof w, " %s", script_words[i]);
-    sc.start[i] = SR + (int64_t) i * SR * 45 / 100;
+    sc.start[i] = SR + ((int64_t) i) * SR * 45 / 100;
     sc.end[i] = sc.start[i] + SR * 35 / 100;
     sc.n_tok[i] = wk_tokenizer_encode (model->tok, w, strlen (w), sc.tok[i],
         4);

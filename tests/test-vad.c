@@ -468,7 +468,11 @@ reference_segments (const float *p, size_t n, const wk_vad_params * prm,
 static void
 test_segmenter_matches_reference (void)
 {
-  enum { N = 600, MAXS = 128 };
+  enum
+  {
+    N = 600,
+    MAXS = 128
+  };
   float probs[N];
   wk_vad_segment ref[MAXS], got[MAXS];
   uint64_t r = 2024;

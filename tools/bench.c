@@ -375,7 +375,7 @@ mapped_rss_bytes (const char *path)
     } else if (in_map && strncmp (line, "Rss:", 4) == 0) {
       unsigned long kb;
       if (sscanf (line + 4, "%lu", &kb) == 1)
-        total += (uint64_t) kb * 1024;
+        total += ((uint64_t) kb) * 1024;
     }
   }
   fclose (f);

@@ -70,8 +70,7 @@ usage (FILE * f)
       "  -o, --output FILE     write there instead of standard output\n"
       "      --stats           timings and counters on standard error\n"
       "  -h, --help            this help\n"
-      "\n"
-      "Exit status: 0 done, 1 model, audio or output failed, 2 usage.\n");
+      "\nExit status: 0 done, 1 model, audio or output failed, 2 usage.\n");
 }
 
 static double

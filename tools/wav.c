@@ -38,7 +38,10 @@ rd32 (const unsigned char *p)
       (uint32_t) p[3] << 24;
 }
 
-static wk_status __attribute__ ((format (printf, 4, 5)))
+static wk_status fail (char *err, size_t err_size, wk_status status,
+    const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+
+static wk_status
 fail (char *err, size_t err_size, wk_status status, const char *fmt, ...)
 {
   if (err && err_size) {
