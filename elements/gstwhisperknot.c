@@ -773,8 +773,7 @@ not_found:
 open_failed:
   {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Could not load model '%s': %s.", path, g_strerror (errno)),
-        (NULL));
+        ("Could not load model '%s': %s.", path, g_strerror (errno)), (NULL));
     return FALSE;
   }
 no_thread:
@@ -820,8 +819,7 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
     self->stream = NULL;
   }
 
-  status = wk_stream_new (self->model, &params, &self->stream, err,
-      sizeof err);
+  status = wk_stream_new (self->model, &params, &self->stream, err, sizeof err);
   if (status != WK_OK)
     goto failed;
   /* the stats property shows the new stream's state at once */
@@ -839,8 +837,7 @@ failed:
       GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
           ("Could not start transcription: %s (language '%s', "
               "translate %s).", err, language ? language : "auto",
-              params.translate ? "on" : "off"),
-          ("%s", wk_status_str (status)));
+              params.translate ? "on" : "off"), ("%s", wk_status_str (status)));
     } else {
       GST_ELEMENT_ERROR (self, LIBRARY, INIT,
           ("Could not start transcription: %s.", err),
@@ -984,8 +981,7 @@ gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts,
         GST_STIME_ARGS (drift));
     ret = gst_whisperknot_write (self, NULL, fill);
     self->in_samples += fill;
-  } else if (GST_CLOCK_TIME_IS_VALID (expected) && ABS (drift) <=
-      REBASE_MAX) {
+  } else if (GST_CLOCK_TIME_IS_VALID (expected) && ABS (drift) <= REBASE_MAX) {
     GST_DEBUG_OBJECT (self, "timestamps off by %" GST_STIME_FORMAT,
         GST_STIME_ARGS (drift));
     g_mutex_lock (&self->lock);
@@ -1105,8 +1101,7 @@ gst_whisperknot_queue_event (GstWhisperKnot * self, GstEvent * event,
 }
 
 static gboolean
-gst_whisperknot_sink_event (GstPad * pad, GstObject * parent,
-    GstEvent * event)
+gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (parent);
 
@@ -1524,8 +1519,7 @@ gst_whisperknot_push_partial (GstWhisperKnot * self, const gchar * text,
 /* Passes a copy of a serialized event from the main src pad to
  * partial_src (stream-start, caps, segment, EOS, flushes). */
 static void
-gst_whisperknot_forward_partial_event (GstWhisperKnot * self,
-    GstEvent * event)
+gst_whisperknot_forward_partial_event (GstWhisperKnot * self, GstEvent * event)
 {
   GstPad *pad;
 
@@ -1708,8 +1702,7 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
 
     gst_event_parse_gap (marker->event, &ts, &dur);
     if (GST_CLOCK_TIME_IS_VALID (ts) && GST_CLOCK_TIME_IS_VALID (dur) &&
-        (!GST_CLOCK_TIME_IS_VALID (self->out_pos) ||
-            self->out_pos < ts + dur))
+        (!GST_CLOCK_TIME_IS_VALID (self->out_pos) || self->out_pos < ts + dur))
       self->out_pos = ts + dur;
   }
 

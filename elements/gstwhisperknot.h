@@ -13,7 +13,6 @@
 #include "whisperknot.h"
 
 G_BEGIN_DECLS
-
 #define GST_TYPE_WHISPERKNOT \
   (gst_whisperknot_get_type())
 #define GST_WHISPERKNOT(obj) \
@@ -24,7 +23,6 @@ G_BEGIN_DECLS
   (G_TYPE_CHECK_INSTANCE_TYPE((obj),GST_TYPE_WHISPERKNOT))
 #define GST_IS_WHISPERKNOT_CLASS(klass) \
   (G_TYPE_CHECK_CLASS_TYPE((klass),GST_TYPE_WHISPERKNOT))
-
 typedef struct _GstWhisperKnot GstWhisperKnot;
 
 /**
@@ -133,5 +131,4 @@ GType gst_whisperknot_get_type (void);
 GST_ELEMENT_REGISTER_DECLARE (whisperknot);
 
 G_END_DECLS
-
 #endif /* __GST_WHISPERKNOT_H__ */

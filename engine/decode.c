@@ -446,7 +446,8 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
     for (j = 0; j < n_live; j++) {
       float *x = ctx->logits + (size_t) j * V, lse;
       int k;
-      memcpy (ctx->seq + n0, live + j * stride, (size_t) len * sizeof (int32_t));
+      memcpy (ctx->seq + n0, live + j * stride,
+          (size_t) len * sizeof (int32_t));
       apply_filters (m, f, x, ctx->seq, n0 + len);
       lse = vocab_lse (ctx, x, V);
       for (k = 0; k <= B; k++) {

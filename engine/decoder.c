@@ -167,8 +167,7 @@ wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
     const float *x = ctx->d_x + (size_t) (n - n_logits) * dt;
     wk_layer_norm (ctx->pool, x, n_logits, dt, dt, m->ln_w, m->ln_b,
         WK_LN_EPS, ctx->d_xn, dt);
-    wk_linear (ctx->pool, m->tok_emb, NULL, ctx->d_xn, n_logits, dt, logits,
-        V);
+    wk_linear (ctx->pool, m->tok_emb, NULL, ctx->d_xn, n_logits, dt, logits, V);
   }
   ctx->n_decoder_tokens += n;
   ctx->t_decoder += now_s () - t0;

@@ -373,7 +373,7 @@ gemm_core (const gemm_src * s, const float *X, int64_t n, int64_t ldx,
     float *Y, int64_t ldy, int64_t j0, int64_t j1, int64_t k,
     const gemm_epi * epi)
 {
-  float bp[NC / NR][KC * NR] __attribute__ ((aligned (32)));
+  float bp[NC / NR][KC * NR] __attribute__((aligned (32)));
   int64_t jc, pc, i;
 
   for (jc = j0; jc < j1; jc += NC) {
@@ -519,8 +519,7 @@ gemv_row_4 (wk_type type, const unsigned char *wrow, int64_t k,
 
 static void
 gemv (const wk_tensor * W, const float *bias, const float *X, int64_t n,
-    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
-    unsigned flags)
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
 {
   const int64_t k = W->ne[0];
   const size_t row_bytes = wk_type_row_bytes (W->type, k);
@@ -617,8 +616,7 @@ static inline __m256
 dot_i8 (__m256i aw, __m256i w, __m256i x)
 {
   __m256i p16 = _mm256_maddubs_epi16 (aw, _mm256_sign_epi8 (x, w));
-  return _mm256_cvtepi32_ps (_mm256_madd_epi16 (p16,
-          _mm256_set1_epi16 (1)));
+  return _mm256_cvtepi32_ps (_mm256_madd_epi16 (p16, _mm256_set1_epi16 (1)));
 }
 
 /* q8_0: sum q_w q_x as |w| * sign (x, w). q4_0: the unsigned nibbles
@@ -784,8 +782,7 @@ gemvq_2x1 (wk_type type, const unsigned char *w0, const unsigned char *w1,
 
 static void
 gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
-    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
-    unsigned flags)
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
 {
   /* 80 KiB on the stack */
   act_q xq[4];
@@ -818,8 +815,7 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
       for (; j + 2 <= j1; j += 2) {
         float *y = Y + i0 * ldy + j;
         gemvq_2x1 (W->type, data + (size_t) j * row_bytes,
-            data + (size_t) (j + 1) * row_bytes, k, xq[0], xd[0], xs[0],
-            out);
+            data + (size_t) (j + 1) * row_bytes, k, xq[0], xd[0], xs[0], out);
         out[0] += bias ? bias[j] : 0.0f;
         out[1] += bias ? bias[j + 1] : 0.0f;
         if (flags & WK_LINEAR_ADD) {
@@ -917,8 +913,7 @@ avx2_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
  * read in place (masked when the panel is partial). */
 static inline void
 ukernel_6x16_strided (int kc, const float *const *a, int64_t sa,
-    const float *b, int64_t ldb, __m256i m0, __m256i m1, int full,
-    __m256 c[12])
+    const float *b, int64_t ldb, __m256i m0, __m256i m1, int full, __m256 c[12])
 {
   __m256 c00 = _mm256_setzero_ps (), c01 = _mm256_setzero_ps ();
   __m256 c10 = _mm256_setzero_ps (), c11 = _mm256_setzero_ps ();
@@ -980,13 +975,12 @@ ukernel_6x16_strided (int kc, const float *const *a, int64_t sa,
 static void
 attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
-    const float *V, int64_t ldv, float scale, int causal, float *O,
-    int64_t ldo)
+    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
 {
-  float qt[256 * AQ] __attribute__ ((aligned (32)));
-  float pt[AK * AQ] __attribute__ ((aligned (32)));
-  float acc[AQ * 256] __attribute__ ((aligned (32)));
-  float rr[AQ] __attribute__ ((aligned (32)));
+  float qt[256 * AQ] __attribute__((aligned (32)));
+  float pt[AK * AQ] __attribute__((aligned (32)));
+  float acc[AQ * 256] __attribute__((aligned (32)));
+  float rr[AQ] __attribute__((aligned (32)));
   const int64_t dpad = (d_head + 15) & ~(int64_t) 15;
   const __m256 ninf = _mm256_set1_ps (-INFINITY);
   const __m256 iota0 = _mm256_setr_ps (0, 1, 2, 3, 4, 5, 6, 7);
@@ -1143,8 +1137,8 @@ attention_one_t (int64_t d_head, const float *q, int64_t last,
     const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
     float *o, int kv16)
 {
-  float s[AK + 8] __attribute__ ((aligned (32)));
-  float acc[256 + 8] __attribute__ ((aligned (32)));
+  float s[AK + 8] __attribute__((aligned (32)));
+  float acc[256 + 8] __attribute__((aligned (32)));
   const int64_t n8 = d_head & ~(int64_t) 7;
   float mx = -INFINITY, sum = 0.0f;
   int64_t t0, t, l;
@@ -1268,8 +1262,7 @@ avx2_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
 static void
 avx2_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
-    const float *V, int64_t ldv, float scale, int causal, float *O,
-    int64_t ldo)
+    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
 {
   int64_t i;
 

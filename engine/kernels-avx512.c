@@ -328,7 +328,7 @@ gemm_core (const gemm_src * s, const float *X, int64_t n, int64_t ldx,
     float *Y, int64_t ldy, int64_t j0, int64_t j1, int64_t k,
     const gemm_epi * epi)
 {
-  float bp[NC / NR][KC * NR] __attribute__ ((aligned (64)));
+  float bp[NC / NR][KC * NR] __attribute__((aligned (64)));
   int64_t jc, pc, i;
 
   for (jc = j0; jc < j1; jc += NC) {
@@ -531,8 +531,7 @@ tile_q4_0 (const unsigned char *w, size_t rb, int64_t nb,
  * tiles here, the rest (< 16 rows) by the AVX2 kernel. */
 static TARGET_VNNI void
 gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
-    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
-    unsigned flags)
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
 {
   vnni_act a;
   const int64_t k = W->ne[0], nb = k / WK_QK;
@@ -578,8 +577,7 @@ gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
 
 static void
 gemv_f16_512 (const wk_tensor * W, const float *bias, const float *X,
-    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
-    unsigned flags)
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
 {
   const int64_t k = W->ne[0];
   const size_t rb = (size_t) k * sizeof (uint16_t);
@@ -682,13 +680,12 @@ avx512_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0,
 static void
 attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
-    const float *V, int64_t ldv, float scale, int causal, float *O,
-    int64_t ldo)
+    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
 {
-  float qt[256 * AQ] __attribute__ ((aligned (64)));
-  float pt[AK * AQ] __attribute__ ((aligned (64)));
-  float acc[AQ * 256] __attribute__ ((aligned (64)));
-  float rr[AQ] __attribute__ ((aligned (64)));
+  float qt[256 * AQ] __attribute__((aligned (64)));
+  float pt[AK * AQ] __attribute__((aligned (64)));
+  float acc[AQ * 256] __attribute__((aligned (64)));
+  float rr[AQ] __attribute__((aligned (64)));
   const int64_t dpad = (d_head + 31) & ~(int64_t) 31;
   const __m512 ninf = _mm512_set1_ps (-INFINITY);
   const __m512 iota0 = _mm512_setr_ps (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
@@ -808,7 +805,7 @@ static inline WK_ALWAYS_INLINE void
 attention_one64 (const float *q, int64_t last, const void *K, int64_t ldk,
     const void *V, int64_t ldv, float scale, float *o, int kv16)
 {
-  float s[A1K] __attribute__ ((aligned (64)));
+  float s[A1K] __attribute__((aligned (64)));
   const __m512 q0 = _mm512_loadu_ps (q), q1 = _mm512_loadu_ps (q + 16);
   const __m512 q2 = _mm512_loadu_ps (q + 32), q3 = _mm512_loadu_ps (q + 48);
   __m512 o0 = _mm512_setzero_ps (), o1 = _mm512_setzero_ps ();
@@ -935,10 +932,9 @@ attention_queries64 (int64_t q0, int64_t q1, int64_t n_q, int64_t n_kv,
  * twice as fast. */
 static inline WK_ALWAYS_INLINE void
 attention_group64 (const int G, const float *q, int64_t last, const void *K,
-    int64_t ldk, const void *V, int64_t ldv, float scale, float *o,
-    int kv16)
+    int64_t ldk, const void *V, int64_t ldv, float scale, float *o, int kv16)
 {
-  float s[AG_MAX][AGK] __attribute__ ((aligned (64)));
+  float s[AG_MAX][AGK] __attribute__((aligned (64)));
   __m512 acc[AG_MAX][4];
   float mx[AG_MAX], sum[AG_MAX];
   int64_t t0;
@@ -1114,8 +1110,7 @@ avx512_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
       else
         attention_group (g, Q + i * ldq + off, last,
             (const char *) K + off * es, ldk,
-            (const char *) V + off * es, ldv, scale, O + i * ldo + off,
-            kv16);
+            (const char *) V + off * es, ldv, scale, O + i * ldo + off, kv16);
     }
   }
 }
@@ -1138,8 +1133,7 @@ avx512_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
 static void
 avx512_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
-    const float *V, int64_t ldv, float scale, int causal, float *O,
-    int64_t ldo)
+    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
 {
   int64_t i;
 

@@ -18,8 +18,7 @@ ref_gelu1 (float v)
 }
 
 static void
-ref_store (float *y, double acc, const float *bias, int64_t j,
-    unsigned flags)
+ref_store (float *y, double acc, const float *bias, int64_t j, unsigned flags)
 {
   float v;
 
@@ -211,8 +210,7 @@ ref_attention_any (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
 static void
 ref_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
-    const float *V, int64_t ldv, float scale, int causal, float *O,
-    int64_t ldo)
+    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
 {
   ref_attention_any (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
       scale, causal, O, ldo, 0);

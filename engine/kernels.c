@@ -431,8 +431,7 @@ wk_attention_any (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
 void
 wk_attention (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
-    const float *V, int64_t ldv, float scale, int causal, float *O,
-    int64_t ldo)
+    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
 {
   wk_attention_any (pool, n_head, d_head, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
       scale, causal, O, ldo, 0);

@@ -390,8 +390,7 @@ knot_free (wk_knot * k)
 
 /* Tensor info, already range-checked fields; returns its byte size. */
 static wk_status
-tensor_nbytes (const wk_tensor * t, size_t *nbytes, char *err,
-    size_t err_size)
+tensor_nbytes (const wk_tensor * t, size_t *nbytes, char *err, size_t err_size)
 {
   uint64_t rows = 1, elems;
   size_t rb;
@@ -517,8 +516,7 @@ parse (wk_knot * k, char *err, size_t err_size)
 
     if (!rd_str (&c, &name, &name_len, "tensor name"))
       goto out;
-    if (name_len == 0 || name_len > KNOT_MAX_NAME
-        || memchr (name, 0, name_len)) {
+    if (name_len == 0 || name_len > KNOT_MAX_NAME || memchr (name, 0, name_len)) {
       wk_set_err (err, err_size, "knot: tensor %llu at offset %zu: name is "
           "empty, longer than %d bytes or contains NUL",
           (unsigned long long) i, at, KNOT_MAX_NAME);
@@ -866,8 +864,7 @@ wk_knot_copy_f32_arr (const wk_knot * knot, const char *key, float *dst,
 {
   const knot_kv *kv = find_kv (knot, key);
 
-  if (!kv || kv->type != GGUF_ARRAY || kv->arr_type != GGUF_F32
-      || n > kv->n)
+  if (!kv || kv->type != GGUF_ARRAY || kv->arr_type != GGUF_F32 || n > kv->n)
     return false;
   for (size_t i = 0; i < n; i++) {
     uint32_t b = le32 (kv->val + 4 * i);

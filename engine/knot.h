@@ -38,8 +38,7 @@ bool wk_knot_get_f32 (const wk_knot * knot, const char *key, float *out);
 bool wk_knot_get_str (const wk_knot * knot, const char *key,
     const char **str, size_t *len);
 /* Arrays: the element count, then element access. */
-bool wk_knot_get_arr_len (const wk_knot * knot, const char *key,
-    size_t *n);
+bool wk_knot_get_arr_len (const wk_knot * knot, const char *key, size_t *n);
 /* Copies n f32 elements of an f32 array into dst (metadata is not
  * aligned, so no pointer into the file is handed out). */
 bool wk_knot_copy_f32_arr (const wk_knot * knot, const char *key,

@@ -182,7 +182,7 @@ set_err (char *err, size_t err_size, const char *msg, const char *arg)
 }
 
 void *
-wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool * ok)
+wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool *ok)
 {
   void *q;
   if (!*ok)
@@ -196,7 +196,7 @@ wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool * ok)
 }
 
 static void *
-live_alloc (wk_live * l, size_t n, size_t elem, bool * ok)
+live_alloc (wk_live * l, size_t n, size_t elem, bool *ok)
 {
   return wk_live_calloc (&l->own_bytes, n, elem, ok);
 }
@@ -560,8 +560,7 @@ wk_live_prompt_push (int32_t * prompt, int *n_prompt, int prompt_cap,
 }
 
 void
-wk_live_audio_drop (float *audio, size_t *len, int64_t * base,
-    int64_t new_base)
+wk_live_audio_drop (float *audio, size_t *len, int64_t * base, int64_t new_base)
 {
   int64_t drop;
 
@@ -590,7 +589,7 @@ arrival (const wk_live * l, int64_t pos)
   }
   if (best < 0)
     return l->arr_n ? l->arr_t[(l->arr_head - 1 + LIVE_ARRIVALS)
-          % LIVE_ARRIVALS] : wk_live_now_s ();
+        % LIVE_ARRIVALS] : wk_live_now_s ();
   return l->arr_t[best];
 }
 
@@ -609,8 +608,7 @@ commit_words (wk_live * l, const live_hyp * h, int k)
     wk_live_prompt_push (l->prompt, &l->n_prompt, l->prompt_cap,
         l->p.max_text_ctx, h->tok + w->tok0, w->n_tok);
     if (l->n_recent == LIVE_RECENT) {
-      memmove (l->recent[0], l->recent[1],
-          (LIVE_RECENT - 1) * LIVE_WORD_BYTES);
+      memmove (l->recent[0], l->recent[1], (LIVE_RECENT - 1) * LIVE_WORD_BYTES);
       l->n_recent--;
     }
     word_norm (l, h, w, l->recent[l->n_recent++]);
@@ -991,8 +989,7 @@ trim (wk_live * l)
   keep -= LIVE_HISTORY;
   if (keep < 0)
     keep = 0;
-  wk_live_audio_drop (l->audio, &l->len, &l->base,
-      keep / LIVE_HOP * LIVE_HOP);
+  wk_live_audio_drop (l->audio, &l->len, &l->base, keep / LIVE_HOP * LIVE_HOP);
 }
 
 static wk_status

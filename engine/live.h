@@ -47,8 +47,7 @@ double wk_live_now_s (void);
 /* calloc (n ? n : 1, elem), adding n * elem to *own_bytes; sets *ok to
  * false when it fails and, once *ok is false, returns NULL without
  * trying (so a constructor checks ok once after all its allocations). */
-void *wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem,
-    bool * ok);
+void *wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool *ok);
 
 /* Appends t[0..n-1] to the decoder prompt prompt[0..*n_prompt-1] (room
  * for prompt_cap tokens), keeping only the newest min (prompt_cap,

@@ -374,8 +374,7 @@ bind_all (wk_model * m, char *err, size_t err_size)
   m->conv1_w = bind_conv (&b, "encoder.conv1.weight", hp->n_mels, da,
       &m->conv1_view);
   m->conv1_b = bind_vec (&b, "encoder.conv1.bias", da);
-  m->conv2_w = bind_conv (&b, "encoder.conv2.weight", da, da,
-      &m->conv2_view);
+  m->conv2_w = bind_conv (&b, "encoder.conv2.weight", da, da, &m->conv2_view);
   m->conv2_b = bind_vec (&b, "encoder.conv2.bias", da);
   m->enc_pos = bind (&b, "encoder.positional_embedding", 2, da,
       hp->n_audio_ctx);
@@ -395,10 +394,8 @@ bind_all (wk_model * m, char *err, size_t err_size)
   }
   bind_ln (&b, "encoder.ln_post", da, &m->ln_post_w, &m->ln_post_b);
 
-  m->tok_emb = bind (&b, "decoder.token_embedding.weight", 2, dt,
-      hp->n_vocab);
-  m->dec_pos = bind (&b, "decoder.positional_embedding", 2, dt,
-      hp->n_text_ctx);
+  m->tok_emb = bind (&b, "decoder.token_embedding.weight", 2, dt, hp->n_vocab);
+  m->dec_pos = bind (&b, "decoder.positional_embedding", 2, dt, hp->n_text_ctx);
   for (i = 0; i < hp->n_text_layer; i++) {
     wk_dec_layer *l = &m->dec[i];
     char name[160];
@@ -841,7 +838,7 @@ wk_model_window_mel (const wk_model * model, const float *audio,
 /* ---- the working state ------------------------------------------------- */
 
 static void *
-ctx_alloc (wk_ctx * ctx, size_t n, size_t elem, bool * ok)
+ctx_alloc (wk_ctx * ctx, size_t n, size_t elem, bool *ok)
 {
   void *p;
 
@@ -911,8 +908,7 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
   if ((size_t) wk_conv1d_k3_work_size (da, 2 * A, 2) > conv_work)
     conv_work = (size_t) wk_conv1d_k3_work_size (da, 2 * A, 2);
 
-  ctx->mel = ctx_alloc (ctx, (size_t) hp->n_mels * 2 * A, sizeof (float),
-      &ok);
+  ctx->mel = ctx_alloc (ctx, (size_t) hp->n_mels * 2 * A, sizeof (float), &ok);
   /* The encoder's buffers, in blocks of A x da floats: e_x (the output)
    * is the ctx's own; the rest is the model's shared scratch (see
    * wk_model), laid out as

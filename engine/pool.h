@@ -26,7 +26,6 @@ void wk_pool_run (wk_pool * pool, wk_pool_fn fn, void *ctx);
  * all are done. Threads claim tasks one at a time (the caller first takes
  * t = 0), so a worker that is slow to wake on a busy machine never delays
  * the call: the others take its share. Added by the kernels helper. */
-void wk_pool_run_tasks (wk_pool * pool, wk_pool_fn fn, void *ctx,
-    int n_tasks);
+void wk_pool_run_tasks (wk_pool * pool, wk_pool_fn fn, void *ctx, int n_tasks);
 
 #endif

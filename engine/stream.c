@@ -119,7 +119,7 @@ wk_stream_default_params (void)
 }
 
 static void *
-stream_alloc (wk_stream * s, size_t n, size_t elem, bool * ok)
+stream_alloc (wk_stream * s, size_t n, size_t elem, bool *ok)
 {
   return wk_live_calloc (&s->own_bytes, n, elem, ok);
 }
@@ -463,8 +463,7 @@ trim_audio (wk_stream * s)
 
   if (keep < 0)
     keep = 0;
-  wk_live_audio_drop (s->audio, &s->audio_len, &s->audio_base,
-      keep * WK_HOP);
+  wk_live_audio_drop (s->audio, &s->audio_len, &s->audio_base, keep * WK_HOP);
 }
 
 /* Runs every window whose frames all have their samples. */
@@ -661,7 +660,6 @@ wk_stream_get_stats (const wk_stream * s, wk_stream_stats * stats)
   stats->encoder_seconds = s->ctx->t_encoder;
   stats->decoder_seconds = s->ctx->t_decoder;
   stats->n_tokens = s->ctx->n_decoder_tokens;
-  stats->state_bytes = wk_ctx_state_bytes (s->ctx) + s->own_bytes
-      + sizeof *s;
+  stats->state_bytes = wk_ctx_state_bytes (s->ctx) + s->own_bytes + sizeof *s;
   wk_live_get_stats (s->live, stats);
 }

@@ -212,7 +212,7 @@ special_name (const wk_special_tokens * sp, int id, char *buf, size_t size)
   else if (id == sp->prev)
     fixed = "<|startofprev|>";
   else if (id == sp->nosp)
-    fixed = "<|nospeech|>";    /* "<|nocaptions|>" in Whisper before 2023 */
+    fixed = "<|nospeech|>";     /* "<|nocaptions|>" in Whisper before 2023 */
   else if (id == sp->no_timestamps)
     fixed = "<|notimestamps|>";
   if (fixed) {
@@ -260,8 +260,7 @@ wk_tokenizer_new (int n_vocab, int n_base, const char *const *tokens,
   if (n_base < 256 || n_base > sp.eot + 1 || !tokens || !lens) {
     if (err && err_size)
       snprintf (err, err_size, "tokenizer: %d ordinary tokens for a "
-          "vocabulary of %d (expected 256 .. %d)", n_base, n_vocab,
-          sp.eot + 1);
+          "vocabulary of %d (expected 256 .. %d)", n_base, n_vocab, sp.eot + 1);
     return WK_ERR_FORMAT;
   }
 

@@ -36,8 +36,7 @@ int wk_tokenizer_n_vocab (const wk_tokenizer * tok);
 /* The bytes of a token: ordinary tokens their BPE bytes, special tokens
  * their name ("<|endoftext|>", "<|en|>", "<|1.24|>"). *len may be NULL.
  * The returned string is NUL-terminated and lives as long as tok. */
-const char *wk_tokenizer_bytes (const wk_tokenizer * tok, int id,
-    size_t *len);
+const char *wk_tokenizer_bytes (const wk_tokenizer * tok, int id, size_t *len);
 
 /* Encodes UTF-8 text into ordinary tokens. Returns the number of ids
  * written (at most max_ids), or -1 if text does not fit. */
@@ -47,7 +46,7 @@ int wk_tokenizer_encode (const wk_tokenizer * tok, const char *text,
 /* Language codes of Whisper's language tokens, in token order
  * ("en", "zh", "de", ...); count is 100 (99 before large-v3). */
 const char *wk_language_code (int index);
-int wk_language_index (const char *code);      /* -1 if unknown */
+int wk_language_index (const char *code);       /* -1 if unknown */
 
 /* ---- added by the front-end helper ---------------------------------- */
 
@@ -80,7 +79,6 @@ size_t wk_utf8_valid_prefix_len (const char *s, size_t len);
  * sequence by U+FFFD (as Python's errors="replace" does, one per maximal
  * invalid subpart), NUL-terminated and truncated to out_size (never inside
  * a character); returns the full length of the result. */
-size_t wk_utf8_sanitize (const char *s, size_t len, char *out,
-    size_t out_size);
+size_t wk_utf8_sanitize (const char *s, size_t len, char *out, size_t out_size);
 
 #endif

@@ -62,7 +62,7 @@ static const int enc_out[N_ENC] = { 128, 64, 64, 128 };
 static const int enc_stride[N_ENC] = { 1, 2, 2, 1 };
 
 #define MAX_EVENTS 16
-#define EVENTS_PER_CHUNK 8   /* more than one chunk can produce */
+#define EVENTS_PER_CHUNK 8      /* more than one chunk can produce */
 #define SAMPLE_RATE 16000
 
 struct wk_vad_model
@@ -282,7 +282,8 @@ place_tensor (wk_vad_model * m, int t, const uint8_t * data, int type)
       /* ggml (k, 0, c) at c * NFFT + k -> [k][c] */
       for (int c = 0; c < NSTFT; c++)
         for (int k = 0; k < NFFT; k++)
-          m->stft[k * NSTFT_PAD + c] = elem (data, type, (int64_t) c * NFFT + k);
+          m->stft[k * NSTFT_PAD + c] =
+              elem (data, type, (int64_t) c * NFFT + k);
       break;
     default:
       break;
@@ -705,7 +706,7 @@ wk_default_vad_model_path (void)
  * run-time dispatch), an array elsewhere. Lane by lane it computes what the
  * scalar loop would, in the same order, so results do not depend on it. */
 #if defined(__GNUC__) && !defined(WK_VAD_NO_VECTOR_EXT)
-typedef float v4sf __attribute__ ((vector_size (16)));
+typedef float v4sf __attribute__((vector_size (16)));
 typedef struct
 {
   v4sf lo, hi;
@@ -802,11 +803,9 @@ lstm_gates (const wk_vad_model * m, const float *x, const float *h,
     f8 acc = f8_load (m->b_gates + g);
     for (int i = 0; i < HID; i++) {
       if (x[i] != 0.0f)         /* ReLU outputs are often 0 */
-        acc = f8_madd (acc, f8_load (m->w_ih + (size_t) i * NGATES + g),
-            x[i]);
+        acc = f8_madd (acc, f8_load (m->w_ih + (size_t) i * NGATES + g), x[i]);
       if (h[i] != 0.0f)
-        acc = f8_madd (acc, f8_load (m->w_hh + (size_t) i * NGATES + g),
-            h[i]);
+        acc = f8_madd (acc, f8_load (m->w_hh + (size_t) i * NGATES + g), h[i]);
     }
     f8_store (gates + g, acc);
   }
@@ -849,8 +848,7 @@ encode (const wk_vad_model * m, float *mag, float *act0, float *act1,
       enc_stride[0], act0, 4);
   conv_relu (act0, 4, 128, m->enc_w[1], m->enc_b[1], 64, enc_stride[1],
       act1, 2);
-  conv_relu (act1, 2, 64, m->enc_w[2], m->enc_b[2], 64, enc_stride[2],
-      act2, 1);
+  conv_relu (act1, 2, 64, m->enc_w[2], m->enc_b[2], 64, enc_stride[2], act2, 1);
   conv_relu (act2, 1, 64, m->enc_w[3], m->enc_b[3], 128, enc_stride[3],
       act3, 1);
 }

@@ -113,8 +113,9 @@ WK_API wk_model_params wk_model_default_params (void);
  * device and inode) is shared: the returned handle holds a new reference to
  * the same mapping. On failure *out is NULL and err (if not NULL) holds a
  * message a user can act on. */
-WK_API wk_status wk_model_load (const char *path, const wk_model_params *params,
-    wk_model ** out, char *err, size_t err_size);
+WK_API wk_status wk_model_load (const char *path,
+    const wk_model_params * params, wk_model ** out, char *err,
+    size_t err_size);
 
 WK_API wk_model *wk_model_ref (wk_model * model);
 WK_API void wk_model_unref (wk_model * model);
@@ -392,8 +393,7 @@ typedef struct
  * every buffer it needs: feeding never allocates. Keeps a reference to
  * the model. */
 WK_API wk_status wk_vad_new (wk_vad_model * model,
-    const wk_vad_params * params, wk_vad ** out, char *err,
-    size_t err_size);
+    const wk_vad_params * params, wk_vad ** out, char *err, size_t err_size);
 WK_API void wk_vad_free (wk_vad * vad);
 
 /* Forgets all state; positions start again at 0. */

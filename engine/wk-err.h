@@ -8,6 +8,6 @@
 /* Formats into err (at most err_size bytes, NUL-terminated); does nothing
  * when err is NULL or err_size is 0. */
 void wk_set_err (char *err, size_t err_size, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
+    __attribute__((format (printf, 3, 4)));
 
 #endif /* WK_ERR_H */

@@ -455,8 +455,7 @@ expect (const src_model * m, const char *name, int64_t ne0, int64_t ne1,
   }
   /* compare ignoring leading 1s (whisper.cpp's {1, d} conv biases) */
   for (int d = 0; d < t->n_dims; d++)
-    if (!(t->ne[d] == 1 && k == 0 && d + 1 < t->n_dims && ne1 == 1
-            && ne2 == 1))
+    if (!(t->ne[d] == 1 && k == 0 && d + 1 < t->n_dims && ne1 == 1 && ne2 == 1))
       got[k < 3 ? k : 2] = t->ne[d], k++;
   while (k < 3)
     got[k++] = 1;
@@ -831,8 +830,7 @@ main (int argc, char **argv)
   warn_lossy_vocab (&m, vocab_path ? vocab_path : input);
   for (int i = 0; i < n_keep; i++)
     if (!find (&m, keep[i].name)) {
-      snprintf (err, sizeof err, "--keep: no tensor named '%s'",
-          keep[i].name);
+      snprintf (err, sizeof err, "--keep: no tensor named '%s'", keep[i].name);
       goto fail;
     }
 

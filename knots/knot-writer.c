@@ -241,7 +241,7 @@ align_up (uint64_t v, uint64_t a)
 
 /* Header bytes (up to the aligned data section) and total size. */
 static void
-layout (wk_knot_writer * w, uint64_t *header, uint64_t *total)
+layout (wk_knot_writer * w, uint64_t * header, uint64_t * total)
 {
   uint64_t off = 4 + 4 + 8 + 8 + w->meta_len, d = 0;
 

@@ -594,8 +594,7 @@ name_hash (const char *s)
 
 wk_status
 wk_safetensors_open_memory (const void *data, size_t size,
-    bool skip_other_dtypes, wk_safetensors ** out, char *err,
-    size_t err_size)
+    bool skip_other_dtypes, wk_safetensors ** out, char *err, size_t err_size)
 {
   const uint8_t *b = data;
   uint64_t hlen = 0;
@@ -1171,8 +1170,7 @@ wk_tiktoken_parse (const char *text, size_t len, int32_t max_ranks,
       }
       for (; d < tok_end; d++, digits++) {
         if (text[d] < '0' || text[d] > '9' || digits >= 9) {
-          wk_set_err (err, err_size, "tiktoken: line %zu: bad rank",
-              line_no);
+          wk_set_err (err, err_size, "tiktoken: line %zu: bad rank", line_no);
           goto out;
         }
         rank = rank * 10 + (text[d] - '0');

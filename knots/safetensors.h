@@ -46,8 +46,7 @@ typedef struct
  * result). Tensors of other dtypes (I64 position ids, ...) are skipped
  * when skip_other_dtypes, else an error. */
 wk_status wk_safetensors_open_memory (const void *data, size_t size,
-    bool skip_other_dtypes, wk_safetensors ** out, char *err,
-    size_t err_size);
+    bool skip_other_dtypes, wk_safetensors ** out, char *err, size_t err_size);
 wk_status wk_safetensors_open (const char *path, wk_safetensors ** out,
     char *err, size_t err_size);
 void wk_safetensors_free (wk_safetensors * st);
@@ -105,7 +104,6 @@ wk_status wk_tiktoken_parse (const char *text, size_t len, int32_t max_ranks,
  * Slaney mel scale and Slaney area normalisation, fmin 0, fmax sr/2,
  * computed in double and stored as float like librosa's float32 output.
  * out has n_mels * (n_fft/2 + 1) elements, row-major. */
-void wk_mel_filters_slaney (int n_mels, int n_fft, int sample_rate,
-    float *out);
+void wk_mel_filters_slaney (int n_mels, int n_fft, int sample_rate, float *out);
 
 #endif

@@ -180,8 +180,7 @@ check_bit_identical (const char *bin_path, const char *knot_path)
 
   CHECK_MSG (wk_ggml_bin_open (bin_path, &b, err, sizeof err) == WK_OK, "%s",
       err);
-  CHECK_MSG (wk_knot_open (knot_path, &k, err, sizeof err) == WK_OK, "%s",
-      err);
+  CHECK_MSG (wk_knot_open (knot_path, &k, err, sizeof err) == WK_OK, "%s", err);
   if (!b || !k)
     goto done;
   CHECK (wk_knot_n_tensors (k) == b->n_tensors);
@@ -258,7 +257,7 @@ test_requantize_and_keep (void)
     if (g && t && t->type == WK_TYPE_Q4_0) {
       size_t nb = (size_t) (g->ne[0] * g->ne[1] / 32);
       wk_block_q4_0 *ref = malloc (nb * sizeof *ref);
-      float *x = malloc (g->nbytes);   /* .bin data is unaligned */
+      float *x = malloc (g->nbytes);    /* .bin data is unaligned */
       memcpy (x, g->data, g->nbytes);
       wk_quantize_row_q4_0 (x, ref, g->ne[0] * g->ne[1]);
       free (x);
@@ -318,8 +317,7 @@ test_requantize_and_keep (void)
         const wk_tensor *t = wk_knot_find (k, qname);
         CHECK (t && t->type == WK_TYPE_F16);
         t = wk_knot_find (k, "encoder.conv2.weight");
-        CHECK (t && t->type == WK_TYPE_F16 && t->n_dims == 3
-            && t->ne[0] == 3);
+        CHECK (t && t->type == WK_TYPE_F16 && t->n_dims == 3 && t->ne[0] == 3);
       }
       wk_knot_close (k);
       k = NULL;
@@ -388,8 +386,7 @@ encode_jfk (const char *knot, const wk_wav * wav, int64_t * n_out,
  * with encoder.conv2.weight stored with the shape {ne0, ne1} (same
  * bytes) when ne0 > 0. */
 static int
-write_knot_conv2_as (const char *bin, const char *out, int64_t ne0,
-    int64_t ne1)
+write_knot_conv2_as (const char *bin, const char *out, int64_t ne0, int64_t ne1)
 {
   static const char *keys[10] = { "whisper.n_vocab", "whisper.n_audio_ctx",
     "whisper.n_audio_state", "whisper.n_audio_head", "whisper.n_audio_layer",
@@ -633,8 +630,7 @@ check_tiktoken_tokens (const char *knot, const char *tiktoken,
       }
     }
     CHECK_MSG (bad == 0, "%d tokens differ", bad);
-    CHECK_MSG (replaced == expect_replaced, "%d tokens restored",
-        replaced);
+    CHECK_MSG (replaced == expect_replaced, "%d tokens restored", replaced);
     /* spot checks by hand: byte 0xA1, "\xe2\x99" and 0xAA */
     CHECK (wk_knot_get_str_at (k, "tokenizer.ggml.tokens", 94, &s, &len)
         && len == 1 && (unsigned char) s[0] == 0xa1);
@@ -1187,8 +1183,7 @@ test_json_readers (void)
     /* nesting bomb */
     char deep[300];
     memset (deep, '[', sizeof deep);
-    CHECK (wk_hf_config_parse (deep, sizeof deep, &cfg, err,
-            sizeof err) != 0);
+    CHECK (wk_hf_config_parse (deep, sizeof deep, &cfg, err, sizeof err) != 0);
   }
 
   {

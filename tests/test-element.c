@@ -465,7 +465,8 @@ check_timestamps (gboolean f32)
   check_coverage (0, eos, t0, t0 + 5 * GST_SECOND);
   first_buf = first_buffer (0, eos);
   if (first_buf < eos)
-    fail_unless (rec_item (first_buf)->discont, "first text buffer not DISCONT");
+    fail_unless (rec_item (first_buf)->discont,
+        "first text buffer not DISCONT");
   fail_unless_equals_int (rec_count (), eos + 1);
   teardown (h);
 }
@@ -495,8 +496,7 @@ GST_START_TEST (test_s16_and_f32_give_same_output)
     guint64 pos = 0;
 
     gst_harness_set_src_caps_str (h, r ? CAPS_F32 : CAPS_S16);
-    fail_unless_equals_int (push_audio (h, r, 0, 4.0, &pos, TRUE),
-        GST_FLOW_OK);
+    fail_unless_equals_int (push_audio (h, r, 0, 4.0, &pos, TRUE), GST_FLOW_OK);
     gst_harness_push_event (h, gst_event_new_eos ());
     rec_wait_event (0, GST_EVENT_EOS);
     runs[r] = g_array_ref (rec_items);

@@ -111,8 +111,7 @@ wk_test_ggml_read (const char *path, wk_test_ggml * g)
   return 0;
 
 bad:
-  fprintf (stderr, "%s: not a ggml .bin header this test understands\n",
-      path);
+  fprintf (stderr, "%s: not a ggml .bin header this test understands\n", path);
   wk_test_ggml_clear (g);
   return -1;
 }

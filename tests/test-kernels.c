@@ -79,7 +79,7 @@ gelu_exact (double x)
 static const wk_kernel_set *simd_sets[4];
 static int n_simd_sets;
 
-static double act_q8_worst_ratio;      /* error / bound, over all cases */
+static double act_q8_worst_ratio;       /* error / bound, over all cases */
 
 /* Exact values from an independent dequantization: the definition. */
 static void
@@ -371,8 +371,7 @@ check_gemm_case (int b_trans, int64_t n, int64_t m, int64_t k)
     for (p = 0; p < n_pools; p++) {
       int64_t i, j, l, bad = 0;
       memset (C, 0, (size_t) (n * ldc) * sizeof (float));
-      wk_gemm_f32 (pools[p], b_trans, n, m, k, alpha, A, lda, B, ldb, C,
-          ldc);
+      wk_gemm_f32 (pools[p], b_trans, n, m, k, alpha, A, lda, B, ldb, C, ldc);
       for (i = 0; i < n; i++)
         for (j = 0; j < m; j++) {
           double acc = 0.0, mag = 0.0;
@@ -802,8 +801,7 @@ test_pool_null_and_default (void)
   CHECK (atomic_load (&c.calls[0]) == 1 && atomic_load (&c.nth_seen) == 1);
   CHECK (wk_pool_size (NULL) == 1);
   pool = wk_pool_new (0);
-  CHECK (pool != NULL && wk_pool_size (pool) >= 1
-      && wk_pool_size (pool) <= 8);
+  CHECK (pool != NULL && wk_pool_size (pool) >= 1 && wk_pool_size (pool) <= 8);
   wk_pool_free (pool);
   wk_pool_free (NULL);
   /* create and destroy repeatedly (no leaked or stuck threads) */

@@ -446,10 +446,11 @@ test_hour (void)
   wk_stream_get_stats (s, &st);
   printf ("# one hour (12 x jfk in silence): %.1f s wall, %.1f CPU s, "
       "%lld runs, %lld words, %lld utterances, state %.1f MB constant, "
-      "encoder %.1f s, decoder %.1f s, detector %.1f s\n", wk_test_now_s () - t0,
-      wk_test_cpu_s () - c0, (long long) st.n_runs, (long long) st.n_committed,
-      (long long) st.n_utterances, st.state_bytes / 1e6, st.encoder_seconds,
-      st.decoder_seconds, st.vad_seconds);
+      "encoder %.1f s, decoder %.1f s, detector %.1f s\n",
+      wk_test_now_s () - t0, wk_test_cpu_s () - c0, (long long) st.n_runs,
+      (long long) st.n_committed, (long long) st.n_utterances,
+      st.state_bytes / 1e6, st.encoder_seconds, st.decoder_seconds,
+      st.vad_seconds);
   CHECK_NEAR (st.audio_seconds, 3600.0, 1e-6);
   CHECK_MSG (v.n_markers >= 12 && v.order_ok && v.words_ok,
       "markers %d order %d words %d", v.n_markers, v.order_ok, v.words_ok);
@@ -536,7 +537,7 @@ script_run (void *user, int64_t ws, int64_t we, int32_t * out, int max)
 static void
 script_policy (bool echo)
 {
-  wk_stream_params p = live_params (900);  /* step 300 ms */
+  wk_stream_params p = live_params (900);       /* step 300 ms */
   wk_ctx *ctx = NULL;
   wk_live *live = NULL;
   script sc;
@@ -554,8 +555,7 @@ script_policy (bool echo)
     snprintf (w, sizeof w, " %s", script_words[i]);
     sc.start[i] = SR + ((int64_t) i) * SR * 45 / 100;
     sc.end[i] = sc.start[i] + SR * 35 / 100;
-    sc.n_tok[i] = wk_tokenizer_encode (model->tok, w, strlen (w), sc.tok[i],
-        4);
+    sc.n_tok[i] = wk_tokenizer_encode (model->tok, w, strlen (w), sc.tok[i], 4);
     CHECK (sc.n_tok[i] >= 1);
     seen_partial[i] = partial_before[i] = false;
     commit_at[i] = -1;

@@ -54,8 +54,7 @@ read_reference_filters (void)
   for (sect = 0; sect < 2; sect++) {
     int n_mels, m;
     float *dst;
-    if (fscanf (f, " mel %d", &n_mels) != 1
-        || n_mels != (sect ? 128 : 80))
+    if (fscanf (f, " mel %d", &n_mels) != 1 || n_mels != (sect ? 128 : 80))
       goto bad;
     dst = sect ? filters128 : filters80;
     memset (dst, 0, (size_t) n_mels * WK_N_BINS * sizeof (float));

@@ -351,8 +351,7 @@ run_cmd (const char *const argv[])
 
 /* The generator's output checksums (knots/golden.py file_checksum). */
 static int
-file_checksum (const char *path, uint64_t * size, uint64_t * s1,
-    uint64_t * s2)
+file_checksum (const char *path, uint64_t * size, uint64_t * s1, uint64_t * s2)
 {
   FILE *f = fopen (path, "rb");
   unsigned char buf[1 << 16];
@@ -763,8 +762,7 @@ run_config (const parity_config * pc, const char *build_root)
   char bin[4352] = "", knot[4352] = "";
   int rc;
 
-  snprintf (path, sizeof path, "%s/golden/%s.gold", dir ? dir : ".",
-      pc->stem);
+  snprintf (path, sizeof path, "%s/golden/%s.gold", dir ? dir : ".", pc->stem);
   if (access (path, R_OK) != 0 && !pc->required) {
     printf ("# %s: no golden file, skipped\n", pc->stem);
     return;

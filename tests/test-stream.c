@@ -130,8 +130,7 @@ check_timestamps (const results * r, int64_t n_samples)
   for (i = 0; i < r->n; i++) {
     CHECK_MSG (r->start[i] >= 0 && r->start[i] < r->end[i]
         && r->end[i] <= n_samples, "segment %d: [%lld, %lld) of %lld", i,
-        (long long) r->start[i], (long long) r->end[i],
-        (long long) n_samples);
+        (long long) r->start[i], (long long) r->end[i], (long long) n_samples);
     CHECK_MSG (i == 0 || r->start[i] >= r->end[i - 1],
         "segment %d starts at %lld before the previous end %lld", i,
         (long long) r->start[i], (long long) r->end[i - 1]);
@@ -350,8 +349,7 @@ write_odd_knot (const char *out, uint32_t n_text_ctx, const char *skip)
   wk_knot_writer_set_str (w, "general.architecture", "whisper", 7);
   for (i = 0; i < 10; i++) {
     const int32_t *hp = &b->hp.n_vocab;
-    wk_knot_writer_set_u32 (w, keys[i], i == 5 ? n_text_ctx :
-        (uint32_t) hp[i]);
+    wk_knot_writer_set_u32 (w, keys[i], i == 5 ? n_text_ctx : (uint32_t) hp[i]);
   }
   wk_knot_writer_set_f32_array (w, "whisper.mel_filters", b->mel_filters,
       (size_t) b->n_mel * b->n_fft);
@@ -590,7 +588,7 @@ test_long_audio_bounded (void)
   atomic_store (&n_allocs, 0);
   atomic_store (&counting, 1);
   while (off < n) {
-    size_t c = n - off < 3200 ? n - off : 3200;        /* 200 ms */
+    size_t c = n - off < 3200 ? n - off : 3200; /* 200 ms */
     CHECK (wk_stream_feed (s, a + off, c) == WK_OK);
     off += c;
   }

@@ -121,8 +121,7 @@ tiktoken_read (const char *name, tiktoken * t)
  * decode(errors="replace") makes of them (whisper.cpp's test files were
  * written so), which wk_utf8_sanitize reproduces. */
 static void
-compare_with_ggml (const char *name, const tiktoken * t,
-    const wk_test_ggml * g)
+compare_with_ggml (const char *name, const tiktoken * t, const wk_test_ggml * g)
 {
   int i, n_bad = 0, n_replaced = 0;
   char fixed[1200];
@@ -199,8 +198,7 @@ test_special_token_layouts (void)
   CHECK (sp.eot == 50256 && sp.sot == 50257 && sp.translate == 50357
       && sp.transcribe == 50358 && sp.solm == 50359 && sp.prev == 50360
       && sp.nosp == 50361 && sp.no_timestamps == 50362
-      && sp.timestamp_begin == 50363 && sp.lang_begin == -1
-      && sp.n_langs == 0);
+      && sp.timestamp_begin == 50363 && sp.lang_begin == -1 && sp.n_langs == 0);
   CHECK (51864 - sp.timestamp_begin == 1501);   /* 0.00 .. 30.00 s */
 
   wk_special_tokens_for (51865, &sp);
@@ -465,8 +463,8 @@ test_utf8_helpers (void)
   /* invalid bytes never become valid: not held back */
   CHECK (wk_utf8_valid_prefix_len ("a\x80", 2) == 2);
   CHECK (wk_utf8_valid_prefix_len ("a\xC0", 2) == 2);
-  CHECK (wk_utf8_valid_prefix_len ("a\xE0\x80", 3) == 3);      /* overlong */
-  CHECK (wk_utf8_valid_prefix_len ("a\xED\xA0", 3) == 3);      /* surrogate */
+  CHECK (wk_utf8_valid_prefix_len ("a\xE0\x80", 3) == 3);       /* overlong */
+  CHECK (wk_utf8_valid_prefix_len ("a\xED\xA0", 3) == 3);       /* surrogate */
   CHECK (wk_utf8_valid_prefix_len ("a\xF5", 2) == 2);
   CHECK (wk_utf8_valid_prefix_len ("", 0) == 0);
 

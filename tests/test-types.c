@@ -87,13 +87,13 @@ test_fp32_to_fp16_rounding (void)
   CHECK (wk_fp32_to_fp16 (1.0f) == 0x3c00);
   CHECK (wk_fp32_to_fp16 (65504.0f) == 0x7bff);
   CHECK (wk_fp32_to_fp16 (65519.996f) == 0x7bff);
-  CHECK (wk_fp32_to_fp16 (65520.0f) == 0x7c00);   /* tie goes to even: inf */
+  CHECK (wk_fp32_to_fp16 (65520.0f) == 0x7c00); /* tie goes to even: inf */
   CHECK (wk_fp32_to_fp16 (1e10f) == 0x7c00);
   CHECK (wk_fp32_to_fp16 (-INFINITY) == 0xfc00);
   CHECK ((wk_fp32_to_fp16 (NAN) & 0x7fff) > 0x7c00);
-  CHECK (wk_fp32_to_fp16 (0x1p-25f) == 0x0000);   /* tie to even: 0 */
+  CHECK (wk_fp32_to_fp16 (0x1p-25f) == 0x0000); /* tie to even: 0 */
   CHECK (wk_fp32_to_fp16 (0x1.000002p-25f) == 0x0001);
-  CHECK (wk_fp32_to_fp16 (0x3p-25f) == 0x0002);   /* 1.5 ulp: tie -> 2 */
+  CHECK (wk_fp32_to_fp16 (0x3p-25f) == 0x0002); /* 1.5 ulp: tie -> 2 */
   CHECK (wk_fp32_to_fp16 (0x1p-26f) == 0x0000);
   CHECK (wk_fp32_to_fp16 (-0x1p-30f) == 0x8000);
   /* 1 + 2^-11 is halfway between 1 and 1 + 2^-10: even is 1 */

@@ -312,7 +312,7 @@ test_speech_in_noise (void)
  * so that segments split, merge (7 times in whisper.cpp) and get dropped.
  * Deterministic; *n_out samples. */
 static float *
-make_mix (size_t * n_out)
+make_mix (size_t *n_out)
 {
   size_t cap = (size_t) 120 * SR, n = 0;
   float *x = calloc (cap, sizeof *x);
@@ -546,8 +546,7 @@ test_segmenter_matches_reference (void)
     }
     wk_vad_free (v);
     total_segs += (int) n_ref;
-    if (n_got != n_ref
-        || memcmp (got, ref, n_got * sizeof *got) != 0) {
+    if (n_got != n_ref || memcmp (got, ref, n_got * sizeof *got) != 0) {
       if (mismatches++ < 3) {
         fprintf (stderr, "sequence %d: %zu segments, reference %zu\n", iter,
             n_got, n_ref);
@@ -619,7 +618,7 @@ test_segmenter_matches_reference (void)
 /* Feeds pcm in pieces of the given sizes (cycled) and collects events. */
 static size_t
 stream_segments (wk_vad * v, const float *pcm, size_t n,
-    const size_t * sizes, size_t n_sizes, wk_vad_segment * out,
+    const size_t *sizes, size_t n_sizes, wk_vad_segment * out,
     size_t max_out, int *order_ok)
 {
   size_t off = 0, k = 0, n_out = 0;

@@ -170,9 +170,15 @@ test_encodings_and_mixdown (void)
   /* s24 mono: 0x400000 = 0.5, 0x800000 = -1 */
   begin_riff (w);
   put_fmt (w, 1, 1, 16000, 24);
-  d[0] = 0x00; d[1] = 0x00; d[2] = 0x40;
-  d[3] = 0x00; d[4] = 0x00; d[5] = 0x80;
-  d[6] = 0xff; d[7] = 0xff; d[8] = 0xff;
+  d[0] = 0x00;
+  d[1] = 0x00;
+  d[2] = 0x40;
+  d[3] = 0x00;
+  d[4] = 0x00;
+  d[5] = 0x80;
+  d[6] = 0xff;
+  d[7] = 0xff;
+  d[8] = 0xff;
   put_chunk (w, "data", d, 9);  /* odd: padded */
   end_riff (w);
   CHECK (parse (w, &wav) == WK_OK && wav.n_samples == 3);
@@ -199,7 +205,9 @@ test_encodings_and_mixdown (void)
   /* u8 mono */
   begin_riff (w);
   put_fmt (w, 1, 1, 8000, 8);
-  d[0] = 128; d[1] = 0; d[2] = 192;
+  d[0] = 128;
+  d[1] = 0;
+  d[2] = 192;
   put_chunk (w, "data", d, 3);
   end_riff (w);
   CHECK (parse (w, &wav) == WK_OK && wav.n_samples == 3 && wav.rate == 8000);

@@ -313,8 +313,7 @@ main (int argc, char **argv)
         };
         char name[64];
         double flop = 4.0 * nq[a] * 1500 * 384, ms;
-        snprintf (name, sizeof name, "attention %ldx1500 6x64",
-            (long) nq[a]);
+        snprintf (name, sizeof name, "attention %ldx1500 6x64", (long) nq[a]);
         if (!want_shape (name)) {
           wk_pool_free (pool);
           continue;

@@ -260,8 +260,7 @@ show_tail (const char *path)
 
 /* whisper_print_timings lines: "...: NAME time = X ms / N runs (...)". */
 static void
-parse_whisper_timings (const char *err_path, const char *out_path,
-    results * r)
+parse_whisper_timings (const char *err_path, const char *out_path, results * r)
 {
   static const char *names[] = { "load", "mel", "sample", "encode",
     "decode", "batchd", "prompt", "total"
@@ -784,13 +783,11 @@ row (const char *label, results * ours, const char *okey, results * theirs,
   int prec = strstr (okey, "_runs") ? 0 : 2;
 
   if (have_o)
-    snprintf (ob, sizeof ob, "%.*f [%.*f]", prec, om * scale, prec,
-        on * scale);
+    snprintf (ob, sizeof ob, "%.*f [%.*f]", prec, om * scale, prec, on * scale);
   if (theirs && tkey && !have_t)
     snprintf (tb, sizeof tb, "-");
   if (have_t)
-    snprintf (tb, sizeof tb, "%.*f [%.*f]", prec, tm * scale, prec,
-        tn * scale);
+    snprintf (tb, sizeof tb, "%.*f [%.*f]", prec, tm * scale, prec, tn * scale);
   if (have_o && have_t && om > 0)
     snprintf (rb, sizeof rb, "%.2fx", tm / om);
   printf ("  %-34s %-21s %-21s %s\n", label, ob, tb, rb);
@@ -991,8 +988,7 @@ main (int argc, char **argv)
   now = time (NULL);
   strftime (date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime (&now));
   loadavg (la0, sizeof la0);
-  fprintf (stderr, "whisperknot-bench: measuring (load average %s)...\n",
-      la0);
+  fprintf (stderr, "whisperknot-bench: measuring (load average %s)...\n", la0);
 
   if (!o.no_stages) {
     failed |= !run_ours (&w, &o, "stages", o.runs, ours_st);
@@ -1033,8 +1029,7 @@ main (int argc, char **argv)
     }
     printf (")\n");
   }
-  printf ("  audio: %s;  30 s window = its first 30 s, zero-padded\n",
-      o.audio);
+  printf ("  audio: %s;  30 s window = its first 30 s, zero-padded\n", o.audio);
   printf ("\n  %-34s %-21s %-21s %s\n", "median [min], ms", "whisperknot",
       cmp ? "whisper.cpp" : "", cmp ? "whisper.cpp/ours" : "");
 

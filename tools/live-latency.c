@@ -313,8 +313,7 @@ encoder_bench (wk_model * model, int n_threads)
     ctx->mel[i] = (float) ((x >> 8) & 0xffff) / 65536.0f - 0.5f;
   }
   printf ("encoder (n_audio_ctx %d, d %d, %d layers), best of 3:\n",
-      model->hp.n_audio_ctx, model->hp.n_audio_state,
-      model->hp.n_audio_layer);
+      model->hp.n_audio_ctx, model->hp.n_audio_state, model->hp.n_audio_layer);
   for (i = 0; i < (int) (sizeof ctxs / sizeof ctxs[0]); i++) {
     double best = 1e9, best_cpu = 1e9;
     int A = ctxs[i] ? ctxs[i] : model->hp.n_audio_ctx;

@@ -186,8 +186,7 @@ gen_tensor (out_ctx * o, const char *name, int type, int n_dims, int64_t ne0,
 
 /* Linear layer: weight {in, out} ~ N(0, 1/sqrt(in)), bias {out} small. */
 static void
-gen_linear (out_ctx * o, const char *prefix, int64_t in, int64_t out,
-    int bias)
+gen_linear (out_ctx * o, const char *prefix, int64_t in, int64_t out, int bias)
 {
   char name[256];
 
@@ -458,12 +457,10 @@ main (int argc, char **argv)
 
     gen_tensor (&o, "encoder.conv1.weight", conv_type, 3, 3, d.n_mels, ea,
         0.0, 1.0 / sqrt (3.0 * d.n_mels));
-    gen_tensor (&o, "encoder.conv1.bias", WK_TYPE_F32, 2, 1, ea, 1, 0.0,
-        0.02);
+    gen_tensor (&o, "encoder.conv1.bias", WK_TYPE_F32, 2, 1, ea, 1, 0.0, 0.02);
     gen_tensor (&o, "encoder.conv2.weight", conv_type, 3, 3, ea, ea, 0.0,
         1.0 / sqrt (3.0 * (double) ea));
-    gen_tensor (&o, "encoder.conv2.bias", WK_TYPE_F32, 2, 1, ea, 1, 0.0,
-        0.02);
+    gen_tensor (&o, "encoder.conv2.bias", WK_TYPE_F32, 2, 1, ea, 1, 0.0, 0.02);
     gen_sinusoids (&o, ea, d.n_audio_ctx);
     for (int i = 0; i < d.n_audio_layer; i++)
       gen_block (&o, "encoder", i, ea, 0);

@@ -181,8 +181,7 @@ write_segment (writer * w, const wk_segment * seg)
         break;
       format_time (t0, sizeof t0, seg->start, ',');
       format_time (t1, sizeof t1, seg->end, ',');
-      fprintf (w->f, "%d\n%s --> %s\n%s\n\n", w->n_segments + 1, t0, t1,
-          text);
+      fprintf (w->f, "%d\n%s --> %s\n%s\n\n", w->n_segments + 1, t0, t1, text);
       break;
     case FORMAT_VTT:
       if (!*text)
@@ -364,8 +363,7 @@ main (int argc, char **argv)
   double t_start, t_loaded, t_done;
   size_t pos;
 
-  while ((opt = getopt_long (argc, argv, "m:l:t:b:f:o:h", options,
-              NULL)) != -1) {
+  while ((opt = getopt_long (argc, argv, "m:l:t:b:f:o:h", options, NULL)) != -1) {
     switch (opt) {
       case 'm':
         model_path = optarg;
@@ -546,8 +544,7 @@ main (int argc, char **argv)
   goto done;
 
 engine_failed:
-  fprintf (stderr, PROGRAM ": transcription failed: %s\n",
-      wk_status_str (st));
+  fprintf (stderr, PROGRAM ": transcription failed: %s\n", wk_status_str (st));
 done:
   if (w.f && w.f != stdout && fclose (w.f) != 0 && rc == 0) {
     fprintf (stderr, PROGRAM ": cannot write '%s': %s\n", out_path,

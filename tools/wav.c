@@ -39,7 +39,7 @@ rd32 (const unsigned char *p)
 }
 
 static wk_status fail (char *err, size_t err_size, wk_status status,
-    const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+    const char *fmt, ...) __attribute__((format (printf, 4, 5)));
 
 static wk_status
 fail (char *err, size_t err_size, wk_status status, const char *fmt, ...)
@@ -110,10 +110,8 @@ wk_wav_parse (const void *data, size_t size, wk_wav * wav, char *err,
   if (!data && size)
     return fail (err, err_size, WK_ERR_ARG, "no data");
 
-  if (size < 12 || memcmp (d, "RIFF", 4) != 0 || memcmp (d + 8, "WAVE",
-          4) != 0) {
-    if (size >= 4 && (memcmp (d, "RF64", 4) == 0 || memcmp (d, "RIFX",
-                4) == 0))
+  if (size < 12 || memcmp (d, "RIFF", 4) != 0 || memcmp (d + 8, "WAVE", 4) != 0) {
+    if (size >= 4 && (memcmp (d, "RF64", 4) == 0 || memcmp (d, "RIFX", 4) == 0))
       return fail (err, err_size, WK_ERR_UNSUPPORTED,
           "%.4s files are not supported (only little-endian RIFF WAVE)",
           (const char *) d);

@@ -10,8 +10,7 @@
 #include "wk-types.h"
 
 /* Writes the k values of row j into row. */
-typedef void (*wk_weight_row_fn) (float *row, int64_t k, int64_t j,
-    void *user);
+typedef void (*wk_weight_row_fn) (float *row, int64_t k, int64_t j, void *user);
 
 /* An m x k weight ("w", ne = {k, m}) of the given type whose row j is
  * fill's row j stored in that type (data malloc'ed: free W.data). */
