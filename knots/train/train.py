@@ -337,52 +337,43 @@ def ctc_greedy(head, xa):
     return "".join(out)
 
 
+def ctc_transcriber(model, head):
+    """audio -> best-path CTC text of the encoder's auxiliary head, on the audio alone
+    without padding: a cheap view of what the encoder has learned."""
+    def run(audio_):
+        m = audio_[:len(audio_) // 320 * 320]
+        return ctc_greedy(head, model.encoder(wa.log_mel_spectrogram(torch.from_numpy(m))[None]))
+    return run
+
+
+def decoder_transcriber(model, tok):
+    """audio -> greedy decoding of the padded 30 s window, as the engine runs offline."""
+    def run(audio_):
+        return tok.decode(greedy_decode(model, wa.log_mel_spectrogram(wa.pad_or_trim(audio_))))
+    return run
+
+
 @torch.no_grad()
-def evaluate_ctc(model, head, n, show=2):
-    """Held-out WER of the encoder's auxiliary CTC head (best path), on the audio
-    alone without padding: a cheap view of what the encoder has learned."""
+def evaluate(model, n, transcribers, show=2):
+    """Held-out WER of the first n utterances of each evaluation set, for every
+    transcriber {label: audio -> text}; each set is loaded once."""
     model.eval()
     res = {}
     for name in ("trainvoices", "heldout-rms"):
         data = load_eval_set(name)
         if not data:
             continue
-        errs = words = 0
-        for i, (audio_, ref) in enumerate(data[:n]):
-            m = audio_[:len(audio_) // 320 * 320]
-            mel = wa.log_mel_spectrogram(torch.from_numpy(m))
-            hyp = ctc_greedy(head, model.encoder(mel[None]))
-            r, h = norm_words(ref), norm_words(hyp)
-            errs += edit_distance(r, h)
-            words += len(r)
-            if i < show:
-                log("  [%s ctc] ref: %s" % (name, ref))
-                log("  [%s ctc] hyp: %s" % (name, hyp))
-        res[name + " ctc"] = 100.0 * errs / max(1, words)
-    model.train()
-    return res
-
-
-def evaluate(model, tok, n, show=2):
-    model.eval()
-    res = {}
-    for name in ("trainvoices", "heldout-rms"):
-        data = load_eval_set(name)
-        if not data:
-            continue
-        errs = words = 0
-        shown = 0
-        for audio_, ref in data[:n]:
-            mel = wa.log_mel_spectrogram(wa.pad_or_trim(audio_))
-            hyp = tok.decode(greedy_decode(model, mel))
-            r, h = norm_words(ref), norm_words(hyp)
-            errs += edit_distance(r, h)
-            words += len(r)
-            if shown < show:
-                log("  [%s] ref: %s" % (name, ref))
-                log("  [%s] hyp: %s" % (name, hyp.strip()))
-                shown += 1
-        res[name] = 100.0 * errs / max(1, words)
+        for label, transcribe in transcribers.items():
+            errs = words = 0
+            for i, (audio_, ref) in enumerate(data[:n]):
+                hyp = transcribe(audio_)
+                r, h = norm_words(ref), norm_words(hyp)
+                errs += edit_distance(r, h)
+                words += len(r)
+                if i < show:
+                    log("  [%s%s] ref: %s" % (name, label, ref))
+                    log("  [%s%s] hyp: %s" % (name, label, hyp.strip()))
+            res[name + label] = 100.0 * errs / max(1, words)
     model.train()
     return res
 
@@ -616,9 +607,10 @@ def main():
             save_work_ckpt(model, opt, step, extra)
         if step % args.eval_every == 0:
             te = time.time()
-            res = evaluate_ctc(model, head, args.eval_n)
+            transcribers = {" ctc": ctc_transcriber(model, head)}
             if not args.ctc_only:
-                res.update(evaluate(model, tok, args.eval_n))
+                transcribers[""] = decoder_transcriber(model, tok)
+            res = evaluate(model, args.eval_n, transcribers)
             if res:
                 log("eval step %d: %s (%.0f s)" % (step, ", ".join(
                     "%s WER %.1f%%" % kv for kv in res.items()), time.time() - te))
