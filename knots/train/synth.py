@@ -22,6 +22,7 @@ import hashlib
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -197,7 +198,11 @@ HELDOUT_VOICES = ["flite:rms", "espeak-ng:en-029 (any variant)"]
 
 
 def _festival_has(voice):
-    for root in ("/usr/share/festival/voices/english", "/usr/share/festival/voices/us"):
+    if not shutil.which("festival", path=(TTS_ENV or os.environ).get("PATH")):
+        return False
+    share = os.path.join(os.environ["WK_TTS_PREFIX"], "festival") if TTS_ENV else \
+        "/usr/share/festival"
+    for root in (os.path.join(share, "voices/english"), os.path.join(share, "voices/us")):
         if os.path.isdir(os.path.join(root, voice)):
             return True
     return False
@@ -221,6 +226,9 @@ def random_voice(rng, heldout=None):
         return {"engine": "flite", "voice": rng.choice(FLITE_TRAIN),
                 "stretch": rng.uniform(0.85, 1.15)}
     fv = [v for v in FESTIVAL_TRAIN if _festival_has(v)]
+    if not fv:  # festival missing here: flite takes its share
+        return {"engine": "flite", "voice": rng.choice(FLITE_TRAIN),
+                "stretch": rng.uniform(0.85, 1.15)}
     return {"engine": "festival", "voice": rng.choice(fv), "stretch": rng.uniform(0.85, 1.15)}
 
 
@@ -232,7 +240,27 @@ def voice_name(v):
 # ----------------------------------------------------------- synthesis ----
 
 
+def _tts_env():
+    """Environment for the TTS programs: WK_TTS_PREFIX names a folder holding them
+    unpacked from their Debian packages (bin/, lib/, espeak-ng-data/, festival/), for
+    machines where they are not installed (a lent GPU machine has no package registry)."""
+    pre = os.environ.get("WK_TTS_PREFIX")
+    if not pre:
+        return None
+    env = dict(os.environ)
+    env["PATH"] = os.path.join(pre, "bin") + os.pathsep + env.get("PATH", "")
+    env["LD_LIBRARY_PATH"] = os.path.join(pre, "lib")
+    env["ESPEAK_DATA_PATH"] = pre
+    return env
+
+
+TTS_ENV = _tts_env()
+HAVE_SOX = shutil.which("sox") is not None and not os.environ.get("WK_NO_SOX")
+
+
 def _to_16k(path, speed=1.0):
+    if not HAVE_SOX:
+        return _to_16k_py(path, speed)
     cmd = ["sox", "-q", path, "-t", "raw", "-r", str(SR), "-e", "signed", "-b", "16", "-c", "1",
            "-"]
     if abs(speed - 1.0) > 1e-3:
@@ -242,6 +270,37 @@ def _to_16k(path, speed=1.0):
     if r.returncode != 0:
         return None
     return np.frombuffer(r.stdout, dtype="<i2").copy()
+
+
+def _to_16k_py(path, speed=1.0):
+    """sox's conversion above without sox: 16-bit wav -> 16 kHz mono, sped up by
+    `speed` (tempo and pitch, as sox's speed effect), peak-normalized to -1 dBFS."""
+    import wave
+    try:
+        with wave.open(path, "rb") as w:
+            sr, ch, width = w.getframerate(), w.getnchannels(), w.getsampwidth()
+            raw = w.readframes(w.getnframes())
+    except (wave.Error, EOFError, OSError):
+        return None
+    if width != 2 or not raw:
+        return None
+    x = np.frombuffer(raw, dtype="<i2").astype(np.float64)
+    x = x.reshape(-1, ch).mean(axis=1)
+    src_rate = sr * speed  # playing sr*speed samples per second = sped up
+    if abs(src_rate - SR) > 0.5:
+        from fractions import Fraction
+        fr = Fraction(SR / src_rate).limit_denominator(1000)
+        try:
+            from scipy.signal import resample_poly
+            x = resample_poly(x, fr.numerator, fr.denominator)
+        except ImportError:
+            n = int(len(x) * SR / src_rate)
+            x = np.interp(np.arange(n) * (src_rate / SR), np.arange(len(x)), x)
+    peak = float(np.max(np.abs(x))) if len(x) else 0.0
+    if peak <= 0:
+        return None
+    x = x * (32767 * 10 ** (-1 / 20) / peak)
+    return np.clip(np.round(x), -32768, 32767).astype(np.int16)
 
 
 def trim(x, margin=0.03):
@@ -272,7 +331,10 @@ def synth_batch(voice, texts, tmpdir, speed=1.0):
                 esc = t.replace("\\", "\\\\").replace('"', '\\"')
                 f.write('(set! u (Utterance Text "%s"))\n(utt.synth u)\n'
                         '(utt.save.wave u "%s/%d.wav" \'riff)\n' % (esc, tmpdir, i))
-        subprocess.run(["festival", "--batch", scm], capture_output=True, timeout=600)
+        lib = ["--libdir", os.path.join(os.environ["WK_TTS_PREFIX"], "festival")] \
+            if TTS_ENV else []
+        subprocess.run(["festival"] + lib + ["--batch", scm], capture_output=True, timeout=600,
+                       env=TTS_ENV)
         for i in range(len(texts)):
             p = os.path.join(tmpdir, "%d.wav" % i)
             out.append(_to_16k(p, speed) if os.path.exists(p) else None)
@@ -288,7 +350,7 @@ def synth_batch(voice, texts, tmpdir, speed=1.0):
         else:
             cmd = ["flite", "-voice", voice["voice"], "--setf",
                    "duration_stretch=%.3f" % voice["stretch"], "-t", t, "-o", p]
-        r = subprocess.run(cmd, capture_output=True, timeout=120)
+        r = subprocess.run(cmd, capture_output=True, timeout=120, env=TTS_ENV)
         out.append(_to_16k(p, speed) if r.returncode == 0 and os.path.exists(p) else None)
         if os.path.exists(p):
             os.remove(p)

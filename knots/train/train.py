@@ -35,7 +35,7 @@ DATA = os.path.join(WORK, "data", "train")
 EVAL = os.path.join(WORK, "eval")
 CKPT_DIR = os.path.join(WORK, "ckpt")
 COMMITTED = os.path.join(HERE, "checkpoint", "model-f16.pt")
-LOG = os.path.join(HERE, "log.txt")
+LOG = os.environ.get("WK_TRAIN_LOG", os.path.join(HERE, "log.txt"))
 SR = wa.SAMPLE_RATE
 WIN = wa.N_SAMPLES
 
@@ -88,9 +88,65 @@ class Pool:
         return len(self.index)
 
     def sample(self):
+        """A random utterance: (reference for audio(), samples, tokens, text)."""
         p, i = self.rng.choice(self.index)
         a, off, toks, txt = self.shards[p]
-        return a[off[i]:off[i + 1]], toks[i], txt[i]
+        return (p, i), int(off[i + 1] - off[i]), toks[i], txt[i]
+
+    def audio(self, ref):
+        a, off = self.shards[ref[0]][:2]
+        return a[off[ref[1]]:off[ref[1] + 1]]
+
+
+class DevicePool:
+    """Pool's utterances held in one int16 tensor on the training device, so that a GPU
+    packs its own windows (one CPU core cannot pack them as fast as a GPU trains).
+    Shards are appended as they appear until `capacity` samples are held."""
+
+    def __init__(self, tok, device, capacity, rng=None):
+        self.tok = tok
+        self.rng = rng or random.Random()
+        self.audio_t = torch.empty(capacity, dtype=torch.int16, device=device)
+        self.used = 0
+        self.starts, self.lens, self.toks, self.texts = [], [], [], []
+        self.loaded = set()
+        self.full = False
+
+    def refresh(self):
+        if self.full:
+            return 0
+        paths = sorted(p for p in glob.glob(os.path.join(DATA, "shard-*.npz")) if ".tmp" not in p)
+        n_new = 0
+        for p in paths:
+            if p in self.loaded:
+                continue
+            try:
+                with np.load(p) as z:
+                    a, off, txt = z["audio"], z["offsets"], [str(t) for t in z["text"]]
+            except Exception as e:  # partially written or corrupt: skip for now
+                log("skip shard %s: %s" % (p, e))
+                continue
+            if self.used + len(a) > self.audio_t.shape[0]:
+                self.full = True
+                log("device pool full: %d utterances, %.1f h" % (len(self), self.used / SR / 3600))
+                break
+            self.loaded.add(p)
+            self.audio_t[self.used:self.used + len(a)].copy_(torch.from_numpy(a))
+            for i, t in enumerate(txt):
+                self.starts.append(self.used + int(off[i]))
+                self.lens.append(int(off[i + 1] - off[i]))
+                self.toks.append(self.tok.encode(" " + t))
+                self.texts.append(t)
+            self.used += len(a)
+            n_new += 1
+        return n_new
+
+    def __len__(self):
+        return len(self.lens)
+
+    def sample(self):
+        i = self.rng.randrange(len(self.lens))
+        return i, self.lens[i], self.toks[i], self.texts[i]
 
 
 CTC_CHARS = " abcdefghijklmnopqrstuvwxyz'"  # CTC classes 1..28, 0 = blank
@@ -114,30 +170,39 @@ class CTCHead(torch.nn.Module):
         return self.proj(xa).log_softmax(-1)
 
 
-def make_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_tokens=440):
-    """One training example: (float32 audio [win], token list, CTC labels or None).
+def plan_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_tokens=440,
+                speed=(0.0, 1.0, 1.0)):
+    """One training example, planned: (segments [(utterance ref, start sample, samples,
+    gain, speed)], noise SNR in dB or None, token list, CTC (labels, encoder frames)).
+
+    speed = (probability, lowest, highest): each utterance is played that much faster
+    with that probability (resampled: tempo, pitch and formants together, which makes
+    new voices out of the training ones).
 
     win is the window length in samples: Whisper's 30 s, or shorter (a multiple of 320
-    samples, two mel frames) for windows that train a shortened audio context."""
+    samples, two mel frames) for windows that train a shortened audio context. Several
+    utterances are packed with random gaps and gains; when the last one is cut by the
+    window end, the target ends with its start timestamp only."""
     WIN = win
     win_s = WIN / SR
-    x = np.zeros(WIN, dtype=np.float32)
     ts = rng.random() >= p_notimestamps
     single = rng.random() < p_single
     segs = []  # (start_s, end_s, tokens)
+    audio = []  # (ref, start, samples, gain)
     texts = []
     partial = None
     t = rng.uniform(0.0, min(2.0, win_s / 10)) if not single else rng.uniform(0.0, win_s / 3)
     n_tok = 3
     while True:
-        u, toks, text = pool.sample()
-        n = len(u)
+        ref, n_src, toks, text = pool.sample()
+        f = rng.uniform(speed[1], speed[2]) if rng.random() < speed[0] else 1.0
+        n = int((n_src - 1) / f) + 1 if f != 1.0 else n_src
         start = int(t * SR)
         gain = 10 ** (rng.uniform(-12, 0) / 20) / 32768.0
         if start + n <= WIN:
             if n_tok + len(toks) + 2 > max_tokens:
                 break
-            x[start:start + n] = u.astype(np.float32) * gain
+            audio.append((ref, start, n, gain, f))
             segs.append((start / SR, (start + n) / SR, toks))
             texts.append(text)
             n_tok += len(toks) + 2
@@ -146,21 +211,14 @@ def make_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_token
                 break
         else:
             if ts and not single and start < WIN - int(0.3 * SR) and rng.random() < 0.6:
-                m = WIN - start
-                x[start:] = u[:m].astype(np.float32) * gain
+                audio.append((ref, start, WIN - start, gain, f))
                 partial = start / SR
             break
         if t >= win_s - 0.3:
             break
     if not segs:  # first utterance too long for the window: draw again
-        return make_window(pool, rng, win, p_notimestamps, p_single, max_tokens)
-    # additive noise
-    if rng.random() < 0.5:
-        rms = math.sqrt(float(np.mean(x[x != 0] ** 2)) + 1e-12)
-        snr = rng.uniform(10, 40)
-        x += np.random.randn(WIN).astype(np.float32) * (rms * 10 ** (-snr / 20))
-    else:
-        x += np.random.randn(WIN).astype(np.float32) * 1e-5
+        return plan_window(pool, rng, win, p_notimestamps, p_single, max_tokens, speed)
+    snr = rng.uniform(10, 40) if rng.random() < 0.5 else None
     tokens = [wt.SOT]
     if ts:
         for s, e, tk in segs:
@@ -177,17 +235,98 @@ def make_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_token
     # CTC labels cover the complete utterances; a window that ends inside a cut one
     # scores CTC only over the encoder frames (50 per second) before the cut one starts
     ctc = (ctc_labels(texts), WIN // 320 if partial is None else int(partial * 50))
-    return x, tokens, ctc
+    return audio, snr, tokens, ctc
 
 
-def make_batch(pool, rng, bs, win=WIN):
-    xs, toks, ctcs = [], [], []
-    for _ in range(bs):
-        x, t, c = make_window(pool, rng, win)
-        xs.append(x)
-        toks.append(t)
-        ctcs.append(c)
-    mel = wa.log_mel_spectrogram(torch.from_numpy(np.stack(xs)))[..., :win // wa.HOP_LENGTH]
+def render_window(pool, audio, snr, win):
+    """A planned window's float32 samples (numpy), with its additive noise: Gaussian at
+    the planned SNR over the speech, or a 1e-5 floor."""
+    x = np.zeros(win, dtype=np.float32)
+    for ref, start, n, gain, f in audio:
+        u = pool.audio(ref).astype(np.float32)
+        if f != 1.0:  # linear interpolation at f source samples per output sample
+            u = np.interp(np.arange(n) * f, np.arange(len(u)), u).astype(np.float32)
+        x[start:start + n] = u[:n] * gain
+    if snr is not None:
+        rms = math.sqrt(float(np.mean(x[x != 0] ** 2)) + 1e-12)
+        x += np.random.randn(win).astype(np.float32) * (rms * 10 ** (-snr / 20))
+    else:
+        x += np.random.randn(win).astype(np.float32) * 1e-5
+    return x
+
+
+def render_windows_device(pool, plans, win):
+    """render_window for a whole batch on the DevicePool's device: one gather of every
+    segment's samples, then the noise, without a per-sample loop on the CPU."""
+    dev = pool.audio_t.device
+    seg_src, seg_end, seg_dst, seg_n, seg_gain, seg_f = [], [], [], [], [], []
+    for b, (audio, _, _, _) in enumerate(plans):
+        for ref, start, n, gain, f in audio:
+            seg_src.append(pool.starts[ref])
+            seg_end.append(pool.starts[ref] + pool.lens[ref] - 1)
+            seg_dst.append(b * win + start)
+            seg_n.append(n)
+            seg_gain.append(gain)
+            seg_f.append(f)
+    total = sum(seg_n)
+    n_t = torch.tensor(seg_n, dtype=torch.long).to(dev, non_blocking=True)
+    seg = torch.repeat_interleave(torch.arange(len(seg_n), device=dev), n_t, output_size=total)
+    off = torch.arange(total, device=dev) - (torch.cumsum(n_t, 0) - n_t)[seg]
+    dst = torch.tensor(seg_dst, dtype=torch.long).to(dev, non_blocking=True)[seg] + off
+    gain = torch.tensor(seg_gain, dtype=torch.float32).to(dev, non_blocking=True)[seg]
+    # source position of each output sample, resampled by the segment's speed with
+    # linear interpolation (speed 1: the samples themselves)
+    pos = torch.tensor(seg_f, dtype=torch.float64).to(dev, non_blocking=True)[seg] * off
+    i0 = pos.floor()
+    frac = (pos - i0).float()
+    first = torch.tensor(seg_src, dtype=torch.long).to(dev, non_blocking=True)[seg]
+    last = torch.tensor(seg_end, dtype=torch.long).to(dev, non_blocking=True)[seg]
+    a = first + i0.long()
+    b = torch.minimum(a + 1, last)
+    a = torch.minimum(a, last)
+    au = pool.audio_t
+    x = torch.zeros(len(plans) * win, dtype=torch.float32, device=dev)
+    x[dst] = (au[a].float() * (1 - frac) + au[b].float() * frac) * gain
+    x = x.view(len(plans), win)
+    nz = (x != 0).sum(1).clamp(min=1)
+    rms = ((x * x).sum(1) / nz + 1e-12).sqrt()
+    snr = [p[1] for p in plans]
+    scale = torch.tensor([10 ** (-v / 20) if v is not None else 0.0 for v in snr],
+                         device=dev)
+    floor = torch.tensor([0.0 if v is not None else 1e-5 for v in snr], device=dev)
+    return x + torch.randn_like(x) * (rms * scale + floor)[:, None]
+
+
+def spec_augment(mel, rng, n_freq=2, max_freq=12, n_time=2, max_time_frac=0.02):
+    """SpecAugment-style masks on a batch of log-mels (B, n_mels, T), in place: n_freq
+    bands of up to max_freq mel bins and n_time spans of up to max_time_frac of the
+    window each, set to the window's mean."""
+    B, M, T = mel.shape
+    mean = mel.mean(dim=(1, 2))
+    for b in range(B):
+        for _ in range(n_freq):
+            w = rng.randint(0, max_freq)
+            f0 = rng.randint(0, M - w)
+            mel[b, f0:f0 + w, :] = mean[b]
+        for _ in range(n_time):
+            w = rng.randint(0, max(1, int(T * max_time_frac)))
+            t0 = rng.randint(0, T - w)
+            mel[b, :, t0:t0 + w] = mean[b]
+    return mel
+
+
+def make_batch(pool, rng, bs, win=WIN, device=None, speed=(0.0, 1.0, 1.0), specaug=False):
+    plans = [plan_window(pool, rng, win, speed=speed) for _ in range(bs)]
+    if isinstance(pool, DevicePool):
+        xs = render_windows_device(pool, plans, win)
+    else:
+        xs = torch.from_numpy(np.stack([render_window(pool, a, snr, win)
+                                        for a, snr, _, _ in plans]))
+    toks = [p[2] for p in plans]
+    ctcs = [p[3] for p in plans]
+    mel = wa.log_mel_spectrogram(xs)[..., :win // wa.HOP_LENGTH]
+    if specaug:
+        mel = spec_augment(mel, rng)
     L = max(len(t) for t in toks) - 1
     inp = torch.full((bs, L), wt.EOT, dtype=torch.long)
     tgt = torch.full((bs, L), -100, dtype=torch.long)
@@ -197,6 +336,8 @@ def make_batch(pool, rng, bs, win=WIN):
         tgt[b, :len(t) - 1] = t[1:]
         if t[1] == wt.NO_TIMESTAMPS:
             tgt[b, 0] = -100  # <|notimestamps|> is a prompt, not a prediction
+    if device is not None:
+        inp, tgt = inp.to(device, non_blocking=True), tgt.to(device, non_blocking=True)
     return mel, inp, tgt, ctcs
 
 
@@ -207,9 +348,11 @@ def ctc_loss(head, xa, ctcs):
     if not idx:
         return xa.new_zeros(())
     lp = head(xa[idx]).transpose(0, 1)  # (T, B, C)
-    tg = torch.tensor([t for b in idx for t in ctcs[b][0]], dtype=torch.long)
-    tl = torch.tensor([len(ctcs[b][0]) for b in idx], dtype=torch.long)
-    il = torch.tensor([min(ctcs[b][1], lp.shape[0]) for b in idx], dtype=torch.long)
+    dev = xa.device
+    tg = torch.tensor([t for b in idx for t in ctcs[b][0]], dtype=torch.long, device=dev)
+    tl = torch.tensor([len(ctcs[b][0]) for b in idx], dtype=torch.long, device=dev)
+    il = torch.tensor([min(ctcs[b][1], lp.shape[0]) for b in idx], dtype=torch.long,
+                      device=dev)
     loss = F.ctc_loss(lp, tg, il, tl, blank=0, reduction="sum", zero_infinity=True)
     return loss / tl.sum()
 
@@ -254,6 +397,18 @@ def qkv_attention_bf16(self, q, k, v, mask=None):
     return (qk.softmax(-1) @ v).transpose(1, 2).reshape(b_, n, d)
 
 
+def qkv_attention_sdpa(self, q, k, v, mask=None):
+    """Whisper's attention through torch's fused scaled_dot_product_attention (GPU); the
+    only mask Whisper uses is the decoder's causal one."""
+    b_, n, d = q.shape
+    h = self.n_head
+    q = q.view(b_, n, h, -1).transpose(1, 2)
+    k = k.view(b_, k.shape[1], h, -1).transpose(1, 2)
+    v = v.view(b_, v.shape[1], h, -1).transpose(1, 2)
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=mask is not None)
+    return o.transpose(1, 2).reshape(b_, n, d)
+
+
 def use_bf16(args):
     """bf16 autocast pays only where the CPU has bf16 dot products (oneDNN's bf16 GEMM is
     ~8x float32 on AVX512_BF16); elsewhere it is emulated and slower."""
@@ -280,12 +435,13 @@ def pick_window(args, rng):
 @torch.no_grad()
 def greedy_decode(model, mel, timestamps=False, max_len=120):
     """mel (n_mels, 3000) -> token list (after the prompt, without eot)."""
-    xa = model.encoder(mel[None])
+    dev = next(model.parameters()).device
+    xa = model.encoder(mel[None].to(dev))
     dec = model.decoder
     prompt = [wt.SOT] + ([] if timestamps else [wt.NO_TIMESTAMPS])
     toks = list(prompt)
     for _ in range(max_len):
-        t = torch.tensor([toks])
+        t = torch.tensor([toks], device=dev)
         x = dec.token_embedding(t) + dec.positional_embedding[:len(toks)]
         for blk in dec.blocks:
             x = blk(x, xa, mask=dec.mask)
@@ -342,14 +498,17 @@ def ctc_transcriber(model, head):
     without padding: a cheap view of what the encoder has learned."""
     def run(audio_):
         m = audio_[:len(audio_) // 320 * 320]
-        return ctc_greedy(head, model.encoder(wa.log_mel_spectrogram(torch.from_numpy(m))[None]))
+        dev = next(model.parameters()).device
+        mel = wa.log_mel_spectrogram(torch.from_numpy(m).to(dev))
+        return ctc_greedy(head, model.encoder(mel[None]))
     return run
 
 
 def decoder_transcriber(model, tok):
     """audio -> greedy decoding of the padded 30 s window, as the engine runs offline."""
     def run(audio_):
-        return tok.decode(greedy_decode(model, wa.log_mel_spectrogram(wa.pad_or_trim(audio_))))
+        return tok.decode(greedy_decode(model, wa.log_mel_spectrogram(
+            torch.from_numpy(wa.pad_or_trim(audio_)).to(next(model.parameters()).device))))
     return run
 
 
@@ -396,17 +555,17 @@ def save_committed(model, step, path=COMMITTED, extra=None):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     extra = dict(extra or {})
     head = extra.pop("ctc_head", None)
-    sd = {k: v.half() for k, v in model.state_dict().items()
+    sd = {k: v.half().cpu() for k, v in model.state_dict().items()
           if k != "encoder.positional_embedding"}
     if head is not None:
-        extra["ctc_head"] = {k: v.half() for k, v in head.state_dict().items()}
+        extra["ctc_head"] = {k: v.half().cpu() for k, v in head.state_dict().items()}
     torch.save({"model_f16": sd, "step": step, "dims": DIMS.to_dict(), **extra},
                path + ".tmp")
     os.replace(path + ".tmp", path)
 
 
 def load_weights(model, path):
-    ck = torch.load(path, map_location="cpu")
+    ck = torch.load(path, map_location="cpu", weights_only=False)
     sd = ck.get("model") or ck.get("model_f16")
     sd = {k: v.float() for k, v in sd.items()}
     missing, unexpected = model.load_state_dict(sd, strict=False)
@@ -418,10 +577,26 @@ def load_weights(model, path):
 # ------------------------------------------------------------------ main ----
 
 
-def lr_at(step, args):
+def save_split(model, step, out_dir, extra, part_bytes=15 << 20):
+    """save_committed into out_dir as model-f16.pt.partNN files of at most part_bytes
+    (a lent GPU machine returns files of at most 16 MiB); `cat` joins them."""
+    tmp = os.path.join(out_dir, ".whole.tmp")
+    save_committed(model, step, tmp, extra)
+    with open(tmp, "rb") as f:
+        data = f.read()
+    os.remove(tmp)
+    for i in range(0, (len(data) + part_bytes - 1) // part_bytes):
+        q = os.path.join(out_dir, "model-f16.pt.part%02d" % i)
+        with open(q + ".tmp", "wb") as f:
+            f.write(data[i * part_bytes:(i + 1) * part_bytes])
+        os.replace(q + ".tmp", q)
+
+
+def lr_at(step, args, elapsed=0.0):
     warm = min(1.0, (step - args.warm_start + 1) / args.warmup)
-    if args.total_steps > 0:
-        prog = min(1.0, step / args.total_steps)
+    if args.total_steps > 0 or args.time_budget > 0:
+        prog = min(1.0, step / args.total_steps) if args.total_steps > 0 else \
+            min(1.0, elapsed / args.time_budget)
         return args.lr * warm * (args.min_lr_frac + (1 - args.min_lr_frac) * 0.5 *
                                  (1 + math.cos(math.pi * prog)))
     return args.lr * warm
@@ -464,14 +639,39 @@ def main():
                     "(and drop their optimizer state); 'ctc' = the CTC head")
     ap.add_argument("--reset-opt", action="append", default=[], metavar="PREFIX",
                     help="on resume, drop the optimizer state of parameters with this name prefix")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda for a lent GPU machine")
+    ap.add_argument("--time-budget", type=float, default=0,
+                    help="seconds of training, then checkpoint and stop; without "
+                    "--total-steps the cosine decay runs over this time")
+    ap.add_argument("--out-dir", default=None,
+                    help="also write the weights-only f16 checkpoint here, split in "
+                    "15 MiB parts, every --save-every-s seconds and at the end")
+    ap.add_argument("--save-every-s", type=float, default=120)
+    ap.add_argument("--speed-perturb", type=float, nargs=3, default=[0.0, 1.0, 1.0],
+                    metavar=("P", "LO", "HI"),
+                    help="play each utterance faster by a factor from LO to HI with "
+                    "probability P (resampling: new voices from the training ones)")
+    ap.add_argument("--specaug", action="store_true",
+                    help="SpecAugment-style frequency and time masks on the log-mel")
+    ap.add_argument("--device-pool", choices=["auto", "on", "off"], default="auto",
+                    help="hold the audio on the training device and pack windows there "
+                    "(auto: on a GPU)")
+    ap.add_argument("--pool-hours", type=float, default=60,
+                    help="GPU: hours of audio the device pool holds")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
+    dev = torch.device(args.device)
     # Debian's torch 1.13 computes wrong conv weight gradients through oneDNN (mkldnn):
     # zeros or garbage (up to inf) for batches, wrong values even for single windows
     # (forward is fine). The native conv path is exact, so training disables oneDNN.
     torch.backends.mkldnn.enabled = False
-    bf16 = use_bf16(args)
+    if dev.type == "cuda":
+        bf16 = True  # autocast on the GPU; fused attention
+        wm.MultiHeadAttention.qkv_attention = qkv_attention_sdpa
+        torch.backends.cuda.matmul.allow_tf32 = True
+    else:
+        bf16 = use_bf16(args)
     seed = args.seed if args.seed is not None else int(time.time())
     rng = random.Random(seed)
     np.random.seed(seed % (2 ** 32))
@@ -481,6 +681,8 @@ def main():
     model = wm.Whisper(DIMS)
     model.init_weights(seed=0)
     head = CTCHead(DIMS.n_audio_state)
+    model.to(dev)
+    head.to(dev)
     decay, no_decay = [], []
     for n, p in list(model.named_parameters()) + list(head.named_parameters()):
         (decay if p.dim() >= 2 and "positional" not in n else no_decay).append(p)
@@ -518,7 +720,7 @@ def main():
     if args.reinit:
         fresh = wm.Whisper(DIMS)
         fresh.init_weights(seed=seed)
-        fresh_sd = fresh.state_dict()
+        fresh_sd = {k: v.to(dev) for k, v in fresh.state_dict().items()}
         with torch.no_grad():
             for n, p in model.named_parameters():
                 if any(n.startswith(pre) for pre in args.reinit):
@@ -526,44 +728,51 @@ def main():
                     opt.state.pop(p, None)
                     log("initialised %s afresh" % n)
             if "ctc" in args.reinit:
-                fresh_head = CTCHead(DIMS.n_audio_state)
+                fresh_head = CTCHead(DIMS.n_audio_state).to(dev)
                 for p, q in zip(head.parameters(), fresh_head.parameters()):
                     p.copy_(q)
                     opt.state.pop(p, None)
                 log("initialised the CTC head afresh")
-    log("args: %s threads=%d bf16=%s" % (vars(args), torch.get_num_threads(), bf16))
+    log("args: %s threads=%d bf16=%s device=%s" % (vars(args), torch.get_num_threads(), bf16,
+                                                     torch.cuda.get_device_name(dev)
+                                                     if dev.type == "cuda" else "cpu"))
     audio_h = ck.get("audio_h", windows_seen * 30 / 3600)
     args.warm_start = step if args.rewarm else 0
 
-    pool = Pool(tok, rng=rng)
+    if args.device_pool == "on" or (args.device_pool == "auto" and dev.type == "cuda"):
+        pool = DevicePool(tok, dev, int(args.pool_hours * 3600 * SR), rng=rng)
+    else:
+        pool = Pool(tok, rng=rng)
     while True:
         pool.refresh()
         if len(pool) >= args.min_utts:
             break
         log("waiting for data: %d utterances" % len(pool))
-        time.sleep(30)
-    log("pool: %d utterances in %d shards" % (len(pool), len(pool.shards)))
+        time.sleep(30 if dev.type == "cpu" else 2)
+    log("pool: %d utterances" % len(pool))
 
     model.train()
-    t_last = time.time()
+    t_start = t_save = t_last = time.time()
     loss_acc = n_acc = ctc_acc = 0.0
     w_acc = 0
     a_acc = 0.0
     while args.max_steps <= 0 or step < args.max_steps:
-        if step % 20 == 0:
+        if step % (20 if dev.type == "cpu" else 100) == 0:
             pool.refresh()
         t0 = time.time()
         win, bs = pick_window(args, rng)
-        mel, inp, tgt, ctcs = make_batch(pool, rng, bs, win)
+        mel, inp, tgt, ctcs = make_batch(pool, rng, bs, win, dev, tuple(args.speed_perturb),
+                                         args.specaug)
         t_data = time.time() - t0
+        elapsed = time.time() - t_start
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, args)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            g["lr"] = lr_at(step, args, elapsed)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
             xa = model.encoder(mel)
             if args.ctc_only:
                 loss = xa.new_zeros(())
                 total = lc = ctc_loss(head, xa.float(), ctcs)
-                ctc_acc += float(lc)
+                ctc_acc += lc.detach()
             else:
                 logits = model.decoder(inp, xa).float()
                 loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1),
@@ -572,7 +781,7 @@ def main():
             if args.ctc_weight > 0 and not args.ctc_only:
                 lc = ctc_loss(head, xa.float(), ctcs)
                 total = loss + args.ctc_weight * lc
-                ctc_acc += float(lc)
+                ctc_acc += lc.detach()
         opt.zero_grad(set_to_none=True)
         total.backward()
         gn = torch.nn.utils.clip_grad_norm_(list(model.parameters()) + list(head.parameters()),
@@ -584,23 +793,24 @@ def main():
         a_acc += bs * win / SR
         dt = time.time() - t0
         train_seconds += dt
-        loss_acc += float(loss)
+        loss_acc += loss.detach()  # summed on the device: no wait for the GPU per step
         n_acc += 1
         w_acc += bs
         if step % args.log_every == 0:
             el = time.time() - t_last
+            loss_mean = float(loss_acc) / n_acc
             log("step %d loss %.4f ctc %.3f lr %.2e gnorm %.2f %.2f win/s %.1f audio s/s "
                 "(data %.2fs/step) windows %d audio_h %.1f pool %d train_h %.2f" % (
-                    step, loss_acc / n_acc, ctc_acc / n_acc, lr_at(step, args), float(gn),
+                    step, loss_mean, float(ctc_acc) / n_acc, lr_at(step, args, elapsed), float(gn),
                     w_acc / el, a_acc / el, t_data, windows_seen, audio_h, len(pool),
                     train_seconds / 3600))
             t_last = time.time()
             loss_acc = n_acc = ctc_acc = 0.0
             w_acc = 0
             a_acc = 0.0
-        if not math.isfinite(float(loss)):
-            log("non-finite loss, stopping (resume from last checkpoint)")
-            sys.exit(1)
+            if not math.isfinite(loss_mean):
+                log("non-finite loss, stopping (resume from last checkpoint)")
+                sys.exit(1)
         extra = {"windows_seen": windows_seen, "train_seconds": train_seconds, "audio_h": audio_h,
                  "ctc_head": head}
         if step % args.ckpt_every == 0:
@@ -619,6 +829,16 @@ def main():
             os.remove(os.path.join(WORK, "save-committed"))
             save_committed(model, step, extra=extra)
             log("wrote committed checkpoint %s at step %d" % (COMMITTED, step))
+        out_due = args.out_dir and time.time() - t_save >= args.save_every_s
+        over = args.time_budget > 0 and time.time() - t_start >= args.time_budget
+        if out_due or (over and args.out_dir):
+            save_split(model, step, args.out_dir, extra)
+            log("wrote %s/model-f16.pt.part* at step %d" % (args.out_dir, step))
+            t_save = time.time()
+        if over:
+            save_work_ckpt(model, opt, step, extra)
+            log("time budget spent: checkpoint saved at step %d" % step)
+            break
         if os.path.exists(os.path.join(WORK, "stop")):
             os.remove(os.path.join(WORK, "stop"))
             save_work_ckpt(model, opt, step, extra)
