@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -502,6 +503,19 @@ read_hparams (wk_model * m, char *err, size_t err_size)
         hp->n_text_ctx);
     return WK_ERR_UNSUPPORTED;
   }
+  {
+    const char *pad;
+    size_t pad_len;
+    if (wk_knot_get_str (m->knot, "whisperknot.pad_window", &pad, &pad_len)) {
+      if (pad_len == 7 && !memcmp (pad, "silence", 7))
+        m->pad_silence = true;
+      else if (!(pad_len == 5 && !memcmp (pad, "zeros", 5))) {
+        wk_set_err (err, err_size, "model: whisperknot.pad_window is neither "
+            "\"zeros\" nor \"silence\"");
+        return WK_ERR_FORMAT;
+      }
+    }
+  }
   return WK_OK;
 }
 
@@ -829,6 +843,27 @@ wk_model_window_mel (const wk_model * model, const float *audio,
   if (n_frames > 0) {
     wk_mel_log_frames (model->mel, audio, n_audio, first, n_frames, out, ld);
     wk_mel_normalize (out, n_mels, n_frames, ld);
+  }
+  if (model->pad_silence) {
+    /* log10 (1e-10) = -10 before the clamp: below any max - 8 of real
+     * content; with no content the whole window is that silence */
+    float pad = -1.5f;
+    int m, f;
+    if (n_frames > 0) {
+      float max = -INFINITY;
+      for (m = 0; m < n_mels; m++)
+        for (f = 0; f < n_frames; f++)
+          if (out[(size_t) m * ld + f] > max)
+            max = out[(size_t) m * ld + f];
+      /* normalised values are (x + 4) / 4, their floor (max - 8 + 4) / 4 */
+      pad = max - 2.0f;
+      if (pad < -1.5f)
+        pad = -1.5f;
+    }
+    for (m = 0; m < n_mels; m++)
+      for (f = n_frames; f < ld; f++)
+        out[(size_t) m * ld + f] = pad;
+    return;
   }
   for (i = 0; i < n_mels; i++)
     memset (out + (size_t) i * ld + n_frames, 0,

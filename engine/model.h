@@ -101,6 +101,10 @@ struct wk_model
   wk_knot *knot;
   wk_hparams hp;
   bool multilingual;
+  /* whisperknot.pad_window = "silence": a short window's missing frames
+   * are those of digital silence (whisper.cpp and Hugging Face pad the
+   * audio), not transcribe()'s 0.0 (see wk_model_window_mel) */
+  bool pad_silence;
   uint64_t n_params;
 
   /* encoder */
@@ -165,7 +169,10 @@ uint64_t wk_ctx_state_bytes (const wk_ctx * ctx);
  * transcribe() builds it: frames first .. first+n_frames-1 of the signal
  * audio[0..n_audio-1] (n_frames <= WK_N_FRAMES), normalised over those
  * frames (max - 8 clamp, (x+4)/4), then padded with 0.0 up to
- * 2 * n_audio_ctx frames. out is [n_mels][2 * n_audio_ctx]. */
+ * 2 * n_audio_ctx frames; or, for a model marked pad_silence, padded with
+ * the frames digital silence gives after the same normalisation
+ * ((max - 8 + 4) / 4; -1.5 when there is no content at all), as when the
+ * audio itself is padded with zeros. out is [n_mels][2 * n_audio_ctx]. */
 void wk_model_window_mel (const wk_model * model, const float *audio,
     size_t n_audio, int64_t first, int n_frames, float *out);
 

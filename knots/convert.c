@@ -713,8 +713,9 @@ usage (FILE * f)
   fprintf (f,
       "usage: whisperknot-convert [--type f32|f16|q8_0|q4_0] "
       "[--keep NAME=TYPE ...]\n"
-      "                           [--vocab FILE] [--quiet] INPUT "
-      "OUTPUT.knot\n\n"
+      "                           [--vocab FILE] [--pad-window MODE] "
+      "[--quiet]\n"
+      "                           INPUT OUTPUT.knot\n\n"
       "INPUT: a whisper.cpp ggml .bin, or a Hugging Face model directory "
       "(or its\n"
       "model.safetensors) with config.json and vocab.json or "
@@ -734,13 +735,22 @@ usage (FILE * f)
       "               openai/whisper's gpt2.tiktoken (English-only) / "
       "multilingual.tiktoken\n"
       "               (the real token bytes, which some .bin files have "
-      "lost)\n");
+      "lost)\n"
+      "--pad-window M how the engine fills a window shorter than 30 s: "
+      "zeros (0.0 in\n"
+      "               the normalised log-mel, as openai/whisper's transcribe; "
+      "the default)\n"
+      "               or silence (the frames of zero samples, as whisper.cpp "
+      "and Hugging\n"
+      "               Face pad the audio; what whisperknot's own model was "
+      "trained with)\n");
 }
 
 int
 main (int argc, char **argv)
 {
   const char *input = NULL, *output = NULL, *vocab_path = NULL;
+  const char *pad_window = NULL;
   int target = -1, n_keep = 0, rc = 1;
   keep_rule *keep = calloc ((size_t) argc, sizeof *keep);
   bool quiet = false;
@@ -783,6 +793,14 @@ main (int argc, char **argv)
       keep[n_keep++].type = ty;
     } else if (!strcmp (a, "--vocab") && i + 1 < argc) {
       vocab_path = argv[++i];
+    } else if (!strcmp (a, "--pad-window") && i + 1 < argc) {
+      pad_window = argv[++i];
+      if (strcmp (pad_window, "zeros") && strcmp (pad_window, "silence")) {
+        fprintf (stderr, "whisperknot-convert: --pad-window is zeros or "
+            "silence, got '%s'\n", pad_window);
+        free (keep);
+        return 2;
+      }
     } else if (!strcmp (a, "--quiet")) {
       quiet = true;
     } else if (a[0] == '-' && a[1]) {
@@ -854,6 +872,9 @@ main (int argc, char **argv)
       bl -= 4;
     wk_knot_writer_set_str (w, "general.architecture", "whisper", 7);
     wk_knot_writer_set_str (w, "general.name", base, bl);
+    if (pad_window)
+      wk_knot_writer_set_str (w, "whisperknot.pad_window", pad_window,
+          strlen (pad_window));
   }
 
   /* tensors: decide types, convert, collect statistics */

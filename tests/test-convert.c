@@ -382,6 +382,104 @@ encode_jfk (const char *knot, const wk_wav * wav, int64_t * n_out,
   return out;
 }
 
+/* The window's padding frames of a model converted with --pad-window. */
+static void
+check_padding (const char *knot, bool want_silence)
+{
+  wk_model_params mp = wk_model_default_params ();
+  wk_model *m = NULL;
+  char err[512];
+  float *mel, *audio, max = -1e30f;
+  int ld, nf = 100, n_mels, bad = 0;
+
+  CHECK_MSG (wk_model_load (knot, &mp, &m, err, sizeof err) == WK_OK, "%s",
+      err);
+  if (!m)
+    return;
+  CHECK (m->pad_silence == want_silence);
+  ld = 2 * m->hp.n_audio_ctx;
+  n_mels = m->hp.n_mels;
+  mel = malloc ((size_t) n_mels * (size_t) ld * sizeof (float));
+  audio = malloc (16000 * sizeof (float));
+  for (int i = 0; i < 16000; i++)
+    audio[i] = 0.3f * sinf (2.0f * 3.14159265f * 440.0f * (float) i / 16000.0f);
+  if (nf > ld / 2)
+    nf = ld / 2;
+  wk_model_window_mel (m, audio, 16000, 0, nf, mel);
+  for (int k = 0; k < n_mels; k++)
+    for (int f = 0; f < nf; f++)
+      if (mel[(size_t) k * ld + f] > max)
+        max = mel[(size_t) k * ld + f];
+  for (int k = 0; k < n_mels; k++)
+    for (int f = nf; f < ld; f++)
+      bad += mel[(size_t) k * ld + f] != (want_silence ? max - 2.0f : 0.0f);
+  CHECK_MSG (bad == 0, "%d padding values differ (max %g)", bad, max);
+  /* no content at all: the whole window is silence (or 0.0) */
+  wk_model_window_mel (m, audio, 16000, 0, 0, mel);
+  bad = 0;
+  for (size_t i = 0; i < (size_t) n_mels * (size_t) ld; i++)
+    bad += mel[i] != (want_silence ? -1.5f : 0.0f);
+  CHECK_MSG (bad == 0, "%d values of an empty window differ", bad);
+  free (audio);
+  free (mel);
+  wk_model_unref (m);
+}
+
+/* --pad-window: the key reaches the knot and the engine pads accordingly;
+ * a bad option value is refused, a bad key value fails the load cleanly. */
+static void
+test_pad_window (void)
+{
+  const char *bin = wpath ("pad.bin"), *zk = wpath ("pad-zeros.knot"),
+      *sk = wpath ("pad-silence.knot");
+  char *argv[] = { (char *) conv, (char *) "--pad-window", (char *) "silence",
+    (char *) bin, (char *) sk, NULL
+  };
+  wk_model_params mp = wk_model_default_params ();
+  wk_model *m = NULL;
+  char err[512] = "";
+  FILE *f;
+  long size;
+  char *data;
+
+  if (make_model ("small-test", "f32", "3", bin) != 0)
+    return;
+  CHECK_MSG (run (argv) == 0, "%s", out_text);
+  CHECK_MSG (convert (NULL, NULL, bin, zk) == 0, "%s", out_text);
+  check_padding (sk, true);
+  check_padding (zk, false);
+  argv[2] = (char *) "quiet";
+  CHECK (run (argv) == 2);
+  CHECK (strstr (out_text, "--pad-window") != NULL);
+  /* the same knot with the value spelled wrong */
+  f = fopen (sk, "rb");
+  CHECK (f != NULL);
+  if (f) {
+    fseek (f, 0, SEEK_END);
+    size = ftell (f);
+    fseek (f, 0, SEEK_SET);
+    data = malloc ((size_t) size);
+    CHECK (data && fread (data, 1, (size_t) size, f) == (size_t) size);
+    fclose (f);
+    for (long i = 0; data && i + 7 <= size; i++)
+      if (!memcmp (data + i, "silence", 7)) {
+        data[i + 6] = 'x';
+        break;
+      }
+    f = fopen (sk, "wb");
+    CHECK (f && fwrite (data, 1, (size_t) size, f) == (size_t) size);
+    if (f)
+      fclose (f);
+    free (data);
+    CHECK (wk_model_load (sk, &mp, &m, err, sizeof err) == WK_ERR_FORMAT);
+    CHECK (m == NULL);
+    CHECK_MSG (strstr (err, "pad_window") != NULL, "%s", err);
+  }
+  unlink (bin);
+  unlink (zk);
+  unlink (sk);
+}
+
 /* Writes the .bin's tensors as a knot by hand (conv biases flattened),
  * with encoder.conv2.weight stored with the shape {ne0, ne1} (same
  * bytes) when ne0 > 0. */
@@ -1323,6 +1421,7 @@ main (void)
   RUN (test_quantized_conv_in_engine);
   RUN (test_tiktoken_vocab);
   RUN (test_tiny_models_convert);
+  RUN (test_pad_window);
   CHECK_MSG (count_files (work_dir) == 0, "files left in %s", work_dir);
   rmdir (work_dir);
   free ((void *) vocab_bin);

@@ -22,6 +22,8 @@ Models:
                         export.py, then as --bin
   --bin MODEL.bin       convert a whisper.cpp ggml .bin to knots of --types
                         (default f16,q8_0,q4_0) with whisperknot-convert
+                        --pad-window silence (--pad-window zeros for a real
+                        OpenAI model)
   --knot [LABEL=]PATH   evaluate an existing knot (repeatable)
   --whisper-cli PATH    also run whisper.cpp's whisper-cli on the .bin (greedy,
                         no fallback on both sides) and report the fraction of
@@ -373,9 +375,9 @@ def ckpt_info(path):
     return info
 
 
-def convert(tool, src, dst, qtype):
-    r = subprocess.run([tool, "--type", qtype, src, dst], capture_output=True, text=True,
-                       timeout=3600)
+def convert(tool, src, dst, qtype, pad_window):
+    r = subprocess.run([tool, "--type", qtype, "--pad-window", pad_window, src, dst],
+                       capture_output=True, text=True, timeout=3600)
     if r.returncode != 0:
         sys.exit("whisperknot-convert --type %s failed:\n%s%s" % (qtype, r.stdout, r.stderr))
 
@@ -467,6 +469,9 @@ def main():
                     "or the committed one)")
     ap.add_argument("--bin", help="whisper.cpp ggml .bin to convert to knots")
     ap.add_argument("--types", default="f16,q8_0,q4_0", help="knot types made from --bin/--ckpt")
+    ap.add_argument("--pad-window", choices=["silence", "zeros"], default="silence",
+                    help="whisperknot-convert --pad-window for knots made from --bin/--ckpt "
+                    "(default silence: how our model was trained; zeros for OpenAI's models)")
     ap.add_argument("--knot", action="append", default=[], help="[LABEL=]PATH of a knot")
     ap.add_argument("--models-dir", help="where exported/converted models go (default: a "
                     "temporary directory, removed afterwards)")
@@ -536,7 +541,7 @@ def main():
         for t in [t for t in args.types.split(",") if t]:
             dst = os.path.join(models_dir, "%s.%s.knot" % (stem, t))
             t0 = time.time()
-            convert(conv, model_bin, dst, t)
+            convert(conv, model_bin, dst, t, args.pad_window)
             log("converted %s -> %s (%.1f MB, %.1f s)" % (t, dst, os.path.getsize(dst) / 1e6,
                                                           time.time() - t0))
             labels.append(t)
