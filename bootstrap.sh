@@ -33,18 +33,16 @@ install_deps () {
   fi
 }
 
-# The shared data folder beside the checkout holds the test audio and the
-# real Whisper vocabulary; examples fall back to the copy in tests/data.
-SHARED=${WK_SHARED_DATA:-$(cd .. && pwd)/shared/data}
-
 case "$what" in
   demo)
     install_deps "${BUILD_DEPS[@]}"
     meson setup build --reconfigure >/dev/null 2>&1 || meson setup build
     ninja -C build
-    audio="$SHARED/jfk.wav"
-    [ -f "$audio" ] || audio=examples/data/jfk.wav
+    # held-out sentences read by a synthesized voice (examples/data/make-sample.sh):
+    # the kind of speech the default model was trained for
+    audio=examples/data/sample.wav
     echo "== whisperknot on $audio (default model) =="
+    echo "== expected: $(tr '\n' ' ' < examples/data/sample.txt)"
     GST_PLUGIN_PATH=build/gst-plugin GST_REGISTRY_1_0=build/registry.bin \
       gst-launch-1.0 -q filesrc location="$audio" ! wavparse ! audioconvert ! \
       audioresample ! whisperknot ! fdsink fd=1
