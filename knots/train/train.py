@@ -53,6 +53,21 @@ def log(msg):
 # ------------------------------------------------------------------ data ----
 
 
+def shard_paths():
+    """The complete shards synth.py has written so far."""
+    return sorted(p for p in glob.glob(os.path.join(DATA, "shard-*.npz")) if ".tmp" not in p)
+
+
+def load_shard(p):
+    """(int16 audio, offsets, texts) of a shard, or None if it cannot be read yet."""
+    try:
+        with np.load(p) as z:
+            return z["audio"], z["offsets"], [str(t) for t in z["text"]]
+    except Exception as e:  # partially written or corrupt: skip for now
+        log("skip shard %s: %s" % (p, e))
+        return None
+
+
 class Pool:
     """Utterances from synth.py shards, reloaded as new shards appear."""
 
@@ -64,8 +79,7 @@ class Pool:
         self.index = []  # (path, i)
 
     def refresh(self):
-        paths = sorted(p for p in glob.glob(os.path.join(DATA, "shard-*.npz")) if ".tmp" not in p)
-        new = [p for p in paths if p not in self.shards]
+        new = [p for p in shard_paths() if p not in self.shards]
         if not new:
             return 0
         self.rng.shuffle(new)
@@ -73,12 +87,10 @@ class Pool:
             if len(self.shards) >= self.max_shards:
                 victim = self.rng.choice(list(self.shards))
                 del self.shards[victim]
-            try:
-                with np.load(p) as z:
-                    a, off, txt = z["audio"], z["offsets"], [str(t) for t in z["text"]]
-            except Exception as e:  # partially written or corrupt: skip for now
-                log("skip shard %s: %s" % (p, e))
+            shard = load_shard(p)
+            if shard is None:
                 continue
+            a, off, txt = shard
             toks = [self.tok.encode(" " + t) for t in txt]
             self.shards[p] = (a, off, toks, txt)
         self.index = [(p, i) for p, s in self.shards.items() for i in range(len(s[2]))]
@@ -115,17 +127,14 @@ class DevicePool:
     def refresh(self):
         if self.full:
             return 0
-        paths = sorted(p for p in glob.glob(os.path.join(DATA, "shard-*.npz")) if ".tmp" not in p)
         n_new = 0
-        for p in paths:
+        for p in shard_paths():
             if p in self.loaded:
                 continue
-            try:
-                with np.load(p) as z:
-                    a, off, txt = z["audio"], z["offsets"], [str(t) for t in z["text"]]
-            except Exception as e:  # partially written or corrupt: skip for now
-                log("skip shard %s: %s" % (p, e))
+            shard = load_shard(p)
+            if shard is None:
                 continue
+            a, off, txt = shard
             if self.used + len(a) > self.audio_t.shape[0]:
                 self.full = True
                 log("device pool full: %d utterances, %.1f h" % (len(self), self.used / SR / 3600))
@@ -171,20 +180,44 @@ class CTCHead(torch.nn.Module):
 
 
 def plan_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_tokens=440,
-                speed=(0.0, 1.0, 1.0)):
+                speed=(0.0, 1.0, 1.0), p_stop=0.0, p_nospeech=0.0, p_prompt=0.0):
     """One training example, planned: (segments [(utterance ref, start sample, samples,
-    gain, speed)], noise SNR in dB or None, token list, CTC (labels, encoder frames)).
+    gain, speed)], noise (std relative to the speech RMS, absolute std), token list,
+    CTC (labels, encoder frames)).
 
     speed = (probability, lowest, highest): each utterance is played that much faster
     with that probability (resampled: tempo, pitch and formants together, which makes
-    new voices out of the training ones).
+    new voices out of the training ones). p_stop: after each complete utterance, stop
+    packing with this probability (the window ends in silence, the target in <|endoftext|>
+    after the last timestamp). p_nospeech: the window holds noise or silence alone and
+    the target is <|nospeech|> (what Whisper's no_speech_prob reads). p_prompt: the
+    tokens start with <|startofprev|> and the text of other utterances, as Whisper
+    conditions on the previous text (the engine's long-file and live decoding do);
+    the loss never scores the prompt.
 
     win is the window length in samples: Whisper's 30 s, or shorter (a multiple of 320
     samples, two mel frames) for windows that train a shortened audio context. Several
     utterances are packed with random gaps and gains; when the last one is cut by the
     window end, the target ends with its start timestamp only."""
+    prompt = []
+    if p_prompt > 0 and rng.random() < p_prompt:
+        for _ in range(rng.randint(1, 4)):
+            prompt.extend(pool.sample()[2])
+        prompt = [wt.PREV] + prompt[-rng.randint(8, 223):]
+    plan = plan_window_target(pool, rng, win, p_notimestamps, p_single,
+                              max_tokens - len(prompt), speed, p_stop, p_nospeech)
+    return plan[0], plan[1], prompt + plan[2], plan[3]
+
+
+def plan_window_target(pool, rng, win, p_notimestamps, p_single, max_tokens, speed, p_stop,
+                       p_nospeech):
+    """plan_window without the prompt: the window's audio and its target from SOT on."""
     WIN = win
     win_s = WIN / SR
+    if p_nospeech > 0 and rng.random() < p_nospeech:
+        r = rng.random()  # Gaussian noise from -80 to -25 dBFS, a faint floor, or zeros
+        level = 10 ** (rng.uniform(-80, -25) / 20) if r < 0.7 else (1e-5 if r < 0.85 else 0.0)
+        return [], (0.0, level), [wt.SOT, wt.NOSPEECH, wt.EOT], ([], 0)
     ts = rng.random() >= p_notimestamps
     single = rng.random() < p_single
     segs = []  # (start_s, end_s, tokens)
@@ -207,7 +240,7 @@ def plan_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_token
             texts.append(text)
             n_tok += len(toks) + 2
             t = (start + n) / SR + rng.uniform(0.1, 1.5)
-            if single:
+            if single or (p_stop > 0 and rng.random() < p_stop):
                 break
         else:
             if ts and not single and start < WIN - int(0.3 * SR) and rng.random() < 0.6:
@@ -217,8 +250,10 @@ def plan_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_token
         if t >= win_s - 0.3:
             break
     if not segs:  # first utterance too long for the window: draw again
-        return plan_window(pool, rng, win, p_notimestamps, p_single, max_tokens, speed)
-    snr = rng.uniform(10, 40) if rng.random() < 0.5 else None
+        return plan_window_target(pool, rng, win, p_notimestamps, p_single, max_tokens, speed,
+                                  p_stop, p_nospeech)
+    # Gaussian noise at 10-40 dB SNR over the speech, or a faint floor
+    noise = (10 ** (-rng.uniform(10, 40) / 20), 0.0) if rng.random() < 0.5 else (0.0, 1e-5)
     tokens = [wt.SOT]
     if ts:
         for s, e, tk in segs:
@@ -235,23 +270,22 @@ def plan_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_token
     # CTC labels cover the complete utterances; a window that ends inside a cut one
     # scores CTC only over the encoder frames (50 per second) before the cut one starts
     ctc = (ctc_labels(texts), WIN // 320 if partial is None else int(partial * 50))
-    return audio, snr, tokens, ctc
+    return audio, noise, tokens, ctc
 
 
-def render_window(pool, audio, snr, win):
+def render_window(pool, audio, noise, win):
     """A planned window's float32 samples (numpy), with its additive noise: Gaussian at
-    the planned SNR over the speech, or a 1e-5 floor."""
+    std noise[0] times the speech RMS plus noise[1]."""
     x = np.zeros(win, dtype=np.float32)
     for ref, start, n, gain, f in audio:
         u = pool.audio(ref).astype(np.float32)
         if f != 1.0:  # linear interpolation at f source samples per output sample
             u = np.interp(np.arange(n) * f, np.arange(len(u)), u).astype(np.float32)
         x[start:start + n] = u[:n] * gain
-    if snr is not None:
-        rms = math.sqrt(float(np.mean(x[x != 0] ** 2)) + 1e-12)
-        x += np.random.randn(win).astype(np.float32) * (rms * 10 ** (-snr / 20))
-    else:
-        x += np.random.randn(win).astype(np.float32) * 1e-5
+    rms = math.sqrt(float(np.mean(x[x != 0] ** 2))) if noise[0] > 0 and x.any() else 0.0
+    std = rms * noise[0] + noise[1]
+    if std > 0:
+        x += np.random.randn(win).astype(np.float32) * std
     return x
 
 
@@ -269,6 +303,8 @@ def render_windows_device(pool, plans, win):
             seg_gain.append(gain)
             seg_f.append(f)
     total = sum(seg_n)
+    if total == 0:  # windows without speech only
+        seg_src, seg_end, seg_dst, seg_n, seg_gain, seg_f = [0], [0], [0], [0], [0.0], [1.0]
     n_t = torch.tensor(seg_n, dtype=torch.long).to(dev, non_blocking=True)
     seg = torch.repeat_interleave(torch.arange(len(seg_n), device=dev), n_t, output_size=total)
     off = torch.arange(total, device=dev) - (torch.cumsum(n_t, 0) - n_t)[seg]
@@ -290,11 +326,9 @@ def render_windows_device(pool, plans, win):
     x = x.view(len(plans), win)
     nz = (x != 0).sum(1).clamp(min=1)
     rms = ((x * x).sum(1) / nz + 1e-12).sqrt()
-    snr = [p[1] for p in plans]
-    scale = torch.tensor([10 ** (-v / 20) if v is not None else 0.0 for v in snr],
-                         device=dev)
-    floor = torch.tensor([0.0 if v is not None else 1e-5 for v in snr], device=dev)
-    return x + torch.randn_like(x) * (rms * scale + floor)[:, None]
+    rel = torch.tensor([p[1][0] for p in plans], dtype=torch.float32, device=dev)
+    absolute = torch.tensor([p[1][1] for p in plans], dtype=torch.float32, device=dev)
+    return x + torch.randn_like(x) * (rms * rel + absolute)[:, None]
 
 
 def spec_augment(mel, rng, n_freq=2, max_freq=12, n_time=2, max_time_frac=0.02):
@@ -315,13 +349,15 @@ def spec_augment(mel, rng, n_freq=2, max_freq=12, n_time=2, max_time_frac=0.02):
     return mel
 
 
-def make_batch(pool, rng, bs, win=WIN, device=None, speed=(0.0, 1.0, 1.0), specaug=False):
-    plans = [plan_window(pool, rng, win, speed=speed) for _ in range(bs)]
+def make_batch(pool, rng, bs, win=WIN, device=None, speed=(0.0, 1.0, 1.0), specaug=False,
+               p_single=0.1, p_stop=0.0, p_nospeech=0.0, p_prompt=0.0):
+    plans = [plan_window(pool, rng, win, p_single=p_single, speed=speed, p_stop=p_stop,
+                         p_nospeech=p_nospeech, p_prompt=p_prompt) for _ in range(bs)]
     if isinstance(pool, DevicePool):
         xs = render_windows_device(pool, plans, win)
     else:
-        xs = torch.from_numpy(np.stack([render_window(pool, a, snr, win)
-                                        for a, snr, _, _ in plans]))
+        xs = torch.from_numpy(np.stack([render_window(pool, a, noise, win)
+                                        for a, noise, _, _ in plans]))
     toks = [p[2] for p in plans]
     ctcs = [p[3] for p in plans]
     mel = wa.log_mel_spectrogram(xs)[..., :win // wa.HOP_LENGTH]
@@ -331,11 +367,13 @@ def make_batch(pool, rng, bs, win=WIN, device=None, speed=(0.0, 1.0, 1.0), speca
     inp = torch.full((bs, L), wt.EOT, dtype=torch.long)
     tgt = torch.full((bs, L), -100, dtype=torch.long)
     for b, t in enumerate(toks):
+        sot = t.index(wt.SOT)
         t = torch.tensor(t)
         inp[b, :len(t) - 1] = t[:-1]
         tgt[b, :len(t) - 1] = t[1:]
-        if t[1] == wt.NO_TIMESTAMPS:
-            tgt[b, 0] = -100  # <|notimestamps|> is a prompt, not a prediction
+        tgt[b, :sot] = -100  # the previous text and <|startoftranscript|> are given
+        if t[sot + 1] == wt.NO_TIMESTAMPS:
+            tgt[b, sot] = -100  # <|notimestamps|> is a prompt, not a prediction
     if device is not None:
         inp, tgt = inp.to(device, non_blocking=True), tgt.to(device, non_blocking=True)
     return mel, inp, tgt, ctcs
@@ -651,6 +689,15 @@ def main():
                     metavar=("P", "LO", "HI"),
                     help="play each utterance faster by a factor from LO to HI with "
                     "probability P (resampling: new voices from the training ones)")
+    ap.add_argument("--p-single", type=float, default=0.1,
+                    help="fraction of windows holding a single utterance")
+    ap.add_argument("--p-stop", type=float, default=0.0,
+                    help="after each utterance, stop packing with this probability")
+    ap.add_argument("--p-nospeech", type=float, default=0.0,
+                    help="fraction of windows of noise or silence alone (target <|nospeech|>)")
+    ap.add_argument("--p-prompt", type=float, default=0.0,
+                    help="fraction of windows whose tokens start with <|startofprev|> and "
+                    "earlier text (Whisper's conditioning on the previous text)")
     ap.add_argument("--specaug", action="store_true",
                     help="SpecAugment-style frequency and time masks on the log-mel")
     ap.add_argument("--device-pool", choices=["auto", "on", "off"], default="auto",
@@ -762,7 +809,8 @@ def main():
         t0 = time.time()
         win, bs = pick_window(args, rng)
         mel, inp, tgt, ctcs = make_batch(pool, rng, bs, win, dev, tuple(args.speed_perturb),
-                                         args.specaug)
+                                         args.specaug, args.p_single, args.p_stop,
+                                         args.p_nospeech, args.p_prompt)
         t_data = time.time() - t0
         elapsed = time.time() - t_start
         for g in opt.param_groups:
