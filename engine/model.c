@@ -503,6 +503,18 @@ read_hparams (wk_model * m, char *err, size_t err_size)
         hp->n_text_ctx);
     return WK_ERR_UNSUPPORTED;
   }
+  m->max_text_ctx = hp->n_text_ctx / 2;
+  {
+    uint32_t v;
+    if (wk_knot_get_u32 (m->knot, "whisperknot.max_text_ctx", &v)) {
+      if (v > (uint32_t) hp->n_text_ctx / 2) {
+        wk_set_err (err, err_size, "model: whisperknot.max_text_ctx %u is more "
+            "than n_text_ctx / 2 (%d)", v, hp->n_text_ctx / 2);
+        return WK_ERR_FORMAT;
+      }
+      m->max_text_ctx = (int) v;
+    }
+  }
   {
     const char *pad;
     size_t pad_len;

@@ -105,6 +105,10 @@ struct wk_model
    * are those of digital silence (whisper.cpp and Hugging Face pad the
    * audio), not transcribe()'s 0.0 (see wk_model_window_mel) */
   bool pad_silence;
+  /* whisperknot.max_text_ctx: the most earlier-text prompt tokens the
+   * model was trained with (0: never saw <|startofprev|>); streams clamp
+   * their max_text_ctx to it. n_text_ctx / 2 when the key is absent. */
+  int max_text_ctx;
   uint64_t n_params;
 
   /* encoder */

@@ -743,7 +743,11 @@ usage (FILE * f)
       "               or silence (the frames of zero samples, as whisper.cpp "
       "and Hugging\n"
       "               Face pad the audio; what whisperknot's own model was "
-      "trained with)\n");
+      "trained with)\n"
+      "--max-text-ctx N  the most earlier-text prompt tokens the model was "
+      "trained with\n"
+      "               (0: it never saw <|startofprev|>); the engine's prompt "
+      "is no longer\n");
 }
 
 int
@@ -751,6 +755,7 @@ main (int argc, char **argv)
 {
   const char *input = NULL, *output = NULL, *vocab_path = NULL;
   const char *pad_window = NULL;
+  int max_text_ctx = -1;
   int target = -1, n_keep = 0, rc = 1;
   keep_rule *keep = calloc ((size_t) argc, sizeof *keep);
   bool quiet = false;
@@ -793,6 +798,16 @@ main (int argc, char **argv)
       keep[n_keep++].type = ty;
     } else if (!strcmp (a, "--vocab") && i + 1 < argc) {
       vocab_path = argv[++i];
+    } else if (!strcmp (a, "--max-text-ctx") && i + 1 < argc) {
+      char *end;
+      long v = strtol (argv[++i], &end, 10);
+      if (*end || end == argv[i] || v < 0 || v > 65535) {
+        fprintf (stderr, "whisperknot-convert: --max-text-ctx wants a token "
+            "count, got '%s'\n", argv[i]);
+        free (keep);
+        return 2;
+      }
+      max_text_ctx = (int) v;
     } else if (!strcmp (a, "--pad-window") && i + 1 < argc) {
       pad_window = argv[++i];
       if (strcmp (pad_window, "zeros") && strcmp (pad_window, "silence")) {
@@ -875,6 +890,9 @@ main (int argc, char **argv)
     if (pad_window)
       wk_knot_writer_set_str (w, "whisperknot.pad_window", pad_window,
           strlen (pad_window));
+    if (max_text_ctx >= 0)
+      wk_knot_writer_set_u32 (w, "whisperknot.max_text_ctx",
+          (uint32_t) max_text_ctx);
   }
 
   /* tensors: decide types, convert, collect statistics */

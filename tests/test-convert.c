@@ -426,7 +426,8 @@ check_padding (const char *knot, bool want_silence)
 }
 
 /* --pad-window: the key reaches the knot and the engine pads accordingly;
- * a bad option value is refused, a bad key value fails the load cleanly. */
+ * a bad option value is refused, a bad key value fails the load cleanly.
+ * The same for --max-text-ctx. */
 static void
 test_pad_window (void)
 {
@@ -474,6 +475,29 @@ test_pad_window (void)
     CHECK (wk_model_load (sk, &mp, &m, err, sizeof err) == WK_ERR_FORMAT);
     CHECK (m == NULL);
     CHECK_MSG (strstr (err, "pad_window") != NULL, "%s", err);
+  }
+  /* --max-text-ctx: 0 reaches the model; more than n_text_ctx / 2 is
+   * refused at load */
+  {
+    char *mc[] = { (char *) conv, (char *) "--max-text-ctx", (char *) "0",
+      (char *) bin, (char *) zk, NULL
+    };
+    CHECK_MSG (run (mc) == 0, "%s", out_text);
+    m = NULL;
+    CHECK_MSG (wk_model_load (zk, &mp, &m, err, sizeof err) == WK_OK, "%s",
+        err);
+    if (m) {
+      CHECK (m->max_text_ctx == 0);
+      wk_model_unref (m);
+    }
+    mc[2] = (char *) "60000";
+    CHECK_MSG (run (mc) == 0, "%s", out_text);
+    m = NULL;
+    CHECK (wk_model_load (zk, &mp, &m, err, sizeof err) == WK_ERR_FORMAT);
+    CHECK (m == NULL);
+    CHECK_MSG (strstr (err, "max_text_ctx") != NULL, "%s", err);
+    mc[2] = (char *) "-1";
+    CHECK (run (mc) == 2);
   }
   unlink (bin);
   unlink (zk);

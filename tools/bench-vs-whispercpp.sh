@@ -94,7 +94,8 @@ if [ -n "${DEFAULT_GGML:-}" ]; then
         "$wcpp/whisper-quantize" "$DEFAULT_GGML" "$bin" "$t" >/dev/null 2>&1
       fi
       # padded with silence, as whisper.cpp pads and as the model was trained
-      "$convert" --quiet --pad-window silence "$bin" "$knot" >/dev/null
+      "$convert" --quiet --pad-window silence --max-text-ctx 0 "$bin" "$knot" \
+        >/dev/null
     fi
     echo "## default model, $t (same text on both sides: end-to-end counts)"
     "$bench" -m "$knot" -f "$audio" -t "$threads" -r "$runs" \

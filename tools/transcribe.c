@@ -60,6 +60,9 @@ usage (FILE * f)
       "      --translate       translate into English\n"
       "  -t, --threads N       threads (default 0: one per core)\n"
       "  -b, --beam-size N     beam search width (default: the engine's)\n"
+      "      --max-context N   at most N tokens of earlier text as the\n"
+      "                        decoder's prompt (default 224; 0: none,\n"
+      "                        whisper.cpp's -mc)\n"
       "      --no-fallback     no temperature fallback: deterministic\n"
       "                        decoding at temperature 0 (whisper.cpp's -nf)\n"
       "      --latency MS      live policy with this target delay (default\n"
@@ -330,6 +333,7 @@ enum
   OPT_TOKENS,
   OPT_STATS,
   OPT_NO_FALLBACK,
+  OPT_MAX_CONTEXT,
 };
 
 int
@@ -342,6 +346,7 @@ main (int argc, char **argv)
     {"threads", required_argument, NULL, 't'},
     {"beam-size", required_argument, NULL, 'b'},
     {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
+    {"max-context", required_argument, NULL, OPT_MAX_CONTEXT},
     {"latency", required_argument, NULL, OPT_LATENCY},
     {"format", required_argument, NULL, 'f'},
     {"tokens", no_argument, NULL, OPT_TOKENS},
@@ -384,6 +389,10 @@ main (int argc, char **argv)
         break;
       case OPT_NO_FALLBACK:
         sp.temperature_inc = 0.0f;
+        break;
+      case OPT_MAX_CONTEXT:
+        if (parse_int (optarg, 0, 224, &sp.max_text_ctx) < 0)
+          goto bad_value;
         break;
       case OPT_LATENCY:
         if (parse_int (optarg, 0, 30000, &sp.latency_ms) < 0)

@@ -376,7 +376,10 @@ def ckpt_info(path):
 
 
 def convert(tool, src, dst, qtype, pad_window):
-    r = subprocess.run([tool, "--type", qtype, "--pad-window", pad_window, src, dst],
+    # our model never saw a <|startofprev|> prompt: --max-text-ctx 0 (ignored by
+    # single-window utterances; long files and the live policy need it)
+    extra = ["--max-text-ctx", "0"] if pad_window == "silence" else []
+    r = subprocess.run([tool, "--type", qtype, "--pad-window", pad_window] + extra + [src, dst],
                        capture_output=True, text=True, timeout=3600)
     if r.returncode != 0:
         sys.exit("whisperknot-convert --type %s failed:\n%s%s" % (qtype, r.stdout, r.stderr))
