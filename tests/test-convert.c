@@ -382,6 +382,8 @@ encode_jfk (const char *knot, const wk_wav * wav, int64_t * n_out,
   return out;
 }
 
+static char *slurp (const char *path, size_t *len);
+
 /* The window's padding frames of a model converted with --pad-window. */
 static void
 check_padding (const char *knot, bool want_silence)
@@ -440,7 +442,7 @@ test_pad_window (void)
   wk_model *m = NULL;
   char err[512] = "";
   FILE *f;
-  long size;
+  size_t size = 0;
   char *data;
 
   if (make_model ("small-test", "f32", "3", bin) != 0)
@@ -453,22 +455,16 @@ test_pad_window (void)
   CHECK (run (argv) == 2);
   CHECK (strstr (out_text, "--pad-window") != NULL);
   /* the same knot with the value spelled wrong */
-  f = fopen (sk, "rb");
-  CHECK (f != NULL);
-  if (f) {
-    fseek (f, 0, SEEK_END);
-    size = ftell (f);
-    fseek (f, 0, SEEK_SET);
-    data = malloc ((size_t) size);
-    CHECK (data && fread (data, 1, (size_t) size, f) == (size_t) size);
-    fclose (f);
-    for (long i = 0; data && i + 7 <= size; i++)
+  data = slurp (sk, &size);
+  CHECK (data != NULL);
+  if (data) {
+    for (size_t i = 0; i + 7 <= size; i++)
       if (!memcmp (data + i, "silence", 7)) {
         data[i + 6] = 'x';
         break;
       }
     f = fopen (sk, "wb");
-    CHECK (f && fwrite (data, 1, (size_t) size, f) == (size_t) size);
+    CHECK (f && fwrite (data, 1, size, f) == size);
     if (f)
       fclose (f);
     free (data);
