@@ -291,7 +291,9 @@ initial_tokens (wk_ctx * ctx, const wk_stream_params * p, int lang,
   const wk_special_tokens *sp = &m->sp;
   int n = 0, max_prompt = m->hp.n_text_ctx / 2 - 1, i;
 
-  if (prompt && n_prompt > 0) {
+  if (max_prompt > m->max_text_ctx)
+    max_prompt = m->max_text_ctx;       /* what the model was trained with */
+  if (prompt && n_prompt > 0 && max_prompt > 0) {
     if (n_prompt > max_prompt) {
       prompt += n_prompt - max_prompt;
       n_prompt = max_prompt;

@@ -419,8 +419,6 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
   l->model = m;
   l->p = *p;
   l->p.vad_model = NULL;        /* the caller's string */
-  if (l->p.max_text_ctx > wk_ctx_model (ctx)->max_text_ctx)
-    l->p.max_text_ctx = wk_ctx_model (ctx)->max_text_ctx;
   l->lang = lang;
   l->W = 2 * m->hp.n_audio_ctx;
   l->T = m->hp.n_text_ctx;

@@ -106,8 +106,9 @@ struct wk_model
    * audio), not transcribe()'s 0.0 (see wk_model_window_mel) */
   bool pad_silence;
   /* whisperknot.max_text_ctx: the most earlier-text prompt tokens the
-   * model was trained with (0: never saw <|startofprev|>); streams clamp
-   * their max_text_ctx to it. n_text_ctx / 2 when the key is absent. */
+   * model was trained with (0: never saw <|startofprev|>); the decoder's
+   * initial tokens (decode.c) never take a longer prompt. n_text_ctx / 2
+   * when the key is absent. */
   int max_text_ctx;
   uint64_t n_params;
 

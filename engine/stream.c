@@ -185,8 +185,6 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
       s->lang_fixed = idx;
   }
   p.language = NULL;            /* not kept: the caller's string */
-  if (p.max_text_ctx > model->max_text_ctx)
-    p.max_text_ctx = model->max_text_ctx;       /* what the model was trained with */
   s->p = p;
   s->lang = s->lang_fixed;
 
