@@ -528,6 +528,19 @@ read_hparams (wk_model * m, char *err, size_t err_size)
       }
     }
   }
+  {
+    const char *r;
+    size_t r_len;
+    if (wk_knot_get_str (m->knot, "whisperknot.timestamp_rule", &r, &r_len)) {
+      if (r_len == 3 && !memcmp (r, "max", 3))
+        m->ts_rule_max = true;
+      else if (!(r_len == 3 && !memcmp (r, "sum", 3))) {
+        wk_set_err (err, err_size, "model: whisperknot.timestamp_rule is "
+            "neither \"sum\" nor \"max\"");
+        return WK_ERR_FORMAT;
+      }
+    }
+  }
   return WK_OK;
 }
 

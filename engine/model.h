@@ -110,6 +110,11 @@ struct wk_model
    * initial tokens (decode.c) never take a longer prompt. n_text_ctx / 2
    * when the key is absent. */
   int max_text_ctx;
+  /* whisperknot.timestamp_rule = "max": a timestamp token is sampled only
+   * when it is itself likelier than every text token, not (as openai's
+   * ApplyTimestampRules does) whenever all timestamps together are; for a
+   * model whose timestamp probabilities are spread thin (see decode.c) */
+  bool ts_rule_max;
   uint64_t n_params;
 
   /* encoder */

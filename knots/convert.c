@@ -714,7 +714,8 @@ usage (FILE * f)
       "usage: whisperknot-convert [--type f32|f16|q8_0|q4_0] "
       "[--keep NAME=TYPE ...]\n"
       "                           [--vocab FILE] [--pad-window MODE] "
-      "[--quiet]\n"
+      "[--max-text-ctx N]\n"
+      "                           [--timestamp-rule sum|max] [--quiet]\n"
       "                           INPUT OUTPUT.knot\n\n"
       "INPUT: a whisper.cpp ggml .bin, or a Hugging Face model directory "
       "(or its\n"
@@ -754,7 +755,7 @@ int
 main (int argc, char **argv)
 {
   const char *input = NULL, *output = NULL, *vocab_path = NULL;
-  const char *pad_window = NULL;
+  const char *pad_window = NULL, *ts_rule = NULL;
   int max_text_ctx = -1;
   int target = -1, n_keep = 0, rc = 1;
   keep_rule *keep = calloc ((size_t) argc, sizeof *keep);
@@ -813,6 +814,14 @@ main (int argc, char **argv)
       if (strcmp (pad_window, "zeros") && strcmp (pad_window, "silence")) {
         fprintf (stderr, "whisperknot-convert: --pad-window is zeros or "
             "silence, got '%s'\n", pad_window);
+        free (keep);
+        return 2;
+      }
+    } else if (!strcmp (a, "--timestamp-rule") && i + 1 < argc) {
+      ts_rule = argv[++i];
+      if (strcmp (ts_rule, "sum") && strcmp (ts_rule, "max")) {
+        fprintf (stderr, "whisperknot-convert: --timestamp-rule is sum or "
+            "max, got '%s'\n", ts_rule);
         free (keep);
         return 2;
       }
@@ -893,6 +902,9 @@ main (int argc, char **argv)
     if (max_text_ctx >= 0)
       wk_knot_writer_set_u32 (w, "whisperknot.max_text_ctx",
           (uint32_t) max_text_ctx);
+    if (ts_rule)
+      wk_knot_writer_set_str (w, "whisperknot.timestamp_rule", ts_rule,
+          strlen (ts_rule));
   }
 
   /* tensors: decide types, convert, collect statistics */

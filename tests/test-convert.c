@@ -495,6 +495,72 @@ test_pad_window (void)
     mc[2] = (char *) "-1";
     CHECK (run (mc) == 2);
   }
+  /* --timestamp-rule max reaches the model and changes the filter: text
+   * whose best token beats every single timestamp, but not all of them
+   * together, stays possible; sum (openai's rule) forces a timestamp */
+  {
+    char *tr[] = { (char *) conv, (char *) "--timestamp-rule", (char *) "max",
+      (char *) bin, (char *) zk, NULL
+    };
+    for (int pass = 0; pass < 2; pass++) {
+      const char *rule = pass == 0 ? "max" : "sum";
+      tr[2] = (char *) rule;
+      CHECK_MSG (run (tr) == 0, "%s", out_text);
+      m = NULL;
+      CHECK_MSG (wk_model_load (zk, &mp, &m, err, sizeof err) == WK_OK, "%s",
+          err);
+      if (!m)
+        continue;
+      CHECK (m->ts_rule_max == (pass == 0));
+      {
+        const wk_special_tokens *sp = &m->sp;
+        int V = m->hp.n_vocab, tb = sp->timestamp_begin;
+        float *x = malloc ((size_t) V * sizeof *x);
+        int32_t seq[3] = { sp->sot, tb, 300 };
+        CHECK (x != NULL && V - tb > 100);
+        if (x) {
+          for (int i = 0; i < V; i++)
+            x[i] = i < tb ? -10.0f : -2.0f;
+          x[400] = 0.0f;        /* the best text token */
+          wk_logit_filters_apply (m, 1, false, true, x, seq, 3);
+          CHECK_MSG ((x[400] == 0.0f) == (pass == 0), "rule %s", rule);
+          CHECK (x[tb + 10] == -2.0f);
+          free (x);
+        }
+      }
+      wk_model_unref (m);
+    }
+    tr[2] = (char *) "loudest";
+    CHECK (run (tr) == 2);
+    CHECK (strstr (out_text, "--timestamp-rule") != NULL);
+    /* the key with another value fails the load */
+    tr[2] = (char *) "max";
+    CHECK_MSG (run (tr) == 0, "%s", out_text);
+    data = slurp (zk, &size);
+    CHECK (data != NULL);
+    if (data) {
+      for (size_t i = 0; i + 18 <= size; i++)
+        if (!memcmp (data + i, "timestamp_rule", 14)) {
+          for (size_t j = i + 14; j + 3 <= size; j++)
+            if (!memcmp (data + j, "max", 3)) {
+              data[j] = 'm';
+              data[j + 1] = 'i';
+              data[j + 2] = 'n';
+              break;
+            }
+          break;
+        }
+      f = fopen (zk, "wb");
+      CHECK (f && fwrite (data, 1, size, f) == size);
+      if (f)
+        fclose (f);
+      free (data);
+      m = NULL;
+      CHECK (wk_model_load (zk, &mp, &m, err, sizeof err) == WK_ERR_FORMAT);
+      CHECK (m == NULL);
+      CHECK_MSG (strstr (err, "timestamp_rule") != NULL, "%s", err);
+    }
+  }
   unlink (bin);
   unlink (zk);
   unlink (sk);

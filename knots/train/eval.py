@@ -78,6 +78,9 @@ import synth  # noqa: E402  (voices, synthesis, held-out sentences)
 EVAL_DIR = os.path.join(synth.WORK, "eval")
 SR = synth.SR
 SETS = {"trainvoices": None, "heldout-rms": "rms", "heldout-en029": "en-029"}
+# development sets: the same voices on other held-out sentences (synth.py's
+# load_dev_sentences), with other voice draws; tune on these, report the others
+SETS.update({"dev-" + k: v for k, v in list(SETS.items())})
 DEFAULT_SETS = "trainvoices,heldout-rms,heldout-en029"
 SCLITE_CANDIDATES = ["sclite", "/usr/lib/sctk/bin/sclite"]
 
@@ -169,11 +172,18 @@ def _load_npz(path):
     return [(audio[off[i]:off[i + 1]], text[i], voice[i]) for i in range(len(text))]
 
 
+def set_sentences(name):
+    if name.startswith("dev-"):
+        return synth.load_dev_sentences()
+    return synth.load_eval_sentences()
+
+
 def _generate_set(name, n, path):
-    """Same voices, seeds and order as synth.py's make_eval."""
-    sents = synth.load_eval_sentences()
+    """Same voices, seeds and order as synth.py's make_eval (dev sets: other
+    sentences and seeds)."""
+    sents = set_sentences(name)
     n = min(n, len(sents))
-    rng = random.Random(1234 + len(name))
+    rng = random.Random(1234 + len(name))  # dev-*: longer names, other seeds
     audios, tx, vs = [], [], []
     with tempfile.TemporaryDirectory(prefix="wkeval-") as tmpdir:
         for i in range(n):
@@ -196,7 +206,7 @@ def load_set(name, n, log):
         m = re.match(re.escape(name) + r"-n(\d+)\.npz$", f)
         if m:
             cands.append(os.path.join(EVAL_DIR, f))
-    sents = synth.load_eval_sentences()
+    sents = set_sentences(name)
     index = {s: i for i, s in enumerate(sents)}
     for p in cands:
         if not os.path.exists(p):
@@ -256,10 +266,12 @@ def find_tool(build, rel, name):
     sys.exit("eval.py: cannot find %s (build it, or give --build)" % name)
 
 
-def transcribe_knot(tool, knot, wav, no_fallback, threads):
+def transcribe_knot(tool, knot, wav, no_fallback, threads, beam):
     cmd = [tool, "-m", knot, "-t", str(threads), "-f", "txt"]
     if no_fallback:
         cmd.append("--no-fallback")
+    if beam:
+        cmd += ["--beam-size", str(beam)]
     r = subprocess.run(cmd + [wav], capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd), r.returncode,
@@ -267,9 +279,9 @@ def transcribe_knot(tool, knot, wav, no_fallback, threads):
     return " ".join(r.stdout.split())
 
 
-def run_knot(tool, knot, wavs, jobs, no_fallback, threads):
+def run_knot(tool, knot, wavs, jobs, no_fallback, threads, beam=0):
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
-        return list(ex.map(lambda w: transcribe_knot(tool, knot, w, no_fallback, threads),
+        return list(ex.map(lambda w: transcribe_knot(tool, knot, w, no_fallback, threads, beam),
                            wavs))
 
 
@@ -375,10 +387,12 @@ def ckpt_info(path):
     return info
 
 
-def convert(tool, src, dst, qtype, pad_window):
+def convert(tool, src, dst, qtype, pad_window, ts_rule="max"):
     # our model never saw a <|startofprev|> prompt: --max-text-ctx 0 (ignored by
-    # single-window utterances; long files and the live policy need it)
-    extra = ["--max-text-ctx", "0"] if pad_window == "silence" else []
+    # single-window utterances; long files and the live policy need it); its
+    # timestamps decode better without openai's sum rule (--timestamp-rule max)
+    extra = (["--max-text-ctx", "0", "--timestamp-rule", ts_rule]
+             if pad_window == "silence" else [])
     r = subprocess.run([tool, "--type", qtype, "--pad-window", pad_window] + extra + [src, dst],
                        capture_output=True, text=True, timeout=3600)
     if r.returncode != 0:
@@ -484,6 +498,8 @@ def main():
     ap.add_argument("--no-fallback", action="store_true",
                     help="WER runs without the engine's temperature fallback (default: with it, "
                          "as users get it)")
+    ap.add_argument("--beam-size", type=int, default=0,
+                    help="our engine's beam width (default 0: the engine's default)")
     ap.add_argument("--jobs", type=int, default=1, help="transcriber processes at once")
     ap.add_argument("--threads", type=int, default=1, help="threads per transcriber process")
     ap.add_argument("--nice", type=int, default=10, help="niceness to run at (default 10)")
@@ -561,8 +577,10 @@ def main():
     if step:
         meta["step"] = str(step)
     no_fb = args.no_fallback
-    meta["decoding"] = ("whisperknot-transcribe, greedy, %s, %d thread(s)" %
-                        ("no temperature fallback" if no_fb else "temperature fallback 0.2",
+    meta["decoding"] = ("whisperknot-transcribe, %s, %s, %d thread(s)" %
+                        ("beam search of %d" % args.beam_size if args.beam_size
+                         else "the engine's default search",
+                         "no temperature fallback" if no_fb else "temperature fallback 0.2",
                          args.threads))
     meta["normalizer"] = "eval.py normalize() (lowercase, no punctuation, numbers as words)"
 
@@ -582,7 +600,8 @@ def main():
         results[lb], timing[lb], hyps_all[lb] = {}, {}, {}
         for s in sets:
             t0 = time.time()
-            hyps = run_knot(transcribe, knots[lb], wavs[s], args.jobs, no_fb, args.threads)
+            hyps = run_knot(transcribe, knots[lb], wavs[s], args.jobs, no_fb, args.threads,
+                            args.beam_size)
             dt = time.time() - t0
             audio_s = sum(len(a) for a, _, _ in data[s]) / SR
             timing[lb][s] = (dt, audio_s)
@@ -606,15 +625,18 @@ def main():
         if ct not in knots:
             sys.exit("--compare-type %s was not converted (--types)" % ct)
         compare = {"label": ct, "sets": {}}
+        # like for like: whisper-cli decodes greedily (-bs 1 -bo 1 -nf) with openai's
+        # timestamp rules, so ours runs on a knot converted with the sum rule,
+        # greedy, without fallback
+        cmp_knot = os.path.join(models_dir, "compare.%s.knot" % ct)
+        convert(conv, model_bin, cmp_knot, ct, args.pad_window, ts_rule="sum")
         for s in sets:
             refs = [t for _, t, _ in data[s]]
             groups = [voice_group(v) for _, _, v in data[s]]
-            if no_fb:
-                ours = hyps_all[ct][s]
-            else:
-                t0 = time.time()
-                ours = run_knot(transcribe, knots[ct], wavs[s], args.jobs, True, args.threads)
-                log("ours %s %s --no-fallback: %.1f s" % (ct, s, time.time() - t0))
+            t0 = time.time()
+            ours = run_knot(transcribe, cmp_knot, wavs[s], args.jobs, True, args.threads,
+                            beam=1)
+            log("ours %s %s greedy --no-fallback: %.1f s" % (ct, s, time.time() - t0))
             t0 = time.time()
             cpp = run_whisper_cli(args.whisper_cli, model_bin, wavs[s], args.threads,
                                   os.path.join(out, "whisper.cpp", s))

@@ -170,6 +170,23 @@ def load_train_texts():
     return out
 
 
+def load_dev_sentences(per_source=100):
+    """Held-out sentences for tuning (decoding settings, checkpoint choice): the
+    next per_source of each source in the evaluation list's hash order, so never
+    trained on and disjoint from the evaluation sentences."""
+    used = set(load_eval_sentences())
+    out = []
+    for src in ("bible", "fortunes"):
+        p = os.path.join(TEXT_DIR, "heldout-%s.txt" % src)
+        if not os.path.exists(p):
+            build_texts()
+        with open(p) as f:
+            held = [l.rstrip("\n") for l in f if l.strip()]
+        picks = [x for x in sorted(held, key=_h) if x not in used][:per_source]
+        out.extend(picks)
+    return out
+
+
 def load_eval_sentences():
     p = os.path.join(HELDOUT_DIR, "sentences.txt")
     out = []
