@@ -97,6 +97,7 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define DEFAULT_TRANSLATE FALSE
 #define DEFAULT_LATENCY 0
 #define DEFAULT_THREADS 0
+#define DEFAULT_BEAM_SIZE 0
 #define DEFAULT_LATENESS 0
 #define DEFAULT_VAD TRUE
 #define DEFAULT_VAD_THRESHOLD 0.5f
@@ -180,6 +181,7 @@ enum
   PROP_TRANSLATE,
   PROP_LATENCY,
   PROP_THREADS,
+  PROP_BEAM_SIZE,
   PROP_LANGUAGE_CODE,
   PROP_MAX_OBSERVED_DELAY,
   PROP_LATENESS,
@@ -317,6 +319,20 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
       g_param_spec_uint ("threads", "Threads",
           "Threads the recognizer computes on (0 = one per core)",
           0, 256, DEFAULT_THREADS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  /**
+   * GstWhisperKnot:beam-size:
+   *
+   * Beam search width at temperature 0. 1 is greedy decoding; 0 lets the
+   * engine choose: a beam of 5 for 30 s windows (latency 0), 3 with a
+   * latency, where the model runs several times a second.
+   */
+  g_object_class_install_property (gobject_class, PROP_BEAM_SIZE,
+      g_param_spec_uint ("beam-size", "Beam size",
+          "Beam search width, 1 = greedy (0 = the engine's choice: 5 for "
+          "30 s windows, 3 with a latency)", 0, 16, DEFAULT_BEAM_SIZE,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
 
@@ -466,6 +482,7 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->translate = DEFAULT_TRANSLATE;
   self->latency_ms = DEFAULT_LATENCY;
   self->n_threads = DEFAULT_THREADS;
+  self->beam_size = DEFAULT_BEAM_SIZE;
   self->lateness_ms = DEFAULT_LATENESS;
   self->use_vad = DEFAULT_VAD;
   self->vad_threshold = DEFAULT_VAD_THRESHOLD;
@@ -538,6 +555,9 @@ gst_whisperknot_set_property (GObject * object, guint prop_id,
     case PROP_THREADS:
       self->n_threads = g_value_get_uint (value);
       break;
+    case PROP_BEAM_SIZE:
+      self->beam_size = g_value_get_uint (value);
+      break;
     case PROP_LANGUAGE_CODE:
     {
       const gchar *tag = g_value_get_string (value);
@@ -590,6 +610,9 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
       break;
     case PROP_THREADS:
       g_value_set_uint (value, self->n_threads);
+      break;
+    case PROP_BEAM_SIZE:
+      g_value_set_uint (value, self->beam_size);
       break;
     case PROP_LANGUAGE_CODE:
       g_value_set_string (value, self->language);
@@ -801,6 +824,7 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   params.latency_ms = self->latency_ms;
   self->stream_latency_ms = self->latency_ms;
   params.n_threads = self->n_threads;
+  params.beam_size = (int) self->beam_size;
   params.use_vad = self->use_vad;
   params.vad_threshold = self->vad_threshold;
   params.vad_min_silence_ms = self->vad_min_silence_ms;

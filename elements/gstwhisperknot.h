@@ -61,6 +61,7 @@ struct _GstWhisperKnot
   gboolean translate;
   guint latency_ms;             /* 0: offline windows */
   guint n_threads;              /* 0: engine default */
+  guint beam_size;              /* 0: engine default, 1: greedy */
   guint max_observed_delay_ms;  /* read-only, from the engine's stats */
   guint lateness_ms;            /* added to the reported latency */
   gboolean use_vad;

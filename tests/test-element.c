@@ -342,12 +342,14 @@ GST_START_TEST (test_properties_have_defaults)
   GstElement *e = gst_element_factory_make ("whisperknot", NULL);
   gchar *model, *language;
   gboolean translate;
-  guint latency, threads;
+  guint latency, threads, beam;
 
   fail_unless (e != NULL);
   g_object_get (e, "model", &model, "language", &language, "translate",
-      &translate, "latency", &latency, "threads", &threads, NULL);
+      &translate, "latency", &latency, "threads", &threads, "beam-size",
+      &beam, NULL);
   fail_unless (model == NULL);
+  fail_unless_equals_int (beam, 0);
   fail_unless_equals_string (language, "auto");
   fail_unless (!translate);
   fail_unless_equals_int (latency, 0);
@@ -355,9 +357,11 @@ GST_START_TEST (test_properties_have_defaults)
   g_free (language);
 
   g_object_set (e, "model", "/x.knot", "language", "de", "translate", TRUE,
-      "latency", 1500, "threads", 2, NULL);
+      "latency", 1500, "threads", 2, "beam-size", 3, NULL);
   g_object_get (e, "model", &model, "language", &language, "translate",
-      &translate, "latency", &latency, "threads", &threads, NULL);
+      &translate, "latency", &latency, "threads", &threads, "beam-size",
+      &beam, NULL);
+  fail_unless_equals_int (beam, 3);
   fail_unless_equals_string (model, "/x.knot");
   fail_unless_equals_string (language, "de");
   fail_unless (translate);

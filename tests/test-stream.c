@@ -85,6 +85,8 @@ fast_params (void)
   wk_stream_params p = wk_stream_default_params ();
   p.n_threads = 2;
   p.temperature_inc = 0.0f;     /* random weights would always fall back */
+  p.beam_size = 1;              /* greedy: random weights run to the token
+                                 * limit; the beam test below sets its own */
   return p;
 }
 
@@ -678,6 +680,10 @@ test_options (void)
   /* bad parameters */
   p = fast_params ();
   p.beam_size = 100;
+  s = (wk_stream *) 1;
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  CHECK (s == NULL && err[0]);
+  p.beam_size = -1;
   s = (wk_stream *) 1;
   CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_ERR_ARG);
   CHECK (s == NULL && err[0]);

@@ -59,7 +59,8 @@ usage (FILE * f)
       "  -l, --language LANG   spoken language, ISO 639-1, or auto (default)\n"
       "      --translate       translate into English\n"
       "  -t, --threads N       threads (default 0: one per core)\n"
-      "  -b, --beam-size N     beam search width (default: the engine's)\n"
+      "  -b, --beam-size N     beam search width, 1 = greedy (default: the\n"
+      "                        engine's, 5 for files, 3 with --latency)\n"
       "      --max-context N   at most N tokens of earlier text as the\n"
       "                        decoder's prompt (default 224; 0: none,\n"
       "                        whisper.cpp's -mc)\n"
@@ -384,7 +385,7 @@ main (int argc, char **argv)
           goto bad_value;
         break;
       case 'b':
-        if (parse_int (optarg, 1, 64, &sp.beam_size) < 0)
+        if (parse_int (optarg, 1, 16, &sp.beam_size) < 0)
           goto bad_value;
         break;
       case OPT_NO_FALLBACK:
