@@ -319,30 +319,56 @@ initial_tokens (wk_ctx * ctx, const wk_stream_params * p, int lang,
   return n;
 }
 
+/* ---- the first step ----------------------------------------------------- */
+
+/* Runs the decoder over ctx->seq[0..n0-1], whose last n_pre tokens are a
+ * forced prefix: the no-speech probability from the SOT row, and the
+ * logits of the token after seq[n0-1] in ctx->logits' first row. */
+static wk_status
+eval_initial (wk_ctx * ctx, int n0, int sot_index, int n_pre,
+    wk_window_result * r)
+{
+  const wk_model *m = ctx->model;
+  const int V = m->hp.n_vocab;
+  int n_init = n0 - n_pre, n_rows = n_init - sot_index;
+  wk_status st;
+
+  st = wk_decoder_eval (ctx, 0, ctx->seq, n_init, 0, ctx->logits, n_rows);
+  if (st != WK_OK)
+    return st;
+  r->no_speech_prob = expf (ctx->logits[m->sp.nosp]
+      - vocab_lse (ctx, ctx->logits, V));
+  if (n_pre > 0)
+    return wk_decoder_eval (ctx, 0, ctx->seq + n_init, n_pre, n_init,
+        ctx->logits, 1);
+  if (n_rows > 1)
+    memmove (ctx->logits, ctx->logits + (size_t) (n_rows - 1) * V,
+        (size_t) V * sizeof (float));
+  return WK_OK;
+}
+
 /* ---- greedy / sampling ------------------------------------------------- */
 
 /* One attempt at temperature temp; fills ctx->try_* and the result's
  * log-probabilities. */
 static wk_status
 decode_sampled (wk_ctx * ctx, const filters * f, int n0, int sot_index,
-    float temp, wk_window_result * r)
+    int n_pre, float temp, wk_window_result * r)
 {
   const wk_model *m = ctx->model;
   const int V = m->hp.n_vocab, T = m->hp.n_text_ctx;
   const int sample_len = ctx->max_tokens > 0 && ctx->max_tokens < T / 2 ?
       ctx->max_tokens : T / 2;
   const int eot = m->sp.eot;
-  int n_rows = n0 - sot_index, n = n0, ns = 0, i;
+  int n = n0, ns = 0, i;
   double sum = 0.0;
   float *cur;
   wk_status st;
 
-  st = wk_decoder_eval (ctx, 0, ctx->seq, n0, 0, ctx->logits, n_rows);
+  st = eval_initial (ctx, n0, sot_index, n_pre, r);
   if (st != WK_OK)
     return st;
-  r->no_speech_prob = expf (ctx->logits[m->sp.nosp]
-      - vocab_lse (ctx, ctx->logits, V));
-  cur = ctx->logits + (size_t) (n_rows - 1) * V;
+  cur = ctx->logits;
 
   for (i = 0; i < sample_len; i++) {
     float lse, lp;
@@ -416,7 +442,7 @@ kv_copy (wk_ctx * ctx, int dst, int src, int n_pos)
 
 static wk_status
 decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
-    int B, wk_window_result * r)
+    int n_pre, int B, wk_window_result * r)
 {
   const wk_model *m = ctx->model;
   const int V = m->hp.n_vocab, T = m->hp.n_text_ctx, eot = m->sp.eot;
@@ -431,17 +457,12 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
   float live_lp[16], next_lp[16], fin_lp[16];
   int slot[16], next_slot[16], fin_len[16], uses[16];
   beam_cand cand[16 * 17];
-  int n_live = 1, n_fin = 0, len = 0, n_rows = n0 - sot_index, i, j, step;
+  int n_live = 1, n_fin = 0, len = 0, i, j, step;
   wk_status st;
 
-  st = wk_decoder_eval (ctx, 0, ctx->seq, n0, 0, ctx->logits, n_rows);
+  st = eval_initial (ctx, n0, sot_index, n_pre, r);
   if (st != WK_OK)
     return st;
-  r->no_speech_prob = expf (ctx->logits[m->sp.nosp]
-      - vocab_lse (ctx, ctx->logits, V));
-  if (n_rows > 1)
-    memmove (ctx->logits, ctx->logits + (size_t) (n_rows - 1) * V,
-        (size_t) V * sizeof (float));
   slot[0] = 0;
   live_lp[0] = 0.0f;
 
@@ -595,22 +616,34 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
 
 wk_status
 wk_decode_window (wk_ctx * ctx, const wk_stream_params * p, int lang,
-    const int32_t * prompt, int n_prompt, const wk_window_result ** res)
+    const int32_t * prompt, int n_prompt, const int32_t * prefix,
+    int n_prefix, const wk_window_result ** res)
 {
   wk_window_result *r;
   filters f;
-  int n0, sot_index, k;
+  int n0, sot_index, k, V;
   float inc;
 
-  if (!ctx || !p || !res)
+  if (!ctx || !p || !res || n_prefix < 0 || (n_prefix > 0 && !prefix))
     return WK_ERR_ARG;
   *res = NULL;
   if (!ctx->encoded)
     return WK_ERR_STATE;
+  V = ctx->model->hp.n_vocab;
   r = &ctx->result;
   memset (r, 0, sizeof *r);
   n0 = initial_tokens (ctx, p, lang, prompt, n_prompt, &sot_index);
+  /* the forced prefix counts as sampled (timestamp rules see it), and
+   * leaves room for at least a quarter of the context to be decoded */
+  if (n0 + n_prefix > ctx->model->hp.n_text_ctx * 3 / 4)
+    return WK_ERR_ARG;
+  for (k = 0; k < n_prefix; k++) {
+    if (prefix[k] < 0 || prefix[k] >= V || prefix[k] == ctx->model->sp.eot)
+      return WK_ERR_ARG;
+    ctx->seq[n0 + k] = prefix[k];
+  }
   f.sample_begin = n0;
+  n0 += n_prefix;
   f.suppress_blank = p->suppress_blank;
   f.timestamps = !p->no_timestamps;
   inc = p->temperature_inc;
@@ -624,10 +657,10 @@ wk_decode_window (wk_ctx * ctx, const wk_stream_params * p, int lang,
     if (k > 0 && (inc <= 0.0f || temp > 1.0f + 1e-6f))
       break;
     if (temp == 0.0f && p->beam_size > 1)
-      st = decode_beam (ctx, &f, n0, sot_index,
+      st = decode_beam (ctx, &f, n0, sot_index, n_prefix,
           p->beam_size < ctx->n_beams ? p->beam_size : ctx->n_beams, r);
     else
-      st = decode_sampled (ctx, &f, n0, sot_index, temp, r);
+      st = decode_sampled (ctx, &f, n0, sot_index, n_prefix, temp, r);
     if (st != WK_OK)
       return st;
     r->temperature = temp;

@@ -3,8 +3,15 @@
  *
  * Positions are absolute samples since the first sample fed (or the last
  * reset). The audio buffer holds samples [base, base + len); the window
- * the model reads is [win_start, total): it starts at the end of the last
- * committed word (rounded to a mel hop) and grows as audio arrives.
+ * the model reads is [anchor, total): it starts where the utterance
+ * started (rounded to a mel hop) and grows as audio arrives, and the
+ * words already committed in it (win_start is the end of the last one)
+ * are given to the decoder as a forced prefix, tokens and timestamps as
+ * the model wrote them, so the model hears every sentence from its start
+ * and only continues it, as it was trained. (Windows that started at the
+ * last committed word, mid-sentence, gave 40% WER where offline gave 8%
+ * on whisperknot's own model.) An utterance longer than LIVE_ANCHOR_MAX
+ * moves the anchor to the last committed word, with no prefix.
  *
  * Every buffer fed goes through the voice detector (Silero VAD, one
  * network step per 512 samples, a few tens of microseconds each). Its
@@ -21,28 +28,32 @@
  * duration, at most 4 s, so a real-time stream keeps up without dropping
  * audio, and shrinks back when runs are fast). A run
  * is: log-mel of the window, the encoder on only the positions that hold
- * audio (wk_live_audio_ctx), greedy decoding at temperature 0 with the
- * committed text as the prompt and at most a few tokens per second of
- * audio. Its tokens, with times from the timestamp tokens shared out over
- * each segment's tokens by byte length, are split into words (a word
- * starts at a token beginning with a space). LocalAgreement-2: the words
- * the previous run's hypothesis and this one share from the start are
- * committed: they go to the results, their tokens to the prompt, and the
- * window start moves to the end of the last of them, so the next window
- * holds only audio not yet committed. The rest is the partial result.
+ * audio (wk_live_audio_ctx), decoding at temperature 0 (the stream's
+ * beam_size) after the prefix, with earlier utterances' text as the
+ * prompt and at most a few tokens per second of uncommitted audio. Its
+ * tokens, with times from the timestamp tokens shared out over each
+ * segment's tokens by byte length, are split into words (a word starts
+ * at a token beginning with a space). LocalAgreement-2: the words the
+ * previous run's hypothesis and this one share from the start are
+ * committed, except those that end within LIVE_COMMIT_MARGIN of the
+ * previous run's window end (a word cut off there is often misheard the
+ * same way twice): they go to the results and to the prefix. The rest is
+ * the partial result.
  *
  * When the detector ends the utterance (vad_min_silence_ms of silence),
  * at flush and at finish, a final run (with the caller's temperature
  * fallback) commits its whole hypothesis, except words that start well
  * inside the trailing silence, and an utterance_end marker follows the
- * utterance's words. A window that reaches 24 s without agreement commits
- * all but its last word, so the window stays under 30 s.
+ * utterance's words. A window that reaches 24 s past the last committed
+ * word without agreement commits all but its last word, so the window
+ * stays under 30 s.
  *
  * Hallucinations: no run happens outside detected speech; a run whose
  * no_speech_prob is above no_speech_threshold with avg_logprob below
  * logprob_threshold yields nothing (Whisper's silence rule), nor one
- * above half that threshold with avg_logprob a whole unit lower; a run's
- * first words that repeat the last committed words (text normalised) are
+ * above half that threshold with avg_logprob a whole unit lower; when a
+ * window starts at the last committed word (no prefix), a run's first
+ * words that repeat the last committed words (text normalised) are
  * dropped, since the window starts where they ended.
  */
 #include <math.h>
@@ -60,6 +71,10 @@
 #define LIVE_PREROLL (WK_SAMPLE_RATE)   /* kept while idle: VAD START lies
                                          * up to ~0.3 s in the past */
 #define LIVE_MAX_WINDOW (24 * WK_SAMPLE_RATE)   /* forced commit above */
+#define LIVE_COMMIT_MARGIN (WK_SAMPLE_RATE / 10)        /* 100 ms */
+#define LIVE_ANCHOR_MAX (20 * WK_SAMPLE_RATE)   /* anchored windows: longer
+                                                 * ones restart at the last
+                                                 * committed word */
 #define LIVE_MAX_STEP (4 * WK_SAMPLE_RATE)
 #define LIVE_MIN_STEP (WK_SAMPLE_RATE / 5)
 #define LIVE_ARRIVALS 256
@@ -85,6 +100,13 @@ typedef struct
   int n_w;
   float avg_logprob, no_speech_prob;
   int64_t end;                  /* window end of the run */
+  /* the run's whole token sequence after the initial tokens (forced
+   * prefix, then what it decoded; text and timestamps), the index there
+   * of each text token, and the window start it was decoded in */
+  int32_t *raw;                 /* [cap + 2] */
+  int n_raw;
+  int *ri;                      /* [cap] */
+  int64_t anchor;
 } live_hyp;
 
 /* A list of segments with their tokens and text, in fixed arrays. */
@@ -114,7 +136,19 @@ struct wk_live
   float *audio;
   size_t cap, len;
   int64_t base, total;
-  int64_t win_start;
+  int64_t win_start;            /* end of the last committed word */
+  /* Anchored windows: the model reads [anchor, total), where anchor is
+   * the utterance's start, and is given the words committed since then
+   * as a forced decoder prefix (pre: their tokens with the timestamps the
+   * model put between them), so it always hears a sentence from its
+   * start, as in training, instead of a window that begins mid-sentence.
+   * Past LIVE_ANCHOR_MAX (or a prefix of pre_cap tokens) the anchor moves
+   * to win_start with an empty prefix. */
+  int64_t anchor;
+  int32_t *pre;
+  int n_pre, n_pre_text, pre_cap;
+  int32_t *comb_tok;            /* prefix + a run's tokens [T + 2] */
+  float *comb_prob;
   bool in_utt;                  /* an utterance is open */
   int64_t utt_end;              /* VAD END position of the closing one */
   int64_t speech_start;         /* of the open one (stats) */
@@ -373,6 +407,8 @@ hyp_alloc (wk_live * l, live_hyp * h, int cap)
   h->t0 = live_alloc (l, (size_t) cap, sizeof (int64_t), &ok);
   h->t1 = live_alloc (l, (size_t) cap, sizeof (int64_t), &ok);
   h->w = live_alloc (l, (size_t) cap, sizeof (live_word), &ok);
+  h->raw = live_alloc (l, (size_t) cap + 2, sizeof (int32_t), &ok);
+  h->ri = live_alloc (l, (size_t) cap, sizeof (int), &ok);
   return ok;
 }
 
@@ -384,6 +420,8 @@ hyp_free (live_hyp * h)
   free (h->t0);
   free (h->t1);
   free (h->w);
+  free (h->raw);
+  free (h->ri);
 }
 
 wk_status
@@ -451,6 +489,10 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
       ok = hyp_alloc (l, &l->hyp[i], l->hyp_cap);
   l->prompt_cap = l->T / 2;
   l->prompt = live_alloc (l, (size_t) l->prompt_cap, sizeof (int32_t), &ok);
+  l->pre_cap = l->T / 4;
+  l->pre = live_alloc (l, (size_t) l->pre_cap, sizeof (int32_t), &ok);
+  l->comb_tok = live_alloc (l, (size_t) l->T + 2, sizeof (int32_t), &ok);
+  l->comb_prob = live_alloc (l, (size_t) l->T + 2, sizeof (float), &ok);
   l->raw_cap = (size_t) l->T * (m->max_token_bytes + 1) + 1;
   l->raw = live_alloc (l, l->raw_cap, 1, &ok);
   if (ok)
@@ -483,6 +525,9 @@ wk_live_free (wk_live * l)
   for (i = 0; i < 2; i++)
     hyp_free (&l->hyp[i]);
   free (l->prompt);
+  free (l->pre);
+  free (l->comb_tok);
+  free (l->comb_prob);
   free (l->raw);
   out_free (&l->out);
   out_free (&l->part);
@@ -500,6 +545,8 @@ wk_live_reset (wk_live * l)
   l->base = 0;
   l->total = 0;
   l->win_start = 0;
+  l->anchor = 0;
+  l->n_pre = l->n_pre_text = 0;
   l->in_utt = !l->p.use_vad;
   l->speech_start = 0;
   l->utt_end = -1;
@@ -593,6 +640,15 @@ arrival (const wk_live * l, int64_t pos)
   return l->arr_t[best];
 }
 
+/* Windows start at the end of the last committed word again, with no
+ * prefix. */
+static void
+unanchor (wk_live * l)
+{
+  l->anchor = l->win_start;
+  l->n_pre = l->n_pre_text = 0;
+}
+
 /* Commits the first k words of hypothesis h. */
 static void
 commit_words (wk_live * l, const live_hyp * h, int k)
@@ -625,10 +681,26 @@ commit_words (wk_live * l, const live_hyp * h, int k)
   }
   if (k > 0) {
     int64_t e = h->w[k - 1].end / LIVE_HOP * LIVE_HOP;
+    const live_word *last = &h->w[k - 1];
+    int n_raw = h->ri[last->tok0 + last->n_tok - 1] + 1, j;
+
     if (e > l->win_start)
       l->win_start = e;
     if (l->win_start > l->total)
       l->win_start = l->total / LIVE_HOP * LIVE_HOP;
+    /* the committed words (with the timestamps between them) become the
+     * next runs' forced prefix, while the window stays anchored */
+    if (!l->script && h->anchor == l->anchor && n_raw <= l->pre_cap
+        && l->total - l->anchor <= LIVE_ANCHOR_MAX) {
+      memcpy (l->pre, h->raw, (size_t) n_raw * sizeof *l->pre);
+      l->n_pre = n_raw;
+      l->n_pre_text = 0;
+      for (j = 0; j < n_raw; j++)
+        if (l->pre[j] < l->model->sp.eot)
+          l->n_pre_text++;
+    } else {
+      unanchor (l);
+    }
   }
 }
 
@@ -649,6 +721,7 @@ hyp_drop_words (live_hyp * h, int k)
   memmove (h->prob, h->prob + t, (size_t) (h->n_tok - t) * sizeof *h->prob);
   memmove (h->t0, h->t0 + t, (size_t) (h->n_tok - t) * sizeof *h->t0);
   memmove (h->t1, h->t1 + t, (size_t) (h->n_tok - t) * sizeof *h->t1);
+  memmove (h->ri, h->ri + t, (size_t) (h->n_tok - t) * sizeof *h->ri);
   h->n_tok -= t;
   memmove (h->w, h->w + k, (size_t) (h->n_w - k) * sizeof *h->w);
   h->n_w -= k;
@@ -692,10 +765,12 @@ set_partial (wk_live * l, const live_hyp * h)
 
 /* ---- one run ----------------------------------------------------------- */
 
-/* Builds hypothesis h from the window result r of the window [ws, we). */
+/* Builds hypothesis h from the tokens tok[0..n-1] (probabilities prob)
+ * decoded in the window [ws, we) with result r; a word starts at text
+ * token word_at (the first after a forced prefix) whatever its spelling. */
 static void
-build_hyp (wk_live * l, live_hyp * h, const wk_window_result * r, int64_t ws,
-    int64_t we)
+build_hyp (wk_live * l, live_hyp * h, const int32_t * tok, const float *prob,
+    int n, const wk_window_result * r, int64_t ws, int64_t we, int word_at)
 {
   const wk_model *m = l->model;
   int tb = m->sp.timestamp_begin, i, seg_b = 0;
@@ -706,22 +781,25 @@ build_hyp (wk_live * l, live_hyp * h, const wk_window_result * r, int64_t ws,
   h->avg_logprob = r->avg_logprob;
   h->no_speech_prob = r->no_speech_prob;
   h->end = we;
+  h->anchor = ws;
+  h->n_raw = n < l->hyp_cap + 2 ? n : l->hyp_cap + 2;
+  memcpy (h->raw, tok, (size_t) h->n_raw * sizeof *tok);
 
   /* text tokens, then times per timestamp-delimited segment */
-  for (i = 0; i <= r->n_tokens; i++) {
-    bool ts = i < r->n_tokens && r->tokens[i] >= tb;
-    if (i < r->n_tokens && !ts) {
-      if (r->tokens[i] < m->sp.eot && h->n_tok < l->hyp_cap) {
-        h->tok[h->n_tok] = r->tokens[i];
-        h->prob[h->n_tok] = r->probs[i];
+  for (i = 0; i <= n; i++) {
+    bool ts = i < n && tok[i] >= tb;
+    if (i < n && !ts) {
+      if (tok[i] < m->sp.eot && h->n_tok < l->hyp_cap && i < h->n_raw) {
+        h->tok[h->n_tok] = tok[i];
+        h->prob[h->n_tok] = prob[i];
+        h->ri[h->n_tok] = i;
         h->n_tok++;
       }
       continue;
     }
     /* a timestamp (or the end): closes the open segment's tokens */
     {
-      int64_t seg_e = ts ? ws + (int64_t) (r->tokens[i] - tb) * LIVE_TS_SAMPLES
-          : we;
+      int64_t seg_e = ts ? ws + (int64_t) (tok[i] - tb) * LIVE_TS_SAMPLES : we;
       int64_t bytes = 0, cum = 0;
       int k;
       if (seg_e > we)
@@ -744,7 +822,7 @@ build_hyp (wk_live * l, live_hyp * h, const wk_window_result * r, int64_t ws,
       }
       seg_b = h->n_tok;
       if (ts) {
-        int64_t t = ws + (int64_t) (r->tokens[i] - tb) * LIVE_TS_SAMPLES;
+        int64_t t = ws + (int64_t) (tok[i] - tb) * LIVE_TS_SAMPLES;
         seg_t = t < we ? (t > seg_t ? t : seg_t) : we;
       }
     }
@@ -755,7 +833,7 @@ build_hyp (wk_live * l, live_hyp * h, const wk_window_result * r, int64_t ws,
     size_t tl = 0;
     const char *t = wk_tokenizer_bytes (m->tok, h->tok[i], &tl);
     float lp = h->prob[i] > 0.0f ? logf (h->prob[i]) : -30.0f;
-    if (h->n_w == 0 || (t && tl > 0 && t[0] == ' ')) {
+    if (h->n_w == 0 || i == word_at || (t && tl > 0 && t[0] == ' ')) {
       live_word *w = &h->w[h->n_w++];
       w->tok0 = i;
       w->n_tok = 0;
@@ -822,8 +900,9 @@ run_script (wk_live * l, int64_t end)
   return r;
 }
 
-/* Runs the model on [win_start, end) into l->hyp[l->cur]. final: with
- * the caller's temperature fallback. */
+/* Runs the model on [anchor, end) (scripts: [win_start, end)) into
+ * l->hyp[l->cur], without the words of its forced prefix. final: with the
+ * caller's temperature fallback. */
 static wk_status
 run_model (wk_live * l, int64_t end, bool final)
 {
@@ -832,11 +911,15 @@ run_model (wk_live * l, int64_t end, bool final)
   const wk_window_result *r;
   wk_stream_params pp = l->p;
   live_hyp *h = &l->hyp[l->cur];
-  int64_t n = end - l->win_start, first;
-  int n_frames, max_tok, lang;
+  int64_t ws, n, first;
+  int n_frames, max_tok, lang, n_prompt, n_comb, i, k;
   double t0 = wk_live_now_s (), t1, dt;
   wk_status st;
 
+  if (end - l->anchor > LIVE_ANCHOR_MAX && l->anchor < l->win_start)
+    unanchor (l);
+  ws = l->anchor;
+  n = end - ws;
   if (n > WK_N_SAMPLES)
     n = WK_N_SAMPLES;
   if (l->script) {
@@ -846,7 +929,7 @@ run_model (wk_live * l, int64_t end, bool final)
   n_frames = (int) (n / LIVE_HOP);
   if (n_frames > l->W)
     n_frames = l->W;
-  first = (l->win_start - l->base) / LIVE_HOP;
+  first = (ws - l->base) / LIVE_HOP;
   wk_model_window_mel (m, l->audio, l->len, first, n_frames, ctx->mel);
   t1 = wk_live_now_s ();
   l->mel_seconds += t1 - t0;
@@ -864,14 +947,20 @@ run_model (wk_live * l, int64_t end, bool final)
       *l->lang = lang;
   }
 
-  /* a few tokens per second of audio at most: bounds a run's cost and
-   * cuts repetition loops short */
-  max_tok = 8 + (int) (n * 10 / WK_SAMPLE_RATE);
+  /* a few tokens per second of audio not yet committed at most: bounds a
+   * run's cost and cuts repetition loops short */
+  max_tok = 8 + (int) ((end - l->win_start) * 10 / WK_SAMPLE_RATE);
   ctx->max_tokens = max_tok;
   if (!final)
     pp.temperature_inc = 0.0f;  /* runs must agree: greedy only */
+  /* the prompt ends with the prefix's words (pushed when committed):
+   * they are given once, as the prefix */
+  n_prompt = l->n_prompt - (l->n_pre ? l->n_pre_text : 0);
+  if (n_prompt < 0)
+    n_prompt = 0;
   st = wk_decode_window (ctx, &pp, lang < 0 ? 0 : lang,
-      l->n_prompt ? l->prompt : NULL, l->n_prompt, &r);
+      n_prompt ? l->prompt : NULL, n_prompt, l->n_pre ? l->pre : NULL,
+      l->n_pre, &r);
   ctx->max_tokens = 0;
   if (st != WK_OK)
     return st;
@@ -887,8 +976,21 @@ have_result:
     h->n_tok = h->n_w = 0;
     h->end = end;
   } else {
-    build_hyp (l, h, r, l->win_start, end);
-    dedupe (l, h);
+    /* the prefix and the run's tokens, as one sequence from ws */
+    n_comb = l->script ? 0 : l->n_pre;
+    memcpy (l->comb_tok, l->pre, (size_t) n_comb * sizeof *l->comb_tok);
+    for (i = 0; i < n_comb; i++)
+      l->comb_prob[i] = 1.0f;
+    for (i = 0; i < r->n_tokens && n_comb < l->T + 2; i++, n_comb++) {
+      l->comb_tok[n_comb] = r->tokens[i];
+      l->comb_prob[n_comb] = r->probs[i];
+    }
+    k = l->script ? 0 : l->n_pre_text;
+    build_hyp (l, h, l->comb_tok, l->comb_prob, n_comb, r, ws, end, k);
+    for (i = 0; i < h->n_w && h->w[i].tok0 < k; i++);
+    hyp_drop_words (h, i);      /* the prefix: committed already */
+    if (k == 0)
+      dedupe (l, h);
   }
   if (r->temperature > 0.5f)
     l->n_prompt = 0;
@@ -928,17 +1030,25 @@ step_run (wk_live * l)
       if (!words_equal (l, prev, &prev->w[i], cur, &cur->w[i]))
         break;
     k = i;
+    /* and only words the earlier run heard to their end: a word cut by
+     * that run's window end is often misheard the same way twice */
+    while (k > 0 && prev->w[k - 1].end > prev->end - LIVE_COMMIT_MARGIN)
+      k--;
   }
   if (k == 0 && l->total - l->win_start > LIVE_MAX_WINDOW) {
     /* no agreement for too long: keep the window under 30 s */
     k = cur->n_w > 1 ? cur->n_w - 1 : cur->n_w;
-    if (k == 0)
+    if (k == 0) {
       l->win_start = (l->total - 4 * WK_SAMPLE_RATE) / LIVE_HOP * LIVE_HOP;
+      unanchor (l);
+    }
   }
   commit_words (l, cur, k);
   hyp_drop_words (cur, k);
-  if (l->total - l->win_start > LIVE_MAX_WINDOW)
+  if (l->total - l->win_start > LIVE_MAX_WINDOW) {
     l->win_start = (l->total - 4 * WK_SAMPLE_RATE) / LIVE_HOP * LIVE_HOP;
+    unanchor (l);
+  }
   set_partial (l, cur);
   l->cur ^= 1;                  /* this run's rest is the next one's prev */
   l->next_run = l->total + l->step_eff;
@@ -955,6 +1065,7 @@ final_run (wk_live * l, int64_t speech_end)
   int k;
 
   if (l->total - l->win_start >= 2 * LIVE_HOP && l->last_run_end < l->total) {
+    /* (the window reaches back to the anchor) */
     wk_status st = run_model (l, l->total, true);
     if (st != WK_OK)
       return st;
@@ -973,6 +1084,7 @@ final_run (wk_live * l, int64_t speech_end)
       l->total);
   set_partial (l, NULL);
   l->win_start = l->total / LIVE_HOP * LIVE_HOP;
+  unanchor (l);
   l->last_run_end = -1;
   l->n_recent = 0;              /* the next window starts after a pause */
   return WK_OK;
@@ -984,7 +1096,7 @@ final_run (wk_live * l, int64_t speech_end)
 static void
 trim (wk_live * l)
 {
-  int64_t keep = l->in_utt ? l->win_start : l->total - LIVE_PREROLL;
+  int64_t keep = l->in_utt ? l->anchor : l->total - LIVE_PREROLL;
 
   keep -= LIVE_HISTORY;
   if (keep < 0)
@@ -1008,6 +1120,7 @@ handle_vad_event (wk_live * l, const wk_vad_event * ev)
     if (s > l->total)
       s = l->total / LIVE_HOP * LIVE_HOP;
     l->win_start = s;
+    unanchor (l);
     l->in_utt = true;
     l->speech_start = ev->sample;
     l->hyp[0].n_tok = l->hyp[0].n_w = 0;

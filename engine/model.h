@@ -242,11 +242,14 @@ typedef struct
 /* Decodes the window last given to wk_encode. lang is a language index
  * (ignored by English-only models; must be >= 0 for multilingual ones),
  * prompt the previous text's tokens (the last n_text_ctx/2 - 1 are used;
- * may be NULL). Uses p's task, timestamps, suppress_blank, temperature,
- * thresholds, beam_size and seed. */
+ * may be NULL). prefix (may be NULL): tokens (text and timestamps) forced
+ * after the initial tokens as if decoded, so the result continues them
+ * (the live policy's words already committed in this window); the
+ * result's tokens are those after it. Uses p's task, timestamps,
+ * suppress_blank, temperature, thresholds, beam_size and seed. */
 wk_status wk_decode_window (wk_ctx * ctx, const wk_stream_params * p,
-    int lang, const int32_t * prompt, int n_prompt,
-    const wk_window_result ** res);
+    int lang, const int32_t * prompt, int n_prompt, const int32_t * prefix,
+    int n_prefix, const wk_window_result ** res);
 
 /* Whisper's logit filters (SuppressBlank, SuppressTokens,
  * ApplyTimestampRules) on the logits [n_vocab] of the token that follows

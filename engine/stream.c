@@ -394,7 +394,7 @@ run_window (wk_stream * s, int n_frames)
     s->lang = wk_detect_language (ctx, NULL);
 
   st = wk_decode_window (ctx, &s->p, s->lang, s->n_prompt ? s->prompt : NULL,
-      s->n_prompt, &r);
+      s->n_prompt, NULL, 0, &r);
   if (st != WK_OK)
     return st;
 

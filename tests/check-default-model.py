@@ -2,9 +2,10 @@
 """Quality check of the shipped default model (knots/model/default.knot).
 
 Transcribes examples/data/sample.wav (held-out sentences, never trained on; see
-examples/data/make-sample.sh) twice, as users do:
+examples/data/make-sample.sh) three times, as users do:
   1. with whisperknot-transcribe (the engine's defaults, 1 thread);
-  2. with the README's main pipeline: filesrc ! wavparse ! audioconvert !
+  2. the same with --latency 1000: the live policy, as fast as the CPU goes;
+  3. with the README's main pipeline: filesrc ! wavparse ! audioconvert !
      audioresample ! whisperknot ! fdsink (the element with no model property,
      so it loads the default model);
 and fails unless each word error rate against examples/data/sample.txt is at
@@ -53,7 +54,10 @@ def main():
     with open(a.ref) as f:
         ref = f.read()
     failed = False
-    runs = [("whisperknot-transcribe", [a.transcribe, "-m", a.model, "-t", "1", a.wav])]
+    runs = [("whisperknot-transcribe", [a.transcribe, "-m", a.model, "-t", "1", a.wav]),
+            # the live policy (anchored windows, LocalAgreement) on the same audio
+            ("whisperknot-transcribe --latency 1000",
+             [a.transcribe, "-m", a.model, "-t", "1", "--latency", "1000", a.wav])]
     gst = shutil.which("gst-launch-1.0")
     if a.no_element:
         print("element half not run: sanitizer build (gst-launch-1.0 is not instrumented)")

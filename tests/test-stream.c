@@ -842,6 +842,67 @@ test_beam_batch (void)
   wk_model_unref (m);
 }
 
+/* A forced prefix (wk_decode_window's, as the live policy gives it) is
+ * decoded as if sampled: prefixing the first k tokens of a greedy result
+ * gives the rest of that result; a beam continues it too (not always
+ * with the same tokens: the prefix's own scores no longer count); bad
+ * prefixes are refused. */
+static void
+test_decode_prefix (void)
+{
+  wk_model *m = load_ok (small_knot);
+  wk_ctx *c = NULL;
+  char err[256];
+  float *mel;
+  int32_t full[224], bad[2];
+  int n_full, k, beam;
+
+  if (!m)
+    return;
+  CHECK (wk_ctx_new (m, 2, 3, &c, err, sizeof err) == WK_OK);
+  mel = calloc ((size_t) m->hp.n_mels * 2 * m->hp.n_audio_ctx, sizeof *mel);
+  wk_model_window_mel (m, jfk, jfk_n, 0, 1100, mel);
+  CHECK (wk_encode (c, mel, 2 * m->hp.n_audio_ctx) == WK_OK);
+  for (beam = 1; beam <= 3; beam += 2) {
+    wk_stream_params p = fast_params ();
+    const wk_window_result *r = NULL;
+    p.beam_size = beam;
+    c->max_tokens = 24;
+    CHECK (wk_decode_window (c, &p, 0, NULL, 0, NULL, 0, &r) == WK_OK);
+    n_full = r ? r->n_tokens : 0;
+    CHECK_MSG (n_full >= 6, "beam %d: only %d tokens", beam, n_full);
+    memcpy (full, r->tokens, (size_t) n_full * sizeof *full);
+    for (k = 1; k < n_full; k += 2) {
+      /* the prefix uses up k of the 24 tokens */
+      c->max_tokens = 24 - k;
+      CHECK (wk_decode_window (c, &p, 0, NULL, 0, full, k, &r) == WK_OK);
+      if (beam == 1)
+        CHECK_MSG (r && r->n_tokens == n_full - k && !memcmp (r->tokens,
+                full + k, (size_t) (n_full - k) * sizeof *full),
+            "prefix of %d: %d tokens, %d expected", k,
+            r ? r->n_tokens : -1, n_full - k);
+      else
+        CHECK (r && r->n_tokens > 0 && r->n_tokens <= 24 - k);
+    }
+  }
+  c->max_tokens = 0;
+  {
+    wk_stream_params p = fast_params ();
+    const wk_window_result *r = NULL;
+    bad[0] = m->sp.eot;
+    bad[1] = m->hp.n_vocab;
+    CHECK (wk_decode_window (c, &p, 0, NULL, 0, bad, 1, &r) == WK_ERR_ARG);
+    CHECK (wk_decode_window (c, &p, 0, NULL, 0, bad + 1, 1, &r)
+        == WK_ERR_ARG);
+    CHECK (wk_decode_window (c, &p, 0, NULL, 0, NULL, 1, &r) == WK_ERR_ARG);
+    CHECK (wk_decode_window (c, &p, 0, NULL, 0, full, m->hp.n_text_ctx,
+            &r) == WK_ERR_ARG);
+  }
+  free (mel);
+  wk_ctx_free (c);
+  wk_model_unref (m);
+}
+
 /* Whisper's logit filters on crafted sequences (decoding.py's rules). */
 static void
 test_logit_filters (void)
@@ -984,6 +1045,7 @@ main (void)
   RUN (test_streams_in_threads);
   RUN (test_options);
   RUN (test_beam_batch);
+  RUN (test_decode_prefix);
   RUN (test_logit_filters);
   RUN (test_multilingual);
   RUN (test_tiny_q8_0);

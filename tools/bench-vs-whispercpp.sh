@@ -93,7 +93,9 @@ if [ -n "${DEFAULT_GGML:-}" ]; then
       else
         "$wcpp/whisper-quantize" "$DEFAULT_GGML" "$bin" "$t" >/dev/null 2>&1
       fi
-      # padded with silence, as whisper.cpp pads and as the model was trained
+      # padded with silence, as whisper.cpp pads and as the model was trained;
+      # openai's timestamp rule (no --timestamp-rule max), as whisper.cpp
+      # decodes, so that both sides can give the same text
       "$convert" --quiet --pad-window silence --max-text-ctx 0 "$bin" "$knot" \
         >/dev/null
     fi

@@ -283,6 +283,9 @@ usage (FILE * f)
       "  -t, --threads N       threads (default 0: the engine's choice)\n"
       "      --gap S           silence between files, seconds (default 1.5)\n"
       "      --audio-ctx N     wk_stream_params.audio_ctx (default 0)\n"
+      "      --beam-size N     the live runs' beam width (default 0: the\n"
+      "                        engine's choice, 3; the offline\n"
+      "                        reference always uses the engine's default)\n"
       "      --min-silence MS  vad_min_silence_ms (default: the engine's)\n"
       "      --fast            do not sleep: as fast as possible\n"
       "      --truth FILE      lines 'ID<TAB>...<TAB>text', ID = a file's\n"
@@ -347,6 +350,7 @@ main (int argc, char **argv)
     {"threads", required_argument, NULL, 't'},
     {"gap", required_argument, NULL, 'g'},
     {"audio-ctx", required_argument, NULL, 'a'},
+    {"beam-size", required_argument, NULL, 'b'},
     {"min-silence", required_argument, NULL, 's'},
     {"fast", no_argument, NULL, 'f'},
     {"truth", required_argument, NULL, 'T'},
@@ -357,6 +361,7 @@ main (int argc, char **argv)
   };
   const char *model_path = NULL, *truth_path = NULL;
   int latency = 1000, threads = 0, audio_ctx = 0, min_silence = -1, c, i;
+  int beam = 0;
   bool fast = false, quiet = false, bench = false;
   double gap = 1.5;
   wk_model *model;
@@ -389,6 +394,9 @@ main (int argc, char **argv)
         break;
       case 'a':
         audio_ctx = atoi (optarg);
+        break;
+      case 'b':
+        beam = atoi (optarg);
         break;
       case 's':
         min_silence = atoi (optarg);
@@ -502,6 +510,7 @@ main (int argc, char **argv)
   /* live, at real-time pace */
   sp.latency_ms = latency;
   sp.audio_ctx = audio_ctx;
+  sp.beam_size = beam;
   if (min_silence >= 0)
     sp.vad_min_silence_ms = min_silence;
   if (wk_stream_new (model, &sp, &s, err, sizeof err) != WK_OK) {
