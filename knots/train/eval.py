@@ -436,7 +436,8 @@ def markdown(results, labels, sets, per_voice, meta, compare):
     if compare:
         L.append("")
         L.append("Against whisper.cpp (`whisper-cli -bs 1 -bo 1 -nf` on the ggml .bin; ours "
-                 "`--no-fallback` on the %s knot):" % compare["label"])
+                 "`--beam-size 1 --no-fallback` on a %s knot with openai's timestamp rule, "
+                 "as whisper.cpp decodes):" % compare["label"])
         L.append("")
         L.append("| set | utts | identical text | identical normalized | WER ours | "
                  "WER whisper.cpp |")
