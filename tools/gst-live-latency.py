@@ -41,7 +41,7 @@ from gi.repository import Gst  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "knots", "train"))
-from eval import normalize  # noqa: E402  (the evaluation's text normalizer)
+from eval import edit_distance, normalize  # noqa: E402  (the evaluation's scoring)
 
 SR = 16000
 PIECE = 320  # 20 ms pushed at a time
@@ -52,16 +52,6 @@ def read_wav(path):
         if w.getframerate() != SR or w.getnchannels() != 1 or w.getsampwidth() != 2:
             sys.exit("%s: not 16 kHz mono 16-bit" % path)
         return w.readframes(w.getnframes())
-
-
-def edit_distance(a, b):
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
-        prev = cur
-    return prev[len(b)]
 
 
 def wer(ref, hyp):

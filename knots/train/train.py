@@ -30,6 +30,9 @@ from whisper_ref import audio as wa  # noqa: E402
 from whisper_ref import model as wm  # noqa: E402
 from whisper_ref import tokenizer as wt  # noqa: E402
 
+sys.path.insert(0, HERE)
+from eval import edit_distance  # noqa: E402,F401  (word errors; eval_torch.py uses it too)
+
 WORK = os.environ.get("WK_TRAIN_WORK", os.path.join(KNOTS, "work"))
 DATA = os.path.join(WORK, "data", "train")
 EVAL = os.path.join(WORK, "eval")
@@ -501,14 +504,6 @@ def norm_words(s):
     return [w.strip("'") for w in s.split() if w.strip("'")]
 
 
-def edit_distance(a, b):
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
-        prev = cur
-    return prev[len(b)]
 
 
 def load_eval_set(name):
