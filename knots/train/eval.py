@@ -300,8 +300,11 @@ def run_knot(tool, knot, wavs, jobs, no_fallback, threads, beam=0):
 def run_whisper_cli(cli, model_bin, wavs, threads, outdir):
     """All files of a set in one whisper-cli process (the model loads once)."""
     os.makedirs(outdir, exist_ok=True)
+    # -sns: suppress non-speech tokens, as openai's default suppress_tokens="-1"
+    # does and as whisperknot always does (whisper.cpp's default lets ; : and
+    # such through)
     cmd = [cli, "-m", model_bin, "-t", str(threads), "-l", "en", "-bs", "1", "-bo", "1",
-           "-nf", "-np", "-otxt"]
+           "-nf", "-sns", "-np", "-otxt"]
     for i in range(len(wavs)):
         cmd += ["-of", os.path.join(outdir, "%04d" % i)]
     for w in wavs:
@@ -447,7 +450,7 @@ def markdown(results, labels, sets, per_voice, meta, compare):
                      " | ".join("%.1f" % results[lb][s][g]["wer"] for lb in labels) + " |")
     if compare:
         L.append("")
-        L.append("Against whisper.cpp (`whisper-cli -bs 1 -bo 1 -nf` on the ggml .bin; ours "
+        L.append("Against whisper.cpp (`whisper-cli -bs 1 -bo 1 -nf -sns` on the ggml .bin; ours "
                  "`--beam-size 1 --no-fallback` on a %s knot with openai's timestamp rule, "
                  "as whisper.cpp decodes):" % compare["label"])
         L.append("")
