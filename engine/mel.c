@@ -242,18 +242,19 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
         memory_order_release);
 }
 
-void
+float
 wk_mel_normalize (float *mel, int n_mels, int n, int ld)
 {
   float max = -INFINITY;
   int m, i;
 
   if (!mel || n_mels <= 0 || n <= 0 || ld < n)
-    return;
+    return -INFINITY;
   for (m = 0; m < n_mels; m++)
     for (i = 0; i < n; i++)
       if (mel[(size_t) m * ld + i] > max)
         max = mel[(size_t) m * ld + i];
   for (m = 0; m < n_mels; m++)
     wk_orc_mel_norm (mel + (size_t) m * ld, max - 8.0f, 4.0f, 0.25f, n);
+  return (max + 4.0f) * 0.25f;  /* what the loop made of max itself */
 }

@@ -30,7 +30,9 @@ void wk_mel_log_frames (const wk_mel * mel, const float *audio,
     size_t n_audio, int64_t first, int n, float *out, int ld);
 
 /* Whisper's normalisation of a window: clamp each value to at least
- * (max over the window - 8), then (x + 4) / 4. */
-void wk_mel_normalize (float *mel, int n_mels, int n, int ld);
+ * (max over the window - 8), then (x + 4) / 4. Returns the largest
+ * normalised value, (max + 4) / 4 (-INFINITY when there is nothing to
+ * normalise). */
+float wk_mel_normalize (float *mel, int n_mels, int n, int ld);
 
 #endif

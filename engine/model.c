@@ -859,6 +859,7 @@ wk_model_window_mel (const wk_model * model, const float *audio,
 {
   int n_mels = model->hp.n_mels;
   int ld = 2 * model->hp.n_audio_ctx;
+  float max = -INFINITY;        /* the largest normalised value */
   int i;
 
   if (n_frames > ld)
@@ -867,24 +868,16 @@ wk_model_window_mel (const wk_model * model, const float *audio,
     n_frames = 0;
   if (n_frames > 0) {
     wk_mel_log_frames (model->mel, audio, n_audio, first, n_frames, out, ld);
-    wk_mel_normalize (out, n_mels, n_frames, ld);
+    max = wk_mel_normalize (out, n_mels, n_frames, ld);
   }
   if (model->pad_silence) {
     /* log10 (1e-10) = -10 before the clamp: below any max - 8 of real
-     * content; with no content the whole window is that silence */
-    float pad = -1.5f;
+     * content; with no content the whole window is that silence.
+     * Normalised values are (x + 4) / 4, their floor (max - 8 + 4) / 4 */
+    float pad = max - 2.0f;
     int m, f;
-    if (n_frames > 0) {
-      float max = -INFINITY;
-      for (m = 0; m < n_mels; m++)
-        for (f = 0; f < n_frames; f++)
-          if (out[(size_t) m * ld + f] > max)
-            max = out[(size_t) m * ld + f];
-      /* normalised values are (x + 4) / 4, their floor (max - 8 + 4) / 4 */
-      pad = max - 2.0f;
-      if (pad < -1.5f)
-        pad = -1.5f;
-    }
+    if (pad < -1.5f)
+      pad = -1.5f;
     for (m = 0; m < n_mels; m++)
       for (f = n_frames; f < ld; f++)
         out[(size_t) m * ld + f] = pad;
