@@ -422,6 +422,28 @@ bind_all (wk_model * m, char *err, size_t err_size)
 
 /* ---- hyper-parameters ---------------------------------------------------- */
 
+/* A string key with two allowed values: *is_second says whether it holds the
+ * second one (false when the key is absent); false on any other value. */
+static bool
+read_choice (wk_model * m, const char *key, const char *first,
+    const char *second, bool *is_second, char *err, size_t err_size)
+{
+  const char *v;
+  size_t n;
+
+  if (!wk_knot_get_str (m->knot, key, &v, &n))
+    return true;
+  if (n == strlen (second) && !memcmp (v, second, n)) {
+    *is_second = true;
+    return true;
+  }
+  if (n == strlen (first) && !memcmp (v, first, n))
+    return true;
+  wk_set_err (err, err_size, "model: %s is neither \"%s\" nor \"%s\"", key,
+      first, second);
+  return false;
+}
+
 static wk_status
 read_hparams (wk_model * m, char *err, size_t err_size)
 {
@@ -515,32 +537,11 @@ read_hparams (wk_model * m, char *err, size_t err_size)
       m->max_text_ctx = (int) v;
     }
   }
-  {
-    const char *pad;
-    size_t pad_len;
-    if (wk_knot_get_str (m->knot, "whisperknot.pad_window", &pad, &pad_len)) {
-      if (pad_len == 7 && !memcmp (pad, "silence", 7))
-        m->pad_silence = true;
-      else if (!(pad_len == 5 && !memcmp (pad, "zeros", 5))) {
-        wk_set_err (err, err_size, "model: whisperknot.pad_window is neither "
-            "\"zeros\" nor \"silence\"");
-        return WK_ERR_FORMAT;
-      }
-    }
-  }
-  {
-    const char *r;
-    size_t r_len;
-    if (wk_knot_get_str (m->knot, "whisperknot.timestamp_rule", &r, &r_len)) {
-      if (r_len == 3 && !memcmp (r, "max", 3))
-        m->ts_rule_max = true;
-      else if (!(r_len == 3 && !memcmp (r, "sum", 3))) {
-        wk_set_err (err, err_size, "model: whisperknot.timestamp_rule is "
-            "neither \"sum\" nor \"max\"");
-        return WK_ERR_FORMAT;
-      }
-    }
-  }
+  if (!read_choice (m, "whisperknot.pad_window", "zeros", "silence",
+          &m->pad_silence, err, err_size)
+      || !read_choice (m, "whisperknot.timestamp_rule", "sum", "max",
+          &m->ts_rule_max, err, err_size))
+    return WK_ERR_FORMAT;
   return WK_OK;
 }
 
