@@ -147,8 +147,6 @@ struct wk_live
   int64_t anchor;
   int32_t *pre;
   int n_pre, n_pre_text, pre_cap;
-  int32_t *comb_tok;            /* prefix + a run's tokens [T + 2] */
-  float *comb_prob;
   bool in_utt;                  /* an utterance is open */
   int64_t utt_end;              /* VAD END position of the closing one */
   int64_t speech_start;         /* of the open one (stats) */
@@ -491,8 +489,6 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
   l->prompt = live_alloc (l, (size_t) l->prompt_cap, sizeof (int32_t), &ok);
   l->pre_cap = l->T / 4;
   l->pre = live_alloc (l, (size_t) l->pre_cap, sizeof (int32_t), &ok);
-  l->comb_tok = live_alloc (l, (size_t) l->T + 2, sizeof (int32_t), &ok);
-  l->comb_prob = live_alloc (l, (size_t) l->T + 2, sizeof (float), &ok);
   l->raw_cap = (size_t) l->T * (m->max_token_bytes + 1) + 1;
   l->raw = live_alloc (l, l->raw_cap, 1, &ok);
   if (ok)
@@ -526,8 +522,6 @@ wk_live_free (wk_live * l)
     hyp_free (&l->hyp[i]);
   free (l->prompt);
   free (l->pre);
-  free (l->comb_tok);
-  free (l->comb_prob);
   free (l->raw);
   out_free (&l->out);
   out_free (&l->part);
@@ -765,15 +759,17 @@ set_partial (wk_live * l, const live_hyp * h)
 
 /* ---- one run ----------------------------------------------------------- */
 
-/* Builds hypothesis h from the tokens tok[0..n-1] (probabilities prob)
- * decoded in the window [ws, we) with result r; a word starts at text
- * token word_at (the first after a forced prefix) whatever its spelling. */
+/* Builds hypothesis h from the window [ws, we): h->raw holds n_pre forced
+ * prefix tokens, then the n_tokens of the run's result r (so from the
+ * prefix on, raw[i] is r->tokens[i - n_pre]). A word starts at text token
+ * word_at (the first after the prefix) whatever its spelling. */
 static void
-build_hyp (wk_live * l, live_hyp * h, const int32_t * tok, const float *prob,
-    int n, const wk_window_result * r, int64_t ws, int64_t we, int word_at)
+build_hyp (wk_live * l, live_hyp * h, int n_pre, const wk_window_result * r,
+    int64_t ws, int64_t we, int word_at)
 {
   const wk_model *m = l->model;
-  int tb = m->sp.timestamp_begin, i, seg_b = 0;
+  const int32_t *tok = h->raw;
+  int tb = m->sp.timestamp_begin, i, seg_b = 0, n;
   int64_t seg_t = ws;
 
   h->n_tok = 0;
@@ -782,16 +778,18 @@ build_hyp (wk_live * l, live_hyp * h, const int32_t * tok, const float *prob,
   h->no_speech_prob = r->no_speech_prob;
   h->end = we;
   h->anchor = ws;
-  h->n_raw = n < l->hyp_cap + 2 ? n : l->hyp_cap + 2;
-  memcpy (h->raw, tok, (size_t) h->n_raw * sizeof *tok);
+  n = n_pre;
+  for (i = 0; i < r->n_tokens && n < l->hyp_cap + 2; i++)
+    h->raw[n++] = r->tokens[i];
+  h->n_raw = n;
 
   /* text tokens, then times per timestamp-delimited segment */
   for (i = 0; i <= n; i++) {
     bool ts = i < n && tok[i] >= tb;
     if (i < n && !ts) {
-      if (tok[i] < m->sp.eot && h->n_tok < l->hyp_cap && i < h->n_raw) {
+      if (tok[i] < m->sp.eot && h->n_tok < l->hyp_cap) {
         h->tok[h->n_tok] = tok[i];
-        h->prob[h->n_tok] = prob[i];
+        h->prob[h->n_tok] = i < n_pre ? 1.0f : r->probs[i - n_pre];
         h->ri[h->n_tok] = i;
         h->n_tok++;
       }
@@ -912,7 +910,7 @@ run_model (wk_live * l, int64_t end, bool final)
   wk_stream_params pp = l->p;
   live_hyp *h = &l->hyp[l->cur];
   int64_t ws, n, first;
-  int n_frames, max_tok, lang, n_prompt, n_comb, i, k;
+  int n_frames, max_tok, lang, n_prompt, n_pre, i, k;
   double t0 = wk_live_now_s (), t1, dt;
   wk_status st;
 
@@ -977,16 +975,10 @@ have_result:
     h->end = end;
   } else {
     /* the prefix and the run's tokens, as one sequence from ws */
-    n_comb = l->script ? 0 : l->n_pre;
-    memcpy (l->comb_tok, l->pre, (size_t) n_comb * sizeof *l->comb_tok);
-    for (i = 0; i < n_comb; i++)
-      l->comb_prob[i] = 1.0f;
-    for (i = 0; i < r->n_tokens && n_comb < l->T + 2; i++, n_comb++) {
-      l->comb_tok[n_comb] = r->tokens[i];
-      l->comb_prob[n_comb] = r->probs[i];
-    }
+    n_pre = l->script ? 0 : l->n_pre;
+    memcpy (h->raw, l->pre, (size_t) n_pre * sizeof *h->raw);
     k = l->script ? 0 : l->n_pre_text;
-    build_hyp (l, h, l->comb_tok, l->comb_prob, n_comb, r, ws, end, k);
+    build_hyp (l, h, n_pre, r, ws, end, k);
     for (i = 0; i < h->n_w && h->w[i].tok0 < k; i++);
     hyp_drop_words (h, i);      /* the prefix: committed already */
     if (k == 0)
