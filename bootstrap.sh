@@ -45,8 +45,7 @@ case "$what" in
     echo "== expected: $(tr '\n' ' ' < examples/data/sample.txt)"
     GST_PLUGIN_PATH=build/gst-plugin GST_REGISTRY_1_0=build/registry.bin \
       gst-launch-1.0 -q filesrc location="$audio" ! wavparse ! audioconvert ! \
-      audioresample ! whisperknot ! fdsink fd=1
-    echo
+      audioresample ! whisperknot text-lines=true ! fdsink fd=1
     ;;
   test)
     install_deps "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"

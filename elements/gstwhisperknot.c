@@ -70,8 +70,10 @@
  * gst-plugins-bad).
  * |[
  * gst-launch-1.0 autoaudiosrc ! audioconvert ! audioresample ! \
- *     whisperknot model=tiny.en.knot latency=1000 ! fdsink fd=1
- * ]| Prints what the microphone hears.
+ *     whisperknot model=tiny.en.knot latency=1000 text-lines=true ! \
+ *     fdsink fd=1
+ * ]| Prints what the microphone hears, a line per utterance
+ * (#GstWhisperKnot:text-lines).
  *
  * With a build tree, `GST_PLUGIN_PATH=build/gst-plugin gst-inspect-1.0
  * whisperknot` lists the element, its caps and properties.
@@ -103,6 +105,7 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define DEFAULT_VAD_THRESHOLD 0.5f
 #define DEFAULT_VAD_MIN_SILENCE 300
 #define DEFAULT_OUTPUT GST_WHISPERKNOT_OUTPUT_WORD
+#define DEFAULT_TEXT_LINES FALSE
 
 #define MAX_LATENCY 30000
 
@@ -189,6 +192,7 @@ enum
   PROP_VAD_THRESHOLD,
   PROP_VAD_MIN_SILENCE,
   PROP_OUTPUT,
+  PROP_TEXT_LINES,
   PROP_STATS,
 };
 
@@ -417,6 +421,23 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
           G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
 
   /**
+   * GstWhisperKnot:text-lines:
+   *
+   * Text for a terminal or a text file (fdsink, filesink) rather than for
+   * caption elements: each offline segment and each live phrase ends with
+   * a newline; live words are separated by spaces and each utterance
+   * ends with a newline (a buffer of its own, lasting 0, at the end of
+   * the last word). Off, a buffer holds the text alone, as textoverlay,
+   * srtenc and webvttenc want each cue.
+   */
+  g_object_class_install_property (gobject_class, PROP_TEXT_LINES,
+      g_param_spec_boolean ("text-lines", "Text lines",
+          "Separate words with spaces and end segments, phrases and "
+          "utterances with a newline (for fdsink or filesink)",
+          DEFAULT_TEXT_LINES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  /**
    * GstWhisperKnot:stats:
    *
    * Statistics of the current run as a structure named
@@ -488,6 +509,7 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->vad_threshold = DEFAULT_VAD_THRESHOLD;
   self->vad_min_silence_ms = DEFAULT_VAD_MIN_SILENCE;
   self->output = DEFAULT_OUTPUT;
+  self->text_lines = DEFAULT_TEXT_LINES;
   self->phrase = g_string_new (NULL);
   self->partial_pos = GST_CLOCK_TIME_NONE;
 
@@ -581,6 +603,9 @@ gst_whisperknot_set_property (GObject * object, guint prop_id,
     case PROP_OUTPUT:
       self->output = g_value_get_enum (value);
       break;
+    case PROP_TEXT_LINES:
+      self->text_lines = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -634,6 +659,9 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
       break;
     case PROP_OUTPUT:
       g_value_set_enum (value, self->output);
+      break;
+    case PROP_TEXT_LINES:
+      g_value_set_boolean (value, self->text_lines);
       break;
     case PROP_STATS:
       g_value_take_boxed (value, gst_whisperknot_make_stats (self));
@@ -829,6 +857,7 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   params.vad_threshold = self->vad_threshold;
   params.vad_min_silence_ms = self->vad_min_silence_ms;
   self->stream_output = self->output;
+  self->stream_text_lines = self->text_lines;
   self->stream_limit = (self->latency_ms + self->lateness_ms) * GST_MSECOND;
   memset (&self->stats, 0, sizeof self->stats);
   self->qos_warned = FALSE;
@@ -1167,6 +1196,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       self->discont = TRUE;
       self->in_base = GST_CLOCK_TIME_NONE;
       g_string_truncate (self->phrase, 0);
+      self->line_open = FALSE;
 
       gst_whisperknot_forward_partial_event (self, event);
       ret = gst_pad_push_event (self->srcpad, event);
@@ -1402,6 +1432,25 @@ gst_whisperknot_text_buffer (GstWhisperKnot * self, const char *text)
   return gst_buffer_new_wrapped (g_string_free (clean, FALSE), len);
 }
 
+/* text-lines: a separator as read-only memory of a buffer */
+static GstMemory *
+gst_whisperknot_separator (const gchar * sep)
+{
+  gsize len = strlen (sep);
+
+  return gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, (gpointer) sep,
+      len, 0, len, NULL, NULL);
+}
+
+/* text-lines with one buffer per live word: words go on one line, one
+ * space apart. */
+static gboolean
+gst_whisperknot_words_on_lines (GstWhisperKnot * self)
+{
+  return self->stream_text_lines && self->stream_latency_ms > 0 &&
+      self->stream_output != GST_WHISPERKNOT_OUTPUT_PHRASE;
+}
+
 static GstFlowReturn
 gst_whisperknot_push_text (GstWhisperKnot * self, const gchar * text,
     gint64 seg_start, gint64 seg_end)
@@ -1413,6 +1462,13 @@ gst_whisperknot_push_text (GstWhisperKnot * self, const gchar * text,
   buf = gst_whisperknot_text_buffer (self, text ? text : "");
   if (!buf)
     return GST_FLOW_OK;
+  if (gst_whisperknot_words_on_lines (self)) {
+    if (self->line_open)
+      gst_buffer_prepend_memory (buf, gst_whisperknot_separator (" "));
+    self->line_open = TRUE;
+  } else if (self->stream_text_lines) {
+    gst_buffer_append_memory (buf, gst_whisperknot_separator ("\n"));
+  }
 
   /* within the audio fed, whatever the model says */
   limit = self->base + samples_to_time (self->fed);
@@ -1441,6 +1497,23 @@ gst_whisperknot_push_text (GstWhisperKnot * self, const gchar * text,
 
   GST_DEBUG_OBJECT (self, "text %" GST_TIME_FORMAT " - %" GST_TIME_FORMAT
       ": %s", GST_TIME_ARGS (start), GST_TIME_ARGS (end), text);
+  return gst_pad_push (self->srcpad, buf);
+}
+
+/* text-lines, live words: ends the line of words with a newline, a
+ * buffer lasting 0 at the end of the last word. */
+static GstFlowReturn
+gst_whisperknot_end_line (GstWhisperKnot * self)
+{
+  GstBuffer *buf;
+
+  if (!self->line_open)
+    return GST_FLOW_OK;
+  self->line_open = FALSE;
+  buf = gst_buffer_new ();
+  gst_buffer_append_memory (buf, gst_whisperknot_separator ("\n"));
+  GST_BUFFER_PTS (buf) = self->out_pos;
+  GST_BUFFER_DURATION (buf) = 0;
   return gst_pad_push (self->srcpad, buf);
 }
 
@@ -1492,6 +1565,8 @@ gst_whisperknot_push_utterance_end (GstWhisperKnot * self,
   GstFlowReturn ret;
 
   ret = gst_whisperknot_push_phrase (self);
+  if (ret == GST_FLOW_OK)
+    ret = gst_whisperknot_end_line (self);
   if (ret != GST_FLOW_OK)
     return ret;
   gst_whisperknot_push_gap (self, at, 0);
@@ -1635,6 +1710,8 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
 
   if (finished) {
     ret = gst_whisperknot_push_phrase (self);
+    if (ret == GST_FLOW_OK)
+      ret = gst_whisperknot_end_line (self);
     if (ret != GST_FLOW_OK)
       return ret;
     gst_whisperknot_post_partial (self);
@@ -1928,6 +2005,7 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->out_pos = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
       g_string_truncate (self->phrase, 0);
+      self->line_open = FALSE;
       self->partial_pos = GST_CLOCK_TIME_NONE;
       self->partial_serial = 0;
       self->negotiated = FALSE;

@@ -68,6 +68,7 @@ struct _GstWhisperKnot
   gfloat vad_threshold;
   guint vad_min_silence_ms;
   GstWhisperKnotOutput output;
+  gboolean text_lines;          /* text as lines for a terminal or file */
   /* statistics (the stats property), also under the object lock */
   wk_stream_stats stats;        /* the stream's, as of the last feed */
   guint64 model_bytes;          /* mapped bytes of the model file */
@@ -116,6 +117,8 @@ struct _GstWhisperKnot
   gboolean discont;             /* next text buffer carries DISCONT */
   gboolean own_error;           /* the error was posted already */
   guint stream_output;          /* GstWhisperKnotOutput of this run */
+  gboolean stream_text_lines;   /* text-lines of this run */
+  gboolean line_open;           /* text-lines: a word line is not ended */
   GstClockTime stream_limit;    /* latency + lateness of this run */
   GString *phrase;              /* output=phrase: words not pushed yet */
   gint64 phrase_start, phrase_end;      /* samples */

@@ -19,9 +19,12 @@ model=${2:+model=$2}
 
 if gst-inspect-1.0 srtenc >/dev/null 2>&1; then
   out="srtenc ! fdsink fd=1"
+  lines=""
 else
+  # plain text: words one space apart, a line per segment or utterance
   out="fdsink fd=1"
+  lines=text-lines=true
 fi
 # shellcheck disable=SC2086 # $model and $out are lists of words
 exec gst-launch-1.0 -q filesrc location="$file" ! decodebin ! audioconvert ! \
-  audioresample ! whisperknot $model ! $out
+  audioresample ! whisperknot $model $lines ! $out

@@ -10,13 +10,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 export GST_PLUGIN_PATH
 
 model=${1:+model=$1}
-# Text buffers carry no newline: srtenc (gst-plugins-bad) gives one block
-# per phrase with its times.
+# srtenc (gst-plugins-bad) gives one block per word with its times;
+# without it the element writes plain lines (text-lines=true).
 if gst-inspect-1.0 srtenc >/dev/null 2>&1; then
   out="srtenc ! fdsink fd=1 sync=false"
+  lines=""
 else
+  # plain text: words one space apart, a line per segment or utterance
   out="fdsink fd=1 sync=false"
+  lines=text-lines=true
 fi
 # shellcheck disable=SC2086
 exec gst-launch-1.0 -q autoaudiosrc ! audioconvert ! audioresample ! \
-  queue ! whisperknot latency="${LATENCY:-1000}" $model ! $out
+  queue ! whisperknot latency="${LATENCY:-1000}" $model $lines ! $out

@@ -40,13 +40,16 @@ case "${1:-}" in
     model=${3:+model=$3}
     if gst-inspect-1.0 srtenc >/dev/null 2>&1; then
       out="srtenc ! fdsink fd=1 sync=false"
+      lines=""
     else
+      # plain text: words one space apart, a line per segment or utterance
       out="fdsink fd=1 sync=false"
+      lines=text-lines=true
     fi
     # shellcheck disable=SC2086
     exec gst-launch-1.0 -q udpsrc port="$port" caps="$caps" ! \
       rtpjitterbuffer latency=100 ! $depay ! audioconvert ! \
-      audioresample ! whisperknot latency="${LATENCY:-1000}" $model ! $out
+      audioresample ! whisperknot latency="${LATENCY:-1000}" $model $lines ! $out
     ;;
   send)
     [ $# -ge 2 ] || { echo "usage: $0 send FILE [HOST] [PORT]" >&2; exit 2; }

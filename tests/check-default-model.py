@@ -6,8 +6,9 @@ examples/data/make-sample.sh) three times, as users do:
   1. with whisperknot-transcribe (the engine's defaults, 1 thread);
   2. the same with --latency 1000: the live policy, as fast as the CPU goes;
   3. with the README's main pipeline: filesrc ! wavparse ! audioconvert !
-     audioresample ! whisperknot ! fdsink (the element with no model property,
-     so it loads the default model);
+     audioresample ! whisperknot text-lines=true ! fdsink (the element with no
+     model property, so it loads the default model), whose output must be
+     lines;
 and fails unless each word error rate against examples/data/sample.txt is at
 most --max-wer percent (words lowercased, punctuation dropped).
 
@@ -64,7 +65,7 @@ def main():
     elif gst:
         runs.append(("gst-launch-1.0 (element, default model)",
                      [gst, "-q", "filesrc", "location=" + a.wav, "!", "wavparse", "!",
-                      "audioconvert", "!", "audioresample", "!", "whisperknot", "!",
+                      "audioconvert", "!", "audioresample", "!", "whisperknot", "text-lines=true", "!",
                       "fdsink", "fd=1"]))
     else:
         print("FAIL: gst-launch-1.0 not found")
@@ -78,6 +79,9 @@ def main():
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
         w = wer(ref, r.stdout)
         ok = r.returncode == 0 and w <= a.max_wer
+        if "text-lines=true" in cmd and not r.stdout.endswith("\n"):
+            print("%s: the text does not end with a newline" % name)
+            ok = False
         print("%s: exit %d, WER %.1f%% (at most %.1f%%)\n  ref: %s\n  hyp: %s%s" % (
             name, r.returncode, w, a.max_wer, " ".join(ref.split()), " ".join(r.stdout.split()),
             "" if r.returncode == 0 else "\n  stderr: " + r.stderr.strip()[-500:]))

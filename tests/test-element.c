@@ -1441,6 +1441,75 @@ GST_START_TEST (test_output_phrase)
 
 GST_END_TEST;
 
+/* text-lines: offline, each segment is a line; live, words follow one
+ * another one space apart and a newline buffer (lasting 0) ends each
+ * utterance, before its event and before EOS. Text and GAPs still cover
+ * the input. */
+GST_START_TEST (test_text_lines)
+{
+  guint latency;
+
+  for (latency = 0; latency <= 1000; latency += 1000) {
+    GstHarness *h = setup_full (model_path, latency, FALSE);
+    GstClockTime end;
+    gboolean line_open = FALSE, lines;
+    guint eos, i, n_words = 0, n_lines = 0;
+
+    g_object_get (h->element, "text-lines", &lines, NULL);
+    fail_unless (!lines);
+    g_object_set (h->element, "text-lines", TRUE, "vad", FALSE, NULL);
+    fail_unless_equals_int (gst_element_set_state (h->element,
+            GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+    if (!push_jfk (h, 0, GST_CLOCK_TIME_NONE, &end)) {
+      GST_WARNING ("no jfk.wav: skipped");
+      teardown (h);
+      return;
+    }
+    fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+    eos = rec_wait_event (0, GST_EVENT_EOS);
+    check_coverage (0, eos, 0, end);
+    for (i = 0; i <= eos; i++) {
+      const Item *item = rec_item (i);
+      const gchar *text = item->text;
+      gsize len;
+
+      if (!item->is_buffer) {
+        if (item->type == GST_EVENT_CUSTOM_DOWNSTREAM ||
+            item->type == GST_EVENT_EOS)
+          fail_unless (!line_open, "no newline before event %u", i);
+        continue;
+      }
+      len = strlen (text);
+      if (latency == 0) {
+        fail_unless (len >= 2 && text[len - 1] == '\n' &&
+            !g_ascii_isspace (text[len - 2]) && !g_ascii_isspace (text[0]),
+            "segment %u is not a line: '%s'", i, text);
+        n_lines++;
+      } else if (strcmp (text, "\n") == 0) {
+        fail_unless (line_open, "newline %u ends no words", i);
+        fail_unless_equals_uint64 (item->dur, 0);
+        line_open = FALSE;
+        n_lines++;
+      } else {
+        if (line_open)
+          fail_unless (text[0] == ' ' && text[1] && text[1] != ' ',
+              "word %u is not one space after the last: '%s'", i, text);
+        else
+          fail_unless (text[0] && text[0] != ' ', "word %u starts a line "
+              "with a space: '%s'", i, text);
+        fail_unless (text[len - 1] != '\n', "word %u ends a line", i);
+        line_open = TRUE;
+        n_words++;
+      }
+    }
+    GST_INFO ("latency %u: %u lines, %u words", latency, n_lines, n_words);
+    fail_unless (n_words == 0 || n_lines > 0);
+    teardown (h);
+  }
+}
+
+GST_END_TEST;
+
 /* A word later than latency + lateness posts a warning and a
  * whisperknot-qos message; with 1 ms allowed any committed word is
  * late. */
@@ -1888,6 +1957,7 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_live_properties);
   tcase_add_test (tc, test_vad_properties);
   tcase_add_test (tc, test_output_phrase);
+  tcase_add_test (tc, test_text_lines);
   tcase_add_test (tc, test_delay_warning);
   tcase_add_test (tc, test_partial_src);
   tcase_add_test (tc, test_ten_elements_share_model);
