@@ -297,14 +297,14 @@ def run_knot(tool, knot, wavs, jobs, no_fallback, threads, beam=0):
                            wavs))
 
 
-def run_whisper_cli(cli, model_bin, wavs, threads, outdir):
+def run_whisper_cli(cli, model_bin, wavs, threads, outdir, extra=()):
     """All files of a set in one whisper-cli process (the model loads once)."""
     os.makedirs(outdir, exist_ok=True)
     # -sns: suppress non-speech tokens, as openai's default suppress_tokens="-1"
     # does and as whisperknot always does (whisper.cpp's default lets ; : and
     # such through)
     cmd = [cli, "-m", model_bin, "-t", str(threads), "-l", "en", "-bs", "1", "-bo", "1",
-           "-nf", "-sns", "-np", "-otxt"]
+           "-nf", "-sns", "-np", "-otxt"] + list(extra)
     for i in range(len(wavs)):
         cmd += ["-of", os.path.join(outdir, "%04d" % i)]
     for w in wavs:
@@ -450,9 +450,10 @@ def markdown(results, labels, sets, per_voice, meta, compare):
                      " | ".join("%.1f" % results[lb][s][g]["wer"] for lb in labels) + " |")
     if compare:
         L.append("")
-        L.append("Against whisper.cpp (`whisper-cli -bs 1 -bo 1 -nf -sns` on the ggml .bin; ours "
-                 "`--beam-size 1 --no-fallback` on a %s knot with openai's timestamp rule, "
-                 "as whisper.cpp decodes):" % compare["label"])
+        L.append("Against whisper.cpp (`whisper-cli -bs 1 -bo 1 -nf -sns%s` on the ggml .bin; "
+                 "ours `--beam-size 1 --no-fallback` on a %s knot with openai's timestamp rule, "
+                 "as whisper.cpp decodes):" % ("".join(" " + a for a in compare["cli_args"]),
+                                               compare["label"]))
         L.append("")
         L.append("| set | utts | identical text | identical normalized | WER ours | "
                  "WER whisper.cpp |")
@@ -510,6 +511,8 @@ def main():
                     "temporary directory, removed afterwards)")
     ap.add_argument("--build", help="meson build dir with the tools (default build-eval, build)")
     ap.add_argument("--whisper-cli", help="whisper.cpp's whisper-cli: compare on the .bin")
+    ap.add_argument("--whisper-cli-args", default="",
+                    help="more whisper-cli options, e.g. -nfa (no flash attention)")
     ap.add_argument("--compare-type", default="f16", help="our knot type compared (default f16)")
     ap.add_argument("--no-fallback", action="store_true",
                     help="WER runs without the engine's temperature fallback (default: with it, "
@@ -640,7 +643,7 @@ def main():
         ct = args.compare_type
         if ct not in knots:
             sys.exit("--compare-type %s was not converted (--types)" % ct)
-        compare = {"label": ct, "sets": {}}
+        compare = {"label": ct, "sets": {}, "cli_args": args.whisper_cli_args.split()}
         # like for like: whisper-cli decodes greedily (-bs 1 -bo 1 -nf) with openai's
         # timestamp rules, so ours runs on a knot converted with the sum rule,
         # greedy, without fallback
@@ -655,7 +658,8 @@ def main():
             log("ours %s %s greedy --no-fallback: %.1f s" % (ct, s, time.time() - t0))
             t0 = time.time()
             cpp = run_whisper_cli(args.whisper_cli, model_bin, wavs[s], args.threads,
-                                  os.path.join(out, "whisper.cpp", s))
+                                  os.path.join(out, "whisper.cpp", s),
+                                  args.whisper_cli_args.split())
             log("whisper-cli %s: %.1f s" % (s, time.time() - t0))
             r_ours = sclite_score(sclite, refs, ours, groups, os.path.join(out, "cmp-ours"), s)
             r_cpp = sclite_score(sclite, refs, cpp, groups, os.path.join(out, "whisper.cpp"), s)
