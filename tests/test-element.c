@@ -1148,6 +1148,25 @@ push_jfk (GstHarness * h, GstClockTime t0, GstClockTime limit,
   return TRUE;
 }
 
+/* Pushes jfk.wav from t0, then EOS, and waits for the EOS: *end is where
+ * the audio ends, *eos (unless NULL) the EOS item's index. FALSE, with a
+ * warning, when the test data has no jfk.wav. */
+static gboolean
+jfk_to_eos (GstHarness * h, GstClockTime t0, GstClockTime * end, guint * eos)
+{
+  guint i;
+
+  if (!push_jfk (h, t0, GST_CLOCK_TIME_NONE, end)) {
+    GST_WARNING ("no jfk.wav: skipped");
+    return FALSE;
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  i = rec_wait_event (0, GST_EVENT_EOS);
+  if (eos)
+    *eos = i;
+  return TRUE;
+}
+
 /* The live policy (latency > 0, voice detection) on real speech: text,
  * GAPs and utterance ends come out in order and cover the input; partial
  * results are element messages with their fields. */
@@ -1158,13 +1177,10 @@ GST_START_TEST (test_live_policy_output)
   guint eos, i, n_final = 0, n_partial = 0;
   GstMessage *msg;
 
-  if (!push_jfk (h, t0, GST_CLOCK_TIME_NONE, &end)) {
-    GST_WARNING ("no jfk.wav: skipped");
+  if (!jfk_to_eos (h, t0, &end, &eos)) {
     teardown (h);
     return;
   }
-  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
-  eos = rec_wait_event (0, GST_EVENT_EOS);
   check_coverage (0, eos, t0, end);
   for (i = 0; i < eos; i++)
     if (!rec_item (i)->is_buffer &&
@@ -1256,13 +1272,10 @@ GST_START_TEST (test_stats)
   fail_unless_equals_float (stats_double (st, "audio-seconds"), 0);
   gst_structure_free (st);
 
-  if (!push_jfk (h, 0, GST_CLOCK_TIME_NONE, &end)) {
-    GST_WARNING ("no jfk.wav: skipped");
+  if (!jfk_to_eos (h, 0, &end, &eos)) {
     teardown (h);
     return;
   }
-  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
-  eos = rec_wait_event (0, GST_EVENT_EOS);
   check_coverage (0, eos, 0, end);
 
   st = get_stats (h->element);
@@ -1416,13 +1429,10 @@ GST_START_TEST (test_output_phrase)
   g_object_set (h->element, "vad", FALSE, NULL);
   fail_unless_equals_int (gst_element_set_state (h->element,
           GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
-  if (!push_jfk (h, 0, GST_CLOCK_TIME_NONE, &end)) {
-    GST_WARNING ("no jfk.wav: skipped");
+  if (!jfk_to_eos (h, 0, &end, &eos)) {
     teardown (h);
     return;
   }
-  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
-  eos = rec_wait_event (0, GST_EVENT_EOS);
   n_buffers = check_coverage (0, eos, 0, end);
   st = get_stats (h->element);
   words = stats_uint64 (st, "words");
@@ -1460,13 +1470,10 @@ GST_START_TEST (test_text_lines)
     g_object_set (h->element, "text-lines", TRUE, "vad", FALSE, NULL);
     fail_unless_equals_int (gst_element_set_state (h->element,
             GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
-    if (!push_jfk (h, 0, GST_CLOCK_TIME_NONE, &end)) {
-      GST_WARNING ("no jfk.wav: skipped");
+    if (!jfk_to_eos (h, 0, &end, &eos)) {
       teardown (h);
       return;
     }
-    fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
-    eos = rec_wait_event (0, GST_EVENT_EOS);
     check_coverage (0, eos, 0, end);
     for (i = 0; i <= eos; i++) {
       const Item *item = rec_item (i);
@@ -1525,13 +1532,10 @@ GST_START_TEST (test_delay_warning)
   g_object_set (h->element, "vad", FALSE, NULL);
   fail_unless_equals_int (gst_element_set_state (h->element,
           GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
-  if (!push_jfk (h, 0, GST_CLOCK_TIME_NONE, &end)) {
-    GST_WARNING ("no jfk.wav: skipped");
+  if (!jfk_to_eos (h, 0, &end, NULL)) {
     teardown (h);
     return;
   }
-  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
-  rec_wait_event (0, GST_EVENT_EOS);
   st = get_stats (h->element);
   max_delay = stats_double (st, "max-delay");
   gst_structure_free (st);
