@@ -1531,6 +1531,16 @@ gst_whisperknot_push_phrase (GstWhisperKnot * self)
   return ret;
 }
 
+/* At an utterance's end or a drain: the pending phrase, or the newline
+ * that ends a line of words. */
+static GstFlowReturn
+gst_whisperknot_end_utterance_text (GstWhisperKnot * self)
+{
+  GstFlowReturn ret = gst_whisperknot_push_phrase (self);
+
+  return ret == GST_FLOW_OK ? gst_whisperknot_end_line (self) : ret;
+}
+
 static GstFlowReturn
 gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
 {
@@ -1564,9 +1574,7 @@ gst_whisperknot_push_utterance_end (GstWhisperKnot * self,
       samples_to_time (self->fed));
   GstFlowReturn ret;
 
-  ret = gst_whisperknot_push_phrase (self);
-  if (ret == GST_FLOW_OK)
-    ret = gst_whisperknot_end_line (self);
+  ret = gst_whisperknot_end_utterance_text (self);
   if (ret != GST_FLOW_OK)
     return ret;
   gst_whisperknot_push_gap (self, at, 0);
@@ -1709,9 +1717,7 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
   gst_whisperknot_update_stats (self);
 
   if (finished) {
-    ret = gst_whisperknot_push_phrase (self);
-    if (ret == GST_FLOW_OK)
-      ret = gst_whisperknot_end_line (self);
+    ret = gst_whisperknot_end_utterance_text (self);
     if (ret != GST_FLOW_OK)
       return ret;
     gst_whisperknot_post_partial (self);

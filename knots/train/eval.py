@@ -658,8 +658,7 @@ def main():
             log("ours %s %s greedy --no-fallback: %.1f s" % (ct, s, time.time() - t0))
             t0 = time.time()
             cpp = run_whisper_cli(args.whisper_cli, model_bin, wavs[s], args.threads,
-                                  os.path.join(out, "whisper.cpp", s),
-                                  args.whisper_cli_args.split())
+                                  os.path.join(out, "whisper.cpp", s), compare["cli_args"])
             log("whisper-cli %s: %.1f s" % (s, time.time() - t0))
             r_ours = sclite_score(sclite, refs, ours, groups, os.path.join(out, "cmp-ours"), s)
             r_cpp = sclite_score(sclite, refs, cpp, groups, os.path.join(out, "whisper.cpp"), s)
