@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""Average the weights of several checkpoints of one training run.
+
+  average.py --out avg.pt CKPT [CKPT ...] [--weights W ...]
+
+Each CKPT is a work checkpoint (knots/work/ckpt/last.pt, with "model") or a
+committed one (knots/train/checkpoint/model-f16.pt, with "model_f16"); all must
+have the same dimensions. The result is a committed-format checkpoint (f16
+weights, "step" of the last input, "averaged" listing the inputs and weights)
+that export.py and eval.py --ckpt read. Averaging checkpoints taken along one
+run (not of unrelated runs) smooths out the noise of the last steps; judge the
+result through the engine (eval.py) on the development sets, like any model.
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+
+def state_dict(ck):
+    sd = ck.get("model") or ck.get("model_f16")
+    if sd is None:
+        raise SystemExit("no weights in checkpoint (neither 'model' nor 'model_f16')")
+    return {k: v for k, v in sd.items() if k != "encoder.positional_embedding"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("ckpts", nargs="+")
+    ap.add_argument("--weights", type=float, nargs="+",
+                    help="relative weight of each checkpoint (default: equal)")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    w = args.weights or [1.0] * len(args.ckpts)
+    if len(w) != len(args.ckpts) or min(w) < 0 or sum(w) <= 0:
+        raise SystemExit("--weights needs one non-negative weight per checkpoint, not all zero")
+    w = [x / sum(w) for x in w]
+
+    acc = None
+    dims = None
+    steps = []
+    for path, wi in zip(args.ckpts, w):
+        ck = torch.load(path, map_location="cpu", weights_only=False)
+        if dims is None:
+            dims = ck["dims"]
+        elif ck["dims"] != dims:
+            raise SystemExit("%s: dimensions %s differ from %s" % (path, ck["dims"], dims))
+        sd = state_dict(ck)
+        if acc is None:
+            acc = {k: v.float() * wi for k, v in sd.items()}
+        else:
+            if sd.keys() != acc.keys():
+                raise SystemExit("%s: tensor names differ from the first checkpoint" % path)
+            for k, v in sd.items():
+                if v.shape != acc[k].shape:
+                    raise SystemExit("%s: %s has shape %s, not %s"
+                                     % (path, k, tuple(v.shape), tuple(acc[k].shape)))
+                acc[k] += v.float() * wi
+        steps.append(int(ck["step"]))
+        print("%s: step %d, weight %.3f" % (path, steps[-1], wi))
+
+    out = {"model_f16": {k: v.half() for k, v in acc.items()}, "step": steps[-1],
+           "dims": dims,
+           "averaged": [{"path": os.path.basename(p), "step": s, "weight": x}
+                        for p, s, x in zip(args.ckpts, steps, w)]}
+    torch.save(out, args.out + ".tmp")
+    os.replace(args.out + ".tmp", args.out)
+    print("wrote %s (average of %d checkpoints)" % (args.out, len(args.ckpts)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
