@@ -6,7 +6,8 @@
 Each CKPT is a work checkpoint (knots/work/ckpt/last.pt, with "model") or a
 committed one (knots/train/checkpoint/model-f16.pt, with "model_f16"); all must
 have the same dimensions. The result is a committed-format checkpoint (f16
-weights, "step" of the last input, "averaged" listing the inputs and weights)
+weights and CTC head, "step" and training history of the last input,
+"averaged" listing the inputs and weights)
 that export.py and eval.py --ckpt read. Averaging checkpoints taken along one
 run (not of unrelated runs) smooths out the noise of the last steps; judge the
 result through the engine (eval.py) on the development sets, like any model.
@@ -22,7 +23,12 @@ def state_dict(ck):
     sd = ck.get("model") or ck.get("model_f16")
     if sd is None:
         raise SystemExit("no weights in checkpoint (neither 'model' nor 'model_f16')")
-    return {k: v for k, v in sd.items() if k != "encoder.positional_embedding"}
+    sd = {k: v for k, v in sd.items() if k != "encoder.positional_embedding"}
+    # the auxiliary CTC head (never exported) is averaged too, so that
+    # training can resume from the result with it
+    for k, v in (ck.get("ctc_head") or {}).items():
+        sd["ctc_head." + k] = v
+    return sd
 
 
 def main():
@@ -58,12 +64,20 @@ def main():
                                      % (path, k, tuple(v.shape), tuple(acc[k].shape)))
                 acc[k] += v.float() * wi
         steps.append(int(ck["step"]))
+        last = ck
         print("%s: step %d, weight %.3f" % (path, steps[-1], wi))
 
-    out = {"model_f16": {k: v.half() for k, v in acc.items()}, "step": steps[-1],
-           "dims": dims,
+    head = {k[len("ctc_head."):]: v.half() for k, v in acc.items() if k.startswith("ctc_head.")}
+    out = {"model_f16": {k: v.half() for k, v in acc.items() if not k.startswith("ctc_head.")},
+           "step": steps[-1], "dims": dims,
            "averaged": [{"path": os.path.basename(p), "step": s, "weight": x}
                         for p, s, x in zip(args.ckpts, steps, w)]}
+    if head:
+        out["ctc_head"] = head
+    # the training history is the last checkpoint's (the runs are one lineage)
+    for k in ("windows_seen", "train_seconds", "audio_h"):
+        if k in last:
+            out[k] = last[k]
     torch.save(out, args.out + ".tmp")
     os.replace(args.out + ".tmp", args.out)
     print("wrote %s (average of %d checkpoints)" % (args.out, len(args.ckpts)))
