@@ -35,6 +35,10 @@ Examples:
       --markdown knots/work/eval/wer.md
   /usr/bin/python3 knots/train/eval.py --bin model-f16.bin --types f16 \\
       --whisper-cli /work/thirdparty/whisper.cpp/build/bin/whisper-cli --n 50
+  # both engines in f32 (export.py --ftype f32; whisper.cpp's flash attention
+  # accumulates in f16, -nfa turns it off)
+  /usr/bin/python3 knots/train/eval.py --bin model-f32.bin --types f32 \
+      --compare-type f32 --whisper-cli .../whisper-cli --whisper-cli-args=-nfa
 
 Text normalization (normalize(); in the spirit of Whisper's
 EnglishTextNormalizer, much simpler, applied identically to references and
@@ -512,7 +516,8 @@ def main():
     ap.add_argument("--build", help="meson build dir with the tools (default build-eval, build)")
     ap.add_argument("--whisper-cli", help="whisper.cpp's whisper-cli: compare on the .bin")
     ap.add_argument("--whisper-cli-args", default="",
-                    help="more whisper-cli options, e.g. -nfa (no flash attention)")
+                    help="more whisper-cli options, given with '=' since they start with a "
+                    "dash: --whisper-cli-args=-nfa (no flash attention)")
     ap.add_argument("--compare-type", default="f16", help="our knot type compared (default f16)")
     ap.add_argument("--no-fallback", action="store_true",
                     help="WER runs without the engine's temperature fallback (default: with it, "
