@@ -37,7 +37,7 @@ Examples:
       --whisper-cli /work/thirdparty/whisper.cpp/build/bin/whisper-cli --n 50
   # both engines in f32 (export.py --ftype f32; whisper.cpp's flash attention
   # accumulates in f16, -nfa turns it off)
-  /usr/bin/python3 knots/train/eval.py --bin model-f32.bin --types f32 \
+  /usr/bin/python3 knots/train/eval.py --bin model-f32.bin --types f32 \\
       --compare-type f32 --whisper-cli .../whisper-cli --whisper-cli-args=-nfa
 
 Text normalization (normalize(); in the spirit of Whisper's
