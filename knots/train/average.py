@@ -7,10 +7,10 @@ Each CKPT is a work checkpoint (knots/work/ckpt/last.pt, with "model") or a
 committed one (knots/train/checkpoint/model-f16.pt, with "model_f16"); all must
 have the same dimensions. The result is a committed-format checkpoint (f16
 weights and CTC head, "step" and training history of the last input,
-"averaged" listing the inputs and weights)
-that export.py and eval.py --ckpt read. Averaging checkpoints taken along one
-run (not of unrelated runs) smooths out the noise of the last steps; judge the
-result through the engine (eval.py) on the development sets, like any model.
+"averaged" listing the inputs and weights) that export.py, eval.py --ckpt and
+train.py read. Averaging checkpoints taken along one run (not of unrelated
+runs) smooths out the noise of the last steps; judge the result through the
+engine (eval.py) on the development sets, like any model.
 """
 import argparse
 import os
