@@ -449,8 +449,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * (gdouble, compute time over audio time), `max-delay` and `last-delay`
    * (gdouble, seconds from a word's last sample arriving to its commit),
    * `step-seconds` (gdouble), `runs`, `windows`, `tokens`, `words`,
-   * `utterances` (guint64) and `state-bytes` (guint64, memory of the
-   * element's recognizer state).
+   * `utterances` (guint64), `state-bytes` (guint64, memory of the
+   * element's recognizer state), `clipped-samples` and `zeroed-samples`
+   * (guint64: F32 input outside [-1, 1], clipped, and NaN, infinite or
+   * absurd input beyond +-2^32, transcribed as silence).
    */
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
@@ -1331,7 +1333,9 @@ gst_whisperknot_make_stats (GstWhisperKnot * self)
       "tokens", G_TYPE_UINT64, (guint64) st->n_tokens,
       "words", G_TYPE_UINT64, (guint64) st->n_committed,
       "utterances", G_TYPE_UINT64, (guint64) st->n_utterances,
-      "state-bytes", G_TYPE_UINT64, (guint64) st->state_bytes, NULL);
+      "state-bytes", G_TYPE_UINT64, (guint64) st->state_bytes,
+      "clipped-samples", G_TYPE_UINT64, (guint64) st->n_clipped,
+      "zeroed-samples", G_TYPE_UINT64, (guint64) st->n_zeroed, NULL);
 }
 
 /* Worker: copies the engine's counters for the stats property and, with

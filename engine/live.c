@@ -191,6 +191,7 @@ struct wk_live
   double last_run_s, max_run_s, run_ema_s;
   double last_delay_s, max_delay_s;
   int64_t n_committed, n_utterances;
+  int64_t n_clipped, n_zeroed;  /* samples fixed by feeding */
   uint64_t own_bytes;
 
   wk_live_script_fn script;     /* tests: instead of the model */
@@ -598,6 +599,38 @@ wk_live_prompt_push (int32_t * prompt, int *n_prompt, int prompt_cap,
   }
   memcpy (prompt + *n_prompt, t, (size_t) n * sizeof *t);
   *n_prompt += n;
+}
+
+/* Beyond any integer sample format's scale (S32's 2^31 included): such a
+ * value is not audio out of range but garbage (uninitialised memory, a
+ * wrong format), and even clipped to full scale it would set the mel
+ * maximum of the whole window and push the speech around it below the
+ * log floor. */
+#define WK_SAMPLE_GARBAGE 4294967296.0f
+
+void
+wk_live_copy_samples (float *dst, const float *src, size_t n,
+    int64_t * n_clipped, int64_t * n_zeroed)
+{
+  size_t i;
+
+  for (i = 0; i < n; i++) {
+    float x = src[i];
+
+    if (x >= -1.0f && x <= 1.0f) {
+      dst[i] = x;
+    } else if (x >= -WK_SAMPLE_GARBAGE && x <= WK_SAMPLE_GARBAGE) {
+      /* an overload, or integers not scaled: clipped speech is still
+       * speech */
+      dst[i] = x > 0.0f ? 1.0f : -1.0f;
+      (*n_clipped)++;
+    } else {
+      /* NaN, infinite or garbage: one would poison every mel frame it
+       * touches */
+      dst[i] = 0.0f;
+      (*n_zeroed)++;
+    }
+  }
 }
 
 void
@@ -1168,7 +1201,7 @@ wk_live_feed (wk_live * l, const float *pcm, size_t n)
     l->arr_n++;
   while (n > 0) {
     /* pieces end on the detector's chunk grid */
-    size_t k = WK_VAD_CHUNK - (size_t) (l->total % WK_VAD_CHUNK), i;
+    size_t k = WK_VAD_CHUNK - (size_t) (l->total % WK_VAD_CHUNK);
     float *dst;
     wk_status st;
 
@@ -1187,8 +1220,7 @@ wk_live_feed (wk_live * l, const float *pcm, size_t n)
         return WK_ERR_INTERNAL;
     }
     dst = l->audio + l->len;
-    for (i = 0; i < k; i++)
-      dst[i] = isfinite (pcm[i]) ? pcm[i] : 0.0f;
+    wk_live_copy_samples (dst, pcm, k, &l->n_clipped, &l->n_zeroed);
     l->len += k;
     l->total += (int64_t) k;
     if (l->vad) {
@@ -1287,4 +1319,6 @@ wk_live_get_stats (const wk_live * l, wk_stream_stats * s)
   s->max_delay_seconds = l->max_delay_s;
   s->n_committed = l->n_committed;
   s->n_utterances = l->n_utterances;
+  s->n_clipped = l->n_clipped;
+  s->n_zeroed = l->n_zeroed;
 }

@@ -25,7 +25,7 @@ wk_status wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
     wk_live ** out, char *err, size_t err_size);
 void wk_live_free (wk_live * live);
 
-/* pcm may hold non-finite samples (they become silence). */
+/* pcm may hold any values: see wk_live_copy_samples. */
 wk_status wk_live_feed (wk_live * live, const float *pcm, size_t n);
 /* Commits everything heard so far (ends the current utterance). */
 wk_status wk_live_flush (wk_live * live);
@@ -55,6 +55,13 @@ void *wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool *ok);
  * stream and the live policy. */
 void wk_live_prompt_push (int32_t * prompt, int *n_prompt, int prompt_cap,
     int max_text_ctx, const int32_t * t, int n);
+
+/* Copies src[0..n-1] to dst as the recognizer takes samples: values
+ * outside [-1, 1] are clipped to it, NaN, infinities and values beyond
+ * +-2^32 become 0 (silence); each is counted (*n_clipped, *n_zeroed).
+ * Used by both the offline stream and the live policy. */
+void wk_live_copy_samples (float *dst, const float *src, size_t n,
+    int64_t * n_clipped, int64_t * n_zeroed);
 
 /* Drops the samples before absolute position new_base from the audio
  * buffer audio[0..*len-1], whose first sample is at *base; nothing when

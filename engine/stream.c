@@ -510,13 +510,8 @@ wk_stream_feed (wk_stream * s, const float *pcm, size_t n)
     if (space == 0)
       return WK_ERR_INTERNAL;   /* cannot happen: a full buffer holds a window */
     k = n < space ? n : space;
-    {
-      /* NaN or infinite samples would poison a whole window: silence */
-      float *dst = s->audio + s->audio_len;
-      size_t i;
-      for (i = 0; i < k; i++)
-        dst[i] = isfinite (pcm[i]) ? pcm[i] : 0.0f;
-    }
+    wk_live_copy_samples (s->audio + s->audio_len, pcm, k,
+        &s->stats.n_clipped, &s->stats.n_zeroed);
     s->audio_len += k;
     s->total += (int64_t) k;
     s->stats.audio_seconds += (double) k / WK_SAMPLE_RATE;

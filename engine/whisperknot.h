@@ -224,7 +224,11 @@ WK_API wk_status wk_stream_new (wk_model * model,
     size_t err_size);
 WK_API void wk_stream_free (wk_stream * stream);
 
-/* Appends mono 16 kHz samples in [-1, 1]. May run the recognizer on
+/* Appends mono 16 kHz samples in [-1, 1]. Samples outside that range
+ * are clipped to it; NaN, infinite ones and values beyond +-2^32 (the
+ * scale of any integer format: garbage, not audio) are fed as silence
+ * (0), so a burst of bad input costs only its own stretch of audio.
+ * Both are counted in wk_stream_stats. May run the recognizer on
  * complete windows before returning. */
 WK_API wk_status wk_stream_feed (wk_stream * stream, const float *pcm,
     size_t n_samples);
@@ -312,6 +316,10 @@ typedef struct
   double max_delay_seconds;
   int64_t n_committed;          /* words committed */
   int64_t n_utterances;         /* utterance ends */
+  /* input fixed by feeding (both policies) */
+  int64_t n_clipped;            /* samples outside [-1, 1], clipped */
+  int64_t n_zeroed;             /* NaN, infinite or beyond +-2^32 (not
+                                 * audio): fed as 0 */
 } wk_stream_stats;
 
 WK_API void wk_stream_get_stats (const wk_stream * stream,

@@ -989,6 +989,120 @@ test_logit_filters (void)
   wk_model_unref (m);
 }
 
+/* The text of one second of `lead` samples followed by jfk.wav, fed in
+ * 20 ms pieces, with the default policy (the engine's beam) or the live
+ * one; all segments' text in one string. */
+static void
+transcribe_after (wk_model * m, int latency_ms, float (*lead) (size_t),
+    char *text, size_t text_size, wk_stream_stats * stats)
+{
+  wk_stream_params p = wk_stream_default_params ();
+  size_t n = WK_SAMPLE_RATE + jfk_n, i, len = 0;
+  wk_stream *s = NULL;
+  float *a = malloc (n * sizeof *a);
+  char err[256];
+
+  text[0] = '\0';
+  p.latency_ms = latency_ms;
+  CHECK (a && wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  if (!a || !s) {
+    free (a);
+    return;
+  }
+  for (i = 0; i < WK_SAMPLE_RATE; i++)
+    a[i] = lead (i);
+  memcpy (a + WK_SAMPLE_RATE, jfk, jfk_n * sizeof *a);
+  for (i = 0; i < n; i += 320)
+    CHECK (wk_stream_feed (s, a + i, n - i < 320 ? n - i : 320) == WK_OK);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  {
+    const wk_segment *segs;
+    size_t k = wk_stream_take (s, &segs), j;
+
+    for (j = 0; j < k; j++)
+      len += (size_t) snprintf (text + len, len < text_size ?
+          text_size - len : 0, "%s", segs[j].text);
+  }
+  wk_stream_get_stats (s, stats);
+  wk_stream_free (s);
+  free (a);
+}
+
+static float
+lead_silence (size_t i)
+{
+  (void) i;
+  return 0.0f;
+}
+
+static float
+lead_huge (size_t i)
+{
+  return i & 1 ? 1e30f : -1e30f;
+}
+
+static float
+lead_inf (size_t i)
+{
+  return i & 1 ? INFINITY : -INFINITY;
+}
+
+static float
+lead_nan (size_t i)
+{
+  (void) i;
+  return NAN;
+}
+
+static float
+lead_hot (size_t i)
+{
+  /* 0.3 over full scale: clipped, not dropped */
+  return i & 1 ? 1.3f : -1.3f;
+}
+
+/* A second of +-1e30, of infinities or of NaN before speech is fed as
+ * silence: the speech's text is the same as after a second of silence,
+ * offline and live (the default model: real speech gives it real text;
+ * with a random model the comparison would prove little). Samples
+ * beyond full scale are clipped; all are counted in the stats. */
+static void
+test_hostile_samples (void)
+{
+  static char ref[8192], got[8192];
+  float (*const leads[]) (size_t) = { lead_huge, lead_inf, lead_nan };
+  const int latencies[] = { 0, 1000 };
+  wk_model *m = NULL;
+  wk_stream_stats st;
+  char err[512];
+  size_t i, j;
+
+  if (wk_model_load (wk_default_model_path (), NULL, &m, err,
+          sizeof err) != WK_OK) {
+    fprintf (stderr, "no default model (%s): using a random one\n", err);
+    m = load_ok (small_knot);
+  }
+  if (!m)
+    return;
+  for (j = 0; j < 2; j++) {
+    transcribe_after (m, latencies[j], lead_silence, ref, sizeof ref, &st);
+    CHECK (st.n_clipped == 0 && st.n_zeroed == 0);
+    CHECK_MSG (ref[0] != '\0', "no text for jfk.wav (latency %d)",
+        latencies[j]);
+    for (i = 0; i < 3; i++) {
+      transcribe_after (m, latencies[j], leads[i], got, sizeof got, &st);
+      CHECK_MSG (strcmp (ref, got) == 0, "latency %d, lead %zu:\n"
+          "  after silence: %s\n  after garbage: %s", latencies[j], i, ref,
+          got);
+      CHECK (st.n_clipped == 0);
+      CHECK (st.n_zeroed == WK_SAMPLE_RATE);
+    }
+    transcribe_after (m, latencies[j], lead_hot, got, sizeof got, &st);
+    CHECK (st.n_clipped == WK_SAMPLE_RATE && st.n_zeroed == 0);
+  }
+  wk_model_unref (m);
+}
+
 static void
 test_misc_api (void)
 {
@@ -1050,6 +1164,7 @@ main (void)
   RUN (test_multilingual);
   RUN (test_tiny_q8_0);
   RUN (test_tiny_f16);
+  RUN (test_hostile_samples);
 
   wk_test_remove_tmpdir (tmpdir);
   free (jfk);
