@@ -32,9 +32,11 @@ from whisper_ref import tokenizer as wt  # noqa: E402
 
 sys.path.insert(0, HERE)
 from eval import edit_distance  # noqa: E402,F401  (word errors; eval_torch.py uses it too)
+import augment  # noqa: E402
 
 WORK = os.environ.get("WK_TRAIN_WORK", os.path.join(KNOTS, "work"))
 DATA = os.path.join(WORK, "data", "train")
+REAL = os.path.join(WORK, "data", "real")
 EVAL = os.path.join(WORK, "eval")
 CKPT_DIR = os.path.join(WORK, "ckpt")
 COMMITTED = os.path.join(HERE, "checkpoint", "model-f16.pt")
@@ -56,9 +58,9 @@ def log(msg):
 # ------------------------------------------------------------------ data ----
 
 
-def shard_paths():
-    """The complete shards synth.py has written so far."""
-    return sorted(p for p in glob.glob(os.path.join(DATA, "shard-*.npz")) if ".tmp" not in p)
+def shard_paths(data_dir=DATA):
+    """The complete shards synth.py (or real.py) has written so far."""
+    return sorted(p for p in glob.glob(os.path.join(data_dir, "shard-*.npz")) if ".tmp" not in p)
 
 
 def load_shard(p):
@@ -72,17 +74,24 @@ def load_shard(p):
 
 
 class Pool:
-    """Utterances from synth.py shards, reloaded as new shards appear."""
+    """Utterances from synth.py shards, reloaded as new shards appear.
 
-    def __init__(self, tok, max_shards=300, rng=None):
+    weights: {shard-name substring: weight}: draw a shard by weight, then an
+    utterance of it (real.py writes one shard per source), instead of drawing
+    every utterance alike."""
+
+    def __init__(self, tok, max_shards=300, rng=None, data_dir=DATA, weights=None):
         self.tok = tok
         self.max_shards = max_shards
         self.rng = rng or random.Random()
+        self.data_dir = data_dir
+        self.weights = weights
         self.shards = {}  # path -> (audio int16, offsets, token lists)
         self.index = []  # (path, i)
+        self.by_shard = []  # (path, weight) when weighted
 
     def refresh(self):
-        new = [p for p in shard_paths() if p not in self.shards]
+        new = [p for p in shard_paths(self.data_dir) if p not in self.shards]
         if not new:
             return 0
         self.rng.shuffle(new)
@@ -97,6 +106,9 @@ class Pool:
             toks = [self.tok.encode(" " + t) for t in txt]
             self.shards[p] = (a, off, toks, txt)
         self.index = [(p, i) for p, s in self.shards.items() for i in range(len(s[2]))]
+        if self.weights:
+            self.by_shard = [(p, w) for p in sorted(self.shards)
+                             for k, w in self.weights.items() if k in os.path.basename(p)]
         return len(new)
 
     def __len__(self):
@@ -104,13 +116,42 @@ class Pool:
 
     def sample(self):
         """A random utterance: (reference for audio(), samples, tokens, text)."""
-        p, i = self.rng.choice(self.index)
+        if self.by_shard:
+            p = self.rng.choices([q for q, _ in self.by_shard],
+                                 [w for _, w in self.by_shard])[0]
+            i = self.rng.randrange(len(self.shards[p][2]))
+        else:
+            p, i = self.rng.choice(self.index)
         a, off, toks, txt = self.shards[p]
         return (p, i), int(off[i + 1] - off[i]), toks[i], txt[i]
 
     def audio(self, ref):
         a, off = self.shards[ref[0]][:2]
         return a[off[ref[1]]:off[ref[1] + 1]]
+
+
+class MixPool:
+    """Synthesized and real utterances: each draw is real with probability frac."""
+
+    def __init__(self, pools, frac, rng):
+        self.pools = pools  # [synthesized, real]
+        self.frac = frac
+        self.rng = rng
+
+    def refresh(self):
+        return sum(p.refresh() for p in self.pools)
+
+    def __len__(self):
+        return sum(len(p) for p in self.pools)
+
+    def sample(self):
+        k = 1 if len(self.pools[1]) and (not len(self.pools[0]) or
+                                         self.rng.random() < self.frac) else 0
+        ref, n, toks, text = self.pools[k].sample()
+        return (k, ref), n, toks, text
+
+    def audio(self, ref):
+        return self.pools[ref[0]].audio(ref[1])
 
 
 class DevicePool:
@@ -276,9 +317,9 @@ def plan_window_target(pool, rng, win, p_notimestamps, p_single, max_tokens, spe
     return audio, noise, tokens, ctc
 
 
-def render_window(pool, audio, noise, win):
+def render_window(pool, audio, noise, win, aug=None):
     """A planned window's float32 samples (numpy), with its additive noise: Gaussian at
-    std noise[0] times the speech RMS plus noise[1]."""
+    std noise[0] times the speech RMS plus noise[1]; then aug (augment.Augmenter)."""
     x = np.zeros(win, dtype=np.float32)
     for ref, start, n, gain, f in audio:
         u = pool.audio(ref).astype(np.float32)
@@ -286,6 +327,8 @@ def render_window(pool, audio, noise, win):
             u = np.interp(np.arange(n) * f, np.arange(len(u)), u).astype(np.float32)
         x[start:start + n] = u[:n] * gain
     rms = math.sqrt(float(np.mean(x[x != 0] ** 2))) if noise[0] > 0 and x.any() else 0.0
+    if aug is not None:
+        x = aug(x)
     std = rms * noise[0] + noise[1]
     if std > 0:
         x += np.random.randn(win).astype(np.float32) * std
@@ -353,17 +396,19 @@ def spec_augment(mel, rng, n_freq=2, max_freq=12, n_time=2, max_time_frac=0.02):
 
 
 def make_batch(pool, rng, bs, win=WIN, device=None, speed=(0.0, 1.0, 1.0), specaug=False,
-               p_single=0.1, p_stop=0.0, p_nospeech=0.0, p_prompt=0.0):
+               p_single=0.1, p_stop=0.0, p_nospeech=0.0, p_prompt=0.0, aug=None, vtlp=0.0):
     plans = [plan_window(pool, rng, win, p_single=p_single, speed=speed, p_stop=p_stop,
                          p_nospeech=p_nospeech, p_prompt=p_prompt) for _ in range(bs)]
     if isinstance(pool, DevicePool):
         xs = render_windows_device(pool, plans, win)
     else:
-        xs = torch.from_numpy(np.stack([render_window(pool, a, noise, win)
+        xs = torch.from_numpy(np.stack([render_window(pool, a, noise, win, aug)
                                         for a, noise, _, _ in plans]))
     toks = [p[2] for p in plans]
     ctcs = [p[3] for p in plans]
     mel = wa.log_mel_spectrogram(xs)[..., :win // wa.HOP_LENGTH]
+    if vtlp > 0:
+        mel = augment.vtlp_mel(mel, rng, vtlp)
     if specaug:
         mel = spec_augment(mel, rng)
     L = max(len(t) for t in toks) - 1
@@ -545,13 +590,16 @@ def decoder_transcriber(model, tok):
     return run
 
 
+EVAL_SETS = ("trainvoices", "heldout-rms", "dev-real-lj", "dev-real-asterisk")
+
+
 @torch.no_grad()
 def evaluate(model, n, transcribers, show=2):
     """Held-out WER of the first n utterances of each evaluation set, for every
     transcriber {label: audio -> text}; each set is loaded once."""
     model.eval()
     res = {}
-    for name in ("trainvoices", "heldout-rms"):
+    for name in EVAL_SETS:
         data = load_eval_set(name)
         if not data:
             continue
@@ -700,6 +748,18 @@ def main():
                     "(auto: on a GPU)")
     ap.add_argument("--pool-hours", type=float, default=60,
                     help="GPU: hours of audio the device pool holds")
+    ap.add_argument("--real-frac", type=float, default=0.0,
+                    help="fraction of utterances drawn from real speech (real.py build: "
+                    "knots/work/data/real/), the rest synthesized")
+    ap.add_argument("--real-weights", default="lj=0.5,asterisk=0.3,fsdd=0.2",
+                    help="how real draws are shared among the sources (shard names)")
+    ap.add_argument("--aug", type=float, default=0.0,
+                    help="probability that a window goes through augment.Augmenter "
+                    "(pitch, reverberation, codecs, noise, clipping)")
+    ap.add_argument("--vtlp", type=float, default=0.0,
+                    help="fraction of windows with vocal tract length perturbation")
+    ap.add_argument("--prefetch", type=int, default=2,
+                    help="batches prepared ahead by a data thread (0: none)")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -785,6 +845,17 @@ def main():
         pool = DevicePool(tok, dev, int(args.pool_hours * 3600 * SR), rng=rng)
     else:
         pool = Pool(tok, rng=rng)
+        if args.real_frac > 0:
+            weights = {k: float(v) for k, v in
+                       (kv.split("=") for kv in args.real_weights.split(",") if kv)}
+            pool = MixPool([pool, Pool(tok, rng=rng, data_dir=REAL, weights=weights)],
+                           args.real_frac, rng)
+    aug = None
+    if args.aug > 0:
+        def babble():
+            ref, _, _, _ = pool.sample()
+            return pool.audio(ref).astype(np.float32) / 32768.0
+        aug = augment.Augmenter(random.Random(seed + 1), args.aug, babble)
     while True:
         pool.refresh()
         if len(pool) >= args.min_utts:
@@ -793,20 +864,44 @@ def main():
         time.sleep(30 if dev.type == "cpu" else 2)
     log("pool: %d utterances" % len(pool))
 
+    def next_batch(step_):
+        if step_ % (20 if dev.type == "cpu" else 100) == 0:
+            pool.refresh()
+        t0_ = time.time()
+        win_, bs_ = pick_window(args, rng)
+        b = make_batch(pool, rng, bs_, win_, dev, tuple(args.speed_perturb), args.specaug,
+                       args.p_single, args.p_stop, args.p_nospeech, args.p_prompt, aug,
+                       args.vtlp)
+        return win_, bs_, b, time.time() - t0_
+
+    if args.prefetch > 0:
+        # one data thread (numpy's FFTs, ffmpeg and sox run outside the GIL), which
+        # alone touches the pool and rng from here on
+        import queue
+        import threading
+        q = queue.Queue(maxsize=args.prefetch)
+
+        def producer():
+            k = step
+            while True:
+                q.put(next_batch(k))
+                k += 1
+        threading.Thread(target=producer, daemon=True).start()
+
+        def fetch(step_):
+            return q.get()
+    else:
+        fetch = next_batch
+
     model.train()
     t_start = t_save = t_last = time.time()
     loss_acc = n_acc = ctc_acc = 0.0
     w_acc = 0
     a_acc = 0.0
     while args.max_steps <= 0 or step < args.max_steps:
-        if step % (20 if dev.type == "cpu" else 100) == 0:
-            pool.refresh()
         t0 = time.time()
-        win, bs = pick_window(args, rng)
-        mel, inp, tgt, ctcs = make_batch(pool, rng, bs, win, dev, tuple(args.speed_perturb),
-                                         args.specaug, args.p_single, args.p_stop,
-                                         args.p_nospeech, args.p_prompt)
-        t_data = time.time() - t0
+        win, bs, (mel, inp, tgt, ctcs), t_data = fetch(step)
+        t_wait = time.time() - t0
         elapsed = time.time() - t_start
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args, elapsed)
@@ -843,9 +938,9 @@ def main():
             el = time.time() - t_last
             loss_mean = float(loss_acc) / n_acc
             log("step %d loss %.4f ctc %.3f lr %.2e gnorm %.2f %.2f win/s %.1f audio s/s "
-                "(data %.2fs/step) windows %d audio_h %.1f pool %d train_h %.2f" % (
+                "(data %.2fs/step, waited %.2fs) windows %d audio_h %.1f pool %d train_h %.2f" % (
                     step, loss_mean, float(ctc_acc) / n_acc, lr_at(step, args, elapsed), float(gn),
-                    w_acc / el, a_acc / el, t_data, windows_seen, audio_h, len(pool),
+                    w_acc / el, a_acc / el, t_data, t_wait, windows_seen, audio_h, len(pool),
                     train_seconds / 3600))
             t_last = time.time()
             loss_acc = n_acc = ctc_acc = 0.0
