@@ -25,6 +25,7 @@
 #include "ggml-bin.h"
 #include "knot-writer.h"
 #include "safetensors.h"
+#include "tokenizer.h"
 #include "wk-types.h"
 
 #define SRC_BF16 30             /* ggml's id for bfloat16 */
@@ -219,6 +220,104 @@ load_bin (src_model * m, const char *path, char *err, size_t err_size)
   return 0;
 }
 
+/* The side files of a Hugging Face checkpoint name special-token ids
+ * (added_tokens.json, tokenizer.json's added_tokens, the *_token_id
+ * members of generation_config.json and config.json). The knot keeps no
+ * ids: the engine derives them from n_vocab, so a file whose ids differ
+ * from that layout describes a vocabulary the engine would misread, and
+ * is an error rather than a model that decodes the wrong tokens. */
+static int
+check_hf_special_ids (const src_model * m, const char *dir, char *err,
+    size_t err_size)
+{
+  static const char *const files[] = { "added_tokens.json",
+    "tokenizer.json", "generation_config.json", "config.json"
+  };
+  static const char *const id_keys[] = { "decoder_start_token_id",
+    "eos_token_id", "no_timestamps_token_id", "prev_sot_token_id"
+  };
+  int n_vocab = m->hp[HP_VOCAB];
+  wk_special_tokens sp;
+  wk_tokenizer *tok = NULL;
+  int rc = 0;
+
+  wk_special_tokens_for (n_vocab, &sp);
+  {
+    /* the special tokens' names, from a tokenizer of 256 byte tokens */
+    static char bytes[256];
+    const char *t[256];
+    size_t l[256];
+    for (int i = 0; i < 256; i++) {
+      bytes[i] = (char) i;
+      t[i] = &bytes[i];
+      l[i] = 1;
+    }
+    if (wk_tokenizer_new (n_vocab, 256, t, l, &tok, err, err_size) != WK_OK)
+      return -1;
+  }
+  for (size_t f = 0; f < sizeof files / sizeof files[0] && rc == 0; f++) {
+    char path[4200];
+    size_t len;
+    char *json;
+
+    snprintf (path, sizeof path, "%s/%s", dir, files[f]);
+    if (!file_exists (path))
+      continue;
+    json = read_file (path, &len, err, err_size);
+    if (!json) {
+      rc = -1;
+      break;
+    }
+    if (f < 2) {
+      wk_hf_named_ids ids;
+      if (wk_hf_added_tokens_parse (json, len, &ids, err, err_size) != WK_OK) {
+        /* tokenizer.json without added_tokens is only a vocabulary */
+        rc = f == 0 ? -1 : 0;
+        ids.n = 0;
+      }
+      for (int32_t i = 0; i < ids.n && rc == 0; i++) {
+        const char *name = ids.names[i], *want;
+        int64_t id = ids.ids[i];
+        if (id < sp.eot)
+          continue;             /* an ordinary id: the vocabulary's */
+        if (id >= n_vocab) {
+          snprintf (err, err_size, "'%.40s' has id %lld, past n_vocab %d",
+              name, (long long) id, n_vocab);
+          rc = -1;
+          break;
+        }
+        want = wk_tokenizer_bytes (tok, (int) id, NULL);
+        if (strcmp (name, want) != 0 && !(id == sp.nosp
+                && !strcmp (name, "<|nocaptions|>"))) {
+          snprintf (err, err_size, "'%.40s' has id %lld, which a Whisper "
+              "vocabulary of %d gives to '%s'", name,
+              (long long) id, n_vocab, want);
+          rc = -1;
+        }
+      }
+      wk_hf_named_ids_clear (&ids);
+    } else {
+      int64_t v[4];
+      const int want[4] = { sp.sot, sp.eot, sp.no_timestamps, sp.prev };
+      if (wk_hf_json_ids (json, len, id_keys, 4, v, err, err_size) != WK_OK)
+        rc = -1;
+      for (int k = 0; k < 4 && rc == 0; k++)
+        if (v[k] >= 0 && v[k] != want[k]) {
+          snprintf (err, err_size, "%s is %lld, but a Whisper vocabulary of "
+              "%d has %s at %d", id_keys[k],
+              (long long) v[k], n_vocab, wk_tokenizer_bytes (tok, want[k],
+                  NULL), want[k]);
+          rc = -1;
+        }
+    }
+    free (json);
+    if (rc)
+      prefix_err (err, err_size, path);
+  }
+  wk_tokenizer_free (tok);
+  return rc;
+}
+
 static int
 load_hf (src_model * m, const char *input, char *err, size_t err_size)
 {
@@ -281,6 +380,8 @@ load_hf (src_model * m, const char *input, char *err, size_t err_size)
     m->tokens = (const char **) m->hf_vocab.tokens;
     m->token_lens = m->hf_vocab.lens;
   }
+  if (check_hf_special_ids (m, dir, err, err_size))
+    return -1;
 
   m->t = calloc (st->n_tensors ? (size_t) st->n_tensors : 1, sizeof *m->t);
   if (!m->t) {

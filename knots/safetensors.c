@@ -977,9 +977,16 @@ wk_hf_vocab_parse (const char *json, size_t len, int32_t max_id,
   if (!jdoc_parse (&d, json, len, err, err_size))
     return WK_ERR_FORMAT;
   obj = &d.nodes[0];
-  /* tokenizer.json keeps the vocabulary in model.vocab */
-  if (j_member (&d, obj, "model"))
-    obj = j_member (&d, j_member (&d, obj, "model"), "vocab");
+  /* tokenizer.json keeps the vocabulary in model.vocab. The test is the
+   * shape, not the member's name: "model" is also an ordinary token of
+   * Whisper's vocabulary (id 19849), so vocab.json has a "model" member
+   * too, holding a number. */
+  {
+    const jnode *model = j_member (&d, obj, "model");
+    const jnode *inner = j_member (&d, model, "vocab");
+    if (inner && inner->t == J_OBJ)
+      obj = inner;
+  }
   if (!obj || obj->t != J_OBJ) {
     wk_set_err (err, err_size, "vocabulary: expected a JSON object of "
         "token: id (vocab.json) or tokenizer.json's model.vocab");
@@ -1061,6 +1068,138 @@ out:
   if (st != WK_OK)
     wk_hf_vocab_clear (vocab);
   return st;
+}
+
+/* ---- special-token ids of the side files ------------------------------ */
+
+void
+wk_hf_named_ids_clear (wk_hf_named_ids * ids)
+{
+  if (!ids)
+    return;
+  for (int32_t i = 0; i < ids->n; i++)
+    free (ids->names[i]);
+  free (ids->names);
+  free (ids->ids);
+  memset (ids, 0, sizeof *ids);
+}
+
+/* Appends (name, id); false when out of memory. */
+static bool
+named_ids_add (wk_hf_named_ids * ids, const char *name, size_t len, uint64_t id)
+{
+  char *copy = malloc (len + 1);
+
+  if (!copy)
+    return false;
+  memcpy (copy, name, len);
+  copy[len] = '\0';
+  ids->names[ids->n] = copy;
+  ids->ids[ids->n] = (int64_t) id;
+  ids->n++;
+  return true;
+}
+
+wk_status
+wk_hf_added_tokens_parse (const char *json, size_t len,
+    wk_hf_named_ids * ids, char *err, size_t err_size)
+{
+  jdoc d;
+  const jnode *root, *list;
+  size_t count;
+  wk_status st = WK_ERR_FORMAT;
+
+  memset (ids, 0, sizeof *ids);
+  if (!jdoc_parse (&d, json, len, err, err_size))
+    return WK_ERR_FORMAT;
+  root = &d.nodes[0];
+  /* tokenizer.json: "added_tokens": [{"id": N, "content": "..."}, ...];
+   * added_tokens.json: {"<|...|>": N, ...} (whose names could include
+   * "added_tokens", hence the test on the member's type) */
+  list = j_member (&d, root, "added_tokens");
+  if (!list || list->t != J_ARR)
+    list = root;
+  if (list->t != J_OBJ && list->t != J_ARR) {
+    wk_set_err (err, err_size, "added tokens: expected a JSON object of "
+        "token: id or tokenizer.json's added_tokens list");
+    goto out;
+  }
+  count = list->len;
+  ids->names = calloc (count ? count : 1, sizeof *ids->names);
+  ids->ids = calloc (count ? count : 1, sizeof *ids->ids);
+  if (!ids->names || !ids->ids) {
+    wk_set_err (err, err_size, "added tokens: out of memory");
+    st = WK_ERR_NOMEM;
+    goto out;
+  }
+  for (int64_t c = list->first; c >= 0; c = d.nodes[c].next) {
+    const jnode *m = &d.nodes[c], *idn = m, *content;
+    const char *name;
+    size_t name_len;
+    uint64_t id;
+
+    if (list->t == J_ARR) {
+      content = j_member (&d, m, "content");
+      idn = j_member (&d, m, "id");
+      if (!content || content->t != J_STR) {
+        wk_set_err (err, err_size, "added tokens: an entry of added_tokens "
+            "has no \"content\" string");
+        goto out;
+      }
+      name = d.arena + content->str;
+      name_len = content->len;
+    } else {
+      name = d.arena + m->key;
+      name_len = m->key_len;
+    }
+    if (!j_u64 (&d, idn, &id) || id > INT32_MAX) {
+      wk_set_err (err, err_size, "added tokens: the id of '%.*s' is not a "
+          "non-negative integer", (int) (name_len < 40 ? name_len : 40), name);
+      goto out;
+    }
+    if (!named_ids_add (ids, name, name_len, id)) {
+      wk_set_err (err, err_size, "added tokens: out of memory");
+      st = WK_ERR_NOMEM;
+      goto out;
+    }
+  }
+  st = WK_OK;
+out:
+  jdoc_free (&d);
+  if (st != WK_OK)
+    wk_hf_named_ids_clear (ids);
+  return st;
+}
+
+wk_status
+wk_hf_json_ids (const char *json, size_t len, const char *const *keys,
+    int n_keys, int64_t * vals, char *err, size_t err_size)
+{
+  jdoc d;
+
+  for (int i = 0; i < n_keys; i++)
+    vals[i] = -1;
+  if (!jdoc_parse (&d, json, len, err, err_size))
+    return WK_ERR_FORMAT;
+  if (d.nodes[0].t != J_OBJ) {
+    wk_set_err (err, err_size, "expected a JSON object");
+    jdoc_free (&d);
+    return WK_ERR_FORMAT;
+  }
+  for (int i = 0; i < n_keys; i++) {
+    const jnode *m = j_member (&d, &d.nodes[0], keys[i]);
+    uint64_t v;
+    if (!m || m->t == J_NULL)
+      continue;
+    if (!j_u64 (&d, m, &v) || v > INT32_MAX) {
+      wk_set_err (err, err_size, "'%s' is not a token id", keys[i]);
+      jdoc_free (&d);
+      return WK_ERR_FORMAT;
+    }
+    vals[i] = (int64_t) v;
+  }
+  jdoc_free (&d);
+  return WK_OK;
 }
 
 /* ---- tiktoken rank files ---------------------------------------------- */

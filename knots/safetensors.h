@@ -85,11 +85,34 @@ typedef struct
 } wk_hf_vocab;
 
 /* json is vocab.json ({"token": id, ...}) or tokenizer.json (its
- * model.vocab object is used). Ids >= max_id are ignored (special tokens
+ * model.vocab object is used when "model" holds an object with a "vocab"
+ * object: vocab.json's own "model" member is the token 19849). Ids >= max_id are ignored (special tokens
  * live there); pass 50257 for Whisper's ordinary tokens. */
 wk_status wk_hf_vocab_parse (const char *json, size_t len, int32_t max_id,
     wk_hf_vocab * vocab, char *err, size_t err_size);
 void wk_hf_vocab_clear (wk_hf_vocab * vocab);
+
+/* Token names with ids, as a checkpoint's side files give them. */
+typedef struct
+{
+  int32_t n;
+  char **names;                 /* NUL-terminated */
+  int64_t *ids;
+} wk_hf_named_ids;
+
+/* json is added_tokens.json ({"<|startoftranscript|>": 50258, ...}) or
+ * tokenizer.json (its "added_tokens" list of {"id", "content"}). */
+wk_status wk_hf_added_tokens_parse (const char *json, size_t len,
+    wk_hf_named_ids * ids, char *err, size_t err_size);
+void wk_hf_named_ids_clear (wk_hf_named_ids * ids);
+
+/* The integer members keys[0 .. n_keys-1] of a JSON object (such as
+ * generation_config.json's eos_token_id) into vals; -1 where a member is
+ * absent or null. A member that is not an integer in 0 .. INT32_MAX is an
+ * error. */
+wk_status wk_hf_json_ids (const char *json, size_t len,
+    const char *const *keys, int n_keys, int64_t * vals, char *err,
+    size_t err_size);
 
 /* A tiktoken rank file (openai/whisper's gpt2.tiktoken, multilingual.
  * tiktoken): lines "BASE64_TOKEN RANK"; token bytes are stored at their

@@ -7,7 +7,10 @@
  * --keep overrides; whisper-tiny-sized f16/q8_0 models convert (and q4_0
  * / q8_0 stay within issue 4's 0.65 / 1.1 bytes per parameter); a
  * Hugging Face checkpoint built from the same weights converts to the
- * same tensors; bad inputs fail cleanly without leaving files; the .bin,
+ * same tensors, and so does a directory laid out as transformers saves
+ * it (vocab.json holding the tokens "model", "version", "added_tokens";
+ * merges.txt, added_tokens.json, generation_config.json, whose special
+ * ids are checked), which then transcribes; bad inputs fail cleanly without leaving files; the .bin,
  * JSON, vocabulary and tiktoken readers reject damage; --vocab FILE.tiktoken
  * restores the token bytes the shared test .bin files replaced by U+FFFD,
  * and a converter run on such a vocabulary warns. */
@@ -1021,29 +1024,19 @@ json_str (FILE * f, const char *s, size_t len, bool byte_level)
   fputc ('"', f);
 }
 
+/* Writes b's weights as dir/model.safetensors (F32, Hugging Face names,
+ * plus the tied proj_out.weight that must be skipped) and dir/config.json
+ * as transformers writes them. */
 static void
-test_safetensors_checkpoint (void)
+write_hf_checkpoint (const wk_ggml_bin * b, const char *dir)
 {
-  const char *bin = wpath ("hf.bin"), *dir = wpath ("hf"), *knot =
-      wpath ("hf.knot");
-  wk_ggml_bin *b = NULL;
-  wk_knot *k = NULL;
-  char err[512], p[4300];
+  char p[4300];
   FILE *f;
   uint64_t off = 0;
   char *hdr = NULL;
   size_t hdr_len = 0;
-  int bad = 0;
 
-  if (make_model ("small-test", "f32", "9", bin))
-    return;
-  CHECK (wk_ggml_bin_open (bin, &b, err, sizeof err) == WK_OK);
-  if (!b)
-    return;
   mkdir (dir, 0755);
-
-  /* model.safetensors: F32 except one BF16 tensor (exactly representable
-   * values would be needed for bit equality, so it is checked loosely) */
   {
     FILE *h = open_memstream (&hdr, &hdr_len);
     fputc ('{', h);
@@ -1097,6 +1090,25 @@ test_safetensors_checkpoint (void)
       b->hp.n_audio_state, b->hp.n_audio_head, b->hp.n_audio_layer,
       b->hp.n_text_ctx, b->hp.n_text_head, b->hp.n_text_layer, b->hp.n_mels);
   fclose (f);
+}
+
+static void
+test_safetensors_checkpoint (void)
+{
+  const char *bin = wpath ("hf.bin"), *dir = wpath ("hf"), *knot =
+      wpath ("hf.knot");
+  wk_ggml_bin *b = NULL;
+  wk_knot *k = NULL;
+  char err[512], p[4300];
+  FILE *f;
+  int bad = 0;
+
+  if (make_model ("small-test", "f32", "9", bin))
+    return;
+  CHECK (wk_ggml_bin_open (bin, &b, err, sizeof err) == WK_OK);
+  if (!b)
+    return;
+  write_hf_checkpoint (b, dir);
   /* tokenizer.json form, with special tokens past the ordinary ones */
   snprintf (p, sizeof p, "%s/tokenizer.json", dir);
   f = fopen (p, "w");
@@ -1135,6 +1147,199 @@ test_safetensors_checkpoint (void)
   CHECK (strstr (out_text, "config.json") != NULL);
   snprintf (p, sizeof p, "%s/model.safetensors", dir);
   unlink (p);
+  rmdir (dir);
+  wk_ggml_bin_free (b);
+  unlink (bin);
+  unlink (knot);
+}
+
+/* Writes text to dir/name. */
+static void
+write_text (const char *dir, const char *name, const char *text)
+{
+  char p[4300];
+  FILE *f;
+
+  snprintf (p, sizeof p, "%s/%s", dir, name);
+  f = fopen (p, "w");
+  CHECK (f != NULL);
+  if (f) {
+    fputs (text, f);
+    fclose (f);
+  }
+}
+
+static void
+unlink_in (const char *dir, const char *name)
+{
+  char p[4300];
+  snprintf (p, sizeof p, "%s/%s", dir, name);
+  unlink (p);
+}
+
+/* The ordinary tokens of b as transformers' vocab.json (one "token": id
+ * per line, two-space indent), with token `over` renamed to over_text;
+ * <|endoftext|> (50256, English-only) is stored as itself. */
+static void
+write_vocab_json (const wk_ggml_bin * b, const char *dir, int32_t over,
+    const char *over_text)
+{
+  char p[4300];
+  FILE *f;
+
+  snprintf (p, sizeof p, "%s/vocab.json", dir);
+  f = fopen (p, "w");
+  fputs ("{\n", f);
+  for (int32_t i = 0; i < b->n_tokens; i++) {
+    fputs ("  ", f);
+    if (i == over)
+      json_str (f, over_text, strlen (over_text), true);
+    else
+      json_str (f, b->tokens[i], b->token_lens[i], i != 50256);
+    fprintf (f, ": %d%s\n", i, i + 1 < b->n_tokens ? "," : "");
+  }
+  fputs ("}\n", f);
+  fclose (f);
+}
+
+/* The side files transformers saves with an English-only Whisper
+ * tokenizer and model, trimmed to the members the converter may read
+ * plus a few it must ignore. */
+static const char hf_added_tokens_en[] =
+    "{\n  \"<|0.00|>\": 50363,\n  \"<|0.02|>\": 50364,\n"
+    "  \"<|en|>\": 50258,\n  \"<|nocaptions|>\": 50361,\n"
+    "  \"<|notimestamps|>\": 50362,\n  \"<|startoflm|>\": 50359,\n"
+    "  \"<|startofprev|>\": 50360,\n  \"<|startoftranscript|>\": 50257,\n"
+    "  \"<|transcribe|>\": 50358,\n  \"<|translate|>\": 50357\n}\n";
+static const char hf_generation_config_en[] =
+    "{\n  \"alignment_heads\": [[1, 0], [1, 1]],\n"
+    "  \"begin_suppress_tokens\": [220, 50256],\n  \"bos_token_id\": 50257,\n"
+    "  \"decoder_start_token_id\": 50257,\n  \"eos_token_id\": 50256,\n"
+    "  \"is_multilingual\": false,\n  \"max_initial_timestamp_index\": 50,\n"
+    "  \"max_length\": 448,\n  \"no_timestamps_token_id\": 50362,\n"
+    "  \"pad_token_id\": 50256,\n  \"prev_sot_token_id\": 50360,\n"
+    "  \"return_timestamps\": false,\n  \"suppress_tokens\": [1, 2, 7],\n"
+    "  \"transformers_version\": \"4.46.0\"\n}\n";
+
+/* A transcript of jfk.wav by knot (exit status of the transcriber). */
+static int
+transcribe_jfk (const char *knot)
+{
+  const char *tr = getenv ("WK_TRANSCRIBE");
+  const char *jfk = wk_test_shared_path ("jfk.wav");
+  char jfk_copy[4096];
+  char *argv[] = { (char *) tr, (char *) "-m", (char *) knot, jfk_copy, NULL };
+
+  if (!tr || !jfk)
+    return -1;
+  snprintf (jfk_copy, sizeof jfk_copy, "%s", jfk);
+  return run (argv);
+}
+
+/* A checkpoint directory as transformers' save_pretrained writes it:
+ * vocab.json (whose tokens include "model", "version" and
+ * "added_tokens", the member names of tokenizer.json) + merges.txt +
+ * added_tokens.json + generation_config.json converts, keeps those
+ * tokens, and runs; so does tokenizer.json with the "model" token inside
+ * model.vocab and merges as pairs. Special-token ids that disagree with
+ * the Whisper layout of n_vocab are errors naming the file. */
+static void
+test_transformers_layout (void)
+{
+  const char *bin = wpath ("tf.bin"), *dir = wpath ("tf"), *knot =
+      wpath ("tf.knot");
+  static const char *const side[] = { "vocab.json", "merges.txt",
+    "added_tokens.json", "generation_config.json", "tokenizer_config.json",
+    "special_tokens_map.json", "preprocessor_config.json", "tokenizer.json",
+    "config.json", "model.safetensors"
+  };
+  wk_ggml_bin *b = NULL;
+  wk_knot *k = NULL;
+  char err[512];
+  const char *s;
+  size_t len;
+
+  if (make_model ("small-test", "f32", "11", bin))
+    return;
+  CHECK (wk_ggml_bin_open (bin, &b, err, sizeof err) == WK_OK);
+  if (!b)
+    return;
+  CHECK (b->n_tokens == 50257 && b->token_lens[19849] == 5
+      && !memcmp (b->tokens[19849], "model", 5)
+      && b->token_lens[9641] == 7 && !memcmp (b->tokens[9641], "version", 7));
+  write_hf_checkpoint (b, dir);
+  write_vocab_json (b, dir, 50255, "added_tokens");
+  write_text (dir, "merges.txt",
+      "#version: 0.2\n\xc4\xa0 t\n\xc4\xa0 a\nh e\n");
+  write_text (dir, "added_tokens.json", hf_added_tokens_en);
+  write_text (dir, "generation_config.json", hf_generation_config_en);
+  write_text (dir, "tokenizer_config.json", "{\"add_prefix_space\": false, "
+      "\"model_max_length\": 1024, \"tokenizer_class\": \"WhisperTokenizer\"}");
+  write_text (dir, "special_tokens_map.json", "{\"bos_token\": "
+      "\"<|endoftext|>\", \"eos_token\": \"<|endoftext|>\"}");
+  write_text (dir, "preprocessor_config.json", "{\"feature_size\": 80, "
+      "\"n_fft\": 400, \"hop_length\": 160, \"sampling_rate\": 16000}");
+
+  CHECK_MSG (convert (NULL, NULL, dir, knot) == 0, "%s", out_text);
+  CHECK (wk_knot_open (knot, &k, err, sizeof err) == WK_OK);
+  if (k) {
+    CHECK (wk_knot_get_str_at (k, "tokenizer.ggml.tokens", 19849, &s, &len)
+        && len == 5 && !memcmp (s, "model", 5));
+    CHECK (wk_knot_get_str_at (k, "tokenizer.ggml.tokens", 9641, &s, &len)
+        && len == 7 && !memcmp (s, "version", 7));
+    CHECK (wk_knot_get_str_at (k, "tokenizer.ggml.tokens", 50255, &s, &len)
+        && len == 12 && !memcmp (s, "added_tokens", 12));
+    CHECK (wk_knot_get_str_at (k, "tokenizer.ggml.tokens", 50256, &s, &len)
+        && len == 13 && !memcmp (s, "<|endoftext|>", 13));
+    wk_knot_close (k);
+    k = NULL;
+  }
+  CHECK_MSG (transcribe_jfk (knot) == 0, "%s", out_text);
+
+  /* special ids that are not Whisper's for this n_vocab */
+  write_text (dir, "generation_config.json", "{\"eos_token_id\": 50257}");
+  CHECK (convert (NULL, NULL, dir, knot) != 0);
+  CHECK_MSG (strstr (out_text, "generation_config.json")
+      && strstr (out_text, "eos_token_id"), "%s", out_text);
+  write_text (dir, "generation_config.json", hf_generation_config_en);
+  write_text (dir, "added_tokens.json", "{\"<|startoftranscript|>\": 50300}");
+  CHECK (convert (NULL, NULL, dir, knot) != 0);
+  CHECK_MSG (strstr (out_text, "added_tokens.json")
+      && strstr (out_text, "<|startoftranscript|>"), "%s", out_text);
+  write_text (dir, "added_tokens.json", hf_added_tokens_en);
+
+  /* tokenizer.json alone: "model" is both a member and a token */
+  unlink_in (dir, "vocab.json");
+  {
+    char p[4300];
+    FILE *f;
+    snprintf (p, sizeof p, "%s/tokenizer.json", dir);
+    f = fopen (p, "w");
+    fprintf (f, "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n"
+        "  \"added_tokens\": [\n    {\"id\": 50257, \"content\": "
+        "\"<|startoftranscript|>\", \"single_word\": false, \"special\": "
+        "true}\n  ],\n  \"normalizer\": null,\n  \"model\": {\n"
+        "    \"type\": \"BPE\",\n    \"dropout\": null,\n    \"vocab\": {\n");
+    for (int32_t i = 0; i < b->n_tokens; i++) {
+      fputs ("      ", f);
+      json_str (f, b->tokens[i], b->token_lens[i], i != 50256);
+      fprintf (f, ": %d,\n", i);
+    }
+    fprintf (f, "      \"<|startoftranscript|>\": 50257\n    },\n"
+        "    \"merges\": [[\"\xc4\xa0\", \"t\"], [\"h\", \"e\"]]\n  }\n}\n");
+    fclose (f);
+  }
+  CHECK_MSG (convert (NULL, NULL, dir, knot) == 0, "%s", out_text);
+  CHECK (wk_knot_open (knot, &k, err, sizeof err) == WK_OK);
+  if (k) {
+    CHECK (wk_knot_get_str_at (k, "tokenizer.ggml.tokens", 19849, &s, &len)
+        && len == 5 && !memcmp (s, "model", 5));
+    wk_knot_close (k);
+  }
+  CHECK_MSG (transcribe_jfk (knot) == 0, "%s", out_text);
+
+  for (size_t i = 0; i < sizeof side / sizeof side[0]; i++)
+    unlink_in (dir, side[i]);
   rmdir (dir);
   wk_ggml_bin_free (b);
   unlink (bin);
@@ -1388,6 +1593,50 @@ test_json_readers (void)
     vj = "[1]";
     CHECK (wk_hf_vocab_parse (vj, strlen (vj), 50257, &v, err,
             sizeof err) != WK_OK);
+    /* tokenizer.json's member names as ordinary tokens of vocab.json */
+    vj = "{\"model\": 2, \"version\": 0, \"added_tokens\": 1}";
+    CHECK_MSG (wk_hf_vocab_parse (vj, strlen (vj), 50257, &v, err,
+            sizeof err) == WK_OK, "%s", err);
+    CHECK (v.n == 3 && v.lens[2] == 5 && !memcmp (v.tokens[2], "model", 5)
+        && v.lens[1] == 12 && v.lens[0] == 7);
+    wk_hf_vocab_clear (&v);
+  }
+
+  {
+    wk_hf_named_ids ids;
+    int64_t vals[3];
+    static const char *const keys[] = { "eos_token_id", "bos_token_id",
+      "pad_token_id"
+    };
+    const char *aj = "{\"<|startoftranscript|>\": 50258, "
+        "\"added_tokens\": 50300}";
+    const char *tj = "{\"version\": \"1.0\", \"added_tokens\": [{\"id\": "
+        "50257, \"content\": \"<|endoftext|>\", \"special\": true}], "
+        "\"model\": {\"vocab\": {}}}";
+    CHECK_MSG (wk_hf_added_tokens_parse (aj, strlen (aj), &ids, err,
+            sizeof err) == WK_OK, "%s", err);
+    CHECK (ids.n == 2 && !strcmp (ids.names[0], "<|startoftranscript|>")
+        && ids.ids[0] == 50258 && !strcmp (ids.names[1], "added_tokens")
+        && ids.ids[1] == 50300);
+    wk_hf_named_ids_clear (&ids);
+    CHECK_MSG (wk_hf_added_tokens_parse (tj, strlen (tj), &ids, err,
+            sizeof err) == WK_OK, "%s", err);
+    CHECK (ids.n == 1 && !strcmp (ids.names[0], "<|endoftext|>")
+        && ids.ids[0] == 50257);
+    wk_hf_named_ids_clear (&ids);
+    aj = "{\"added_tokens\": [{\"id\": 1}]}";
+    CHECK (wk_hf_added_tokens_parse (aj, strlen (aj), &ids, err,
+            sizeof err) != WK_OK);
+    aj = "{\"<|x|>\": -3}";
+    CHECK (wk_hf_added_tokens_parse (aj, strlen (aj), &ids, err,
+            sizeof err) != WK_OK);
+    aj = "{\"eos_token_id\": 50257, \"pad_token_id\": null}";
+    CHECK (wk_hf_json_ids (aj, strlen (aj), keys, 3, vals, err,
+            sizeof err) == WK_OK && vals[0] == 50257 && vals[1] == -1
+        && vals[2] == -1);
+    aj = "{\"eos_token_id\": \"50257\"}";
+    CHECK (wk_hf_json_ids (aj, strlen (aj), keys, 3, vals, err,
+            sizeof err) != WK_OK);
   }
 
   CHECK (wk_hf_name_to_openai ("model.encoder.layers.3.fc1.weight", name,
@@ -1497,6 +1746,7 @@ main (void)
   RUN (test_bin_to_knot_bit_identical);
   RUN (test_requantize_and_keep);
   RUN (test_safetensors_checkpoint);
+  RUN (test_transformers_layout);
   RUN (test_bad_inputs_fail_cleanly);
   RUN (test_quantized_conv_in_engine);
   RUN (test_tiktoken_vocab);
