@@ -2,8 +2,9 @@
 """Speech data generator for whisperknot's default model (offline, Debian TTS).
 
 Text: fortunes / fortunes-min (/usr/share/games/fortunes) and the King James
-Bible (bible-kjv), split into short normalized sentences. A fixed subset of
-sentences (by hash) is held out and never trained on.
+Bible (bible-kjv), split into short normalized sentences; WordNet's example
+sentences and generated sentences with numbers, dates and names (texts.py).
+A fixed subset of sentences (by hash) is held out and never trained on.
 
 Voices: espeak-ng accents x variants x speed x pitch, flite kal16/awb/slt,
 festival kal_diphone/ked_diphone/cmu_us_slt_arctic_hts. Held-out voices
@@ -29,6 +30,9 @@ import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import texts  # noqa: E402  (everyday sentences, numbers)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KNOTS = os.path.dirname(HERE)
@@ -130,6 +134,7 @@ def is_heldout(s):
 def build_texts():
     os.makedirs(TEXT_DIR, exist_ok=True)
     pools = {"fortunes": fortune_sentences(), "bible": bible_sentences()}
+    pools.update(extra_pools())
     seen = set()
     train, held = {}, {}
     for src, sents in pools.items():
@@ -138,7 +143,7 @@ def build_texts():
             if s in seen:
                 continue
             seen.add(s)
-            (he if is_heldout(s) else tr).append(s)
+            (he if is_heldout(texts.written(s)) else tr).append(s)
         train[src], held[src] = tr, he
         with open(os.path.join(TEXT_DIR, "train-%s.txt" % src), "w") as f:
             f.write("\n".join(tr) + "\n")
@@ -148,7 +153,7 @@ def build_texts():
     # fixed evaluation list: 100 per source, sorted by hash (stable across runs)
     os.makedirs(HELDOUT_DIR, exist_ok=True)
     ev = []
-    for src in sorted(held):
+    for src in ("bible", "fortunes"):  # the fixed list predates the other sources
         picks = sorted(held[src], key=_h)[:100]
         ev.extend((src, s) for s in picks)
     with open(os.path.join(HELDOUT_DIR, "sentences.txt"), "w") as f:
@@ -159,12 +164,28 @@ def build_texts():
     return train
 
 
+def extra_pools():
+    """texts.py's sources (everyday sentences, numbers), where their data is installed."""
+    out = {"numbers": texts.number_sentences()}
+    wn = texts.wordnet_sentences()
+    if wn:
+        out["wordnet"] = wn
+    return out
+
+
+# share of each text source in produced utterances (sources whose pool is
+# missing are skipped)
+SOURCE_WEIGHTS = {"bible": 0.25, "fortunes": 0.3, "wordnet": 0.25, "numbers": 0.2}
+
+
 def load_train_texts():
     out = {}
-    for src in ("fortunes", "bible"):
+    for src in SOURCE_WEIGHTS:
         p = os.path.join(TEXT_DIR, "train-%s.txt" % src)
         if not os.path.exists(p):
             build_texts()
+        if not os.path.exists(p):
+            continue
         with open(p) as f:
             out[src] = [l.rstrip("\n") for l in f if l.strip()]
     return out
@@ -385,7 +406,7 @@ def write_shard(path, audios, texts, voices):
 
 
 def produce(args):
-    texts = load_train_texts()
+    pool = load_train_texts()
     rng = random.Random(args.seed if args.seed is not None else (os.getpid() ^ int(time.time())))
     outdir = os.path.join(WORK, "data", "train")
     os.makedirs(outdir, exist_ok=True)
@@ -400,11 +421,13 @@ def produce(args):
                 voice = random_voice(rng)
                 n = 8 if voice["engine"] == "festival" else 4
                 batch = []
+                srcs = sorted(pool)
                 for _ in range(n):
-                    src = "bible" if rng.random() < 0.45 else "fortunes"
-                    batch.append(rng.choice(texts[src]))
+                    src = rng.choices(srcs, [SOURCE_WEIGHTS[k] for k in srcs])[0]
+                    batch.append(rng.choice(pool[src]))
                 speed = rng.uniform(0.9, 1.1) if rng.random() < 0.3 else 1.0
-                wavs = synth_batch(voice, batch, tmpdir, speed)
+                wavs = synth_batch(voice, [texts.spoken(t) for t in batch], tmpdir, speed)
+                batch = [texts.written(t) for t in batch]
                 for w, t in zip(wavs, batch):
                     if w is None:
                         continue
