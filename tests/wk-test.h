@@ -1,5 +1,7 @@
 /* A few macros for the plain C tests: each failed check prints where and
- * why and makes the test exit non-zero. */
+ * why (on stderr) and makes the test exit non-zero. The programs print TAP
+ * on stdout (meson runs them with protocol 'tap' and counts each RUN as a
+ * subtest), so anything else they print there starts with "# ". */
 #ifndef WK_TEST_H
 #define WK_TEST_H
 
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 
 static int wk_test_failures;
+static int wk_test_count;       /* RUN()s so far: the TAP test number */
 
 #define CHECK(cond) do { if (!(cond)) { \
       fprintf (stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
@@ -24,12 +27,16 @@ static int wk_test_failures;
           __FILE__, __LINE__, #a, _a, #b, _b, (double) (tol)); \
       wk_test_failures++; } } while (0)
 
-/* Runs a test function and reports it in TAP-like form. */
+/* Runs a test function and reports it as one TAP test point. */
 #define RUN(fn) do { int _before = wk_test_failures; fn (); \
-    printf ("%s %s\n", wk_test_failures == _before ? "ok" : "not ok", #fn); \
+    printf ("%s %d - %s\n", wk_test_failures == _before ? "ok" : "not ok", \
+        ++wk_test_count, #fn); \
     fflush (stdout); } while (0)
 
-#define TEST_EXIT() (wk_test_failures ? (fprintf (stderr, "%d check(s) failed\n", \
+/* The TAP plan comes last (the count is known only then); checks that
+ * failed outside any RUN() still make the exit status non-zero. */
+#define TEST_EXIT() (printf ("1..%d\n", wk_test_count), fflush (stdout), \
+    wk_test_failures ? (fprintf (stderr, "%d check(s) failed\n", \
         wk_test_failures), 1) : 0)
 
 /* $WK_SHARED_DATA/name, or NULL if the variable is unset. */
