@@ -46,6 +46,17 @@ case "$what" in
     GST_PLUGIN_PATH=build/gst-plugin GST_REGISTRY_1_0=build/registry.bin \
       gst-launch-1.0 -q filesrc location="$audio" ! wavparse ! audioconvert ! \
       audioresample ! whisperknot text-lines=true ! fdsink fd=1
+    # a real recording (J. F. Kennedy, 1961), a speaker the model never heard
+    jfk=${WK_SHARED_DATA:-../shared/data}/jfk.wav
+    if [ -f "$jfk" ]; then
+      echo "== whisperknot on $jfk (real speech, default model) =="
+      echo "== expected: And so, my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
+      GST_PLUGIN_PATH=build/gst-plugin GST_REGISTRY_1_0=build/registry.bin \
+        gst-launch-1.0 -q filesrc location="$jfk" ! wavparse ! audioconvert ! \
+        audioresample ! whisperknot text-lines=true ! fdsink fd=1
+    else
+      echo "== $jfk not found: set WK_SHARED_DATA to the shared data folder =="
+    fi
     ;;
   test)
     install_deps "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"
