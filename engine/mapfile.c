@@ -11,25 +11,55 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static const char *
+file_kind (mode_t mode)
+{
+  if (S_ISDIR (mode))
+    return "a directory";
+  if (S_ISFIFO (mode))
+    return "a FIFO";
+  if (S_ISCHR (mode) || S_ISBLK (mode))
+    return "a device";
+  if (S_ISSOCK (mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+static int64_t
+mtime_ns (const struct stat *sb)
+{
+  return (int64_t) sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+}
+
 wk_status
-wk_map_file (const char *path, bool shared, const void **data, size_t *size,
-    char *err, size_t err_size)
+wk_map_file_fd (const char *path, bool shared, const void **data,
+    size_t *size, wk_file_id * id, int *fd_out, char *err, size_t err_size)
 {
   struct stat sb;
   void *map;
   int fd;
 
+  if (fd_out)
+    *fd_out = -1;
   if (!path || !data || !size)
     return WK_ERR_ARG;
   *data = NULL;
   *size = 0;
-  fd = open (path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: open() of a FIFO without a writer returns at once
+   * instead of waiting; nothing is read before the type check below */
+  fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     wk_set_err (err, err_size, "%s: cannot open: %s", path, strerror (errno));
     return WK_ERR_IO;
   }
-  if (fstat (fd, &sb) != 0 || !S_ISREG (sb.st_mode)) {
-    wk_set_err (err, err_size, "%s: not a regular file", path);
+  if (fstat (fd, &sb) != 0) {
+    wk_set_err (err, err_size, "%s: cannot stat: %s", path, strerror (errno));
+    close (fd);
+    return WK_ERR_IO;
+  }
+  if (!S_ISREG (sb.st_mode)) {
+    wk_set_err (err, err_size, "%s: %s, not a model file", path,
+        file_kind (sb.st_mode));
     close (fd);
     return WK_ERR_IO;
   }
@@ -40,14 +70,31 @@ wk_map_file (const char *path, bool shared, const void **data, size_t *size,
   }
   map = mmap (NULL, (size_t) sb.st_size, PROT_READ,
       shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
-  close (fd);
   if (map == MAP_FAILED) {
     wk_set_err (err, err_size, "%s: cannot map: %s", path, strerror (errno));
+    close (fd);
     return WK_ERR_IO;
   }
+  if (id) {
+    id->dev = (uint64_t) sb.st_dev;
+    id->ino = (uint64_t) sb.st_ino;
+    id->size = (int64_t) sb.st_size;
+    id->mtime_ns = mtime_ns (&sb);
+  }
+  if (fd_out)
+    *fd_out = fd;
+  else
+    close (fd);
   *data = map;
   *size = (size_t) sb.st_size;
   return WK_OK;
+}
+
+wk_status
+wk_map_file (const char *path, bool shared, const void **data, size_t *size,
+    char *err, size_t err_size)
+{
+  return wk_map_file_fd (path, shared, data, size, NULL, NULL, err, err_size);
 }
 
 void
@@ -55,4 +102,35 @@ wk_unmap_file (const void *data, size_t size)
 {
   if (data)
     munmap ((void *) data, size);
+}
+
+wk_status
+wk_file_check (int fd, const wk_file_id * id, const char *path, char *err,
+    size_t err_size)
+{
+  struct stat sb;
+
+  if (fd < 0 || !id)
+    return WK_OK;               /* not a file (a knot in memory) */
+  if (fstat (fd, &sb) != 0) {
+    wk_set_err (err, err_size, "%s: cannot stat the loaded model: %s", path,
+        strerror (errno));
+    return WK_ERR_IO;
+  }
+  if ((int64_t) sb.st_size < id->size) {
+    wk_set_err (err, err_size, "%s: the file shrank from %lld to %lld bytes "
+        "after it was loaded; reading its weights would crash the process. "
+        "Replace model files by renaming a new file into place (as "
+        "whisperknot-convert does), then load the model again", path,
+        (long long) id->size, (long long) sb.st_size);
+    return WK_ERR_IO;
+  }
+  if ((int64_t) sb.st_size != id->size || mtime_ns (&sb) != id->mtime_ns) {
+    wk_set_err (err, err_size, "%s: the file was rewritten in place after "
+        "it was loaded, so its weights no longer match the loaded model. "
+        "Replace model files by renaming a new file into place (as "
+        "whisperknot-convert does), then load the model again", path);
+    return WK_ERR_IO;
+  }
+  return WK_OK;
 }

@@ -7,19 +7,46 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-/* Opens path, checks it is a regular, non-empty file that fits in size_t
- * and maps all of it read-only (MAP_SHARED when shared, else MAP_PRIVATE);
- * the descriptor is closed before returning. On success *data and *size
- * describe the mapping (release it with wk_unmap_file). On failure nothing
- * stays open, *data is NULL, *size 0 and err holds "<path>: ...":
- * WK_ERR_IO when the file cannot be opened, is not a regular file or
- * cannot be mapped; WK_ERR_FORMAT (message "<path>: empty file") when it
- * is empty or larger than SIZE_MAX; WK_ERR_ARG for NULL arguments. */
+/* What fstat says of a mapped file: which file it is and which version. */
+typedef struct
+{
+  uint64_t dev, ino;
+  int64_t size, mtime_ns;
+} wk_file_id;
+
+/* Opens path without blocking (O_NONBLOCK: a FIFO would otherwise wait
+ * for a writer), checks with fstat, before any read, that it is a
+ * regular, non-empty file that fits in size_t, and maps all of it
+ * read-only (MAP_SHARED when shared, else MAP_PRIVATE). On success *data
+ * and *size describe the mapping (release it with wk_unmap_file), *id
+ * (if not NULL) the file, and *fd (if not NULL) receives the descriptor,
+ * left open for wk_file_check (the caller closes it); with fd NULL it is
+ * closed before returning. On failure nothing stays open, *data is NULL,
+ * *size 0, *fd -1 and err holds "<path>: ...": WK_ERR_IO when the file
+ * cannot be opened, is not a regular file (a directory, FIFO, device,
+ * socket) or cannot be mapped; WK_ERR_FORMAT (message "<path>: empty
+ * file") when it is empty or larger than SIZE_MAX; WK_ERR_ARG for NULL
+ * arguments. */
+wk_status wk_map_file_fd (const char *path, bool shared, const void **data,
+    size_t *size, wk_file_id * id, int *fd, char *err, size_t err_size);
+
+/* wk_map_file_fd without the identity and with the descriptor closed. */
 wk_status wk_map_file (const char *path, bool shared, const void **data,
     size_t *size, char *err, size_t err_size);
 
 /* Releases a mapping from wk_map_file; NULL data does nothing. */
 void wk_unmap_file (const void *data, size_t size);
+
+/* Whether the mapped file behind fd is still the version id describes
+ * (see wk_map_file_fd). A file that shrank would raise SIGBUS on the
+ * first touch of a page past its new end; one rewritten in place (same
+ * inode, new size or modification time) holds weights the parsed tables
+ * no longer describe. Both are WK_ERR_IO with a message naming path; a
+ * file replaced by rename(2) leaves the mapped inode intact and passes.
+ * One fstat: cheap enough to run before every use of the weights. */
+wk_status wk_file_check (int fd, const wk_file_id * id, const char *path,
+    char *err, size_t err_size);
 
 #endif /* WK_MAPFILE_H */

@@ -6,10 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "knot.h"
 #include "knot-writer.h"
+#include "whisperknot.h"
 #include "wk-test.h"
 
 static float w_q[64 * 4];
@@ -420,6 +425,75 @@ test_open_file (void)
   free (data);
 }
 
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+/* Opens path as a knot and as a model in a child process (a reader that
+ * blocks would hang the test); true when both failed with a message
+ * naming the file within a second. */
+static bool
+fails_fast (const char *path)
+{
+  double t0 = now_s ();
+  pid_t pid;
+  int status = 0;
+
+  fflush (stdout);
+  fflush (stderr);
+  pid = fork ();
+  if (pid == 0) {
+    char err[512] = "";
+    wk_knot *k = NULL;
+    wk_model *m = NULL;
+    bool ok = wk_knot_open (path, &k, err, sizeof err) == WK_ERR_IO
+        && strstr (err, path) != NULL;
+    if (!ok)
+      fprintf (stderr, "knot: %s\n", err);
+    err[0] = '\0';
+    if (wk_model_load (path, NULL, &m, err, sizeof err) != WK_ERR_IO
+        || !strstr (err, path)) {
+      fprintf (stderr, "model: %s\n", err);
+      ok = false;
+    }
+    _exit (ok ? 0 : 1);
+  }
+  if (pid < 0)
+    return false;
+  while (waitpid (pid, &status, WNOHANG) == 0) {
+    if (now_s () - t0 > 1.0) {
+      kill (pid, SIGKILL);
+      waitpid (pid, &status, 0);
+      fprintf (stderr, "%s: no answer within a second\n", path);
+      return false;
+    }
+    usleep (5000);
+  }
+  return WIFEXITED (status) && WEXITSTATUS (status) == 0;
+}
+
+/* A FIFO (opening it would wait for a writer), a directory and a device
+ * (/dev/zero: endless, and not mappable as a file) are errors at once. */
+static void
+test_special_files_fail_fast (void)
+{
+  const char *tmp = getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp";
+  char fifo[4096];
+
+  snprintf (fifo, sizeof fifo, "%s/test-knot-%ld.fifo", tmp, (long) getpid ());
+  unlink (fifo);
+  CHECK (mkfifo (fifo, 0600) == 0);
+  CHECK (fails_fast (fifo));
+  unlink (fifo);
+  CHECK (fails_fast (tmp));
+  if (access ("/dev/zero", R_OK) == 0)
+    CHECK (fails_fast ("/dev/zero"));
+}
+
 int
 main (void)
 {
@@ -430,5 +504,6 @@ main (void)
   RUN (test_duplicate_key_rejected);
   RUN (test_zero_tensors_and_empty);
   RUN (test_open_file);
+  RUN (test_special_files_fail_fast);
   return TEST_EXIT ();
 }
