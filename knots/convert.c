@@ -14,6 +14,7 @@
  * (f32 for an f32 target). Conv biases are flattened to 1-D. The output
  * is written to a temporary file and renamed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ggml-bin.h"
 #include "knot-writer.h"
@@ -98,17 +100,42 @@ src_row_bytes (int type, int64_t n)
   return type == SRC_BF16 ? ((size_t) n) * 2 : wk_ggml_row_bytes (type, n);
 }
 
-static char *
-read_file (const char *path, size_t *len, char *err, size_t err_size)
+/* fopen (path, "rb") for a regular file only, decided by fstat before
+ * anything is read: a FIFO, a directory or /dev/zero given by mistake is
+ * an error, not a converter that waits or reads forever. */
+static FILE *
+open_regular (const char *path, char *err, size_t err_size)
 {
-  FILE *f = fopen (path, "rb");
-  char *buf = NULL;
-  long sz;
+  struct stat sb;
+  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  FILE *f;
 
-  if (!f) {
+  if (fd < 0) {
     snprintf (err, err_size, "%s: cannot open: %s", path, strerror (errno));
     return NULL;
   }
+  if (fstat (fd, &sb) != 0 || !S_ISREG (sb.st_mode)) {
+    snprintf (err, err_size, "%s: not a regular file", path);
+    close (fd);
+    return NULL;
+  }
+  f = fdopen (fd, "rb");
+  if (!f) {
+    snprintf (err, err_size, "%s: cannot open: %s", path, strerror (errno));
+    close (fd);
+  }
+  return f;
+}
+
+static char *
+read_file (const char *path, size_t *len, char *err, size_t err_size)
+{
+  FILE *f = open_regular (path, err, err_size);
+  char *buf = NULL;
+  long sz;
+
+  if (!f)
+    return NULL;
   if (fseek (f, 0, SEEK_END) != 0 || (sz = ftell (f)) < 0
       || fseek (f, 0, SEEK_SET) != 0 || sz > (1L << 30)) {
     snprintf (err, err_size, "%s: cannot read (or larger than 1 GiB)", path);
@@ -131,7 +158,8 @@ read_file (const char *path, size_t *len, char *err, size_t err_size)
 static bool
 is_ggml_bin (const char *path)
 {
-  FILE *f = fopen (path, "rb");
+  char err[16];
+  FILE *f = open_regular (path, err, sizeof err);
   uint8_t m[4];
   bool yes = false;
 
@@ -141,6 +169,35 @@ is_ggml_bin (const char *path)
   if (f)
     fclose (f);
   return yes;
+}
+
+/* For an input file that is not a ggml .bin: false (with a message that
+ * says what the file is) unless it could be a .safetensors file, whose
+ * 8-byte header length is followed by a JSON object. */
+static bool
+could_be_safetensors (const char *path, char *err, size_t err_size)
+{
+  FILE *f = open_regular (path, err, err_size);
+  uint8_t b[9];
+  size_t n;
+
+  if (!f)
+    return false;
+  n = fread (b, 1, sizeof b, f);
+  fclose (f);
+  if (n == sizeof b && b[8] == '{')
+    return true;
+  if (n >= 4 && !memcmp (b, "GGUF", 4))
+    snprintf (err, err_size, "%s: this is already a knot (GGUF); give a "
+        "whisper.cpp .bin or a Hugging Face checkpoint to convert", path);
+  else if (n >= 4)
+    snprintf (err, err_size, "%s: not a model this converter reads: it "
+        "starts with bytes %02x %02x %02x %02x, neither the magic of a "
+        "whisper.cpp ggml .bin (6c 6d 67 67) nor a safetensors header", path,
+        b[0], b[1], b[2], b[3]);
+  else
+    snprintf (err, err_size, "%s: %zu bytes, too short for a model", path, n);
+  return false;
 }
 
 static bool
@@ -957,7 +1014,10 @@ main (int argc, char **argv)
   if (S_ISREG (sb.st_mode) && is_ggml_bin (input)) {
     if (load_bin (&m, input, err, sizeof err))
       goto fail;
-  } else if (load_hf (&m, input, err, sizeof err))
+  } else if (!S_ISDIR (sb.st_mode)
+      && !could_be_safetensors (input, err, sizeof err))
+    goto fail;
+  else if (load_hf (&m, input, err, sizeof err))
     goto fail;
   if (S_ISDIR (sb.st_mode)) {
     char p[4200];

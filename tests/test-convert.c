@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <math.h>
@@ -33,6 +34,14 @@
 #include "wav.h"
 #include "safetensors.h"
 #include "wk-test.h"
+
+static double
+wk_test_now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
 
 static char work_dir[4096];
 static const char *gen, *conv, *vocab_bin;
@@ -66,6 +75,7 @@ run (char *const argv[])
     FILE *o = freopen (log, "w", stdout);
     if (!o || dup2 (fileno (stdout), 2) < 0)
       _exit (126);
+    alarm (300);                /* kept across exec: a hang fails the test */
     execv (argv[0], argv);
     _exit (127);
   }
@@ -1376,6 +1386,37 @@ test_bad_inputs_fail_cleanly (void)
       out_text);
   CHECK (access (knot, F_OK) != 0);
   CHECK (count_files (work_dir) == before);     /* no temp file left */
+
+  /* a file with another magic is named as such, not as a safetensors
+   * file with a bad header length */
+  data[0] ^= 0x20;
+  f = fopen (cut, "wb");
+  fwrite (data, 1, (size_t) sb.st_size, f);
+  fclose (f);
+  data[0] ^= 0x20;
+  CHECK (convert (NULL, NULL, cut, knot) != 0);
+  CHECK_MSG (strstr (out_text, "ggml") && strstr (out_text, "magic")
+      && !strstr (out_text, "header length"), "%s", out_text);
+  CHECK (access (knot, F_OK) != 0);
+
+  /* a FIFO as the input or the vocabulary: an error at once, no wait for
+   * a writer */
+  {
+    const char *fifo = wpath ("fifo");
+    char *argv[] = { (char *) conv, (char *) "--vocab", (char *) fifo,
+      (char *) bin, (char *) knot, NULL
+    };
+    double t0;
+    CHECK (mkfifo (fifo, 0600) == 0);
+    t0 = wk_test_now ();
+    CHECK (convert (NULL, NULL, fifo, knot) != 0);
+    CHECK_MSG (strstr (out_text, "not a regular file") || strstr (out_text,
+            "a FIFO"), "%s", out_text);
+    CHECK (run (argv) != 0);
+    CHECK_MSG (strstr (out_text, "not a regular file"), "%s", out_text);
+    CHECK_MSG (wk_test_now () - t0 < 2.0, "%.1f s", wk_test_now () - t0);
+    unlink (fifo);
+  }
 
   /* the weightless vocabulary file: missing tensors */
   CHECK (convert (NULL, NULL, vocab_bin, knot) != 0);
