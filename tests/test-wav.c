@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "wav.h"
 #include "wk-test.h"
@@ -387,6 +388,78 @@ test_truncated_and_broken_files (void)
   free (c);
 }
 
+/* Occurrences of needle in hay. */
+static int
+count_in (const char *hay, const char *needle)
+{
+  int n = 0;
+  for (const char *p = hay; (p = strstr (p, needle)); p += strlen (needle))
+    n++;
+  return n;
+}
+
+/* The transcriber's stderr for "-m model path" (popen: no shell
+ * characters in the arguments). */
+static void
+transcriber_stderr (const char *tr, const char *model, const char *path,
+    char *out, size_t out_size)
+{
+  char cmd[8192];
+  FILE *p;
+  size_t n = 0;
+
+  snprintf (cmd, sizeof cmd, "%s -m %s %s 2>&1 >/dev/null", tr, model, path);
+  out[0] = '\0';
+  p = popen (cmd, "r");
+  if (!p)
+    return;
+  n = fread (out, 1, out_size - 1, p);
+  out[n] = '\0';
+  pclose (p);
+}
+
+/* Errors name the file once: the reader's message carries the path, so
+ * the transcriber does not repeat it (it printed "x.wav: x.wav: ..."),
+ * and likewise for a model whose loader already named it. */
+static void
+test_errors_name_the_file_once (void)
+{
+  const char *tmp = getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp";
+  const char *tr = getenv ("WK_TRANSCRIBE");
+  char path[4096], out[8192], err[512];
+  wk_wav wav;
+  FILE *f;
+
+  snprintf (path, sizeof path, "%s/test-wav-%ld.wav", tmp, (long) getpid ());
+  f = fopen (path, "wb");
+  CHECK (f != NULL);
+  if (!f)
+    return;
+  fputs ("RIFF\x04\0\0\0WAVX not a wave file", f);
+  fclose (f);
+  CHECK (wk_wav_read (path, &wav, err, sizeof err) != WK_OK);
+  CHECK_MSG (count_in (err, path) == 1, "%s", err);
+  if (tr) {
+    transcriber_stderr (tr, "/nonexistent.knot", path, out, sizeof out);
+    CHECK_MSG (count_in (out, path) == 1, "%s", out);
+    unlink (path);
+    transcriber_stderr (tr, "/nonexistent.knot", path, out, sizeof out);
+    CHECK_MSG (count_in (out, path) == 1, "%s", out);
+    /* a directory as the model, with a WAV that reads */
+    {
+      char *jfk = getenv ("WK_SHARED_DATA");
+      char wavp[4096];
+      snprintf (wavp, sizeof wavp, "%s/jfk.wav", jfk ? jfk : ".");
+      transcriber_stderr (tr, tmp, wavp, out, sizeof out);
+      CHECK_MSG (count_in (out, "directory") == 1, "%s", out);
+      snprintf (err, sizeof err, "%s: a directory", tmp);
+      CHECK_MSG (count_in (out, err) == 1 && count_in (out, "'") == 0, "%s",
+          out);
+    }
+  }
+  unlink (path);
+}
+
 int
 main (void)
 {
@@ -394,5 +467,6 @@ main (void)
   RUN (test_encodings_and_mixdown);
   RUN (test_chunk_order_and_padding);
   RUN (test_truncated_and_broken_files);
+  RUN (test_errors_name_the_file_once);
   return TEST_EXIT ();
 }

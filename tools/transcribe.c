@@ -453,7 +453,9 @@ main (int argc, char **argv)
     st = wk_wav_read (in_path, &wav, err, sizeof err);
   }
   if (st != WK_OK) {
-    fprintf (stderr, PROGRAM ": %s: %s\n", in_path, err);
+    /* wk_wav_read's messages name the file already */
+    fprintf (stderr, PROGRAM ": %s%s\n", strcmp (in_path, "-") ? "" :
+        "standard input: ", err);
     return 1;
   }
   if (wav.rate != WK_SAMPLE_RATE) {
@@ -468,9 +470,14 @@ main (int argc, char **argv)
   t_start = now_seconds ();
   st = wk_model_load (model_path, &mp, &model, err, sizeof err);
   if (st != WK_OK) {
-    fprintf (stderr, PROGRAM ": cannot load model '%s': %s\n"
-        "Convert a Whisper model with whisperknot-convert and pass it with "
-        "-m (see the README).\n", model_path, err);
+    /* the loader's message may name the file already */
+    if (strstr (err, model_path))
+      fprintf (stderr, PROGRAM ": cannot load the model: %s\n", err);
+    else
+      fprintf (stderr, PROGRAM ": cannot load model '%s': %s\n", model_path,
+          err);
+    fprintf (stderr, "Convert a Whisper model with whisperknot-convert and "
+        "pass it with -m (see the README).\n");
     goto done;
   }
   st = wk_stream_new (model, &sp, &stream, err, sizeof err);

@@ -14,6 +14,7 @@
  */
 #include "wav.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -239,7 +240,8 @@ wk_wav_read (const char *path, wk_wav * wav, char *err, size_t err_size)
     return fail (err, err_size, WK_ERR_ARG, "no path");
   f = fopen (path, "rb");
   if (!f)
-    return fail (err, err_size, WK_ERR_IO, "cannot open %s", path);
+    return fail (err, err_size, WK_ERR_IO, "%s: cannot open: %s", path,
+        strerror (errno));
   /* read in growing steps: works for pipes too */
   for (;;) {
     if (size == cap) {
@@ -248,14 +250,13 @@ wk_wav_read (const char *path, wk_wav * wav, char *err, size_t err_size)
       if (ncap < cap) {
         free (buf);
         fclose (f);
-        return fail (err, err_size, WK_ERR_NOMEM, "%s is too large", path);
+        return fail (err, err_size, WK_ERR_NOMEM, "%s: too large", path);
       }
       nb = realloc (buf, ncap);
       if (!nb) {
         free (buf);
         fclose (f);
-        return fail (err, err_size, WK_ERR_NOMEM, "out of memory reading %s",
-            path);
+        return fail (err, err_size, WK_ERR_NOMEM, "%s: out of memory", path);
       }
       buf = nb;
       cap = ncap;
@@ -268,7 +269,8 @@ wk_wav_read (const char *path, wk_wav * wav, char *err, size_t err_size)
   if (ferror (f)) {
     free (buf);
     fclose (f);
-    return fail (err, err_size, WK_ERR_IO, "cannot read %s", path);
+    return fail (err, err_size, WK_ERR_IO, "%s: cannot read: %s", path,
+        strerror (errno));
   }
   fclose (f);
 

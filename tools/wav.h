@@ -17,6 +17,8 @@ typedef struct
   int channels;                 /* in the file */
 } wk_wav;
 
+/* Reads path (a pipe works too). Error messages start with "<path>: ",
+ * so callers print them as they are. */
 wk_status wk_wav_read (const char *path, wk_wav * wav, char *err,
     size_t err_size);
 wk_status wk_wav_parse (const void *data, size_t size, wk_wav * wav,
