@@ -33,8 +33,9 @@ kv_at (const wk_ctx * ctx, float *base, int beam, int layer)
       * (size_t) hp->n_text_ctx * hp->n_text_state;
 }
 
-/* d_att[0..n-1] = attention of d_q[0..n-1] over layer l's cross cache */
-static void
+/* d_att[0..n-1] = attention of d_q[0..n-1] over layer l's cross cache;
+ * false when the run was cancelled while waiting for the encoder lock */
+static bool
 cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
 {
   const wk_hparams *hp = &ctx->model->hp;
@@ -60,7 +61,8 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
     t.ne[0] = A * dt;
     t.ne[1] = t.ne[2] = t.ne[3] = 1;
     t.nbytes = (size_t) (A * dt) * sizeof (uint16_t);
-    pthread_mutex_lock (&m->enc_lock);
+    if (!wk_ctx_lock_encoder (ctx))
+      return false;
     k32 = m->enc_scratch;
     v32 = k32 + A * dt;
     t.data = ctx->cross_k16 + off;
@@ -78,6 +80,7 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
     wk_attention (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
         ctx->cross_k + off, dt, ctx->cross_v + off, dt, scale, 0,
         ctx->d_att, dt);
+  return true;
 }
 
 wk_status
@@ -130,6 +133,10 @@ wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
     float *Kc = kv_at (ctx, ctx->kv_k, beam, l);
     float *Vc = kv_at (ctx, ctx->kv_v, beam, l);
 
+    /* between layers (the prompt's pass runs many tokens at once) */
+    if (wk_ctx_cancelled (ctx))
+      return WK_ERR_STATE;
+
     /* causal self-attention; the new keys and values go straight into
      * the cache at positions n_past .. n_past+n-1 */
     wk_layer_norm (ctx->pool, ctx->d_x, n, dt, dt, L->attn_ln_w,
@@ -150,7 +157,8 @@ wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
         L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
     wk_linear (ctx->pool, L->cross_q, L->cross_q_b, ctx->d_xn, n, dt,
         ctx->d_q, dt);
-    cross_attention (ctx, l, n, scale);
+    if (!cross_attention (ctx, l, n, scale))
+      return WK_ERR_STATE;
     wk_linear_ex (ctx->pool, L->cross_o, L->cross_o_b, ctx->d_att, n, dt,
         ctx->d_x, dt, WK_LINEAR_ADD);
 
@@ -221,6 +229,9 @@ wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
   for (l = 0; l < hp->n_text_layer; l++) {
     const wk_dec_layer *L = &m->dec[l];
 
+    if (wk_ctx_cancelled (ctx))
+      return WK_ERR_STATE;
+
     /* self-attention: one row per beam, each over its own cache slot */
     wk_layer_norm (ctx->pool, ctx->d_x, B, dt, dt, L->attn_ln_w,
         L->attn_ln_b, WK_LN_EPS, ctx->d_xn, dt);
@@ -248,7 +259,8 @@ wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
         L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
     wk_linear (ctx->pool, L->cross_q, L->cross_q_b, ctx->d_xn, B, dt,
         ctx->d_q, dt);
-    cross_attention (ctx, l, B, scale);
+    if (!cross_attention (ctx, l, B, scale))
+      return WK_ERR_STATE;
     wk_linear_ex (ctx->pool, L->cross_o, L->cross_o_b, ctx->d_att, B, dt,
         ctx->d_x, dt, WK_LINEAR_ADD);
 

@@ -24,6 +24,39 @@ now_s (void)
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+bool
+wk_ctx_lock_encoder (wk_ctx * ctx)
+{
+  pthread_mutex_t *lock = &ctx->model->enc_lock;
+
+  for (;;) {
+    struct timespec ts;
+
+    if (wk_ctx_cancelled (ctx))
+      return false;
+    /* look at the flag every 10 ms while waiting */
+    clock_gettime (CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 10 * 1000 * 1000;
+    if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000 * 1000 * 1000;
+    }
+    if (pthread_mutex_timedlock (lock, &ts) == 0)
+      return true;
+  }
+}
+
+/* A cancelled run stops at the next of these, between two of the
+ * encoder's large operations (one layer of a large model on a 30 s window
+ * takes seconds): the cross-attention cache is incomplete, so nothing may
+ * decode from it. */
+#define CANCEL_POINT(ctx) do { \
+    if (wk_ctx_cancelled (ctx)) { \
+      pthread_mutex_unlock (&(ctx)->model->enc_lock); \
+      return WK_ERR_STATE; \
+    } \
+  } while (0)
+
 wk_status
 wk_encode (wk_ctx * ctx, const float *mel, int ld)
 {
@@ -50,12 +83,15 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
   ctx->enc_ctx = (int) A;
   t0 = now_s ();
   /* the scratch is shared with the model's other contexts */
-  pthread_mutex_lock (&ctx->model->enc_lock);
+  ctx->encoded = false;
+  if (!wk_ctx_lock_encoder (ctx))
+    return WK_ERR_STATE;
 
   /* conv1: [n_mels][2A] (channel-major) -> [2A][da]; conv2 (stride 2) ->
    * [A][da], both with GELU */
   wk_conv1d_k3 (ctx->pool, m->conv1_w, m->conv1_b, mel, hp->n_mels, 2 * A,
       ld, 0, 1, ctx->e_conv, da, WK_LINEAR_GELU, ctx->conv_work);
+  CANCEL_POINT (ctx);
   wk_conv1d_k3 (ctx->pool, m->conv2_w, m->conv2_b, ctx->e_conv, da, 2 * A,
       da, 1, 2, ctx->e_x, da, WK_LINEAR_GELU, ctx->conv_work);
 
@@ -76,6 +112,8 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
   for (l = 0; l < hp->n_audio_layer; l++) {
     const wk_enc_layer *L = &m->enc[l];
 
+    CANCEL_POINT (ctx);
+
     /* self-attention */
     wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, L->attn_ln_w, L->attn_ln_b,
         WK_LN_EPS, ctx->e_xn, da);
@@ -84,21 +122,26 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
     wk_linear (ctx->pool, L->attn_k, NULL, ctx->e_xn, A, da, ctx->e_k, da);
     wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->e_xn, A, da, ctx->e_v,
         da);
+    CANCEL_POINT (ctx);
     wk_attention (ctx->pool, (int) nh, dh, A, A, ctx->e_q, da, ctx->e_k, da,
         ctx->e_v, da, scale, 0, ctx->e_att, da);
+    CANCEL_POINT (ctx);
     wk_linear_ex (ctx->pool, L->attn_o, L->attn_o_b, ctx->e_att, A, da,
         ctx->e_x, da, WK_LINEAR_ADD);
 
     /* MLP */
+    CANCEL_POINT (ctx);
     wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, L->mlp_ln_w, L->mlp_ln_b,
         WK_LN_EPS, ctx->e_xn, da);
     wk_linear_ex (ctx->pool, L->mlp0, L->mlp0_b, ctx->e_xn, A, da, ctx->e_h,
         4 * da, WK_LINEAR_GELU);
+    CANCEL_POINT (ctx);
     wk_linear_ex (ctx->pool, L->mlp2, L->mlp2_b, ctx->e_h, A, 4 * da,
         ctx->e_x, da, WK_LINEAR_ADD);
   }
   wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, m->ln_post_w, m->ln_post_b,
       WK_LN_EPS, ctx->e_x, da);
+  CANCEL_POINT (ctx);
 
   /* cross-attention cache: K and V of the encoder output per decoder
    * layer, [A][dt] each */

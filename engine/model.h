@@ -17,6 +17,7 @@
 #define WK_MODEL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -335,6 +336,22 @@ struct wk_ctx
                                  * cross-attention cache's length) */
   int max_tokens;               /* tokens sampled per window: 0 =
                                  * n_text_ctx / 2 (Whisper's) */
+
+  /* Set by wk_stream_cancel from any thread: the encoder and decoder
+   * look at it between layers (and the decoder between steps) and give
+   * up with WK_ERR_STATE; cleared by wk_stream_reset. */
+  atomic_bool cancel;
 };
+
+static inline bool
+wk_ctx_cancelled (wk_ctx * ctx)
+{
+  return atomic_load_explicit (&ctx->cancel, memory_order_relaxed);
+}
+
+/* Takes the model's encoder lock (another stream's encoder may hold it
+ * for a whole window), giving up when ctx is cancelled meanwhile: true
+ * when it holds the lock. */
+bool wk_ctx_lock_encoder (wk_ctx * ctx);
 
 #endif /* WK_MODEL_H */

@@ -222,6 +222,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     return WK_ERR_NOMEM;
   }
   s->ctx->rng = p.seed ^ 0x5851f42d4c957f2dull;
+  atomic_init (&s->ctx->cancel, false);
   if (s->p.latency_ms != 0) {
     /* the resolved parameters (beam_size); vad_model is still the
      * caller's string, read by wk_live_new only */
@@ -488,12 +489,19 @@ run_complete_windows (wk_stream * s)
   }
 }
 
+void
+wk_stream_cancel (wk_stream * s)
+{
+  if (s)
+    atomic_store_explicit (&s->ctx->cancel, true, memory_order_relaxed);
+}
+
 wk_status
 wk_stream_feed (wk_stream * s, const float *pcm, size_t n)
 {
   if (!s || (!pcm && n))
     return WK_ERR_ARG;
-  if (s->finished)
+  if (s->finished || wk_ctx_cancelled (s->ctx))
     return WK_ERR_STATE;
   begin_call (s);
   if (s->live) {
@@ -552,6 +560,8 @@ wk_stream_flush (wk_stream * s)
 
   if (!s)
     return WK_ERR_ARG;
+  if (wk_ctx_cancelled (s->ctx))
+    return WK_ERR_STATE;
   if (s->finished)
     return WK_OK;
   begin_call (s);
@@ -577,6 +587,8 @@ wk_stream_finish (wk_stream * s)
 
   if (!s)
     return WK_ERR_ARG;
+  if (wk_ctx_cancelled (s->ctx))
+    return WK_ERR_STATE;
   if (s->finished)
     return WK_OK;
   if (s->live) {
@@ -604,6 +616,7 @@ wk_stream_reset (wk_stream * s)
   s->finished = false;
   s->lang = s->lang_fixed;
   s->ctx->rng = s->p.seed ^ 0x5851f42d4c957f2dull;
+  atomic_store_explicit (&s->ctx->cancel, false, memory_order_relaxed);
   wk_live_reset (s->live);
 }
 

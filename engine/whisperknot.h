@@ -58,7 +58,8 @@
  *
  * Thread safety: a wk_model is immutable after load and may be shared by
  * any number of streams on any threads. A wk_stream must be used by one
- * thread at a time.
+ * thread at a time, except wk_stream_cancel(), which any thread may call
+ * to stop the stream's work.
  */
 #ifndef WHISPERKNOT_H
 #define WHISPERKNOT_H
@@ -243,8 +244,20 @@ WK_API wk_status wk_stream_flush (wk_stream * stream);
  * until wk_stream_reset(). */
 WK_API wk_status wk_stream_finish (wk_stream * stream);
 
-/* Forgets all audio, text and results; time starts again at 0. */
+/* Forgets all audio, text and results; time starts again at 0. Ends a
+ * cancel. */
 WK_API void wk_stream_reset (wk_stream * stream);
+
+/* Stops the stream's work: a model run in progress in wk_stream_feed,
+ * _flush or _finish on another thread stops at its next layer boundary
+ * (within a fraction of a second, or while it waits for another stream's
+ * encoder on the same model) and that call returns WK_ERR_STATE; so do
+ * every later feed, flush and finish, at once, until wk_stream_reset().
+ * Segments completed before stay available to wk_stream_take(). The one
+ * stream call that may be made from any thread while another uses the
+ * stream (a pipeline's state change or flush, say); not during or after
+ * wk_stream_free(). */
+WK_API void wk_stream_cancel (wk_stream * stream);
 
 typedef struct
 {

@@ -989,6 +989,116 @@ test_logit_filters (void)
   wk_model_unref (m);
 }
 
+/* ---- cancellation ------------------------------------------------------ */
+
+typedef struct
+{
+  wk_stream *s;
+  const float *a;
+  size_t n;
+  wk_status st;
+  atomic_int done;
+  double t_end;
+} cancel_job;
+
+static void *
+cancel_feed_thread (void *arg)
+{
+  cancel_job *j = arg;
+
+  j->st = wk_stream_feed (j->s, j->a, j->n);
+  j->t_end = wk_test_now_s ();
+  atomic_store (&j->done, 1);
+  return NULL;
+}
+
+static void
+sleep_until (double t)
+{
+  double left = t - wk_test_now_s ();
+
+  if (left > 0)
+    usleep ((useconds_t) (left * 1e6));
+}
+
+/* Longest a cancelled run may take to return: half a second, four times
+ * that under the sanitizers (the tests' timeout multiplier there). */
+#define CANCEL_BOUND (WK_TEST_SANITIZED ? 2.0 : 0.5)
+
+/* wk_stream_cancel from another thread stops a model run in progress:
+ * on a tiny-sized random model a 30 s window with beam 5 takes many
+ * seconds (random weights decode to the token limit), and a cancel made
+ * while it encodes, while it decodes, or while a second stream waits for
+ * the first one's encoder returns from wk_stream_feed within
+ * CANCEL_BOUND, with WK_ERR_STATE, as do later calls until a reset. */
+static void
+test_cancel (void)
+{
+  wk_model *m = load_ok (tiny_q8_knot);
+  size_t n = 31 * WK_SAMPLE_RATE;
+  const double delays[] = { 0.3, 3.0 };
+  wk_stream_params p = wk_stream_default_params ();
+  float *a;
+  size_t d;
+  int i;
+
+  if (!m)
+    return;
+  a = make_audio (n);
+  p.n_threads = 2;
+  for (d = 0; d < 2; d++) {
+    /* two streams: the second starts while the first encodes, so it
+     * waits for the model's encoder; it is cancelled first */
+    cancel_job jobs[2];
+    pthread_t th[2];
+    double t0 = wk_test_now_s (), t_cancel;
+    char err[256];
+
+    memset (jobs, 0, sizeof jobs);
+    for (i = 0; i < 2; i++) {
+      CHECK (wk_stream_new (m, &p, &jobs[i].s, err, sizeof err) == WK_OK);
+      if (!jobs[i].s)
+        goto out;
+      jobs[i].a = a;
+      jobs[i].n = n;
+    }
+    for (i = 0; i < 2; i++) {
+      CHECK (pthread_create (&th[i], NULL, cancel_feed_thread, &jobs[i]) == 0);
+      usleep (50 * 1000);
+    }
+    for (i = 1; i >= 0; i--) {
+      sleep_until (t0 + delays[d] * (2 - i));
+      CHECK_MSG (!atomic_load (&jobs[i].done), "stream %d: the run ended "
+          "before the cancel (%.2f s): nothing was tested", i,
+          wk_test_now_s () - t0);
+      t_cancel = wk_test_now_s ();
+      wk_stream_cancel (jobs[i].s);
+      pthread_join (th[i], NULL);
+      printf ("# cancel after %.2f s, stream %d: returned in %.3f s\n",
+          t_cancel - t0, i, jobs[i].t_end - t_cancel);
+      CHECK_MSG (jobs[i].t_end - t_cancel < CANCEL_BOUND, "stream %d took "
+          "%.3f s to stop", i, jobs[i].t_end - t_cancel);
+      CHECK (jobs[i].st == WK_ERR_STATE);
+    }
+    for (i = 0; i < 2; i++) {
+      double t = wk_test_now_s ();
+
+      /* cancelled until a reset, at once */
+      CHECK (wk_stream_feed (jobs[i].s, a, n) == WK_ERR_STATE);
+      CHECK (wk_stream_flush (jobs[i].s) == WK_ERR_STATE);
+      CHECK (wk_stream_finish (jobs[i].s) == WK_ERR_STATE);
+      CHECK (wk_test_now_s () - t < 0.1);
+      wk_stream_reset (jobs[i].s);
+      CHECK (wk_stream_feed (jobs[i].s, a, WK_SAMPLE_RATE) == WK_OK);
+    }
+  out:
+    for (i = 0; i < 2; i++)
+      wk_stream_free (jobs[i].s);
+  }
+  free (a);
+  wk_model_unref (m);
+}
+
 /* The text of one second of `lead` samples followed by jfk.wav, fed in
  * 20 ms pieces, with the default policy (the engine's beam) or the live
  * one; all segments' text in one string. */
@@ -1165,6 +1275,7 @@ main (void)
   RUN (test_tiny_q8_0);
   RUN (test_tiny_f16);
   RUN (test_hostile_samples);
+  RUN (test_cancel);
 
   wk_test_remove_tmpdir (tmpdir);
   free (jfk);
