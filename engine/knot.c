@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* GGUF value types */
 enum
@@ -46,6 +47,11 @@ struct wk_knot
   const uint8_t *data;
   size_t size;
   bool mapped;
+  /* wk_knot_open: the mapped file's descriptor, kept open so that
+   * wk_knot_check_file can fstat the very inode that is mapped, and its
+   * identity when mapped; -1 for knots in memory */
+  int fd;
+  wk_file_id id;
 
   knot_kv *kvs;
   uint64_t n_kv;
@@ -385,6 +391,8 @@ knot_free (wk_knot * k)
   free (k->t_hash);
   if (k->mapped)
     wk_unmap_file (k->data, k->size);
+  if (k->fd >= 0)
+    close (k->fd);
   free (k);
 }
 
@@ -651,6 +659,7 @@ wk_knot_open_memory (const void *data, size_t size, wk_knot ** out,
     wk_set_err (err, err_size, "knot: out of memory");
     return WK_ERR_NOMEM;
   }
+  k->fd = -1;
   k->data = data ? data : (const uint8_t *) "";
   k->size = size;
   st = parse (k, err, err_size);
@@ -670,11 +679,13 @@ wk_knot_open (const char *path, wk_knot ** out, char *err, size_t err_size)
   wk_knot *k;
   wk_status st;
   char inner[512];
+  wk_file_id id;
+  int fd;
 
   if (!out || !path)
     return WK_ERR_ARG;
   *out = NULL;
-  st = wk_map_file (path, true, &map, &size, err, err_size);
+  st = wk_map_file_fd (path, true, &map, &size, &id, &fd, err, err_size);
   if (st == WK_ERR_FORMAT)
     wk_set_err (err, err_size, "%s: knot: file is empty (0 bytes)", path);
   if (st != WK_OK)
@@ -682,12 +693,15 @@ wk_knot_open (const char *path, wk_knot ** out, char *err, size_t err_size)
   k = calloc (1, sizeof *k);
   if (!k) {
     wk_unmap_file (map, size);
+    close (fd);
     wk_set_err (err, err_size, "%s: out of memory", path);
     return WK_ERR_NOMEM;
   }
   k->data = map;
   k->size = size;
   k->mapped = true;
+  k->fd = fd;
+  k->id = id;
   inner[0] = '\0';
   st = parse (k, inner, sizeof inner);
   if (st != WK_OK) {
@@ -703,6 +717,25 @@ void
 wk_knot_close (wk_knot * knot)
 {
   knot_free (knot);
+}
+
+bool
+wk_knot_file_id (const wk_knot * knot, wk_file_id * id)
+{
+  if (!knot || knot->fd < 0)
+    return false;
+  *id = knot->id;
+  return true;
+}
+
+wk_status
+wk_knot_check_file (const wk_knot * knot, const char *path, char *err,
+    size_t err_size)
+{
+  if (!knot)
+    return WK_ERR_ARG;
+  return wk_file_check (knot->fd, &knot->id, path ? path : "model", err,
+      err_size);
 }
 
 size_t

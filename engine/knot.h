@@ -11,11 +11,13 @@
 #include <stdint.h>
 
 #include "wk-types.h"
+#include "mapfile.h"
 
 typedef struct wk_knot wk_knot;
 
 /* Maps the file read-only (MAP_SHARED, so every process-wide user shares
- * the page cache) and validates it. */
+ * the page cache) and validates it. The descriptor stays open until
+ * wk_knot_close, for wk_knot_check_file. */
 wk_status wk_knot_open (const char *path, wk_knot ** out, char *err,
     size_t err_size);
 /* Validates a knot held in memory; the memory must outlive the knot.
@@ -23,6 +25,16 @@ wk_status wk_knot_open (const char *path, wk_knot ** out, char *err,
 wk_status wk_knot_open_memory (const void *data, size_t size, wk_knot ** out,
     char *err, size_t err_size);
 void wk_knot_close (wk_knot * knot);
+
+/* The identity of the file a knot from wk_knot_open maps, as it was when
+ * mapped; false for a knot in memory. */
+bool wk_knot_file_id (const wk_knot * knot, wk_file_id * id);
+/* Whether that file is still the version that was mapped (wk_file_check
+ * on the descriptor the knot keeps open): WK_ERR_IO, with a message
+ * naming path, once it shrank (touching the weights would raise SIGBUS)
+ * or was rewritten in place. WK_OK for a knot in memory. */
+wk_status wk_knot_check_file (const wk_knot * knot, const char *path,
+    char *err, size_t err_size);
 
 size_t wk_knot_size (const wk_knot * knot);     /* bytes of the file */
 int64_t wk_knot_n_tensors (const wk_knot * knot);

@@ -763,6 +763,17 @@ wk_model_load (const char *path, const wk_model_params * params,
   st = wk_knot_open (path, &m->knot, err, err_size);
   if (st != WK_OK)
     goto fail;
+  {
+    /* the identity of what is mapped, which a replacement between the
+     * stat above and the open would have changed */
+    wk_file_id id;
+    if (wk_knot_file_id (m->knot, &id)) {
+      m->dev = id.dev;
+      m->ino = id.ino;
+      m->size = id.size;
+      m->mtime_ns = id.mtime_ns;
+    }
+  }
   st = read_hparams (m, err, err_size);
   if (st != WK_OK)
     goto fail;
@@ -918,6 +929,14 @@ ctx_alloc (wk_ctx * ctx, size_t n, size_t elem, bool *ok)
 #define WK_ZARENA_BYTES (512 * 1024)
 
 wk_status
+wk_model_check_file (const wk_model * model, char *err, size_t err_size)
+{
+  if (!model)
+    return WK_ERR_ARG;
+  return wk_knot_check_file (model->knot, model->path, err, err_size);
+}
+
+wk_status
 wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
     char *err, size_t err_size)
 {
@@ -939,6 +958,8 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
         n_beams);
     return WK_ERR_ARG;
   }
+  if (wk_model_check_file (model, err, err_size) != WK_OK)
+    return WK_ERR_IO;
   hp = &model->hp;
   A = (size_t) hp->n_audio_ctx;
   da = (size_t) hp->n_audio_state;

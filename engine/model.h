@@ -160,6 +160,18 @@ struct wk_model
   int n_blank;
 };
 
+/* Whether the model's file is still the version that was loaded (one
+ * fstat of the mapped inode, see wk_knot_check_file): a file that shrank
+ * would raise SIGBUS in whichever thread next reads a weight past its new
+ * end, one rewritten in place no longer matches the bound tensors. Either
+ * is WK_ERR_IO with a message naming the file. A file replaced by
+ * rename(2), as whisperknot-convert writes, leaves the mapped inode
+ * intact and passes. wk_ctx_new checks it; a run should check it before
+ * it reads weights. What remains: a file truncated while a run is
+ * already reading it can still raise SIGBUS (see knots/FORMAT.md). */
+wk_status wk_model_check_file (const wk_model * model, char *err,
+    size_t err_size);
+
 /* ---- the recognizer's working state ----------------------------------- */
 
 /* Everything one run of the recognizer needs, allocated once by

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -711,6 +712,138 @@ test_quantized_conv_in_engine (void)
   unlink (kq);
   unlink (kf);
   unlink (k4);
+}
+
+/* ---- model files changed under a loaded model ----------------------------- */
+
+/* The encoder output of jfk.wav's first window on ctx (malloc'd). */
+static float *
+encode_on (wk_ctx * c, const wk_wav * wav)
+{
+  wk_model *m = wk_ctx_model (c);
+  int64_t A = m->hp.n_audio_ctx, d = m->hp.n_audio_state;
+  float *mel = malloc ((size_t) (m->hp.n_mels * 2 * A) * sizeof (float));
+  float *out = NULL;
+  int nf = (int) (wav->n_samples / 160);
+
+  if (nf > WK_N_FRAMES)
+    nf = WK_N_FRAMES;
+  wk_model_window_mel (m, wav->samples, wav->n_samples, 0, nf, mel);
+  if (wk_encode (c, mel, (int) (2 * A)) == WK_OK) {
+    out = malloc ((size_t) (A * d) * sizeof (float));
+    memcpy (out, wk_ctx_encoder_output (c), (size_t) (A * d) * sizeof (float));
+  }
+  free (mel);
+  return out;
+}
+
+/* A model file replaced by the converter (rename) leaves a loaded model
+ * running on its old weights; one truncated or rewritten in place after
+ * the load is an error when a context or stream is made on it (and from
+ * wk_model_check_file), instead of SIGBUS in the encoder. */
+static void
+test_model_file_changes_after_load (void)
+{
+  const char *bin = wpath ("fc.bin"), *bin2 = wpath ("fc2.bin");
+  const char *knot = wpath ("fc.knot");
+  const char *jfk = wk_test_shared_path ("jfk.wav");
+  wk_model_params mp = wk_model_default_params ();
+  wk_stream_params sp = wk_stream_default_params ();
+  wk_model *m = NULL, *m2 = NULL;
+  wk_ctx *c = NULL, *c2 = NULL;
+  wk_stream *s = NULL;
+  wk_wav wav;
+  char err[1024];
+  float *y0 = NULL, *y1 = NULL;
+  struct stat sb;
+  size_t n = 0;
+
+  if (!jfk || wk_wav_read (jfk, &wav, err, sizeof err) != WK_OK) {
+    printf ("# jfk.wav missing: skipped\n");
+    return;
+  }
+  if (make_model ("small-test", "f16", "31", bin)
+      || make_model ("small-test", "f16", "32", bin2))
+    goto out;
+  CHECK_MSG (convert (NULL, NULL, bin, knot) == 0, "%s", out_text);
+  CHECK_MSG (wk_model_load (knot, &mp, &m, err, sizeof err) == WK_OK, "%s",
+      err);
+  if (!m)
+    goto out;
+  CHECK_MSG (wk_ctx_new (m, 1, 1, &c, err, sizeof err) == WK_OK, "%s", err);
+  if (!c)
+    goto out;
+  y0 = encode_on (c, &wav);
+
+  /* replaced by the converter: the loaded model keeps its own weights */
+  CHECK_MSG (convert (NULL, NULL, bin2, knot) == 0, "%s", out_text);
+  CHECK_MSG (wk_model_check_file (m, err, sizeof err) == WK_OK, "%s", err);
+  y1 = encode_on (c, &wav);
+  n = (size_t) (m->hp.n_audio_ctx * m->hp.n_audio_state);
+  CHECK (y0 && y1 && !memcmp (y0, y1, n * sizeof (float)));
+  /* and a new load gets the new file */
+  CHECK_MSG (wk_model_load (knot, &mp, &m2, err, sizeof err) == WK_OK, "%s",
+      err);
+  CHECK (m2 && m2 != m);
+  wk_ctx_free (c);
+  c = NULL;
+  wk_model_unref (m);
+  m = NULL;
+
+  /* truncated in place while loaded (m2 maps this inode) */
+  CHECK (m2 && wk_model_check_file (m2, err, sizeof err) == WK_OK);
+  CHECK (stat (knot, &sb) == 0);
+  CHECK (truncate (knot, sb.st_size / 2) == 0);
+  if (m2) {
+    CHECK (wk_model_check_file (m2, err, sizeof err) == WK_ERR_IO);
+    CHECK_MSG (strstr (err, knot) && strstr (err, "shrank"), "%s", err);
+    err[0] = '\0';
+    CHECK (wk_ctx_new (m2, 1, 1, &c2, err, sizeof err) == WK_ERR_IO);
+    CHECK (c2 == NULL && strstr (err, "shrank") != NULL);
+    err[0] = '\0';
+    CHECK (wk_stream_new (m2, &sp, &s, err, sizeof err) != WK_OK);
+    CHECK_MSG (s == NULL && strstr (err, "shrank"), "%s", err);
+    wk_stream_free (s);
+    wk_model_unref (m2);
+    m2 = NULL;
+  }
+  /* the truncated file is not taken for the loaded one: a fresh load,
+   * which fails */
+  CHECK (wk_model_load (knot, &mp, &m, err, sizeof err) != WK_OK && !m);
+
+  /* rewritten in place, same size, new modification time */
+  CHECK_MSG (convert (NULL, NULL, bin, knot) == 0, "%s", out_text);
+  CHECK_MSG (wk_model_load (knot, &mp, &m, err, sizeof err) == WK_OK, "%s",
+      err);
+  if (m) {
+    FILE *f = fopen (knot, "r+b");
+    struct timespec t[2] = { {0, UTIME_OMIT}, {0, 0} };
+    CHECK (f != NULL);
+    if (f) {
+      CHECK (stat (knot, &sb) == 0);
+      t[1].tv_sec = sb.st_mtim.tv_sec + 5;      /* a coarse clock too */
+      CHECK (fseek (f, (long) sb.st_size - 1, SEEK_SET) == 0);
+      fputc (0, f);
+      fflush (f);
+      CHECK (futimens (fileno (f), t) == 0);
+      fclose (f);
+    }
+    CHECK (wk_model_check_file (m, err, sizeof err) == WK_ERR_IO);
+    CHECK_MSG (strstr (err, "rewritten in place"), "%s", err);
+    CHECK (wk_ctx_new (m, 1, 1, &c2, err, sizeof err) == WK_ERR_IO);
+    wk_model_unref (m);
+    m = NULL;
+  }
+out:
+  free (y0);
+  free (y1);
+  wk_ctx_free (c);
+  wk_model_unref (m);
+  wk_model_unref (m2);
+  wk_wav_clear (&wav);
+  unlink (bin);
+  unlink (bin2);
+  unlink (knot);
 }
 
 /* ---- vocabularies from tiktoken rank files -------------------------------- */
@@ -1790,6 +1923,7 @@ main (void)
   RUN (test_transformers_layout);
   RUN (test_bad_inputs_fail_cleanly);
   RUN (test_quantized_conv_in_engine);
+  RUN (test_model_file_changes_after_load);
   RUN (test_tiktoken_vocab);
   RUN (test_tiny_models_convert);
   RUN (test_pad_window);
