@@ -3,12 +3,14 @@
 
   average.py --out avg.pt CKPT [CKPT ...] [--weights W ...]
 
-Each CKPT is a work checkpoint (knots/work/ckpt/last.pt, with "model") or a
-committed one (knots/train/checkpoint/model-f16.pt, with "model_f16"); all must
-have the same dimensions. The result is a committed-format checkpoint (f16
+Each CKPT is a work checkpoint (knots/work/ckpt/last.pt, with "model"), an f16
+weights-only one (knots/work/model-f16.pt, with "model_f16") or a knot (read by
+knotio.py with the side file checkpoint/train-state.pt: CTC head, counters); all
+must have the same dimensions. The result is an f16 weights-only checkpoint (f16
 weights and CTC head, "step" and training history of the last input,
 "averaged" listing the inputs and weights) that export.py, eval.py --ckpt and
-train.py read. Averaging checkpoints taken along one run (not of unrelated
+train.py --init-knot read; `knotio.py side OUT` writes its side file. Write it
+into knots/work/ (not tracked). Averaging checkpoints taken along one run (not of unrelated
 runs) smooths out the noise of the last steps; judge the result through the
 engine (eval.py) on the development sets, like any model.
 """
@@ -17,6 +19,9 @@ import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import knotio  # noqa: E402
 
 
 def state_dict(ck):
@@ -47,7 +52,7 @@ def main():
     dims = None
     steps = []
     for path, wi in zip(args.ckpts, w):
-        ck = torch.load(path, map_location="cpu", weights_only=False)
+        ck = knotio.load_checkpoint(path, warn=lambda m: print("note: " + m))
         if dims is None:
             dims = ck["dims"]
         elif ck["dims"] != dims:

@@ -392,10 +392,11 @@ def ckpt_info(path):
     """Step, windows and training time recorded in a checkpoint (torch in a child)."""
     code = ("import json, os, sys, torch\n"
             "torch.set_num_threads(1)\n"
-            "ck = torch.load(sys.argv[1], map_location='cpu')\n"
-            "print(json.dumps({k: ck.get(k) for k in ('step', 'windows_seen', "
-            "'train_seconds')}))\n")
-    r = subprocess.run(["/usr/bin/python3", "-c", code, path], capture_output=True, text=True,
+            "sys.path.insert(0, sys.argv[2])\n"
+            "import knotio\n"  # a torch checkpoint, or a knot with its side file
+            "print(json.dumps(knotio.checkpoint_info(sys.argv[1])))\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, path, HERE], capture_output=True,
+                       text=True,
                        env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=600)
     try:
         info = json.loads(r.stdout.strip().splitlines()[-1])

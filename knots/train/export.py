@@ -3,8 +3,12 @@
 
   export.py [--ckpt PATH] --out model.bin [--ftype f16|f32] [--check]
 
---ckpt defaults to knots/work/ckpt/last.pt if present, else the committed
-knots/train/checkpoint/model-f16.pt. The .bin is what whisper.cpp loads and what
+--ckpt is a torch checkpoint (knots/work/ckpt/last.pt, the f16 weights-only
+knots/work/model-f16.pt that train.py's save-committed hook writes, average.py's)
+or a knot (knotio.py reads it back, dequantized as the engine does: exporting the
+shipped q8_0 knot gives its q8_0 values in f16, not the f16 weights it was made
+from). It defaults to knots/work/ckpt/last.pt if present, else the committed
+knots/model/default.knot. The .bin is what whisper.cpp loads and what
 `whisperknot-convert --type q8_0 in.bin out.knot` turns into a knot.
 --check reads the file back, rebuilds the torch model from it and greedy-decodes
 jfk.wav (and the first held-out utterances if generated) from both models.
@@ -24,10 +28,12 @@ from whisper_ref import audio as wa  # noqa: E402
 from whisper_ref import ggml  # noqa: E402
 from whisper_ref import model as wm  # noqa: E402
 from whisper_ref import tokenizer as wt  # noqa: E402
+import knotio  # noqa: E402
 
 
 def load_model(path):
-    ck = torch.load(path, map_location="cpu")
+    """(model, checkpoint dict) of a torch checkpoint or a knot (+ its side file)."""
+    ck = knotio.load_checkpoint(path, warn=lambda m: print("note: " + m, file=sys.stderr))
     dims = wm.ModelDims(**ck["dims"])
     m = wm.Whisper(dims)
     sd = ck.get("model") or ck.get("model_f16")
@@ -53,7 +59,7 @@ def default_ckpt():
     last = os.path.join(KNOTS, "work", "ckpt", "last.pt")
     if os.path.exists(last):
         return last
-    return os.path.join(HERE, "checkpoint", "model-f16.pt")
+    return knotio.DEFAULT_KNOT
 
 
 def main():

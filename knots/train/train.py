@@ -5,7 +5,8 @@ Reads utterance shards written by synth.py (knots/work/data/train/*.npz), packs
 several utterances into 30 s windows with Whisper's timestamp tokens, trains with
 AdamW, logs to knots/train/log.txt, and checkpoints to knots/work/ckpt/ (weights
 + optimizer). Resumes from knots/work/ckpt/last.pt if present, else from the
-committed weights-only knots/train/checkpoint/model-f16.pt, else starts fresh.
+committed knot knots/model/default.knot (or --init-knot) with the side file
+knots/train/checkpoint/train-state.pt (CTC head, counters), else starts fresh.
 
 Run (1 thread, background):
   OMP_NUM_THREADS=1 nohup /usr/bin/python3 knots/train/train.py --threads 1 &
@@ -33,13 +34,19 @@ from whisper_ref import tokenizer as wt  # noqa: E402
 sys.path.insert(0, HERE)
 from eval import edit_distance  # noqa: E402,F401  (word errors; eval_torch.py uses it too)
 import augment  # noqa: E402
+import knotio  # noqa: E402
 
 WORK = os.environ.get("WK_TRAIN_WORK", os.path.join(KNOTS, "work"))
 DATA = os.path.join(WORK, "data", "train")
 REAL = os.path.join(WORK, "data", "real")
 EVAL = os.path.join(WORK, "eval")
 CKPT_DIR = os.path.join(WORK, "ckpt")
-COMMITTED = os.path.join(HERE, "checkpoint", "model-f16.pt")
+# resume weights: the shipped knot (q8_0, dequantized as the engine does) and the side
+# file with what it lacks (CTC head, counters); save-committed writes the side file and
+# the f16 weights into WORK (not tracked), from which the knot is made (README)
+COMMITTED = knotio.DEFAULT_KNOT
+COMMITTED_STATE = knotio.TRAIN_STATE
+WORK_F16 = os.path.join(WORK, "model-f16.pt")
 LOG = os.environ.get("WK_TRAIN_LOG", os.path.join(HERE, "log.txt"))
 SR = wa.SAMPLE_RATE
 WIN = wa.N_SAMPLES
@@ -631,8 +638,9 @@ def save_work_ckpt(model, opt, step, extra):
     os.replace(p + ".tmp", p)
 
 
-def save_committed(model, step, path=COMMITTED, extra=None):
-    """Weights-only f16 checkpoint for the repository (~42 MB)."""
+def save_committed(model, step, path=WORK_F16, extra=None, state=None):
+    """Weights-only f16 checkpoint (~42 MB; knots/work/, not tracked: export.py makes the
+    knot from it); with state, also the side file there (CTC head, counters; ~17 KB)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     extra = dict(extra or {})
     head = extra.pop("ctc_head", None)
@@ -643,10 +651,16 @@ def save_committed(model, step, path=COMMITTED, extra=None):
     torch.save({"model_f16": sd, "step": step, "dims": DIMS.to_dict(), **extra},
                path + ".tmp")
     os.replace(path + ".tmp", path)
+    if state:
+        knotio.write_train_state(state, sd, extra.get("ctc_head"), dict(extra, step=step),
+                                 DIMS.to_dict(), source="train.py step %d" % step)
 
 
-def load_weights(model, path):
-    ck = torch.load(path, map_location="cpu", weights_only=False)
+def load_weights(model, path, state=None):
+    """Weights of a torch checkpoint or a knot (+ side file `state`) into model."""
+    ck = knotio.load_checkpoint(path, state, warn=log)
+    if ck.get("dims", DIMS.to_dict()) != DIMS.to_dict():
+        raise RuntimeError("%s has dimensions %s, the trainer %s" % (path, ck["dims"], DIMS.to_dict()))
     sd = ck.get("model") or ck.get("model_f16")
     sd = {k: v.float() for k, v in sd.items()}
     missing, unexpected = model.load_state_dict(sd, strict=False)
@@ -700,6 +714,11 @@ def main():
     ap.add_argument("--max-steps", type=int, default=0)
     ap.add_argument("--min-utts", type=int, default=400)
     ap.add_argument("--fresh", action="store_true", help="ignore existing checkpoints")
+    ap.add_argument("--init-knot", default=None, metavar="PATH",
+                    help="without last.pt, resume from this knot (or torch .pt) instead of "
+                         "knots/model/default.knot")
+    ap.add_argument("--init-state", default=None, metavar="PATH",
+                    help="side file for --init-knot (default knots/train/checkpoint/train-state.pt)")
     ap.add_argument("--ctc-weight", type=float, default=0.3,
                     help="weight of the auxiliary character CTC loss on the encoder")
     ap.add_argument("--seed", type=int, default=None)
@@ -809,14 +828,18 @@ def main():
         windows_seen = ck.get("windows_seen", 0)
         train_seconds = ck.get("train_seconds", 0.0)
         log("resumed from %s at step %d" % (last, step))
-    elif not args.fresh and os.path.exists(COMMITTED):
-        ck = load_weights(model, COMMITTED)
+        if args.init_knot:
+            log("--init-knot %s not used: %s exists (--fresh starts afresh)" % (args.init_knot, last))
+    elif not args.fresh and (args.init_knot or os.path.exists(COMMITTED)):
+        init = args.init_knot or COMMITTED  # a missing --init-knot is an error
+        ck = load_weights(model, init, args.init_state)
         if "ctc_head" in ck:
             head.load_state_dict({k: v.float() for k, v in ck["ctc_head"].items()})
-        step = ck["step"]
+        step = ck.get("step", 0)
         windows_seen = ck.get("windows_seen", 0)
         train_seconds = ck.get("train_seconds", 0.0)
-        log("resumed weights from %s at step %d (fresh optimizer)" % (COMMITTED, step))
+        log("resumed weights from %s%s at step %d (fresh optimizer)" % (
+            init, " + %s" % ck["train_state"] if "train_state" in ck else "", step))
     else:
         log("fresh model: %s, %d params" % (DIMS.to_dict(), sum(p.numel() for p in model.parameters())))
     if args.reinit:
@@ -965,8 +988,9 @@ def main():
             t_last = time.time()
         if os.path.exists(os.path.join(WORK, "save-committed")):
             os.remove(os.path.join(WORK, "save-committed"))
-            save_committed(model, step, extra=extra)
-            log("wrote committed checkpoint %s at step %d" % (COMMITTED, step))
+            save_committed(model, step, extra=extra, state=COMMITTED_STATE)
+            log("wrote %s and the side file %s at step %d (the knot: export.py --ckpt %s)"
+                % (WORK_F16, COMMITTED_STATE, step, WORK_F16))
         out_due = args.out_dir and time.time() - t_save >= args.save_every_s
         over = args.time_budget > 0 and time.time() - t_start >= args.time_budget
         if out_due or (over and args.out_dir):
