@@ -420,6 +420,127 @@ bind_all (wk_model * m, char *err, size_t err_size)
   return b.status;
 }
 
+/* ---- values that silence the model ---------------------------------------- */
+
+/* A NaN or Inf in a weight that every window goes through (the mel
+ * filters, a norm, a bias, the convolutions, the embeddings) makes every
+ * activation after it NaN: the model loads, runs and says nothing. These
+ * tensors are checked at load; the block matrices (most of the file) are
+ * not, which keeps the check to a few percent of the bytes. Values are
+ * tested by their exponent bits, all ones for both NaN and Inf. */
+
+/* Index of the first non-finite value among n elements of type at data,
+ * or -1. q8_0 / q4_0 hold finite integers times an f16 scale, so only
+ * the scales can be non-finite. */
+static int64_t
+first_non_finite (wk_type type, const void *data, int64_t n)
+{
+  /* scanned in chunks with an OR of the exponent test, which compilers
+   * vectorise; the exact index is looked up only in a bad chunk */
+  enum
+  { CHUNK = 4096 };
+  int64_t i0, i;
+
+  switch (type) {
+    case WK_TYPE_F32:{
+      const uint32_t *x = data;
+      for (i0 = 0; i0 < n; i0 += CHUNK) {
+        int64_t e = i0 + CHUNK < n ? i0 + CHUNK : n;
+        uint32_t acc = 0;
+        for (i = i0; i < e; i++)
+          acc |= (x[i] & 0x7f800000u) + 0x00800000u;
+        if (acc & 0x80000000u)
+          for (i = i0; i < e; i++)
+            if ((x[i] & 0x7f800000u) == 0x7f800000u)
+              return i;
+      }
+      return -1;
+    }
+    case WK_TYPE_F16:{
+      const uint16_t *x = data;
+      for (i0 = 0; i0 < n; i0 += CHUNK) {
+        int64_t e = i0 + CHUNK < n ? i0 + CHUNK : n;
+        uint32_t acc = 0;
+        for (i = i0; i < e; i++)
+          acc |= (uint32_t) (x[i] & 0x7c00u) + 0x0400u;
+        if (acc & 0x8000u)
+          for (i = i0; i < e; i++)
+            if ((x[i] & 0x7c00u) == 0x7c00u)
+              return i;
+      }
+      return -1;
+    }
+    case WK_TYPE_Q8_0:{
+      const wk_block_q8_0 *b = data;
+      for (i = 0; i < n / WK_QK; i++)
+        if ((b[i].d & 0x7c00u) == 0x7c00u)
+          return i * WK_QK;
+      return -1;
+    }
+    case WK_TYPE_Q4_0:{
+      const wk_block_q4_0 *b = data;
+      for (i = 0; i < n / WK_QK; i++)
+        if ((b[i].d & 0x7c00u) == 0x7c00u)
+          return i * WK_QK;
+      return -1;
+    }
+  }
+  return -1;
+}
+
+/* Whether a knot tensor is one of those checked: everything but the
+ * matrices inside the encoder and decoder blocks. */
+static bool
+is_checked (const wk_tensor * t)
+{
+  int dims = 0;
+
+  for (int i = 0; i < WK_MAX_DIMS; i++)
+    dims += t->ne[i] > 1;
+  return dims <= 1 || !strstr (t->name, ".blocks.");
+}
+
+wk_status
+wk_model_check_weights (const wk_model * m, char *err, size_t err_size)
+{
+  size_t n_filt = (size_t) m->hp.n_mels * WK_N_BINS;
+  double sum = 0;
+  int64_t n_t = wk_knot_n_tensors (m->knot);
+
+  for (size_t i = 0; i < n_filt; i++) {
+    float v = m->mel_filters[i];
+    if (!isfinite (v) || v < 0) {
+      wk_set_err (err, err_size, "model: whisper.mel_filters[%zu] is %g; "
+          "the filters must be finite and non-negative (the file is "
+          "damaged: convert the model again)", i, (double) v);
+      return WK_ERR_FORMAT;
+    }
+    sum += v;
+  }
+  if (sum <= 0) {
+    wk_set_err (err, err_size, "model: whisper.mel_filters are all zero (the "
+        "file is damaged: convert the model again)");
+    return WK_ERR_FORMAT;
+  }
+  for (int64_t k = 0; k < n_t; k++) {
+    const wk_tensor *t = wk_knot_tensor_at (m->knot, k);
+    int64_t n, bad;
+    if (!t || !is_checked (t) || !wk_type_is_known (t->type))
+      continue;
+    n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    bad = first_non_finite (t->type, t->data, n);
+    if (bad >= 0) {
+      wk_set_err (err, err_size, "model: tensor '%s' holds NaN or Inf (at "
+          "element %lld%s): every output after it would be NaN, so the model "
+          "would say nothing. The file is damaged: convert the model again",
+          t->name, (long long) bad, t->type == WK_TYPE_Q8_0
+          || t->type == WK_TYPE_Q4_0 ? ", a block scale" : "");
+      return WK_ERR_FORMAT;
+    }
+  }
+  return WK_OK;
+}
+
 /* ---- hyper-parameters ---------------------------------------------------- */
 
 /* A string key with two allowed values: *is_second says whether it holds the
@@ -820,6 +941,9 @@ wk_model_load (const char *path, const wk_model_params * params,
   }
 
   st = bind_all (m, err, err_size);
+  if (st != WK_OK)
+    goto fail;
+  st = wk_model_check_weights (m, err, err_size);
   if (st != WK_OK)
     goto fail;
 

@@ -172,6 +172,15 @@ struct wk_model
 wk_status wk_model_check_file (const wk_model * model, char *err,
     size_t err_size);
 
+/* The load-time check of the values that would silence the model: the
+ * mel filters finite, non-negative and not all zero; every tensor but the
+ * block matrices (norms, biases, convolutions, positional and token
+ * embeddings; the scales of q8_0/q4_0 ones) free of NaN and Inf.
+ * WK_ERR_FORMAT with a message naming the tensor. wk_model_load runs it;
+ * exposed so tests can time it. */
+wk_status wk_model_check_weights (const wk_model * model, char *err,
+    size_t err_size);
+
 /* ---- the recognizer's working state ----------------------------------- */
 
 /* Everything one run of the recognizer needs, allocated once by

@@ -846,6 +846,164 @@ out:
   unlink (knot);
 }
 
+/* ---- weights that would silence the model ------------------------------- */
+
+/* Writes a copy of the knot at src to dst with the element `elem` of
+ * tensor `name` (or of whisper.mel_filters when name is NULL) set to v;
+ * for q8_0/q4_0 tensors the f16 scale of the block holding elem is set to
+ * the f16 bits v16 instead. */
+static bool
+write_poisoned (const char *src, const char *dst, const char *name,
+    int64_t elem, float v, uint16_t v16)
+{
+  size_t len = 0;
+  uint8_t *buf = (uint8_t *) slurp (src, &len);
+  wk_knot *k = NULL;
+  char err[256];
+  size_t off = 0;
+  bool ok = false;
+  FILE *f;
+
+  if (!buf || wk_knot_open_memory (buf, len, &k, err, sizeof err) != WK_OK)
+    goto out;
+  if (name) {
+    const wk_tensor *t = wk_knot_find (k, name);
+    if (!t)
+      goto out;
+    off = (size_t) ((const uint8_t *) t->data - buf);
+    if (t->type == WK_TYPE_F32)
+      off += (size_t) elem *4;
+    else if (t->type == WK_TYPE_F16)
+      off += (size_t) elem *2;
+    else
+      off += (size_t) (elem / WK_QK) * wk_type_block_bytes (t->type);
+    if (t->type == WK_TYPE_F32)
+      memcpy (buf + off, &v, 4);
+    else if (t->type == WK_TYPE_F16)
+      memcpy (buf + off, &v16, 2);
+    else
+      memcpy (buf + off, &v16, 2);
+  } else {
+    /* the filters' bytes in the metadata: find the array by its values */
+    size_t n = 0;
+    float *mel;
+    const uint8_t *at;
+    CHECK (wk_knot_get_arr_len (k, "whisper.mel_filters", &n) && n > 256);
+    mel = malloc (n * sizeof (float));
+    CHECK (wk_knot_copy_f32_arr (k, "whisper.mel_filters", mel, n));
+    at = memmem (buf, len, mel, n * sizeof (float));
+    free (mel);
+    if (!at)
+      goto out;
+    off = (size_t) (at - buf) + (size_t) elem *4;
+    memcpy (buf + off, &v, 4);
+  }
+  f = fopen (dst, "wb");
+  ok = f && fwrite (buf, 1, len, f) == len;
+  if (f)
+    fclose (f);
+out:
+  wk_knot_close (k);
+  free (buf);
+  return ok;
+}
+
+static double
+ms_since (double t0)
+{
+  return (wk_test_now () - t0) * 1e3;
+}
+
+/* A NaN or Inf in a tensor every window passes through, or broken mel
+ * filters, is a load error naming the tensor (the model loaded and said
+ * nothing). Prints the check's cost; with $WK_LOAD_CHECK_MODEL (e.g. a
+ * large-v3-sized knot from wk-make-test-model) also on that file. */
+static void
+test_non_finite_weights_rejected (void)
+{
+  static const struct
+  {
+    const char *type;           /* --type of the knot */
+    const char *name;           /* NULL: whisper.mel_filters */
+    int64_t elem;
+    float v;
+    uint16_t v16;
+    const char *want;           /* in the message */
+  } cases[] = {
+    {"f16", "decoder.ln.weight", 7, NAN, 0, "decoder.ln.weight"},
+    {"f16", "encoder.blocks.1.mlp_ln.bias", 0, INFINITY, 0, "mlp_ln.bias"},
+    {"f16", "encoder.conv1.bias", 63, -INFINITY, 0, "conv1.bias"},
+    {"f16", "decoder.token_embedding.weight", 64 * 50000 + 3, 0, 0x7e00,
+        "token_embedding"},
+    {"f16", "encoder.positional_embedding", 64 * 1499 + 63, 0, 0x7c00,
+        "encoder.positional_embedding"},
+    {"f16", "encoder.conv2.weight", 5, 0, 0xfc00, "conv2.weight"},
+    {"q8_0", "decoder.token_embedding.weight", 64 * 20000, 0, 0x7e00,
+        "block scale"},
+    {"q8_0", "decoder.positional_embedding", 64 * 3 + 40, 0, 0x7c00,
+        "decoder.positional_embedding"},
+    {NULL, NULL, 201 * 10 + 5, NAN, 0, "mel_filters"},
+    {NULL, NULL, 201 * 3 + 7, -0.5f, 0, "mel_filters"},
+  };
+  const char *bin = wpath ("nf.bin"), *k16 = wpath ("nf16.knot");
+  const char *k8 = wpath ("nf8.knot"), *bad = wpath ("nf-bad.knot");
+  const char *big = getenv ("WK_LOAD_CHECK_MODEL");
+  wk_model_params mp = wk_model_default_params ();
+  wk_model *m = NULL;
+  char err[1024];
+
+  if (make_model ("small-test", "f32", "41", bin))
+    return;
+  CHECK_MSG (convert ("f16", NULL, bin, k16) == 0, "%s", out_text);
+  CHECK_MSG (convert ("q8_0", NULL, bin, k8) == 0, "%s", out_text);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *src = cases[i].type && !strcmp (cases[i].type, "q8_0") ? k8 :
+        k16;
+    CHECK (write_poisoned (src, bad, cases[i].name, cases[i].elem,
+            cases[i].v, cases[i].v16));
+    err[0] = '\0';
+    CHECK_MSG (wk_model_load (bad, &mp, &m, err, sizeof err) == WK_ERR_FORMAT
+        && !m, "case %zu loaded", i);
+    CHECK_MSG (strstr (err, cases[i].want), "case %zu: %s", i, err);
+    wk_model_unref (m);
+    m = NULL;
+  }
+  /* a NaN in a block matrix is not looked for (the bulk of the file) */
+  CHECK (write_poisoned (k16, bad, "encoder.blocks.0.mlp.0.weight", 9, 0,
+          0x7e00));
+  CHECK (wk_model_load (bad, &mp, &m, err, sizeof err) == WK_OK);
+  wk_model_unref (m);
+  m = NULL;
+
+  /* the cost, on the clean models and an optional large one */
+  {
+    const char *paths[3] = { k16, k8, big };
+    for (int i = 0; i < 3; i++) {
+      double t0, t_load, t_check;
+      if (!paths[i])
+        continue;
+      t0 = wk_test_now ();
+      CHECK_MSG (wk_model_load (paths[i], &mp, &m, err, sizeof err) == WK_OK,
+          "%s", err);
+      t_load = ms_since (t0);
+      if (!m)
+        continue;
+      t0 = wk_test_now ();
+      CHECK (wk_model_check_weights (m, err, sizeof err) == WK_OK);
+      t_check = ms_since (t0);
+      printf ("# weight check: %.2f ms (page cache warm) of a %.1f ms load, "
+          "%s (%.1f MB)\n", t_check, t_load, paths[i],
+          (double) wk_knot_size (m->knot) / 1e6);
+      wk_model_unref (m);
+      m = NULL;
+    }
+  }
+  unlink (bin);
+  unlink (k16);
+  unlink (k8);
+  unlink (bad);
+}
+
 /* ---- vocabularies from tiktoken rank files -------------------------------- */
 
 static char *
@@ -1924,6 +2082,7 @@ main (void)
   RUN (test_bad_inputs_fail_cleanly);
   RUN (test_quantized_conv_in_engine);
   RUN (test_model_file_changes_after_load);
+  RUN (test_non_finite_weights_rejected);
   RUN (test_tiktoken_vocab);
   RUN (test_tiny_models_convert);
   RUN (test_pad_window);
