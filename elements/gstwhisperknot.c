@@ -906,6 +906,35 @@ failed:
 
 /* ---- the queue ---------------------------------------------------------- */
 
+/* A flush or a deactivation: wakes the streaming thread and the worker,
+ * and cancels a model run in progress so that the worker leaves its loop
+ * within a fraction of a second (the engine stops at its next layer). The
+ * stream exists from READY_TO_PAUSED until the pads are inactive again. */
+static void
+gst_whisperknot_stop_worker (GstWhisperKnot * self)
+{
+  g_mutex_lock (&self->lock);
+  self->flushing = TRUE;
+  self->srcresult = GST_FLOW_FLUSHING;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  if (self->stream)
+    wk_stream_cancel (self->stream);
+}
+
+/* Worker: whether an engine failure is only the cancel of a flush or a
+ * stop, which is no error. */
+static gboolean
+gst_whisperknot_is_flushing (GstWhisperKnot * self)
+{
+  gboolean flushing;
+
+  g_mutex_lock (&self->lock);
+  flushing = self->flushing;
+  g_mutex_unlock (&self->lock);
+  return flushing;
+}
+
 static void
 marker_free (Marker * marker)
 {
@@ -1170,11 +1199,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       gst_whisperknot_forward_partial_event (self, event);
       ret = gst_pad_push_event (self->srcpad, event);
 
-      g_mutex_lock (&self->lock);
-      self->flushing = TRUE;
-      self->srcresult = GST_FLOW_FLUSHING;
-      g_cond_broadcast (&self->cond);
-      g_mutex_unlock (&self->lock);
+      gst_whisperknot_stop_worker (self);
       /* waits for the worker to leave its loop */
       gst_pad_pause_task (self->srcpad);
       return ret;
@@ -1776,6 +1801,8 @@ gst_whisperknot_drain (GstWhisperKnot * self)
   /* ERRORS */
 failed:
   {
+    if (gst_whisperknot_is_flushing (self))
+      return GST_FLOW_FLUSHING;
     GST_ELEMENT_ERROR (self, STREAM, FAILED,
         ("Transcription failed: %s.", wk_status_str (status)), (NULL));
     self->own_error = TRUE;
@@ -1884,8 +1911,16 @@ flushing:
     gst_pad_pause_task (self->srcpad);
     return;
   }
+cancelled:
+  {
+    GST_DEBUG_OBJECT (self, "model run cancelled by a flush or a stop");
+    gst_pad_pause_task (self->srcpad);
+    return;
+  }
 feed_failed:
   {
+    if (gst_whisperknot_is_flushing (self))
+      goto cancelled;
     GST_ELEMENT_ERROR (self, STREAM, FAILED,
         ("Transcription failed: %s.", wk_status_str (status)), (NULL));
     goto own_error;
@@ -1940,11 +1975,7 @@ gst_whisperknot_src_activate_mode (GstPad * pad, GstObject * parent,
         self, NULL);
   }
 
-  g_mutex_lock (&self->lock);
-  self->flushing = TRUE;
-  self->srcresult = GST_FLOW_FLUSHING;
-  g_cond_broadcast (&self->cond);
-  g_mutex_unlock (&self->lock);
+  gst_whisperknot_stop_worker (self);
   return gst_pad_stop_task (pad);
 }
 

@@ -32,6 +32,8 @@ static gchar *model_path;       /* a loadable knot */
 static gchar *ml_model_path;    /* a multilingual one */
 static gchar *truncated_path;   /* its first bytes */
 static gchar *garbage_path;     /* not a knot */
+static gchar *slow_model_path;  /* tiny-sized random weights: a 30 s
+                                 * window takes seconds */
 
 /* ---- what comes out of the element, in order ---------------------------- */
 
@@ -1768,6 +1770,113 @@ GST_START_TEST (test_state_changes)
 
 GST_END_TEST;
 
+/* Longest a stop may take while the model runs: half a second, four
+ * times that under the sanitizers (the tests' timeout multiplier) */
+#ifdef __SANITIZE_ADDRESS__
+#define STOP_BOUND (2 * GST_SECOND)
+#else
+#define STOP_BOUND (GST_SECOND / 2)
+#endif
+
+/* Waits up to 60 s until the element's recognizer has encoded a window
+ * (the stats' windows counter): a run is in progress, with a
+ * tiny-sized random model for seconds more (random weights decode to
+ * the token limit). */
+static void
+wait_for_window (GstElement * e)
+{
+  gint64 end = g_get_monotonic_time () + 60 * G_TIME_SPAN_SECOND;
+
+  while (g_get_monotonic_time () < end) {
+    GstStructure *st = get_stats (e);
+    guint64 windows = stats_uint64 (st, "windows");
+
+    gst_structure_free (st);
+    if (windows > 0)
+      return;
+    g_usleep (G_USEC_PER_SEC / 50);
+  }
+  fail ("no window encoded within 60 s");
+}
+
+/* PLAYING to NULL while the model runs on a window returns within
+ * STOP_BOUND: the element cancels the run instead of waiting for it;
+ * no error is posted. */
+GST_START_TEST (test_stop_during_run)
+{
+  GstHarness *h = setup_full (slow_model_path, 0, TRUE);
+  guint64 pos = 0;
+  gint64 t0, took;
+  GstMessage *msg;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 31.0, &pos, TRUE),
+      GST_FLOW_OK);
+  wait_for_window (h->element);
+  t0 = g_get_monotonic_time ();
+  fail_unless_equals_int (gst_element_set_state (h->element, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  took = (g_get_monotonic_time () - t0) * GST_USECOND;
+  GST_INFO ("PLAYING to NULL during a run: %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (took));
+  fail_unless (took < STOP_BOUND, "the stop took %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (took));
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (msg == NULL, "error %" GST_PTR_FORMAT, msg);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* A flushing seek (FLUSH_START, FLUSH_STOP) while the model runs on a
+ * window is as quick, posts no error, and the recognizer takes audio
+ * again afterwards. */
+GST_START_TEST (test_flush_during_run)
+{
+  GstHarness *h = setup_full (slow_model_path, 0, TRUE);
+  guint64 pos = 0;
+  gint64 t0, took;
+  GstSegment segment;
+  GstStructure *st;
+  gdouble fed;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 31.0, &pos, TRUE),
+      GST_FLOW_OK);
+  wait_for_window (h->element);
+  t0 = g_get_monotonic_time ();
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  took = (g_get_monotonic_time () - t0) * GST_USECOND;
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  GST_INFO ("FLUSH_START during a run: %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (took));
+  fail_unless (took < STOP_BOUND, "the flush took %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (took));
+  rec_wait_event (0, GST_EVENT_FLUSH_STOP);
+  fail_unless (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) == NULL);
+
+  /* the recognizer takes audio again (a drain would run this model for
+   * seconds: the stress test checks text after flushes) */
+  st = get_stats (h->element);
+  fed = stats_double (st, "audio-seconds");
+  gst_structure_free (st);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 1.0, &pos, FALSE),
+      GST_FLOW_OK);
+  for (t0 = g_get_monotonic_time (); stats_double (st = get_stats (h->element),
+          "audio-seconds") < fed + 0.99; gst_structure_free (st)) {
+    fail_unless (g_get_monotonic_time () - t0 < 60 * G_TIME_SPAN_SECOND,
+        "no audio fed after the flush");
+    g_usleep (G_USEC_PER_SEC / 50);
+  }
+  gst_structure_free (st);
+  fail_unless (gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR) == NULL);
+  teardown (h);
+}
+
+GST_END_TEST;
+
 /* gst-inspect-1.0 lists the element from the build's plugin folder. */
 GST_START_TEST (test_gst_inspect_lists_element)
 {
@@ -1892,6 +2001,29 @@ make_models (void)
       return FALSE;
   }
 
+  if (make && convert) {
+    /* Whisper tiny's shape with random q8_0 weights */
+    gchar *vocab = g_build_filename (shared ? shared : ".",
+        "for-tests-ggml-tiny.en.bin", NULL);
+    gchar *bin = g_build_filename (tmp_dir, "slow-model.bin", NULL);
+    const gchar *make_argv[] = { make, "--dims", "tiny", "--type", "q8_0",
+      "--vocab", vocab, bin, NULL
+    };
+    const gchar *convert_argv[] = { convert, bin, NULL, NULL };
+    gboolean ok;
+
+    slow_model_path = g_build_filename (tmp_dir, "slow-model.knot", NULL);
+    convert_argv[2] = slow_model_path;
+    ok = run_tool (make_argv) && run_tool (convert_argv);
+    g_unlink (bin);
+    g_free (bin);
+    g_free (vocab);
+    if (!ok)
+      return FALSE;
+  } else {
+    slow_model_path = g_strdup (model_path);
+  }
+
   /* the first_buf kilobyte of a good knot: header and part of the metadata */
   if (!g_file_get_contents (model_path, &contents, &size, NULL))
     return FALSE;
@@ -1913,6 +2045,8 @@ remove_models (void)
     g_unlink (model_path);
   if (!g_getenv ("WK_ELEMENT_TEST_MODEL") && ml_model_path)
     g_unlink (ml_model_path);
+  if (slow_model_path && g_strcmp0 (slow_model_path, model_path))
+    g_unlink (slow_model_path);
   if (truncated_path)
     g_unlink (truncated_path);
   if (garbage_path)
@@ -1956,6 +2090,8 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_bad_language_fails_paused);
   tcase_add_test (tc, test_multilingual_translate);
   tcase_add_test (tc, test_state_changes);
+  tcase_add_test (tc, test_stop_during_run);
+  tcase_add_test (tc, test_flush_during_run);
   tcase_add_test (tc, test_gst_inspect_lists_element);
   tcase_add_test (tc, test_stats);
   tcase_add_test (tc, test_live_properties);
