@@ -24,12 +24,17 @@
  *
  * Timestamps follow the input: the first buffer's timestamp is the time of
  * the recognizer's first sample, and later ones are checked against the
- * samples received. Jitter moves the times of later text; a hole of up to
- * 2 s after lost data (a DISCONT buffer or a GAP event) is transcribed as
- * silence; a larger jump, or a GAP event longer than 2 s, transcribes what
- * came before, restarts the recognizer at the new time, and the next text
- * buffer carries DISCONT. EOS transcribes everything, then is passed on. A
- * flush drops queued audio and pending text.
+ * samples received, as audio sinks do: a difference up to
+ * #GstWhisperKnot:alignment-threshold is ignored, and so is one that does
+ * not keep one offset for #GstWhisperKnot:discont-wait of audio (jitter:
+ * timestamps that jump back and forth by seconds change nothing). A
+ * lasting offset of up to half a second moves the times of later text; a
+ * hole of up to 2 s after lost data (a DISCONT buffer or a GAP event) is
+ * transcribed as silence; a larger jump, or a GAP event longer than 2 s,
+ * transcribes what came before, restarts the recognizer at the new time,
+ * and the next text buffer carries DISCONT. EOS transcribes everything,
+ * then is passed on. A flush drops queued audio and pending text and stops
+ * a model run in progress, as does a change to READY or NULL.
  *
  * Properties are read when the element goes from READY to PAUSED (a model
  * set in READY replaces the one loading); changes made in PAUSED or PLAYING
@@ -106,6 +111,8 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define DEFAULT_VAD_MIN_SILENCE 300
 #define DEFAULT_OUTPUT GST_WHISPERKNOT_OUTPUT_WORD
 #define DEFAULT_TEXT_LINES FALSE
+#define DEFAULT_ALIGNMENT_THRESHOLD (40 * GST_MSECOND)
+#define DEFAULT_DISCONT_WAIT (1 * GST_SECOND)
 
 #define MAX_LATENCY 30000
 
@@ -115,17 +122,23 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 /* Samples handed to the engine per call, so the worker looks at flushes
  * and events between calls. */
 #define FEED_CHUNK (WK_SAMPLE_RATE / 2)
-/* Input timing. Text times are the time of the recognizer's first sample
- * plus the samples fed since, so input timestamps are checked against that
- * count. Jitter up to ALIGN_THRESHOLD is ignored. Timestamps up to
- * REBASE_MAX ahead of or behind the count, on a buffer not flagged
- * DISCONT, move the time of later text (jitter, a drifting clock: no audio
- * is missing). A hole up to FILL_MAX after lost data (a DISCONT buffer, a
- * GAP event, or a hole larger than REBASE_MAX) is transcribed as silence,
- * which keeps a short dropout from splitting a sentence. Anything else (a
- * seek, a long pause, a new stream) transcribes what came before and
- * restarts the recognizer at the new time. */
-#define ALIGN_THRESHOLD (40 * GST_MSECOND)
+/* Input timing, as GstAudioStreamAlign (and audiobasesink) handle it.
+ * Text times are the time of the recognizer's first sample plus the
+ * samples fed since, so input timestamps are checked against that count.
+ * A difference up to alignment-threshold is ignored. A larger one on a
+ * buffer not flagged DISCONT is a discontinuity only once the timestamps
+ * have kept that one offset for discont-wait of audio; until then the
+ * worker holds back the audio from its first sample on, and timestamps
+ * that come back (or jump elsewhere: jitter of seconds) release it as if
+ * nothing happened. A discontinuity (confirmed, or on a DISCONT buffer or
+ * a GAP event: lost data) is handled at its first sample: up to
+ * REBASE_MAX ahead of or behind the count it moves the time of later text
+ * (a drifting clock: no audio is missing); a hole up to FILL_MAX after
+ * lost data, or larger than REBASE_MAX, is transcribed as silence, which
+ * keeps a short dropout from splitting a sentence; anything else (a long
+ * pause, a new stream) transcribes what came before and restarts the
+ * recognizer at the new time. */
+#define MAX_DISCONT_WAIT (10 * GST_SECOND)      /* well below RING_SECONDS */
 #define FILL_MAX (2 * GST_SECOND)
 #define REBASE_MAX (500 * GST_MSECOND)
 /* Whisper's window: in offline mode no text can still come for audio more
@@ -194,6 +207,8 @@ enum
   PROP_OUTPUT,
   PROP_TEXT_LINES,
   PROP_STATS,
+  PROP_ALIGNMENT_THRESHOLD,
+  PROP_DISCONT_WAIT,
 };
 
 GType
@@ -220,6 +235,7 @@ typedef enum
   MARKER_EVENT,                 /* pass a serialized event on */
   MARKER_RESET,                 /* transcribe what came before, start anew */
   MARKER_REBASE,                /* move the time of later text */
+  MARKER_FILL,                  /* transcribe silence (a hole) */
 } MarkerKind;
 
 typedef struct
@@ -229,6 +245,7 @@ typedef struct
   GstEvent *event;              /* MARKER_EVENT */
   GstClockTime base;            /* MARKER_RESET: time of the next sample */
   GstClockTimeDiff delta;       /* MARKER_REBASE: change of the base */
+  guint64 fill;                 /* MARKER_FILL: samples of silence */
   gboolean drain;               /* MARKER_EVENT: transcribe what came before */
 } Marker;
 
@@ -438,6 +455,37 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
           GST_PARAM_MUTABLE_READY));
 
   /**
+   * GstWhisperKnot:alignment-threshold:
+   *
+   * Input timestamps that differ from the time the samples received so
+   * far give by up to this many nanoseconds are jitter and ignored (as
+   * audiobasesink's property of this name).
+   */
+  g_object_class_install_property (gobject_class, PROP_ALIGNMENT_THRESHOLD,
+      g_param_spec_uint64 ("alignment-threshold", "Alignment threshold",
+          "Timestamp jitter in nanoseconds that is ignored", 1,
+          G_MAXUINT64 - 1, DEFAULT_ALIGNMENT_THRESHOLD, G_PARAM_READWRITE |
+          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+
+  /**
+   * GstWhisperKnot:discont-wait:
+   *
+   * How long, in nanoseconds of audio, timestamps must stay off by more
+   * than #GstWhisperKnot:alignment-threshold, by one offset, before the
+   * element takes it for a discontinuity (as audiobasesink's property of
+   * this name); timestamps that jitter by seconds never restart the
+   * recognizer. Buffers flagged DISCONT act at once. 0 acts on every
+   * difference at once. With a latency, text can wait this long while
+   * timestamps are off.
+   */
+  g_object_class_install_property (gobject_class, PROP_DISCONT_WAIT,
+      g_param_spec_uint64 ("discont-wait", "Discont wait",
+          "Audio in nanoseconds that timestamps must stay off by one offset "
+          "before it counts as a discontinuity", 0, MAX_DISCONT_WAIT,
+          DEFAULT_DISCONT_WAIT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  /**
    * GstWhisperKnot:stats:
    *
    * Statistics of the current run as a structure named
@@ -512,6 +560,9 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->vad_min_silence_ms = DEFAULT_VAD_MIN_SILENCE;
   self->output = DEFAULT_OUTPUT;
   self->text_lines = DEFAULT_TEXT_LINES;
+  self->alignment_threshold = DEFAULT_ALIGNMENT_THRESHOLD;
+  self->discont_wait = DEFAULT_DISCONT_WAIT;
+  self->hold = G_MAXUINT64;
   self->phrase = g_string_new (NULL);
   self->partial_pos = GST_CLOCK_TIME_NONE;
 
@@ -608,6 +659,12 @@ gst_whisperknot_set_property (GObject * object, guint prop_id,
     case PROP_TEXT_LINES:
       self->text_lines = g_value_get_boolean (value);
       break;
+    case PROP_ALIGNMENT_THRESHOLD:
+      self->alignment_threshold = g_value_get_uint64 (value);
+      break;
+    case PROP_DISCONT_WAIT:
+      self->discont_wait = g_value_get_uint64 (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -664,6 +721,12 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
       break;
     case PROP_TEXT_LINES:
       g_value_set_boolean (value, self->text_lines);
+      break;
+    case PROP_ALIGNMENT_THRESHOLD:
+      g_value_set_uint64 (value, self->alignment_threshold);
+      break;
+    case PROP_DISCONT_WAIT:
+      g_value_set_uint64 (value, self->discont_wait);
       break;
     case PROP_STATS:
       g_value_take_boxed (value, gst_whisperknot_make_stats (self));
@@ -906,6 +969,14 @@ failed:
 
 /* ---- the queue ---------------------------------------------------------- */
 
+static GstClockTime
+samples_to_time (gint64 samples)
+{
+  if (samples <= 0)
+    return 0;
+  return gst_util_uint64_scale_int (samples, GST_SECOND, WK_SAMPLE_RATE);
+}
+
 /* A flush or a deactivation: wakes the streaming thread and the worker,
  * and cancels a model run in progress so that the worker leaves its loop
  * within a fraction of a second (the engine stops at its next layer). The
@@ -1033,17 +1104,102 @@ gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
   return ret;
 }
 
+/* With the lock held: queues marker at ring position pos, after the
+ * markers already there (pos may lie in the past: a confirmed
+ * discontinuity's first sample, which the worker holds back). */
+static void
+gst_whisperknot_insert_marker (GstWhisperKnot * self, Marker * marker,
+    guint64 pos)
+{
+  GList *l;
+
+  marker->pos = pos;
+  for (l = self->markers.tail; l; l = l->prev)
+    if (((Marker *) l->data)->pos <= pos)
+      break;
+  if (l)
+    g_queue_insert_after (&self->markers, l, marker);
+  else
+    g_queue_push_head (&self->markers, marker);
+  g_cond_broadcast (&self->cond);
+}
+
+/* Streaming thread: the timestamps that disagreed since cand_pos were
+ * jitter (or the decision is moot): the worker may feed that audio. */
+static void
+gst_whisperknot_drop_candidate (GstWhisperKnot * self)
+{
+  if (!self->cand)
+    return;
+  self->cand = FALSE;
+  g_mutex_lock (&self->lock);
+  self->hold = G_MAXUINT64;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+/* Streaming thread: the next input starts a new timeline (a flush, a new
+ * segment, a drain). */
+static void
+gst_whisperknot_forget_time (GstWhisperKnot * self)
+{
+  gst_whisperknot_drop_candidate (self);
+  self->in_base = GST_CLOCK_TIME_NONE;
+}
+
+/* Streaming thread: the samples from ring position pos on, which the
+ * count puts at `expected`, carry timestamps `drift` away from it (lost
+ * data when discont): fills a hole with silence, moves the time of later
+ * text or restarts the recognizer there (see "Input timing"). `since`
+ * samples after pos are queued and counted already. Releases the worker's
+ * hold. */
+static void
+gst_whisperknot_resync (GstWhisperKnot * self, guint64 pos,
+    GstClockTime expected, GstClockTimeDiff drift, gboolean discont,
+    guint64 since)
+{
+  Marker *marker = g_new0 (Marker, 1);
+  GstClockTime ts = (GstClockTimeDiff) expected + drift > 0 ?
+      expected + drift : 0;
+
+  if (drift > 0 && drift <= FILL_MAX && (discont || drift > REBASE_MAX)) {
+    GST_DEBUG_OBJECT (self, "filling a hole of %" GST_STIME_FORMAT,
+        GST_STIME_ARGS (drift));
+    marker->kind = MARKER_FILL;
+    marker->fill = gst_util_uint64_scale_int_round (drift, WK_SAMPLE_RATE,
+        GST_SECOND);
+    self->in_samples += marker->fill;
+  } else if (ABS (drift) <= REBASE_MAX) {
+    GST_DEBUG_OBJECT (self, "timestamps off by %" GST_STIME_FORMAT,
+        GST_STIME_ARGS (drift));
+    marker->kind = MARKER_REBASE;
+    marker->delta = drift;
+    self->in_base = ts;
+    self->in_samples = since;
+  } else {
+    GST_DEBUG_OBJECT (self, "restarting at %" GST_TIME_FORMAT " (expected %"
+        GST_TIME_FORMAT ")", GST_TIME_ARGS (ts), GST_TIME_ARGS (expected));
+    marker->kind = MARKER_RESET;
+    marker->base = ts;
+    self->in_base = ts;
+    self->in_samples = since;
+  }
+  self->cand = FALSE;
+  g_mutex_lock (&self->lock);
+  gst_whisperknot_insert_marker (self, marker, pos);
+  self->hold = G_MAXUINT64;
+  g_mutex_unlock (&self->lock);
+}
+
 /* Streaming thread: checks the timestamp of the next n input samples
- * against the samples queued so far (see ALIGN_THRESHOLD) and queues a
- * reset, a rebase or silence when they disagree. */
-static GstFlowReturn
+ * against the samples queued so far, as GstAudioStreamAlign does (see
+ * "Input timing" at the top). */
+static void
 gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts,
     gboolean discont, gsize n)
 {
-  GstFlowReturn ret = GST_FLOW_OK;
   GstClockTime expected = GST_CLOCK_TIME_NONE;
-  GstClockTimeDiff drift = 0;
-  Marker *marker;
+  GstClockTimeDiff drift;
 
   if (GST_CLOCK_TIME_IS_VALID (self->in_base))
     expected = self->in_base + gst_util_uint64_scale_int (self->in_samples,
@@ -1051,41 +1207,54 @@ gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts,
   if (!GST_CLOCK_TIME_IS_VALID (ts))
     ts = GST_CLOCK_TIME_IS_VALID (expected) ? expected :
         self->segment.format == GST_FORMAT_TIME ? self->segment.start : 0;
-  if (GST_CLOCK_TIME_IS_VALID (expected))
-    drift = GST_CLOCK_DIFF (expected, ts);
 
-  if (GST_CLOCK_TIME_IS_VALID (expected) && ABS (drift) <= ALIGN_THRESHOLD) {
-    /* continuous */
-  } else if (GST_CLOCK_TIME_IS_VALID (expected) && drift > 0 &&
-      drift <= FILL_MAX && (discont || drift > REBASE_MAX)) {
-    gsize fill = gst_util_uint64_scale_int_round (drift, WK_SAMPLE_RATE,
-        GST_SECOND);
+  if (!GST_CLOCK_TIME_IS_VALID (expected)) {
+    /* the first audio of a timeline */
+    Marker *marker;
 
-    GST_DEBUG_OBJECT (self, "filling a hole of %" GST_STIME_FORMAT,
-        GST_STIME_ARGS (drift));
-    ret = gst_whisperknot_write (self, NULL, fill);
-    self->in_samples += fill;
-  } else if (GST_CLOCK_TIME_IS_VALID (expected) && ABS (drift) <= REBASE_MAX) {
-    GST_DEBUG_OBJECT (self, "timestamps off by %" GST_STIME_FORMAT,
-        GST_STIME_ARGS (drift));
-    g_mutex_lock (&self->lock);
-    marker = gst_whisperknot_push_marker (self, MARKER_REBASE);
-    marker->delta = drift;
-    g_mutex_unlock (&self->lock);
-    self->in_base = ts;
-    self->in_samples = 0;
-  } else {
-    GST_DEBUG_OBJECT (self, "restarting at %" GST_TIME_FORMAT " (expected %"
-        GST_TIME_FORMAT ")", GST_TIME_ARGS (ts), GST_TIME_ARGS (expected));
     g_mutex_lock (&self->lock);
     marker = gst_whisperknot_push_marker (self, MARKER_RESET);
     marker->base = ts;
     g_mutex_unlock (&self->lock);
     self->in_base = ts;
-    self->in_samples = 0;
+    self->in_samples = n;
+    return;
+  }
+
+  drift = GST_CLOCK_DIFF (expected, ts);
+  if (ABS (drift) <= self->stream_threshold) {
+    /* continuous; earlier disagreeing timestamps were jitter */
+    gst_whisperknot_drop_candidate (self);
+  } else if (discont || self->stream_discont_wait == 0) {
+    /* upstream says data was lost: act at once */
+    gst_whisperknot_drop_candidate (self);
+    gst_whisperknot_resync (self, self->written, expected, drift, discont, 0);
+  } else {
+    /* A discontinuity only when the timestamps keep one new offset for
+     * discont-wait of audio; meanwhile the worker feeds up to its first
+     * sample and no further, so that a confirmed one acts there. */
+    if (!self->cand || ABS (drift - self->cand_drift) >
+        (GstClockTimeDiff) self->stream_threshold) {
+      gst_whisperknot_drop_candidate (self);
+      self->cand = TRUE;
+      self->cand_pos = self->written;
+      self->cand_expected = expected;
+      self->cand_drift = drift;
+      self->cand_samples = 0;
+      g_mutex_lock (&self->lock);
+      self->hold = self->written;
+      g_mutex_unlock (&self->lock);
+    }
+    self->cand_samples += n;
+    if (samples_to_time (self->cand_samples) >= self->stream_discont_wait) {
+      GST_DEBUG_OBJECT (self, "timestamps %" GST_STIME_FORMAT " off for %"
+          GST_TIME_FORMAT, GST_STIME_ARGS (self->cand_drift),
+          GST_TIME_ARGS (samples_to_time (self->cand_samples)));
+      gst_whisperknot_resync (self, self->cand_pos, self->cand_expected,
+          self->cand_drift, FALSE, self->cand_samples - n);
+    }
   }
   self->in_samples += n;
-  return ret;
 }
 
 static GstFlowReturn
@@ -1115,11 +1284,11 @@ gst_whisperknot_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 
   /* DISCONT alone is not acted on: what matters is whether the
    * timestamps still match the samples */
-  if (n > 0)
-    ret = gst_whisperknot_track_time (self, GST_BUFFER_PTS (buf),
+  if (n > 0) {
+    gst_whisperknot_track_time (self, GST_BUFFER_PTS (buf),
         GST_BUFFER_IS_DISCONT (buf), n);
-  if (n > 0 && ret == GST_FLOW_OK)
     ret = gst_whisperknot_write (self, map.data, n);
+  }
   gst_buffer_unmap (buf, &map);
 
 out:
@@ -1221,7 +1390,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       self->base = GST_CLOCK_TIME_NONE;
       self->out_pos = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
-      self->in_base = GST_CLOCK_TIME_NONE;
+      gst_whisperknot_forget_time (self);
       g_string_truncate (self->phrase, 0);
       self->line_open = FALSE;
 
@@ -1264,7 +1433,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
        * and the recognizer starts anew. A repeated one changes nothing. */
       if (self->segment.format == GST_FORMAT_TIME &&
           !gst_segment_is_equal (&self->segment, segment)) {
-        self->in_base = GST_CLOCK_TIME_NONE;
+        gst_whisperknot_forget_time (self);
         gst_segment_copy_into (segment, &self->segment);
         return gst_whisperknot_queue_event (self, event, TRUE);
       }
@@ -1284,17 +1453,16 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         gst_event_unref (event);
         if (n == 0)
           return TRUE;
-        if (gst_whisperknot_track_time (self, ts, TRUE, n) != GST_FLOW_OK)
-          return FALSE;
+        gst_whisperknot_track_time (self, ts, TRUE, n);
         return gst_whisperknot_write (self, NULL, n) == GST_FLOW_OK;
       }
       /* the worker transcribes what came before, then passes it on; the
        * next audio starts anew */
-      self->in_base = GST_CLOCK_TIME_NONE;
+      gst_whisperknot_forget_time (self);
       return gst_whisperknot_queue_event (self, event, TRUE);
     }
     case GST_EVENT_EOS:
-      self->in_base = GST_CLOCK_TIME_NONE;
+      gst_whisperknot_forget_time (self);
       return gst_whisperknot_queue_event (self, event, TRUE);
     default:
       if (GST_EVENT_IS_SERIALIZED (event))
@@ -1304,14 +1472,6 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 }
 
 /* ---- the worker --------------------------------------------------------- */
-
-static GstClockTime
-samples_to_time (gint64 samples)
-{
-  if (samples <= 0)
-    return 0;
-  return gst_util_uint64_scale_int (samples, GST_SECOND, WK_SAMPLE_RATE);
-}
 
 /* The latency this element adds: the engine's target, or a whole window
  * in offline mode. */
@@ -1810,6 +1970,38 @@ failed:
   }
 }
 
+/* Worker: transcribes n samples of silence (a hole in the input). */
+static GstFlowReturn
+gst_whisperknot_feed_silence (GstWhisperKnot * self, guint64 n)
+{
+  static const gfloat zeros[FEED_CHUNK];
+  GstFlowReturn ret = GST_FLOW_OK;
+  wk_status status;
+
+  while (n > 0 && ret == GST_FLOW_OK) {
+    gsize k = MIN (n, FEED_CHUNK);
+
+    status = wk_stream_feed (self->stream, zeros, k);
+    if (status != WK_OK)
+      goto failed;
+    self->fed += k;
+    n -= k;
+    ret = gst_whisperknot_push_results (self, FALSE);
+  }
+  return ret;
+
+  /* ERRORS */
+failed:
+  {
+    if (gst_whisperknot_is_flushing (self))
+      return GST_FLOW_FLUSHING;
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("Transcription failed: %s.", wk_status_str (status)), (NULL));
+    self->own_error = TRUE;
+    return GST_FLOW_ERROR;
+  }
+}
+
 static GstFlowReturn
 gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
 {
@@ -1822,6 +2014,8 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
     self->discont = TRUE;
     return ret;
   }
+  if (marker->kind == MARKER_FILL)
+    return gst_whisperknot_feed_silence (self, marker->fill);
   if (marker->kind == MARKER_REBASE) {
     /* text and GAPs already out keep out_pos monotonic */
     if (GST_CLOCK_TIME_IS_VALID (self->base))
@@ -1850,6 +2044,24 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
   return ret;
 }
 
+/* With the lock held: where the audio the worker may feed ends (the
+ * hold of a possible discontinuity, or what was written). */
+static guint64
+gst_whisperknot_feedable (GstWhisperKnot * self)
+{
+  return MAX (MIN (self->written, self->hold), self->read);
+}
+
+/* With the lock held: audio to feed, or a marker due. */
+static gboolean
+gst_whisperknot_has_work (GstWhisperKnot * self)
+{
+  Marker *marker = g_queue_peek_head (&self->markers);
+
+  return gst_whisperknot_feedable (self) > self->read ||
+      (marker && marker->pos == self->read);
+}
+
 static void
 gst_whisperknot_loop (GstWhisperKnot * self)
 {
@@ -1859,8 +2071,7 @@ gst_whisperknot_loop (GstWhisperKnot * self)
   wk_status status;
 
   g_mutex_lock (&self->lock);
-  while (!self->flushing && self->model && self->read == self->written &&
-      g_queue_is_empty (&self->markers))
+  while (!self->flushing && self->model && !gst_whisperknot_has_work (self))
     g_cond_wait (&self->cond, &self->lock);
   if (self->flushing)
     goto flushing;
@@ -1878,7 +2089,7 @@ gst_whisperknot_loop (GstWhisperKnot * self)
     ret = gst_whisperknot_handle_marker (self, marker);
     marker_free (marker);
   } else {
-    n = self->written - self->read;
+    n = gst_whisperknot_feedable (self) - self->read;
     if (marker)
       n = MIN (n, marker->pos - self->read);
     off = self->read % self->ring_size;
@@ -2052,7 +2263,11 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->negotiated = FALSE;
       self->format = GST_AUDIO_FORMAT_F32LE;
       gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
-      self->in_base = GST_CLOCK_TIME_NONE;
+      gst_whisperknot_forget_time (self);
+      GST_OBJECT_LOCK (self);
+      self->stream_threshold = self->alignment_threshold;
+      self->stream_discont_wait = self->discont_wait;
+      GST_OBJECT_UNLOCK (self);
       break;
     default:
       break;

@@ -69,6 +69,8 @@ struct _GstWhisperKnot
   guint vad_min_silence_ms;
   GstWhisperKnotOutput output;
   gboolean text_lines;          /* text as lines for a terminal or file */
+  GstClockTime alignment_threshold;     /* jitter ignored */
+  GstClockTime discont_wait;    /* audio that confirms a discontinuity */
   /* statistics (the stats property), also under the object lock */
   wk_stream_stats stats;        /* the stream's, as of the last feed */
   guint64 model_bytes;          /* mapped bytes of the model file */
@@ -97,6 +99,9 @@ struct _GstWhisperKnot
   guint64 written;              /* samples ever written to the ring */
   guint64 read;                 /* samples ever fed to the engine */
   GQueue markers;               /* WkMarker, in position order */
+  guint64 hold;                 /* the worker feeds no further than this
+                                 * (a possible discontinuity's first
+                                 * sample), G_MAXUINT64: no hold */
   gboolean flushing;
   GstFlowReturn srcresult;      /* what the chain function returns */
 
@@ -106,6 +111,14 @@ struct _GstWhisperKnot
   GstSegment segment;           /* the input's, FORMAT_UNDEFINED: none */
   GstClockTime in_base;         /* input time of in_samples = 0, or NONE */
   guint64 in_samples;           /* samples queued since in_base */
+  GstClockTime stream_threshold;        /* this run's alignment-threshold */
+  GstClockTime stream_discont_wait;     /* and discont-wait */
+  gboolean cand;                /* timestamps disagree since cand_pos (a
+                                 * discontinuity if they go on so) */
+  guint64 cand_pos;             /* ring position of its first sample */
+  GstClockTime cand_expected;   /* the time the count gives there */
+  GstClockTimeDiff cand_drift;  /* timestamps minus the count */
+  guint64 cand_samples;         /* samples since, all with that offset */
 
   /* worker only (or with the worker stopped) */
   wk_stream *stream;

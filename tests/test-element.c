@@ -9,12 +9,15 @@
  * events together cover the input's time exactly, in order.
  */
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <glib/gstdio.h>
 #include <gst/audio/audio.h>
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
+
+#include "whisperknot.h"
 
 #define RATE 16000
 #define CAPS_F32 "audio/x-raw, format=F32LE, rate=16000, channels=1, " \
@@ -336,6 +339,8 @@ push_audio (GstHarness * h, gboolean f32, GstClockTime t0, gdouble seconds,
 
 static gboolean push_jfk (GstHarness * h, GstClockTime t0,
     GstClockTime limit, GstClockTime * end);
+static GstStructure *get_stats (GstElement * e);
+static guint64 stats_uint64 (const GstStructure * st, const gchar * field);
 
 /* ---- tests -------------------------------------------------------------- */
 
@@ -379,6 +384,16 @@ GST_START_TEST (test_properties_have_defaults)
   g_free (language);
   g_object_get (e, "max-observed-delay", &latency, NULL);
   fail_unless_equals_int (latency, 0);
+
+  /* audiobasesink's timing properties and defaults */
+  {
+    guint64 threshold = 0, wait = 0;
+
+    g_object_get (e, "alignment-threshold", &threshold, "discont-wait",
+        &wait, NULL);
+    fail_unless_equals_uint64 (threshold, 40 * GST_MSECOND);
+    fail_unless_equals_uint64 (wait, GST_SECOND);
+  }
   gst_object_unref (e);
 }
 
@@ -1108,17 +1123,25 @@ read_u32le (const gchar * p)
   return b[0] | b[1] << 8 | b[2] << 16 | (guint32) b[3] << 24;
 }
 
+/* Timestamp jitter: what buffer i's PTS is off by */
+typedef GstClockTimeDiff (*JitterFunc) (guint i);
+/* Sample i of a second of audio before the speech */
+typedef gfloat (*LeadFunc) (guint i);
+
 /* Pushes the speech of $WK_SHARED_DATA/jfk.wav (16 kHz mono S16, 11 s;
  * only its first `limit` if that is valid) in 20 ms buffers from t0; FALSE
- * when the file is missing. */
+ * when the file is missing. With jitter, buffer i's PTS is off by
+ * jitter (i). With lead, the audio is F32 and starts with a second of
+ * lead's samples. */
 static gboolean
-push_jfk (GstHarness * h, GstClockTime t0, GstClockTime limit,
-    GstClockTime * end)
+push_jfk_full (GstHarness * h, GstClockTime t0, GstClockTime limit,
+    GstClockTime * end, JitterFunc jitter, LeadFunc lead)
 {
   const gchar *shared = g_getenv ("WK_SHARED_DATA");
   gchar *path, *data = NULL;
-  gsize size = 0, off = 12, n, i;
+  gsize size = 0, off = 12, n, i, k, n_lead = lead ? RATE : 0;
   const guint chunk = RATE / 50;
+  guint b = 0;
 
   if (!shared)
     return FALSE;
@@ -1136,18 +1159,42 @@ push_jfk (GstHarness * h, GstClockTime t0, GstClockTime limit,
   if (GST_CLOCK_TIME_IS_VALID (limit))
     n = MIN (n, gst_util_uint64_scale (limit, RATE, GST_SECOND));
   off += 8;
-  gst_harness_set_src_caps_str (h, CAPS_S16);
-  for (i = 0; i < n; i += chunk) {
-    gsize m = MIN (chunk, n - i);
-    GstBuffer *buf = gst_buffer_new_memdup (data + off + 2 * i, 2 * m);
+  gst_harness_set_src_caps_str (h, lead ? CAPS_F32 : CAPS_S16);
+  for (i = 0; i < n_lead + n; i += chunk, b++) {
+    gsize m = MIN (chunk, n_lead + n - i);
+    GstClockTime pts = t0 + gst_util_uint64_scale (i, GST_SECOND, RATE);
+    GstBuffer *buf;
 
-    GST_BUFFER_PTS (buf) = t0 + gst_util_uint64_scale (i, GST_SECOND, RATE);
+    if (lead) {
+      GstMapInfo map;
+
+      buf = gst_buffer_new_and_alloc (4 * m);
+      gst_buffer_map (buf, &map, GST_MAP_WRITE);
+      for (k = 0; k < m; k++) {
+        gfloat v = i + k < n_lead ? lead (i + k) : (gint16)
+            GST_READ_UINT16_LE (data + off + 2 * (i + k - n_lead)) / 32768.0f;
+        GST_WRITE_FLOAT_LE (map.data + 4 * k, v);
+      }
+      gst_buffer_unmap (buf, &map);
+    } else {
+      buf = gst_buffer_new_memdup (data + off + 2 * i, 2 * m);
+    }
+    if (jitter)
+      pts = (GstClockTimeDiff) pts + jitter (b) > 0 ? pts + jitter (b) : 0;
+    GST_BUFFER_PTS (buf) = pts;
     GST_BUFFER_DURATION (buf) = gst_util_uint64_scale (m, GST_SECOND, RATE);
     fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
   }
-  *end = t0 + gst_util_uint64_scale (n, GST_SECOND, RATE);
+  *end = t0 + gst_util_uint64_scale (n_lead + n, GST_SECOND, RATE);
   g_free (data);
   return TRUE;
+}
+
+static gboolean
+push_jfk (GstHarness * h, GstClockTime t0, GstClockTime limit,
+    GstClockTime * end)
+{
+  return push_jfk_full (h, t0, limit, end, NULL, NULL);
 }
 
 /* Pushes jfk.wav from t0, then EOS, and waits for the EOS: *end is where
@@ -1212,6 +1259,186 @@ GST_START_TEST (test_live_policy_output)
    * hypotheses (whatever a random model says) are posted */
   fail_unless (n_partial > 0);
   teardown (h);
+}
+
+GST_END_TEST;
+
+/* ---- timestamp jitter, hostile samples --------------------------------- */
+
+/* +3 s and -3 s in turn */
+static GstClockTimeDiff
+jitter_alternate (guint i)
+{
+  return i % 2 ? 3 * GST_SECOND : -3 * GST_SECOND;
+}
+
+/* +3 s on every other buffer */
+static GstClockTimeDiff
+jitter_every_other (guint i)
+{
+  return i % 2 ? 3 * GST_SECOND : 0;
+}
+
+/* anywhere in [-3 s, +3 s], a fixed pseudo-random sequence */
+static GstClockTimeDiff
+jitter_random (guint i)
+{
+  guint32 x = i * 2654435761u + 0x9e3779b9u;
+
+  x ^= x >> 15;
+  x *= 0x2c1b3c6du;
+  x ^= x >> 12;
+  return ((gint64) (x % 6001) - 3000) * GST_MSECOND;
+}
+
+/* The text jfk.wav gives through an element on model with this latency
+ * (its buffers' texts, one space apart), pushed from 5 s with jitter and
+ * lead (see push_jfk_full), to EOS. Checks that the output is one
+ * stretch of text and GAPs from the first buffer's PTS, with no DISCONT
+ * after its first text buffer: the recognizer never restarted. The
+ * element's stats (if stats is not NULL) are returned in *stats. NULL
+ * when the test data has no jfk.wav. */
+static gchar *
+jfk_text (const gchar * model, guint latency_ms, JitterFunc jitter,
+    LeadFunc lead, GstStructure ** stats)
+{
+  GstHarness *h = setup_full (model, latency_ms, TRUE);
+  GstClockTime t0 = 5 * GST_SECOND, first, end;
+  GString *text = g_string_new (NULL);
+  guint eos, i;
+
+  if (!push_jfk_full (h, t0, GST_CLOCK_TIME_NONE, &end, jitter, lead)) {
+    teardown (h);
+    g_string_free (text, TRUE);
+    return NULL;
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  first = (GstClockTimeDiff) t0 + (jitter ? jitter (0) : 0);
+  check_coverage (0, eos, first, first + end - t0);
+  for (i = first_buffer (0, eos); i < eos; i++) {
+    const Item *item = rec_item (i);
+
+    if (!item->is_buffer)
+      continue;
+    fail_if (i > first_buffer (0, eos) && item->discont,
+        "DISCONT at %" GST_TIME_FORMAT ": the recognizer restarted",
+        GST_TIME_ARGS (item->ts));
+    if (text->len)
+      g_string_append_c (text, ' ');
+    g_string_append (text, item->text);
+  }
+  if (stats)
+    *stats = get_stats (h->element);
+  teardown (h);
+  return g_string_free (text, FALSE);
+}
+
+/* PTS that jump by +-3 s from buffer to buffer (20 ms buffers, never
+ * flagged DISCONT) are jitter: the text of jfk.wav is the text clean
+ * timestamps give, offline and live, and the recognizer never restarts
+ * (with discont-wait 0 it would restart on every other buffer). On the
+ * random test model and, offline, on the default model (real text). */
+GST_START_TEST (test_jitter_same_text)
+{
+  const JitterFunc jitters[] = { jitter_alternate, jitter_every_other,
+    jitter_random
+  };
+  const struct
+  {
+    const gchar *model;
+    guint latency_ms;
+  } runs[] = { {NULL, 0}, {NULL, 1000}, {"default", 0} };
+  guint r, j;
+
+  for (r = 0; r < G_N_ELEMENTS (runs); r++) {
+    const gchar *model = runs[r].model ? wk_default_model_path () : model_path;
+    gchar *clean;
+
+    if (runs[r].model && !g_file_test (model, G_FILE_TEST_EXISTS)) {
+      GST_WARNING ("no default model %s: skipped", model);
+      continue;
+    }
+    clean = jfk_text (model, runs[r].latency_ms, NULL, NULL, NULL);
+    if (!clean) {
+      GST_WARNING ("no jfk.wav: skipped");
+      return;
+    }
+    GST_INFO ("%s, latency %u: %s", model, runs[r].latency_ms, clean);
+    fail_unless (clean[0] != '\0', "no text from jfk.wav");
+    for (j = 0; j < G_N_ELEMENTS (jitters); j++) {
+      gchar *jittered = jfk_text (model, runs[r].latency_ms, jitters[j],
+          NULL, NULL);
+
+      fail_unless_equals_string (jittered, clean);
+      g_free (jittered);
+    }
+    g_free (clean);
+  }
+}
+
+GST_END_TEST;
+
+static gfloat
+lead_silence (guint i)
+{
+  return 0.0f;
+}
+
+static gfloat
+lead_huge (guint i)
+{
+  return i % 2 ? 1e30f : -1e30f;
+}
+
+static gfloat
+lead_inf (guint i)
+{
+  return i % 2 ? INFINITY : -INFINITY;
+}
+
+static gfloat
+lead_hot (guint i)
+{
+  return i % 2 ? 1.5f : -1.5f;
+}
+
+/* A second of +-1e30 or of infinities before jfk.wav (F32) leaves the
+ * speech's text as a second of silence does (the default model: real
+ * text), and the stats count what was fed as silence; samples beyond
+ * full scale are counted as clipped. */
+GST_START_TEST (test_hostile_samples)
+{
+  const gchar *model = wk_default_model_path ();
+  const LeadFunc leads[] = { lead_huge, lead_inf };
+  GstStructure *st = NULL;
+  gchar *clean, *text;
+  guint i;
+
+  if (!g_file_test (model, G_FILE_TEST_EXISTS))
+    model = model_path;
+  clean = jfk_text (model, 0, NULL, lead_silence, &st);
+  if (!clean) {
+    GST_WARNING ("no jfk.wav: skipped");
+    return;
+  }
+  fail_unless (clean[0] != '\0', "no text from jfk.wav");
+  fail_unless_equals_uint64 (stats_uint64 (st, "clipped-samples"), 0);
+  fail_unless_equals_uint64 (stats_uint64 (st, "zeroed-samples"), 0);
+  gst_structure_free (st);
+  for (i = 0; i < G_N_ELEMENTS (leads); i++) {
+    text = jfk_text (model, 0, NULL, leads[i], &st);
+    fail_unless_equals_string (text, clean);
+    fail_unless_equals_uint64 (stats_uint64 (st, "clipped-samples"), 0);
+    fail_unless_equals_uint64 (stats_uint64 (st, "zeroed-samples"), RATE);
+    gst_structure_free (st);
+    g_free (text);
+  }
+  g_free (jfk_text (model, 0, NULL, lead_hot, &st));
+  fail_unless_equals_uint64 (stats_uint64 (st, "clipped-samples"), RATE);
+  fail_unless_equals_uint64 (stats_uint64 (st, "zeroed-samples"), 0);
+  gst_structure_free (st);
+  g_free (clean);
 }
 
 GST_END_TEST;
@@ -2084,6 +2311,8 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_missing_default_model_says_how_to_set_one);
   tcase_add_test (tc, test_corrupt_model_fails_paused);
   tcase_add_test (tc, test_live_policy_output);
+  tcase_add_test (tc, test_jitter_same_text);
+  tcase_add_test (tc, test_hostile_samples);
   tcase_add_test (tc, test_live_silence_gives_gaps_not_text);
   tcase_add_test (tc, test_live_flush_mid_utterance);
   tcase_add_test (tc, test_live_eos_mid_word);
