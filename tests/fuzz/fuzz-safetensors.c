@@ -1,6 +1,8 @@
-/* libFuzzer target: the Hugging Face readers. The first byte picks the
- * reader: safetensors (strict or skipping other dtypes), config.json,
- * vocab.json / tokenizer.json, or the tensor-name mapping. */
+/* libFuzzer target: the Hugging Face readers. The first byte (mod 8)
+ * picks the reader: safetensors (0 strict, 1 skipping other dtypes), 2
+ * config.json, 3 vocab.json / tokenizer.json, 5 added_tokens.json /
+ * tokenizer.json's added_tokens, 6 generation_config.json's token ids,
+ * else the tensor-name mapping. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +19,11 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 
   if (size < 1)
     return 0;
-  switch (data[0] % 5) {
+  switch (data[0] % 8) {
     case 0:
     case 1:{
       wk_safetensors *st = NULL;
-      if (wk_safetensors_open_memory (data + 1, size - 1, data[0] % 5 == 1,
+      if (wk_safetensors_open_memory (data + 1, size - 1, data[0] % 8 == 1,
               &st, err, sizeof err) == WK_OK) {
         for (int64_t i = 0; i < st->n_tensors; i++) {
           const wk_st_tensor *t = &st->tensors[i];
@@ -54,6 +56,33 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
             sink ^= (uint8_t) v.tokens[i][v.lens[i] - 1];
         wk_hf_vocab_clear (&v);
       }
+      break;
+    }
+    case 5:{
+      wk_hf_named_ids ids;
+      if (wk_hf_added_tokens_parse ((const char *) data + 1, size - 1, &ids,
+              err, sizeof err) == WK_OK) {
+        for (int32_t i = 0; i < ids.n; i++)
+          if (!ids.names[i] || ids.ids[i] < 0 || ids.ids[i] > INT32_MAX)
+            abort ();
+          else
+            sink ^= (uint8_t) ids.names[i][0];
+        wk_hf_named_ids_clear (&ids);
+      } else if (ids.n || ids.names || ids.ids) {
+        abort ();
+      }
+      break;
+    }
+    case 6:{
+      static const char *const keys[] = { "decoder_start_token_id",
+        "eos_token_id", "no_timestamps_token_id", "prev_sot_token_id"
+      };
+      int64_t v[4];
+      if (wk_hf_json_ids ((const char *) data + 1, size - 1, keys, 4, v, err,
+              sizeof err) == WK_OK)
+        for (int i = 0; i < 4; i++)
+          if (v[i] < -1 || v[i] > INT32_MAX)
+            abort ();
       break;
     }
     default:{
