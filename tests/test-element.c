@@ -340,6 +340,7 @@ push_audio (GstHarness * h, gboolean f32, GstClockTime t0, gdouble seconds,
 static gboolean push_jfk (GstHarness * h, GstClockTime t0,
     GstClockTime limit, GstClockTime * end);
 static GstStructure *get_stats (GstElement * e);
+static gdouble stats_double (const GstStructure * st, const gchar * field);
 static guint64 stats_uint64 (const GstStructure * st, const gchar * field);
 
 /* ---- tests -------------------------------------------------------------- */
@@ -2005,25 +2006,43 @@ GST_END_TEST;
 #define STOP_BOUND (GST_SECOND / 2)
 #endif
 
-/* Waits up to 60 s until the element's recognizer has encoded a window
- * (the stats' windows counter): a run is in progress, with a
- * tiny-sized random model for seconds more (random weights decode to
- * the token limit). */
+/* Starts a model run and returns while it is in progress: pushes 30 s of
+ * audio, which the worker feeds without a run (a window needs its last
+ * frame's samples past 30 s), waits until it is all fed (the stats are
+ * updated after each feed), pushes one more second, whose first feed
+ * runs the window (with a tiny-sized random model, seconds of encoding,
+ * then decoding to the token limit), and waits 0.3 s into it. */
 static void
-wait_for_window (GstElement * e)
+start_run (GstHarness * h)
 {
   gint64 end = g_get_monotonic_time () + 60 * G_TIME_SPAN_SECOND;
+  guint64 pos = 0;
+  GstStructure *st;
 
-  while (g_get_monotonic_time () < end) {
-    GstStructure *st = get_stats (e);
-    guint64 windows = stats_uint64 (st, "windows");
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 30.0, &pos, TRUE),
+      GST_FLOW_OK);
+  for (;;) {
+    gdouble fed;
 
+    st = get_stats (h->element);
+    fed = stats_double (st, "audio-seconds");
+    fail_unless_equals_uint64 (stats_uint64 (st, "windows"), 0);
     gst_structure_free (st);
-    if (windows > 0)
-      return;
+    if (fed > 29.999)
+      break;
+    fail_unless (g_get_monotonic_time () < end, "30 s not fed within 60 s");
     g_usleep (G_USEC_PER_SEC / 50);
   }
-  fail ("no window encoded within 60 s");
+  fail_unless_equals_int (push_audio (h, FALSE, 30 * GST_SECOND, 1.0, &pos,
+          FALSE), GST_FLOW_OK);
+  g_usleep (G_USEC_PER_SEC * 3 / 10);
+  /* the feed that runs the window has not returned */
+  st = get_stats (h->element);
+  fail_unless (stats_double (st, "audio-seconds") < 30.001 &&
+      stats_uint64 (st, "windows") == 0, "no run in progress: %"
+      GST_PTR_FORMAT, st);
+  gst_structure_free (st);
 }
 
 /* PLAYING to NULL while the model runs on a window returns within
@@ -2032,14 +2051,10 @@ wait_for_window (GstElement * e)
 GST_START_TEST (test_stop_during_run)
 {
   GstHarness *h = setup_full (slow_model_path, 0, TRUE);
-  guint64 pos = 0;
   gint64 t0, took;
   GstMessage *msg;
 
-  gst_harness_set_src_caps_str (h, CAPS_S16);
-  fail_unless_equals_int (push_audio (h, FALSE, 0, 31.0, &pos, TRUE),
-      GST_FLOW_OK);
-  wait_for_window (h->element);
+  start_run (h);
   t0 = g_get_monotonic_time ();
   fail_unless_equals_int (gst_element_set_state (h->element, GST_STATE_NULL),
       GST_STATE_CHANGE_SUCCESS);
@@ -2067,10 +2082,7 @@ GST_START_TEST (test_flush_during_run)
   GstStructure *st;
   gdouble fed;
 
-  gst_harness_set_src_caps_str (h, CAPS_S16);
-  fail_unless_equals_int (push_audio (h, FALSE, 0, 31.0, &pos, TRUE),
-      GST_FLOW_OK);
-  wait_for_window (h->element);
+  start_run (h);
   t0 = g_get_monotonic_time ();
   fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
   took = (g_get_monotonic_time () - t0) * GST_USECOND;
