@@ -5,8 +5,12 @@
 #   knots/train/gpu-train.sh BUNDLE_DIR OUT_DIR SECONDS [train.py options]
 #
 # BUNDLE_DIR holds tts.tar.xz (knots/train/tts-bundle.sh) and text.tar.xz (the sentence
-# pools synth.py texts writes to knots/work/text/). The run stops SECONDS after it
-# starts, leaving OUT_DIR/model-f16.pt.partNN (join with cat into checkpoint/model-f16.pt),
+# pools synth.py texts writes to knots/work/text/), optionally shared.tar.xz and
+# speech.tar (real training speech, knots/train/speechpack.py pack: decoded here into
+# the trainer's data/real; REAL_IN_POOL=1 also links it into data/train, which is all
+# the GPU's --device-pool reads). Training starts from the committed knot + side file
+# (train.py). The run stops SECONDS after it starts, leaving
+# OUT_DIR/model-f16.pt.partNN (join with cat into knots/work/model-f16.pt),
 # OUT_DIR/log.txt (training log) and OUT_DIR/synth.log. It gives up within about a
 # minute if the synthesizers or the GPU do not work, so that a retry still fits.
 set -u
@@ -56,6 +60,17 @@ done
 nice -n 5 $PY knots/train/synth.py eval --n 24 >> "$OUT/synth.log" 2>&1 &
 pids+=($!)
 trap 'kill "${pids[@]}" 2>/dev/null' EXIT
+
+# real speech, while the synthesizers start (about 10 s on 16 cores)
+if [ -f "$BUNDLE/speech.tar" ]; then
+  $PY knots/train/speechpack.py unpack "$BUNDLE/speech.tar" "$WK_TRAIN_WORK/data/real" || exit 1
+  if [ "${REAL_IN_POOL:-0}" = 1 ]; then
+    mkdir -p "$WK_TRAIN_WORK/data/train"
+    for f in "$WK_TRAIN_WORK"/data/real/shard-*.npz; do
+      ln -s "$f" "$WK_TRAIN_WORK/data/train/shard-real-${f##*/shard-}"
+    done
+  fi
+fi
 
 DEVICE=${DEVICE:-cuda}  # DEVICE=cpu tries the whole run on a machine without a GPU
 if [ "$DEVICE" = cuda ]; then
