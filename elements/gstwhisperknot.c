@@ -1278,6 +1278,8 @@ gst_whisperknot_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     goto map_failed;
 
   bps = self->format == GST_AUDIO_FORMAT_S16LE ? 2 : 4;
+  if (map.size % bps != 0)
+    goto partial_sample;
   n = map.size / bps;
   GST_LOG_OBJECT (self, "%" G_GSIZE_FORMAT " samples at %" GST_TIME_FORMAT,
       n, GST_TIME_ARGS (GST_BUFFER_PTS (buf)));
@@ -1307,6 +1309,18 @@ map_failed:
   {
     GST_ELEMENT_ERROR (self, RESOURCE, READ, (NULL),
         ("could not map an input buffer"));
+    gst_buffer_unref (buf);
+    return GST_FLOW_ERROR;
+  }
+partial_sample:
+  {
+    /* the caps promise whole samples: a cut one means upstream is broken,
+     * and dropping the bytes would shift every later sample */
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Input audio is not a whole number of samples."),
+        ("a buffer of %" G_GSIZE_FORMAT " bytes is not a whole number of %"
+            G_GSIZE_FORMAT "-byte samples", map.size, bps));
+    gst_buffer_unmap (buf, &map);
     gst_buffer_unref (buf);
     return GST_FLOW_ERROR;
   }
