@@ -7,6 +7,7 @@
                                            checkpoint/train-state.pt) from a torch checkpoint
   knotio.py compare KNOT CKPT [--utts N]   per-tensor max |knot - ckpt| against the
                                            quantization step, and greedy text of both
+                                           (CKPT: a torch checkpoint or another knot)
 
 The tensors come back under OpenAI Whisper's state_dict names and shapes (those of
 knots/whisper_ref/model.py), dequantized exactly as the engine does
@@ -371,41 +372,59 @@ def cmd_side(args):
     return 0
 
 
+# the most a knot's weight may differ from the value it was made from, per type:
+# q8_0: round to nearest, 0.5 d, plus |q| * |d - f16(d)| <= 127 * 2^-11 d = 0.062 d;
+# q4_0: 0.5 |d| plus 8 * 2^-11 |d|, but an element of the block's largest magnitude with
+# the sign opposite to the one that set d clamps from 16 to 15: 1.0 |d| (diff / |d|);
+# f16: half an f16 ulp, 2^-11 of the value (relative; 0 from an f16 checkpoint);
+# f32: exact
+BOUND = {"q8_0": 0.5 + 127 * 2.0 ** -11, "q4_0": 1.0 + 8 * 2.0 ** -11, "f16": 2.0 ** -11,
+         "f32": 0.0}
+
+
 def cmd_compare(args):
     import torch
     dims, sd, meta, scales = knot_state_dict(args.knot, with_scales=True)
-    ck = torch.load(args.ckpt, map_location="cpu", weights_only=False)
+    ck = load_checkpoint(args.ckpt)  # a torch checkpoint, or another knot
     ref = ck.get("model") or ck.get("model_f16")
-    worst_ratio = 0.0
-    print("%-44s %-5s %11s %11s %7s" % ("tensor", "type", "max|diff|", "max d", "diff/d"))
+    worst = {}
+    ok = True
+    print("%-44s %-5s %11s %11s %9s" % ("tensor", "type", "max|diff|", "max |d|", "measure"))
     for name in sorted(ref):
         if name == "encoder.positional_embedding":
             continue
         r = ref[name].float().numpy()
         if name not in sd:
             print("%-44s missing from the knot" % name)
-            worst_ratio = float("inf")
+            ok = False
             continue
         k = sd[name]
         if k.shape != r.shape:
             print("%-44s shape %s in the knot, %s in the checkpoint" % (name, k.shape, r.shape))
-            worst_ratio = float("inf")
+            ok = False
             continue
         diff = np.abs(k - r)
         t, d = scales[name]
         if d is not None:
-            # ratio against each element's own block scale
-            per = diff.reshape(-1, QK) / np.maximum(d[:, None], 1e-30)
-            ratio = float(per.max())
-            worst_ratio = max(worst_ratio, ratio)
-            print("%-44s %-5s %11.3g %11.3g %7.3f" % (name, t, diff.max(), d.max(), ratio))
+            # against each element's own block scale (q4_0's d is signed)
+            ad = np.abs(d)[:, None]
+            per = np.where(ad > 0, diff.reshape(-1, QK) / np.where(ad > 0, ad, 1),
+                           np.where(diff.reshape(-1, QK) > 0, np.inf, 0))
+            m, dmax = float(per.max()), float(np.abs(d).max())
         else:
-            print("%-44s %-5s %11.3g %11s %7s" % (name, t, diff.max(), "-", "exact" if
-                                                diff.max() == 0 else "!"))
-            if diff.max() != 0:
-                worst_ratio = float("inf")
-    print("worst max|diff| / block scale d: %.4f (round-to-nearest q8_0 gives <= 0.5, plus "
-          "the f16 rounding of d: |q| * |d - f16(d)| <= 127 * 2^-11 d = 0.062 d)" % worst_ratio)
+            # relative (f16) or exact (f32)
+            rel = np.where(r != 0, diff / np.where(r != 0, np.abs(r), 1),
+                           np.where(diff > 0, np.inf, 0))
+            m, dmax = float(rel.max()), float("nan")
+        worst[t] = max(worst.get(t, 0.0), m)
+        ok = ok and m <= BOUND[t]
+        print("%-44s %-5s %11.3g %11.3g %9.4g%s" % (name, t, diff.max(), dmax, m,
+                                                 "" if m <= BOUND[t] else "  OVER"))
+    for t, m in sorted(worst.items()):
+        print("worst %-5s %s: %.4g (bound %.4g)" % (
+            t, "max|diff| / |block scale d|" if t in ("q8_0", "q4_0") else
+            "max|diff| / |value|", m, BOUND[t]))
+    print("all tensors within their type's bound" if ok else "SOME TENSORS OUT OF BOUND")
     if args.utts:
         sys.path.insert(0, HERE)
         import train
@@ -426,7 +445,7 @@ def cmd_compare(args):
                     set_name, "same" if a == b else "DIFFERENT", a.strip(), b.strip()),
                     flush=True)
         print("greedy text identical on %d of %d utterances" % (same, n))
-    return 0 if worst_ratio <= 0.6 else 1
+    return 0 if ok else 1
 
 
 def main():
