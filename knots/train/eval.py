@@ -6,12 +6,46 @@ never trained on) spoken by
   trainvoices     the training voices (espeak-ng accents, flite, festival)
   heldout-rms     flite rms, a voice never trained on
   heldout-en029   espeak-ng en-029 (Caribbean accent), never trained on
-They are synthesized deterministically (synth.py's voices and seeds; the
-first N utterances of a set are the same whatever N) or loaded from the cache
-knots/work/eval/<set>.npz that `synth.py eval` writes. Every utterance becomes a
-16 kHz mono WAV under knots/work/eval/wav/<set>/ and is transcribed by the C
-engine through `whisperknot-transcribe` (one process per utterance, 1 thread,
-greedy decoding, the engine's defaults otherwise), never through torch.
+(dev-trainvoices, dev-heldout-rms, dev-heldout-en029: the same voices on other
+held-out sentences, for tuning). They are synthesized deterministically
+(synth.py's voices and seeds; the first N utterances of a set are the same
+whatever N) or loaded from the cache knots/work/eval/<set>.npz that `synth.py
+eval` writes.
+
+Real speech (real.py's split: speakers and prompts never trained on), never
+synthesized: read from knots/work/eval/<set>.npz, which `real.py sets` writes
+(built here with real.make_set when missing); --n takes the first n:
+  dev-real-lj        LJ Speech LJ005-* (103 clips, one US woman reading)
+  dev-real-fsdd      FSDD speaker theo (500 isolated digits)
+  dev-real-asterisk  held-out asterisk prompts (80, one woman, 16 kHz G.722)
+  test-real-fsdd     FSDD speaker yweweler (500)
+  test-real-asterisk other held-out asterisk prompts
+  test-jfk           ../shared/data/jfk.wav (1)
+--sets takes set names and these groups, mixed: dev-synth (the three synthetic
+dev sets), dev-real (the three dev-real sets), dev-all (both), test-synth (the
+default), test-real (test-real-fsdd, test-real-asterisk, test-jfk), test-all.
+
+Every utterance becomes a 16 kHz mono WAV under knots/work/eval/wav/<set>/ and
+is transcribed by the C engine through `whisperknot-transcribe` (one process
+per utterance, 1 thread, the engine's defaults otherwise: beam 5, temperature
+fallback), never through torch. `--element` (= `--via element`) runs our
+models through the GStreamer element instead, as users and the issue's checks
+do: `filesrc ! wavparse ! audioconvert ! audioresample ! whisperknot
+text-lines=true ! fakesink` with GST_PLUGIN_PATH=<build>/gst-plugin (gstasr.py:
+one Python GStreamer process per --jobs slot that keeps the model loaded and
+opens a fresh stream per file); `--via both` gives both columns (label and
+label:element) and counts the files where their texts are identical.
+
+Baseline: `--pocketsphinx` adds a column with Debian's pocketsphinx GStreamer
+element (gstreamer1.0-pocketsphinx, pocketsphinx-en-us; its default en-us
+acoustic model, language model and dictionary) on the same WAV files in the
+same run: `filesrc ! wavparse ! audioconvert ! audioresample ! pocketsphinx !
+fakesink`, a fresh decoder per file (the pipeline goes back to NULL: in READY
+its live cepstral mean would carry over from the previous file), the `final`
+hypotheses of its `pocketsphinx` element messages joined with spaces, scored by
+the same normalize() + sclite path. It is slow (about 1-3 s per short file, RTF
+1-3 on the loaded 2-core machine: the decoder reloads its model for every
+file); --jobs N runs N such processes.
 
 Scoring: both sides go through normalize() (below), then sclite (Debian
 package sctk) aligns them; the table gives WER = (S + D + I) / N for each set
@@ -33,6 +67,12 @@ Examples:
   nice -n 10 /usr/bin/python3 knots/train/eval.py --ckpt last --n 20
   /usr/bin/python3 knots/train/eval.py --knot knots/model/default.knot --n 200 \\
       --markdown knots/work/eval/wer.md
+  # real-speech development sets with the pocketsphinx baseline beside
+  nice -n 10 /usr/bin/python3 knots/train/eval.py --knot knots/model/default.knot \\
+      --sets dev-real,test-jfk --pocketsphinx --n 100 --jobs 2
+  # through the element, and both ways at once to check they agree
+  /usr/bin/python3 knots/train/eval.py --knot knots/model/default.knot --sets dev-all --element
+  /usr/bin/python3 knots/train/eval.py --knot knots/model/default.knot --sets test-jfk --via both
   /usr/bin/python3 knots/train/eval.py --bin model-f16.bin --types f16 \\
       --whisper-cli /work/thirdparty/whisper.cpp/build/bin/whisper-cli --n 50
   # both engines in f32 (export.py --ftype f32; whisper.cpp's flash attention
@@ -78,6 +118,7 @@ KNOTS = os.path.dirname(HERE)
 ROOT = os.path.dirname(KNOTS)
 sys.path.insert(0, HERE)
 import synth  # noqa: E402  (voices, synthesis, held-out sentences)
+import real  # noqa: E402  (real-speech evaluation sets)
 
 EVAL_DIR = os.path.join(synth.WORK, "eval")
 SR = synth.SR
@@ -85,7 +126,19 @@ SETS = {"trainvoices": None, "heldout-rms": "rms", "heldout-en029": "en-029"}
 # development sets: the same voices on other held-out sentences (synth.py's
 # load_dev_sentences), with other voice draws; tune on these, report the others
 SETS.update({"dev-" + k: v for k, v in list(SETS.items())})
+# real speech (real.py's split: speakers and prompts never trained on)
+REAL_SETS = real.SETS
+SETS.update({k: "real" for k in REAL_SETS})
 DEFAULT_SETS = "trainvoices,heldout-rms,heldout-en029"
+# --sets shortcuts (mixable with set names: --sets dev-real,test-jfk)
+GROUPS = {
+    "dev-synth": ["dev-trainvoices", "dev-heldout-rms", "dev-heldout-en029"],
+    "dev-real": ["dev-real-lj", "dev-real-fsdd", "dev-real-asterisk"],
+    "test-synth": ["trainvoices", "heldout-rms", "heldout-en029"],
+    "test-real": ["test-real-fsdd", "test-real-asterisk", "test-jfk"],
+}
+GROUPS["dev-all"] = GROUPS["dev-synth"] + GROUPS["dev-real"]
+GROUPS["test-all"] = GROUPS["test-synth"] + GROUPS["test-real"]
 SCLITE_CANDIDATES = ["sclite", "/usr/lib/sctk/bin/sclite"]
 
 # ------------------------------------------------------------ normalizer ----
@@ -214,9 +267,34 @@ def _generate_set(name, n, path):
     synth.write_shard(path, audios, tx, vs)
 
 
+def expand_sets(spec):
+    """Set names of a --sets value (groups expanded, duplicates dropped)."""
+    out = []
+    for s in [s.strip() for s in spec.split(",") if s.strip()]:
+        for name in GROUPS.get(s, [s]):
+            if name not in SETS:
+                sys.exit("unknown set %s (sets: %s; groups: %s)" % (
+                    name, ", ".join(SETS), ", ".join(GROUPS)))
+            if name not in out:
+                out.append(name)
+    return out
+
+
 def load_set(name, n, log):
     """First n utterances of a set: [(int16 audio, text, voice)], cached."""
     os.makedirs(EVAL_DIR, exist_ok=True)
+    if name in REAL_SETS:
+        # real speech is never synthesized: real.py's npz, built when missing
+        p = os.path.join(EVAL_DIR, name + ".npz")
+        if not os.path.exists(p):
+            if not real.set_items(name):
+                sys.exit("eval.py: no audio for %s (see real.py: ../shared/data/speech, "
+                         "asterisk-core-sounds-en-g722)" % name)
+            log("building %s with real.py -> %s" % (name, p))
+            t0 = time.time()
+            real.make_set(name, p)
+            log("  %.0f s" % (time.time() - t0))
+        return _load_npz(p)[:n], p
     cands = [os.path.join(EVAL_DIR, name + ".npz")]
     for f in sorted(os.listdir(EVAL_DIR)):
         m = re.match(re.escape(name) + r"-n(\d+)\.npz$", f)
@@ -301,6 +379,53 @@ def run_knot(tool, knot, wavs, jobs, no_fallback, threads, beam=0):
                            wavs))
 
 
+GSTASR = os.path.join(HERE, "gstasr.py")
+
+
+def run_gst(engine, wavs, jobs, outdir, extra=(), env=None, timeout_s=600):
+    """Texts of wavs through a GStreamer element (gstasr.py): `jobs` processes,
+    each loading GStreamer (and its model) once and looping over every
+    jobs-th file. Returns (texts, info): info holds the slowest startup, the
+    summed per-file seconds and the files that failed."""
+    os.makedirs(outdir, exist_ok=True)
+    jobs = max(1, min(jobs, len(wavs)))
+    procs = []
+    for j in range(jobs):
+        idx = list(range(j, len(wavs), jobs))
+        if not idx:
+            continue
+        res = os.path.join(outdir, "part%d.jsonl" % j)
+        errf = open(os.path.join(outdir, "part%d.stderr.txt" % j), "w")
+        cmd = ([sys.executable, GSTASR, engine] + list(extra) +
+               ["--timeout", str(timeout_s), res] + [wavs[i] for i in idx] +
+               ["--index"] + [str(i) for i in idx])
+        procs.append((subprocess.Popen(cmd, stdout=errf, stderr=errf, env=env), res, errf))
+    texts = [None] * len(wavs)
+    info = {"startup": 0.0, "file_seconds": 0.0, "errors": []}
+    for pr, res, errf in procs:
+        rc = pr.wait()
+        errf.close()
+        if rc != 0:
+            with open(errf.name, errors="replace") as f:
+                tail = f.read()[-1500:]
+            raise RuntimeError("gstasr.py %s failed (%d): %s" % (engine, rc, tail))
+        with open(res) as f:
+            for line in f:
+                r = json.loads(line)
+                if "startup" in r:
+                    info["startup"] = max(info["startup"], r["startup"])
+                    continue
+                texts[r["i"]] = r["text"]
+                info["file_seconds"] += r["seconds"]
+                if r.get("error"):
+                    info["errors"].append("%s: %s" % (r["wav"], r["error"]))
+    missing = [wavs[i] for i, t in enumerate(texts) if t is None]
+    if missing:
+        raise RuntimeError("gstasr.py %s gave no text for %d files (%s ...)" % (
+            engine, len(missing), missing[0]))
+    return texts, info
+
+
 def run_whisper_cli(cli, model_bin, wavs, threads, outdir, extra=()):
     """All files of a set in one whisper-cli process (the model loads once)."""
     os.makedirs(outdir, exist_ok=True)
@@ -329,6 +454,12 @@ def run_whisper_cli(cli, model_bin, wavs, threads, outdir, extra=()):
         else:
             out.append("")
     return out
+
+
+def deb_version(pkg):
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True,
+                       text=True)
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "?"
 
 
 # --------------------------------------------------------------- scoring ----
@@ -425,13 +556,13 @@ def fmt_cell(c):
     return "%.1f%% (%d/%d/%d of %d)" % (c["wer"], c["sub"], c["del"], c["ins"], c["words"])
 
 
-def markdown(results, labels, sets, per_voice, meta, compare):
+def markdown(results, labels, sets, per_voice, meta, compare, timing=None, same_text=None):
     L = []
     L.append("Held-out WER through the C engine (`knots/train/eval.py`), %s." % meta["date"])
     names = {"model": "Model", "step": "Checkpoint step", "training": "Training",
-             "n": "Set size", "decoding": "Decoding", "normalizer": "Normalizer",
-             "time": "Evaluation time"}
-    for k in ("model", "step", "training", "n", "decoding", "normalizer", "time"):
+             "n": "Set size", "decoding": "Decoding", "baseline": "Baseline",
+             "normalizer": "Normalizer", "time": "Evaluation time"}
+    for k in ("model", "step", "training", "n", "decoding", "baseline", "normalizer", "time"):
         if k in meta:
             L.append("%s: %s  " % (names[k], meta[k]))
     L.append("")
@@ -453,6 +584,25 @@ def markdown(results, labels, sets, per_voice, meta, compare):
             c0 = results[labels[0]][s][g]
             L.append("| %s | %s | %d | %d | " % (s, g, c0["utts"], c0["words"]) +
                      " | ".join("%.1f" % results[lb][s][g]["wer"] for lb in labels) + " |")
+    if timing:
+        L.append("")
+        L.append("Wall time in seconds (real-time factor), all utterances of a set:")
+        L.append("")
+        L.append("| set | audio s | " + " | ".join(labels) + " |")
+        L.append("|---|---:|" + "---:|" * len(labels))
+        for s in sets:
+            L.append("| %s | %.0f | " % (s, timing[labels[0]][s][1]) + " | ".join(
+                "%.0f (%.2f)" % (timing[lb][s][0], timing[lb][s][0] / max(1e-9, timing[lb][s][1]))
+                for lb in labels) + " |")
+    if same_text:
+        L.append("")
+        L.append("whisperknot-transcribe against the element, same knot, same files:")
+        L.append("")
+        L.append("| model | set | utts | identical text | identical normalized |")
+        L.append("|---|---|---:|---:|---:|")
+        for lb, per in same_text.items():
+            for s, (same, same_n, n) in per.items():
+                L.append("| %s | %s | %d | %d | %d |" % (lb, s, n, same, same_n))
     if compare:
         L.append("")
         L.append("Against whisper.cpp (`whisper-cli -bs 1 -bo 1 -nf -sns%s` on the ggml .bin; "
@@ -474,21 +624,21 @@ def markdown(results, labels, sets, per_voice, meta, compare):
 def print_table(results, labels, sets, per_voice, timing):
     w = max(20, max(len(lb) for lb in labels) + 2)
     print()
-    print("%-16s %5s  " % ("set", "utts") + "".join("%-*s" % (w + 12, lb) for lb in labels))
+    print("%-18s %5s  " % ("set", "utts") + "".join("%-*s" % (w + 12, lb) for lb in labels))
     for s in sets:
-        row = "%-16s %5d  " % (s, results[labels[0]][s]["Sum"]["utts"])
+        row = "%-18s %5d  " % (s, results[labels[0]][s]["Sum"]["utts"])
         for lb in labels:
             row += "%-*s" % (w + 12, fmt_cell(results[lb][s]["Sum"]))
         print(row)
     print()
     print("per voice, WER %:")
-    print("%-16s %-30s %5s %6s  " % ("set", "voice", "utts", "words") +
-          "".join("%8s" % lb[-8:] for lb in labels))
+    print("%-18s %-30s %5s %6s  " % ("set", "voice", "utts", "words") +
+          "".join("%17s" % lb[-16:] for lb in labels))
     for s in sets:
         for g in per_voice[s]:
             c0 = results[labels[0]][s][g]
-            print("%-16s %-30s %5d %6d  " % (s, g, c0["utts"], c0["words"]) +
-                  "".join("%8.1f" % results[lb][s][g]["wer"] for lb in labels))
+            print("%-18s %-30s %5d %6d  " % (s, g, c0["utts"], c0["words"]) +
+                  "".join("%17.1f" % results[lb][s][g]["wer"] for lb in labels))
     print()
     print("time (wall, s) and real-time factor per model and set:")
     for lb in labels:
@@ -503,7 +653,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=200, help="utterances per set (default 200)")
-    ap.add_argument("--sets", default=DEFAULT_SETS)
+    ap.add_argument("--sets", default=DEFAULT_SETS,
+                    help="comma-separated sets and groups (default %s; groups: %s)" % (
+                        DEFAULT_SETS, ", ".join(GROUPS)))
     ap.add_argument("--ckpt", help="checkpoint to export first ('last' = knots/work/ckpt/last.pt "
                     "or the committed one)")
     ap.add_argument("--bin", help="whisper.cpp ggml .bin to convert to knots")
@@ -525,6 +677,15 @@ def main():
                          "as users get it)")
     ap.add_argument("--beam-size", type=int, default=0,
                     help="our engine's beam width (default 0: the engine's default)")
+    ap.add_argument("--via", choices=["tool", "element", "both"], default="tool",
+                    help="our models through whisperknot-transcribe (default), through the "
+                    "GStreamer element (filesrc ! wavparse ! audioconvert ! audioresample ! "
+                    "whisperknot, <build>/gst-plugin), or both side by side")
+    ap.add_argument("--element", dest="via", action="store_const", const="element",
+                    help="same as --via element")
+    ap.add_argument("--pocketsphinx", action="store_true",
+                    help="add a column: Debian's pocketsphinx GStreamer element (en-us) on "
+                    "the same WAV files, scored the same way")
     ap.add_argument("--jobs", type=int, default=1, help="transcriber processes at once")
     ap.add_argument("--threads", type=int, default=1, help="threads per transcriber process")
     ap.add_argument("--nice", type=int, default=10, help="niceness to run at (default 10)")
@@ -555,10 +716,15 @@ def main():
     if not sclite:
         sys.exit("eval.py: sclite not found (apt-get install sctk)")
     transcribe = find_tool(args.build, "tools/whisperknot-transcribe", "whisperknot-transcribe")
-    sets = [s for s in args.sets.split(",") if s]
-    for s in sets:
-        if s not in SETS:
-            sys.exit("unknown set %s (have %s)" % (s, ", ".join(SETS)))
+    sets = expand_sets(args.sets)
+    gst_env = None
+    if args.via != "tool":
+        plugin = find_tool(args.build, "gst-plugin/libgstwhisperknot.so", "libgstwhisperknot.so")
+        gst_env = dict(os.environ)
+        gst_env["GST_PLUGIN_PATH"] = os.pathsep.join(
+            [os.path.dirname(plugin)] + [x for x in [os.environ.get("GST_PLUGIN_PATH")] if x])
+        if args.no_fallback:
+            sys.exit("eval.py: the element has no --no-fallback (use --via tool)")
 
     tmp_models = None
     models_dir = args.models_dir
@@ -602,11 +768,34 @@ def main():
     if step:
         meta["step"] = str(step)
     no_fb = args.no_fallback
-    meta["decoding"] = ("whisperknot-transcribe, %s, %s, %d thread(s)" %
-                        ("beam search of %d" % args.beam_size if args.beam_size
+    meta["decoding"] = ("%s, %s, %s, %d thread(s)" %
+                        ({"tool": "whisperknot-transcribe",
+                          "element": "the whisperknot element (`filesrc ! wavparse ! "
+                          "audioconvert ! audioresample ! whisperknot text-lines=true`)",
+                          "both": "whisperknot-transcribe and (`:element` columns) the "
+                          "whisperknot element"}[args.via],
+                         "beam search of %d" % args.beam_size if args.beam_size
                          else "the engine's default search",
                          "no temperature fallback" if no_fb else "temperature fallback 0.2",
                          args.threads))
+    # columns: (label, kind, knot); kind tool, element or pocketsphinx
+    columns = []
+    for lb in labels:
+        if args.via in ("tool", "both"):
+            columns.append((lb, "tool", knots[lb]))
+        if args.via in ("element", "both"):
+            columns.append((lb + ":element" if args.via == "both" else lb, "element",
+                            knots[lb]))
+    if args.pocketsphinx:
+        columns.append(("pocketsphinx", "pocketsphinx", None))
+        meta["baseline"] = ("pocketsphinx: Debian's GStreamer element (gstreamer1.0-pocketsphinx "
+                            "%s, pocketsphinx-en-us: en-us acoustic model, en-us.lm.bin, "
+                            "cmudict-en-us.dict, the element's default properties) on the same "
+                            "WAV files (`filesrc ! wavparse ! audioconvert ! audioresample ! "
+                            "pocketsphinx`, a fresh decoder per file), its final hypotheses "
+                            "joined" % deb_version("gstreamer1.0-pocketsphinx"))
+    model_labels = labels
+    labels = [c[0] for c in columns]
     meta["normalizer"] = "eval.py normalize() (lowercase, no punctuation, numbers as words)"
 
     data, wavs, per_voice = {}, {}, {}
@@ -620,27 +809,59 @@ def main():
             s, len(d), sum(len(a) for a, _, _ in d) / SR / 60, len(groups),
             os.path.relpath(src, ROOT)))
 
-    results, timing, hyps_all = {}, {}, {}
-    for lb in labels:
+    results, timing, hyps_all, gst_info = {}, {}, {}, {}
+    for lb, kind, knot in columns:
         results[lb], timing[lb], hyps_all[lb] = {}, {}, {}
         for s in sets:
             t0 = time.time()
-            hyps = run_knot(transcribe, knots[lb], wavs[s], args.jobs, no_fb, args.threads,
-                            args.beam_size)
+            if kind == "tool":
+                hyps = run_knot(transcribe, knot, wavs[s], args.jobs, no_fb, args.threads,
+                                args.beam_size)
+            else:
+                if kind == "element":
+                    extra = ["--model", knot, "--threads", str(args.threads),
+                             "--beam-size", str(args.beam_size)]
+                    engine, env = "whisperknot", gst_env
+                else:
+                    extra, engine, env = [], "pocketsphinx", None
+                hyps, info = run_gst(engine, wavs[s], args.jobs,
+                                     os.path.join(out, lb.replace(":", "-"), s + ".gst"),
+                                     extra, env)
+                gst_info.setdefault(lb, {})[s] = info
+                for e in info["errors"]:
+                    log("%s %s: %s" % (lb, s, e))
             dt = time.time() - t0
             audio_s = sum(len(a) for a, _, _ in data[s]) / SR
             timing[lb][s] = (dt, audio_s)
             hyps_all[lb][s] = hyps
             refs = [t for _, t, _ in data[s]]
             groups = [voice_group(v) for _, _, v in data[s]]
-            res = sclite_score(sclite, refs, hyps, groups, os.path.join(out, lb), s)
+            d = os.path.join(out, lb.replace(":", "-"))
+            res = sclite_score(sclite, refs, hyps, groups, d, s)
             results[lb][s] = res
-            with open(os.path.join(out, lb, s + ".jsonl"), "w") as f:
+            with open(os.path.join(d, s + ".jsonl"), "w") as f:
                 for (a, r, v), h, w in zip(data[s], hyps, wavs[s]):
                     f.write(json.dumps({"wav": os.path.relpath(w, ROOT), "voice": v, "ref": r,
                                         "hyp": h}) + "\n")
-            log("%-8s %-14s WER %s  %.1f s for %.1f s of audio (%.2f s/utt)" % (
-                lb, s, fmt_cell(res["Sum"]), dt, audio_s, dt / max(1, len(hyps))))
+            extra_t = ""
+            if kind != "tool":
+                gi_ = gst_info[lb][s]
+                extra_t = ", startup %.1f s, %d error(s)" % (gi_["startup"], len(gi_["errors"]))
+            log("%-12s %-18s WER %s  %.1f s for %.1f s of audio (%.2f s/utt%s)" % (
+                lb, s, fmt_cell(res["Sum"]), dt, audio_s, dt / max(1, len(hyps)), extra_t))
+
+    same_text = {}
+    if args.via == "both":
+        for lb in model_labels:
+            for s in sets:
+                a, b = hyps_all[lb][s], hyps_all[lb + ":element"][s]
+                same_text.setdefault(lb, {})[s] = (
+                    sum(x == y for x, y in zip(a, b)),
+                    sum(normalize(x) == normalize(y) for x, y in zip(a, b)), len(a))
+                diffs = [(w, x, y) for w, x, y in zip(wavs[s], a, b) if x != y]
+                for w, x, y in diffs[:3]:
+                    log("tool/element differ on %s:\n  tool:    %s\n  element: %s" % (
+                        os.path.relpath(w, ROOT), x, y))
 
     compare = None
     if args.whisper_cli:
@@ -700,12 +921,19 @@ def main():
             print("  %-14s identical %.1f%% (normalized %.1f%%) of %d; WER ours %.1f%%, "
                   "whisper.cpp %.1f%%" % (s, c["identical"], c["identical_norm"], c["utts"],
                                           c["wer_ours"], c["wer_cpp"]))
-    md = markdown(results, labels, sets, per_voice, meta, compare)
+    if same_text:
+        print()
+        print("whisperknot-transcribe against the element (identical text, normalized, of n):")
+        for lb, per in same_text.items():
+            for s, (same, same_n, n) in per.items():
+                print("  %-12s %-18s %d, %d of %d" % (lb, s, same, same_n, n))
+    md = markdown(results, labels, sets, per_voice, meta, compare, timing, same_text)
     md_path = args.markdown or os.path.join(out, "wer.md")
     with open(md_path, "w") as f:
         f.write(md)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"meta": meta, "results": results, "compare": compare,
+                   "same_text": same_text, "gst": gst_info,
                    "timing": {lb: {s: {"wall_s": t[0], "audio_s": t[1]}
                                    for s, t in v.items()} for lb, v in timing.items()}},
                   f, indent=1)
