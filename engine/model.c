@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -506,6 +507,7 @@ wk_model_check_weights (const wk_model * m, char *err, size_t err_size)
   size_t n_filt = (size_t) m->hp.n_mels * WK_N_BINS;
   double sum = 0;
   int64_t n_t = wk_knot_n_tensors (m->knot);
+  long page = sysconf (_SC_PAGESIZE);
 
   for (size_t i = 0; i < n_filt; i++) {
     float v = m->mel_filters[i];
@@ -522,6 +524,18 @@ wk_model_check_weights (const wk_model * m, char *err, size_t err_size)
         "file is damaged: convert the model again)");
     return WK_ERR_FORMAT;
   }
+  /* ask for all the checked ranges at once: on a cold page cache, page
+   * faults one tensor at a time read the file in small pieces */
+  if (page > 0)
+    for (int64_t k = 0; k < n_t; k++) {
+      const wk_tensor *t = wk_knot_tensor_at (m->knot, k);
+      uintptr_t a, e;
+      if (!t || !is_checked (t) || !t->nbytes)
+        continue;
+      a = (uintptr_t) t->data & ~(uintptr_t) (page - 1);
+      e = (uintptr_t) t->data + t->nbytes;
+      madvise ((void *) a, e - a, MADV_WILLNEED);
+    }
   for (int64_t k = 0; k < n_t; k++) {
     const wk_tensor *t = wk_knot_tensor_at (m->knot, k);
     int64_t n, bad;
