@@ -295,8 +295,10 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   }
   /* the filters: positive, with one damaged value or a wrong count */
   n_mel = (size_t) (hp[9] <= 128 ? hp[9] : 128) * 201;
-  if (flags & 128)
-    n_mel += (size_t) (get8 (&in) % 3) - 1;
+  if (flags & 128) {
+    unsigned d = get8 (&in) % 3;        /* one fewer, as many, one more */
+    n_mel = d == 0 ? (n_mel ? n_mel - 1 : 0) : n_mel + d - 1;
+  }
   mel = malloc ((n_mel ? n_mel : 1) * sizeof *mel);
   if (mel) {
     unsigned what = get8 (&in);
