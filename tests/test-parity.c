@@ -330,17 +330,23 @@ now_s (void)
 static int
 run_cmd (const char *const argv[])
 {
+  posix_spawn_file_actions_t fa;
   pid_t pid;
-  int status, i;
+  int status, i, rc;
 
   printf ("# run:");
   for (i = 0; argv[i]; i++)
     printf (" %s", argv[i]);
   printf ("\n");
   fflush (stdout);
+  /* The child's stdout goes to our stderr: stdout is the TAP stream. */
+  posix_spawn_file_actions_init (&fa);
+  posix_spawn_file_actions_adddup2 (&fa, 2, 1);
   /* posix_spawn does not write to argv; its prototype predates const. */
-  if (posix_spawn (&pid, argv[0], NULL, NULL, (char *const *) argv,
-          environ) != 0) {
+  rc = posix_spawn (&pid, argv[0], &fa, NULL, (char *const *) argv, environ);
+  posix_spawn_file_actions_destroy (&fa);
+  if (rc != 0) {
+    errno = rc;
     fprintf (stderr, "cannot run %s: %s\n", argv[0], strerror (errno));
     return -1;
   }
