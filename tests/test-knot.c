@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -494,6 +495,77 @@ test_special_files_fail_fast (void)
     CHECK (fails_fast ("/dev/zero"));
 }
 
+/* wk_knot_check_file: a mapped file that shrank or was rewritten in place
+ * is an error naming it (its weights would raise SIGBUS or no longer
+ * match); one replaced by rename keeps the mapped inode and passes; a
+ * knot in memory always passes. */
+static void
+test_check_file_after_open (void)
+{
+  const char *tmp = getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp";
+  char path[4096], other[4200], err[1024] = "";
+  size_t size;
+  uint8_t *data = make_knot (&size, false);
+  wk_knot *k = NULL, *km = NULL;
+  wk_file_id id;
+  struct stat sb;
+  FILE *f;
+
+  snprintf (path, sizeof path, "%s/test-knot-check-%ld.knot", tmp,
+      (long) getpid ());
+  snprintf (other, sizeof other, "%s.new", path);
+  f = fopen (path, "wb");
+  CHECK (f && fwrite (data, 1, size, f) == size);
+  if (f)
+    fclose (f);
+  CHECK (wk_knot_open_memory (data, size, &km, err, sizeof err) == WK_OK);
+  CHECK (wk_knot_check_file (km, "mem", err, sizeof err) == WK_OK);
+  CHECK (!wk_knot_file_id (km, &id));
+  wk_knot_close (km);
+
+  CHECK_MSG (wk_knot_open (path, &k, err, sizeof err) == WK_OK, "%s", err);
+  if (!k)
+    goto out;
+  CHECK (wk_knot_file_id (k, &id) && id.size == (int64_t) size
+      && stat (path, &sb) == 0 && id.ino == (uint64_t) sb.st_ino);
+  CHECK (wk_knot_check_file (k, path, err, sizeof err) == WK_OK);
+  /* replaced by rename: the mapped file is untouched */
+  f = fopen (other, "wb");
+  CHECK (f && fwrite (data, 1, size / 2, f) == size / 2);
+  if (f)
+    fclose (f);
+  CHECK (rename (other, path) == 0);
+  CHECK (wk_knot_check_file (k, path, err, sizeof err) == WK_OK);
+  CHECK (wk_knot_find (k, "q.weight") != NULL);
+  wk_knot_close (k);
+  k = NULL;
+
+  /* truncated in place */
+  f = fopen (path, "wb");
+  CHECK (f && fwrite (data, 1, size, f) == size);
+  if (f)
+    fclose (f);
+  CHECK (wk_knot_open (path, &k, err, sizeof err) == WK_OK);
+  CHECK (truncate (path, (off_t) size - 64) == 0);
+  CHECK (k && wk_knot_check_file (k, path, err, sizeof err) == WK_ERR_IO);
+  CHECK_MSG (strstr (err, path) && strstr (err, "shrank"), "%s", err);
+  /* grown back to its size with a new time: rewritten in place */
+  CHECK (truncate (path, (off_t) size) == 0);
+  {
+    struct timespec t[2] = { {0, UTIME_OMIT}, {0, 0} };
+    CHECK (stat (path, &sb) == 0);
+    t[1].tv_sec = sb.st_mtim.tv_sec + 5;
+    CHECK (utimensat (AT_FDCWD, path, t, 0) == 0);
+  }
+  CHECK (k && wk_knot_check_file (k, path, err, sizeof err) == WK_ERR_IO);
+  CHECK_MSG (strstr (err, "rewritten in place"), "%s", err);
+out:
+  wk_knot_close (k);
+  unlink (path);
+  unlink (other);
+  free (data);
+}
+
 int
 main (void)
 {
@@ -505,5 +577,6 @@ main (void)
   RUN (test_zero_tensors_and_empty);
   RUN (test_open_file);
   RUN (test_special_files_fail_fast);
+  RUN (test_check_file_after_open);
   return TEST_EXIT ();
 }
