@@ -1611,6 +1611,11 @@ test_transformers_layout (void)
   CHECK (convert (NULL, NULL, dir, knot) != 0);
   CHECK_MSG (strstr (out_text, "added_tokens.json")
       && strstr (out_text, "<|startoftranscript|>"), "%s", out_text);
+  /* a token added past n_vocab has no embedding row: never produced,
+   * not an error */
+  write_text (dir, "added_tokens.json", "{\"<|startoftranscript|>\": 50257, "
+      "\"<|my-tag|>\": 51864}");
+  CHECK_MSG (convert (NULL, NULL, dir, knot) == 0, "%s", out_text);
   write_text (dir, "added_tokens.json", hf_added_tokens_en);
 
   /* tokenizer.json alone: "model" is both a member and a token */
