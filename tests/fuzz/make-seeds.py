@@ -43,6 +43,9 @@ def tokenizer_seeds():
     write("tokenizer", "seed-unicode.bin", seed(
         [b"\xe6\x97\xa5", b"\xe6\x9c\xac"],
         "日本語のテキスト、Ünïcödé façade — «quotes» 🎵 \u00a0end".encode()))
+    # 255: Whisper's real vocabulary (gpt2.tiktoken), when the target finds it
+    write("tokenizer", "seed-real-vocab.bin", b"\xff" + jfk +
+          b" He's 3.14 caf\xc3\xa9 \xe2\x99\xaa  \n\n--OK?!")
     # invalid UTF-8: stray continuation, truncated sequences, overlong
     write("tokenizer", "seed-invalid-utf8.bin", seed(
         [b"\xff\xfe"], b"ab\x80cd\xc3\xe2\x99 \xf0\x9f\x8e \xc0\xaf \xed\xa0"
