@@ -214,6 +214,8 @@ def main():
     genv, missing = (None, [])
     if a.harness:
         genv, missing = gst_env(work, a.plugin_dir, a.system_plugin_dir)
+    # meson passes it relative to the build folder; cases run elsewhere
+    a.default_model = os.path.abspath(a.default_model)
     ctx = gen.Ctx(small_knot, small_bin, a.default_model,
                   os.path.join(shared, "jfk.wav"),
                   gst_ok=bool(a.harness) and not missing)
