@@ -8,6 +8,9 @@
  * buffer queues) and g_once_init_* hand data between threads the same
  * invisible way.
  *
+ * GRecMutex and GRWLock are pthread objects inside GLib, which TSan sees
+ * by itself.
+ *
  * The functions below take the place of GLib's: the test executable exports
  * them, so GStreamer, the plugin and the test all call these, which call
  * GLib's own (dlsym RTLD_NEXT) and tell TSan what happened through its
@@ -15,7 +18,8 @@
  * queue push, an acquire after a pop. GLib's calls to itself are bound
  * inside libglib (-Bsymbolic-functions) and stay invisible, which is why
  * g_cond_wait, which unlocks and relocks inside GLib, is annotated here.
- * Nothing is suppressed: this only adds the synchronisation TSan misses. */
+ * No data race is suppressed: this only adds the synchronisation TSan
+ * misses (tsan.supp says what is). */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -51,24 +55,14 @@ resolve (_Atomic (void *) * slot, const char *name)
 
 /* ---- GMutex (futex) ---------------------------------------------------- */
 
-/* No create annotation: TSan counts it as a write to the mutex, which
- * races with the first lock in a thread that GLib's thread pool started
- * (that hand-over is inside libglib, out of sight); a mutex is created at
- * its first lock. The destroy annotation stays: GLib frees objects with
- * uninstrumented code, and without it a mutex at a reused address keeps
- * its old lock order (false lock-order inversions). */
-
-SLOT (g_mutex_clear);
+/* No create or destroy annotations: TSan counts them as writes to the
+ * mutex, which race with a lock in a thread GLib handed the object to out
+ * of sight (its thread pool). A mutex is created at its first lock and
+ * forgotten when its memory is freed (G_SLICE=always-malloc, so that
+ * GLib's slices are freed where TSan sees it). */
 SLOT (g_mutex_lock);
 SLOT (g_mutex_unlock);
 SLOT (g_mutex_trylock);
-
-void
-g_mutex_clear (GMutex * m)
-{
-  __tsan_mutex_destroy (m, 0);
-  REAL (g_mutex_clear) (m);
-}
 
 void
 g_mutex_lock (GMutex * m)
@@ -123,106 +117,6 @@ g_cond_wait_until (GCond * c, GMutex * m, gint64 end_time)
   ok = REAL (g_cond_wait_until) (c, m, end_time);
   __tsan_mutex_pre_lock (m, 0);
   __tsan_mutex_post_lock (m, 0, 0);
-  return ok;
-}
-
-/* ---- GRecMutex, GRWLock ------------------------------------------------ */
-
-/* Both are pthread objects inside GLib, but TSan ignores what
- * uninstrumented libraries do with them (ignore_noninstrumented_modules),
- * so they are annotated at the GLib object's own address. */
-SLOT (g_rec_mutex_lock);
-SLOT (g_rec_mutex_unlock);
-SLOT (g_rec_mutex_trylock);
-
-void
-g_rec_mutex_lock (GRecMutex * m)
-{
-  __tsan_mutex_pre_lock (m, __tsan_mutex_write_reentrant);
-  REAL (g_rec_mutex_lock) (m);
-  __tsan_mutex_post_lock (m, __tsan_mutex_write_reentrant, 0);
-}
-
-void
-g_rec_mutex_unlock (GRecMutex * m)
-{
-  __tsan_mutex_pre_unlock (m, 0);
-  REAL (g_rec_mutex_unlock) (m);
-  __tsan_mutex_post_unlock (m, 0);
-}
-
-gboolean
-g_rec_mutex_trylock (GRecMutex * m)
-{
-  gboolean ok;
-  unsigned f = __tsan_mutex_write_reentrant | __tsan_mutex_try_lock;
-
-  __tsan_mutex_pre_lock (m, f);
-  ok = REAL (g_rec_mutex_trylock) (m);
-  __tsan_mutex_post_lock (m, f | (ok ? 0 : __tsan_mutex_try_lock_failed), 0);
-  return ok;
-}
-
-SLOT (g_rw_lock_writer_lock);
-SLOT (g_rw_lock_writer_unlock);
-SLOT (g_rw_lock_writer_trylock);
-SLOT (g_rw_lock_reader_lock);
-SLOT (g_rw_lock_reader_unlock);
-SLOT (g_rw_lock_reader_trylock);
-
-void
-g_rw_lock_writer_lock (GRWLock * l)
-{
-  __tsan_mutex_pre_lock (l, 0);
-  REAL (g_rw_lock_writer_lock) (l);
-  __tsan_mutex_post_lock (l, 0, 0);
-}
-
-void
-g_rw_lock_writer_unlock (GRWLock * l)
-{
-  __tsan_mutex_pre_unlock (l, 0);
-  REAL (g_rw_lock_writer_unlock) (l);
-  __tsan_mutex_post_unlock (l, 0);
-}
-
-gboolean
-g_rw_lock_writer_trylock (GRWLock * l)
-{
-  gboolean ok;
-
-  __tsan_mutex_pre_lock (l, __tsan_mutex_try_lock);
-  ok = REAL (g_rw_lock_writer_trylock) (l);
-  __tsan_mutex_post_lock (l, __tsan_mutex_try_lock |
-      (ok ? 0 : __tsan_mutex_try_lock_failed), 0);
-  return ok;
-}
-
-void
-g_rw_lock_reader_lock (GRWLock * l)
-{
-  __tsan_mutex_pre_lock (l, __tsan_mutex_read_lock);
-  REAL (g_rw_lock_reader_lock) (l);
-  __tsan_mutex_post_lock (l, __tsan_mutex_read_lock, 0);
-}
-
-void
-g_rw_lock_reader_unlock (GRWLock * l)
-{
-  __tsan_mutex_pre_unlock (l, __tsan_mutex_read_lock);
-  REAL (g_rw_lock_reader_unlock) (l);
-  __tsan_mutex_post_unlock (l, __tsan_mutex_read_lock);
-}
-
-gboolean
-g_rw_lock_reader_trylock (GRWLock * l)
-{
-  gboolean ok;
-
-  __tsan_mutex_pre_lock (l, __tsan_mutex_try_read_lock);
-  ok = REAL (g_rw_lock_reader_trylock) (l);
-  __tsan_mutex_post_lock (l, ok ? __tsan_mutex_try_read_lock :
-      __tsan_mutex_try_read_lock_failed, 0);
   return ok;
 }
 
