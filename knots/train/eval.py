@@ -43,9 +43,11 @@ same run: `filesrc ! wavparse ! audioconvert ! audioresample ! pocketsphinx !
 fakesink`, a fresh decoder per file (the pipeline goes back to NULL: in READY
 its live cepstral mean would carry over from the previous file), the `final`
 hypotheses of its `pocketsphinx` element messages joined with spaces, scored by
-the same normalize() + sclite path. It is slow (about 1-3 s per short file, RTF
-1-3 on the loaded 2-core machine: the decoder reloads its model for every
-file); --jobs N runs N such processes.
+the same normalize() + sclite path. It is slow: it reloads its model for every
+file, and decodes at 1.5-3x real time here (2026-12-01, --jobs 2 on the busy
+2-core machine: 1165 s for dev-real-lj's first 100 clips, 9.3 min of audio;
+2.8 s a clip on dev-real-fsdd, against 2.2 and 1.5 s for whisperknot);
+--jobs N runs N such processes.
 
 Scoring: both sides go through normalize() (below), then sclite (Debian
 package sctk) aligns them; the table gives WER = (S + D + I) / N for each set
