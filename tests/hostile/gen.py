@@ -45,7 +45,7 @@ class Case:
 
     def __init__(self, cls, name, make, expect, want=None, xfail=None,
                  stdin=None, during=None, no_output=None, check=None,
-                 timeout=None):
+                 timeout=None, xfail_under=None):
         assert expect in EXPECTS
         self.cls = cls
         self.name = cls + "/" + name
@@ -53,6 +53,8 @@ class Case:
         self.expect = expect
         self.want = want        # regex the error message must match
         self.xfail = xfail      # why it fails today (an issue item)
+        # {b_sanitize value: why} where only that build fails
+        self.xfail_under = xfail_under or {}
         self.stdin = stdin      # file name in the case dir to feed on stdin
         self.during = during    # callable(proc, dir) while it runs
         self.no_output = no_output  # file that must not exist after an error
@@ -1396,8 +1398,15 @@ def element_cases(ctx):
         m = write(d, "model.knot", ctx.small_knot)
         return ["gst", "appsrc", "shrink-after-load", m, write(
             d, raw_name, ctx.clip)]
+    # (it polls the stats property while the model loads: TSan sees the
+    # race issue 15 names, self->model read under the object lock in
+    # gst_whisperknot_make_stats and written under self->lock by the load
+    # thread)
     cases.append(Case("element", "appsrc-shrink-after-load", shrink_case,
-                      "error", want="model.knot|changed|shr|truncat"))
+                      "error", want="model.knot|changed|shr|truncat",
+                      xfail_under={"thread": "issue 15 item 3: stats reads "
+                                   "self->model (gstwhisperknot.c:1516) "
+                                   "while the load thread writes it (:775)"}))
     for mode, expect, want in (
             ("odd-s16", "error-or-text", "sample|whole|size|odd|multiple"),
             ("odd-f32", "error-or-text", "sample|whole|size|odd|multiple"),
