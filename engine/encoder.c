@@ -70,6 +70,11 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
   if (!ctx || !mel)
     return WK_ERR_ARG;
   m = ctx->model;
+  /* One fstat per window: a model file that shrank or was rewritten in
+   * place since the load fails the run here rather than raising SIGBUS in
+   * the weights below (see wk_model_check_file). */
+  if (wk_model_check_file (m, NULL, 0) != WK_OK)
+    return WK_ERR_IO;
   hp = &m->hp;
   A = hp->n_audio_ctx;
   if (ctx->audio_ctx > 0 && ctx->audio_ctx < A)

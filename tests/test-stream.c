@@ -1099,6 +1099,53 @@ test_cancel (void)
   wk_model_unref (m);
 }
 
+/* A model file truncated under a stream that already exists: the next
+ * window fails with WK_ERR_IO before it reads a weight (before the check
+ * in wk_encode, the encoder raised SIGBUS). */
+static void
+test_file_truncated_under_stream (void)
+{
+  char path[600], err[256];
+  FILE *in, *out;
+  char buf[1 << 16];
+  size_t k, n = 31 * WK_SAMPLE_RATE;
+  long size;
+  wk_model *m;
+  wk_stream *s = NULL;
+  wk_stream_params p = wk_stream_default_params ();
+  float *a;
+
+  snprintf (path, sizeof path, "%s/truncated.knot", tmpdir);
+  in = fopen (small_knot, "rb");
+  out = fopen (path, "wb");
+  CHECK (in && out);
+  if (!in || !out)
+    goto done_files;
+  while ((k = fread (buf, 1, sizeof buf, in)) > 0)
+    CHECK (fwrite (buf, 1, k, out) == k);
+done_files:
+  if (in)
+    fclose (in);
+  if (out)
+    fclose (out);
+  m = load_ok (path);
+  if (!m)
+    return;
+  p.beam_size = 1;
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  a = make_audio (n);
+  if (s && a) {
+    struct stat stt;
+    size = stat (path, &stt) == 0 ? (long) stt.st_size : 0;
+    CHECK (truncate (path, size / 2) == 0);
+    CHECK (wk_stream_feed (s, a, n) == WK_ERR_IO);
+  }
+  free (a);
+  wk_stream_free (s);
+  wk_model_unref (m);
+  unlink (path);
+}
+
 /* The text of one second of `lead` samples followed by jfk.wav, fed in
  * 20 ms pieces, with the default policy (the engine's beam) or the live
  * one; all segments' text in one string. */
@@ -1281,6 +1328,7 @@ main (void)
   RUN (test_tiny_f16);
   RUN (test_hostile_samples);
   RUN (test_cancel);
+  RUN (test_file_truncated_under_stream);
 
   wk_test_remove_tmpdir (tmpdir);
   free (jfk);
