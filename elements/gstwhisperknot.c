@@ -92,6 +92,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <glib/gstdio.h>
 
 #include "gstwhisperknot.h"
@@ -832,6 +833,7 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   gchar *path;
   gboolean is_default;
   GError *error = NULL;
+  struct stat st;
   int fd;
 
   GST_OBJECT_LOCK (self);
@@ -857,10 +859,18 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
 
   if (!g_file_test (path, G_FILE_TEST_EXISTS))
     goto not_found;
-  fd = g_open (path, O_RDONLY, 0);
+  /* O_NONBLOCK: a FIFO must not block NULL->READY; only a regular file can
+   * be mapped */
+  fd = g_open (path, O_RDONLY | O_NONBLOCK, 0);
   if (fd < 0)
     goto open_failed;
+  if (fstat (fd, &st) != 0) {
+    close (fd);
+    goto open_failed;
+  }
   close (fd);
+  if (!S_ISREG (st.st_mode))
+    goto not_regular;
 
   g_mutex_lock (&self->lock);
   self->load_error_posted = FALSE;
@@ -890,6 +900,13 @@ open_failed:
   {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
         ("Could not load model '%s': %s.", path, g_strerror (errno)), (NULL));
+    return FALSE;
+  }
+not_regular:
+  {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Could not load model '%s': not a regular file (a FIFO, directory "
+            "or device cannot be a model).", path), (NULL));
     return FALSE;
   }
 no_thread:
@@ -1222,7 +1239,7 @@ gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts,
   }
 
   drift = GST_CLOCK_DIFF (expected, ts);
-  if (ABS (drift) <= self->stream_threshold) {
+  if (ABS (drift) <= (GstClockTimeDiff) self->stream_threshold) {
     /* continuous; earlier disagreeing timestamps were jitter */
     gst_whisperknot_drop_candidate (self);
   } else if (discont || self->stream_discont_wait == 0) {
