@@ -1371,10 +1371,7 @@ def element_cases(ctx):
         p = os.path.join(d, "fifo.knot")
         os.mkfifo(p)
         return p
-    model_case("fifo", fifo, "fifo.knot", xfail="issue 14 item 3: "
-               "gst_whisperknot_start_load opens the path with g_open "
-               "(O_RDONLY, no O_NONBLOCK) in NULL->READY, which blocks on a "
-               "FIFO (elements/gstwhisperknot.c:860)")
+    model_case("fifo", fifo, "fifo.knot")
     model_case("directory", lambda d: d, os.path.basename("model") + "|" +
                "director|regular")
     model_case("dev-zero", lambda d: "/dev/zero", "/dev/zero")
