@@ -20,6 +20,7 @@
  * outlast min_speech like any other, and speech still open at the end of
  * the audio ends where its last silence began rather than at the end. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -550,6 +551,7 @@ wk_vad_model_load (const char *path, wk_vad_model ** out, char *err,
   wk_vad_model *m;
   uint8_t *buf = NULL;
   FILE *f = NULL;
+  int fd;
   wk_status ret;
 
   if (!out) {
@@ -561,17 +563,29 @@ wk_vad_model_load (const char *path, wk_vad_model ** out, char *err,
     wk_set_err (err, err_size, "no VAD model path given");
     return WK_ERR_ARG;
   }
-  f = fopen (path, "rb");
-  if (!f || fstat (fileno (f), &st) != 0) {
+  /* O_NONBLOCK: a FIFO without a writer would block open() forever; the
+   * file type is checked before anything reads. */
+  fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0 || fstat (fd, &st) != 0) {
     wk_set_err (err, err_size, "cannot open VAD model '%s': %s", path,
         strerror (errno));
-    if (f)
-      fclose (f);
+    if (fd >= 0)
+      close (fd);
     return WK_ERR_IO;
   }
   if (!S_ISREG (st.st_mode)) {
-    wk_set_err (err, err_size, "VAD model '%s' is not a regular file", path);
-    fclose (f);
+    wk_set_err (err, err_size, "VAD model '%s' is not a regular file (%s)",
+        path, S_ISDIR (st.st_mode) ? "a directory" : S_ISFIFO (st.st_mode)
+        ? "a FIFO" : S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode) ?
+        "a device" : "not a file");
+    close (fd);
+    return WK_ERR_IO;
+  }
+  f = fdopen (fd, "rb");
+  if (!f) {
+    wk_set_err (err, err_size, "cannot open VAD model '%s': %s", path,
+        strerror (errno));
+    close (fd);
     return WK_ERR_IO;
   }
 

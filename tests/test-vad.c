@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vad.h"
@@ -1060,6 +1061,20 @@ test_reject_corrupt (void)
       == WK_ERR_IO);
   CHECK (m == NULL);
   CHECK (wk_vad_model_load ("/", &m, err, sizeof err) == WK_ERR_IO);
+  {
+    /* a FIFO without a writer: an error at once, not a wait forever */
+    char fifo[256];
+    struct timespec a, b;
+    snprintf (fifo, sizeof fifo, "/tmp/wk-vad-fifo-%d", (int) getpid ());
+    unlink (fifo);
+    CHECK (mkfifo (fifo, 0600) == 0);
+    clock_gettime (CLOCK_MONOTONIC, &a);
+    CHECK (wk_vad_model_load (fifo, &m, err, sizeof err) == WK_ERR_IO);
+    clock_gettime (CLOCK_MONOTONIC, &b);
+    CHECK_MSG (strstr (err, "FIFO") != NULL, "%s", err);
+    CHECK (b.tv_sec - a.tv_sec < 1);
+    unlink (fifo);
+  }
   CHECK (wk_vad_model_load ("", &m, err, sizeof err) == WK_ERR_ARG);
   snprintf (tmp, sizeof tmp, "/tmp/wk-test-vad-%d.bin", (int) getpid ());
   write_file (tmp, d, (size_t) n / 2);
