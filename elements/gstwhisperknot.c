@@ -856,6 +856,9 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   g_free (self->loaded_path);
   self->loaded_path = path;
   g_mutex_unlock (&self->lock);
+  GST_OBJECT_LOCK (self);
+  self->model_bytes = 0;
+  GST_OBJECT_UNLOCK (self);
 
   if (!g_file_test (path, G_FILE_TEST_EXISTS))
     goto not_found;
@@ -1521,7 +1524,9 @@ gst_whisperknot_get_latency (GstWhisperKnot * self)
   return (ms + lateness) * GST_MSECOND;
 }
 
-/* The stats property's structure, with the object lock held. */
+/* The stats property's structure, with the object lock held: it reads
+ * only what the object lock guards (model_bytes, not self->model, which the
+ * load thread writes under self->lock). */
 static GstStructure *
 gst_whisperknot_make_stats (GstWhisperKnot * self)
 {
@@ -1530,8 +1535,7 @@ gst_whisperknot_make_stats (GstWhisperKnot * self)
       st->decoder_seconds + st->vad_seconds;
 
   return gst_structure_new ("application/x-whisperknot-stats",
-      "model-bytes", G_TYPE_UINT64, self->model ? self->model_bytes :
-      (guint64) 0,
+      "model-bytes", G_TYPE_UINT64, self->model_bytes,
       "load-time", G_TYPE_DOUBLE, self->load_seconds,
       "audio-seconds", G_TYPE_DOUBLE, st->audio_seconds,
       "mel-seconds", G_TYPE_DOUBLE, st->mel_seconds,
@@ -2323,6 +2327,9 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
         wk_model_unref (self->model);
         self->model = NULL;
       }
+      GST_OBJECT_LOCK (self);
+      self->model_bytes = 0;
+      GST_OBJECT_UNLOCK (self);
       g_clear_pointer (&self->loaded_path, g_free);
       g_clear_pointer (&self->ring, g_free);
       self->ring_size = 0;

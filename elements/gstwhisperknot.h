@@ -73,7 +73,8 @@ struct _GstWhisperKnot
   GstClockTime discont_wait;    /* audio that confirms a discontinuity */
   /* statistics (the stats property), also under the object lock */
   wk_stream_stats stats;        /* the stream's, as of the last feed */
-  guint64 model_bytes;          /* mapped bytes of the model file */
+  guint64 model_bytes;          /* mapped bytes of the model file, 0 with
+                                 * none (object lock) */
   gdouble load_seconds;         /* wall time of the last model load */
   gboolean qos_warned;          /* the delay warning was posted */
   GstPad *partial_srcpad;       /* the requested partial_src, or NULL */

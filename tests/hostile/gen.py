@@ -1395,15 +1395,10 @@ def element_cases(ctx):
         m = write(d, "model.knot", ctx.small_knot)
         return ["gst", "appsrc", "shrink-after-load", m, write(
             d, raw_name, ctx.clip)]
-    # (it polls the stats property while the model loads: TSan sees the
-    # race issue 15 names, self->model read under the object lock in
-    # gst_whisperknot_make_stats and written under self->lock by the load
-    # thread)
+    # (it polls the stats property while the model loads, which TSan
+    # checks: issue 15 item 3)
     cases.append(Case("element", "appsrc-shrink-after-load", shrink_case,
-                      "error", want="model.knot|changed|shr|truncat",
-                      xfail_under={"thread": "issue 15 item 3: stats reads "
-                                   "self->model (gstwhisperknot.c:1516) "
-                                   "while the load thread writes it (:775)"}))
+                      "error", want="model.knot|changed|shr|truncat"))
     for mode, expect, want in (
             ("odd-s16", "error-or-text", "sample|whole|size|odd|multiple"),
             ("odd-f32", "error-or-text", "sample|whole|size|odd|multiple"),
