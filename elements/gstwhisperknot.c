@@ -90,6 +90,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -293,13 +294,17 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:model:
    *
-   * The knot file to load. Unset, the default model: $WHISPERKNOT_MODEL,
-   * else the one installed with the plugin (or the build tree's). Read
-   * when the element goes from READY to PAUSED.
+   * The knot file to load, or the name of one installed by
+   * whisperknot-model (NAME.knot in $WHISPERKNOT_MODEL_DIR, else
+   * $XDG_DATA_HOME/whisperknot, else ~/.local/share/whisperknot). Unset,
+   * the default model: $WHISPERKNOT_MODEL, else the one installed with the
+   * plugin (or the build tree's). Read when the element goes from READY to
+   * PAUSED.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_string ("model", "Model",
-          "Path of the model (a .knot file from whisperknot-convert); "
+          "Path of the model (a .knot file from whisperknot-convert) or the "
+          "name of one installed by whisperknot-model; "
           "unset: $WHISPERKNOT_MODEL or the installed default model",
           DEFAULT_MODEL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
@@ -838,7 +843,15 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
 
   GST_OBJECT_LOCK (self);
   is_default = !self->model_path || !self->model_path[0];
-  path = g_strdup (is_default ? wk_default_model_path () : self->model_path);
+  if (is_default) {
+    path = g_strdup (wk_default_model_path ());
+  } else {
+    /* a name installed by whisperknot-model, or a path */
+    char *resolved = wk_model_resolve_path (self->model_path);
+
+    path = g_strdup (resolved ? resolved : self->model_path);
+    free (resolved);
+  }
   GST_OBJECT_UNLOCK (self);
 
   /* a load of this file is running, or done */

@@ -64,6 +64,57 @@ wk_default_model_path (void)
   return WK_MODEL_BUILD_PATH;
 }
 
+/* The folder tools/whisperknot-model installs into, or NULL (no $HOME). */
+static char *
+model_dir (void)
+{
+  const char *d = getenv ("WHISPERKNOT_MODEL_DIR");
+  const char *base = getenv ("XDG_DATA_HOME");
+  const char *home = getenv ("HOME");
+  size_t n;
+  char *p;
+
+  if (d && d[0])
+    return strdup (d);
+  if (base && base[0]) {
+    n = strlen (base) + sizeof "/whisperknot";
+    if ((p = malloc (n)))
+      snprintf (p, n, "%s/whisperknot", base);
+    return p;
+  }
+  if (!home || !home[0])
+    return NULL;
+  n = strlen (home) + sizeof "/.local/share/whisperknot";
+  if ((p = malloc (n)))
+    snprintf (p, n, "%s/.local/share/whisperknot", home);
+  return p;
+}
+
+char *
+wk_model_resolve_path (const char *name_or_path)
+{
+  char *dir, *p;
+  size_t n;
+
+  if (!name_or_path)
+    return NULL;
+  /* a path, or a file of that name here, is taken as is */
+  if (!name_or_path[0] || strchr (name_or_path, '/') ||
+      access (name_or_path, F_OK) == 0 || !(dir = model_dir ()))
+    return strdup (name_or_path);
+  n = strlen (dir) + strlen (name_or_path) + sizeof "/.knot";
+  p = malloc (n);
+  if (p) {
+    snprintf (p, n, "%s/%s.knot", dir, name_or_path);
+    if (access (p, F_OK) != 0) {
+      free (p);
+      p = NULL;
+    }
+  }
+  free (dir);
+  return p ? p : strdup (name_or_path);
+}
+
 wk_model_params
 wk_model_default_params (void)
 {

@@ -145,6 +145,14 @@ WK_API void wk_model_get_info (const wk_model * model, wk_model_info * info);
  * copy there. Never NULL. */
 WK_API const char *wk_default_model_path (void);
 
+/* A model= value as a path: one containing '/' or naming an existing file
+ * is returned as is; otherwise the installed NAME.knot (from
+ * tools/whisperknot-model: $WHISPERKNOT_MODEL_DIR, else
+ * $XDG_DATA_HOME/whisperknot, else ~/.local/share/whisperknot) if it
+ * exists; else the value unchanged. The result is malloc'd (free() it);
+ * NULL for NULL or when out of memory. */
+WK_API char *wk_model_resolve_path (const char *name_or_path);
+
 /* ---- streams --------------------------------------------------------- */
 
 typedef struct wk_stream wk_stream;

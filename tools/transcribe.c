@@ -54,8 +54,9 @@ usage (FILE * f)
       "\n"
       "Transcribes a 16 kHz WAV file (\"-\" reads standard input).\n"
       "\n"
-      "  -m, --model MODEL     knot file (default: $WHISPERKNOT_MODEL or the\n"
-      "                        installed default model)\n"
+      "  -m, --model MODEL     knot file, or the name of one installed by\n"
+      "                        whisperknot-model (default: $WHISPERKNOT_MODEL\n"
+      "                        or the installed default model)\n"
       "  -l, --language LANG   spoken language, ISO 639-1, or auto (default)\n"
       "      --translate       translate into English\n"
       "  -t, --threads N       threads (default 0: one per core)\n"
@@ -357,6 +358,8 @@ main (int argc, char **argv)
     {NULL, 0, NULL, 0}
   };
   const char *model_path = NULL, *out_path = NULL, *in_path;
+  char *resolved_path = NULL;
+  int model_given;
   wk_model_params mp = wk_model_default_params ();
   wk_stream_params sp = wk_stream_default_params ();
   wk_model *model = NULL;
@@ -434,6 +437,7 @@ main (int argc, char **argv)
     return 2;
   }
   in_path = argv[optind];
+  model_given = model_path != NULL;
   if (!model_path)
     model_path = wk_default_model_path ();
 
@@ -468,6 +472,9 @@ main (int argc, char **argv)
   }
 
   t_start = now_seconds ();
+  /* a name installed by whisperknot-model, or a path */
+  if (model_given && (resolved_path = wk_model_resolve_path (model_path)))
+    model_path = resolved_path;
   st = wk_model_load (model_path, &mp, &model, err, sizeof err);
   if (st != WK_OK) {
     /* the loader's message may name the file already */
@@ -573,6 +580,7 @@ done:
   if (model)
     wk_model_unref (model);
   wk_wav_clear (&wav);
+  free (resolved_path);
   return rc;
 
 bad_value:
