@@ -64,6 +64,26 @@ wk_kernels_avx512_get (void)
 }
 #endif
 
+/* orcc's generated functions compile their program on the first call and
+ * set a plain `static volatile int p_inited` under orc_once_mutex, but test
+ * it unlocked: two streaming threads making the first call race on it
+ * (ThreadSanitizer sees it). One tiny call of each kernel inside a
+ * pthread_once sets the flags before any concurrent call, and pthread_once
+ * orders every later caller after it. The -dist.c backups (-Dorc=disabled)
+ * have no flag; the calls are then a harmless one-element loop. */
+static pthread_once_t wk_kernels_orc_once = PTHREAD_ONCE_INIT;
+
+static void
+wk_kernels_orc_warm (void)
+{
+  float lo[1], hi[1];
+  const int8_t q8[1] = { 0 };
+  const uint8_t q4[1] = { 0 };
+
+  wk_orc_dequant_q8_0 (lo, q8, 1.0f, 1);
+  wk_orc_dequant_q4_0 (lo, hi, q4, 1.0f, 1);
+}
+
 int
 wk_kernels_simd_sets (const wk_kernel_set ** sets, int max)
 {
@@ -105,6 +125,7 @@ wk_kernels_get (void)
 {
   const wk_kernel_set *set;
 
+  pthread_once (&wk_kernels_orc_once, wk_kernels_orc_warm);
   set = atomic_load_explicit (&wk_kernels_forced, memory_order_acquire);
   if (set)
     return set;
@@ -258,6 +279,8 @@ wk_tensor_get_row (const wk_tensor * W, int64_t r, float *out)
   if (row_bytes == 0 || r < 0 || r >= W->ne[1])
     return;
   row = (const unsigned char *) W->data + ((size_t) r) * row_bytes;
+  /* Normally done already by the first wk_kernels_get (); cheap when so. */
+  pthread_once (&wk_kernels_orc_once, wk_kernels_orc_warm);
   switch (W->type) {
     case WK_TYPE_Q8_0:
       for (b = 0; b < k / WK_QK; b++) {

@@ -12,6 +12,7 @@
 #include "mel.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,27 @@ struct wk_mel
   unsigned char _Alignas (16) plan_mem[MEL_N_PLANS][MEL_PLAN_BYTES];
 };
 
+/* orcc's generated functions test their `static volatile int p_inited`
+ * unlocked while a first caller sets it under orc_once_mutex: a data race
+ * when two streaming threads make the first call. One tiny call of each
+ * loop inside a pthread_once, at model load, sets the flags before any
+ * stream runs (engine/kernels.c does the same for the dequant kernels).
+ * With -Dorc=disabled these are one-element C loops. */
+static pthread_once_t wk_mel_orc_once = PTHREAD_ONCE_INIT;
+
+static void
+wk_mel_orc_warm (void)
+{
+  float d[1] = { 0.0f }, a[1] = { 0.0f }, b[1] = { 0.0f };
+  uint64_t bin[1] = { 0 };
+
+  wk_orc_mel_window (d, a, b, 1);
+  wk_orc_mel_power (d, (const void *) bin, 1);
+  wk_orc_mel_scale (d, a, 1.0f, 1);
+  wk_orc_mel_madd (d, a, 1.0f, 1);
+  wk_orc_mel_norm (d, 0.0f, 4.0f, 0.25f, 1);
+}
+
 wk_status
 wk_mel_new (int n_mels, const float *filters, wk_mel ** out)
 {
@@ -55,6 +77,7 @@ wk_mel_new (int n_mels, const float *filters, wk_mel ** out)
   size_t n_weights = 0, len;
   int m, k, i;
 
+  pthread_once (&wk_mel_orc_once, wk_mel_orc_warm);
   if (!out)
     return WK_ERR_ARG;
   *out = NULL;
@@ -254,6 +277,8 @@ wk_mel_normalize (float *mel, int n_mels, int n, int ld)
     for (i = 0; i < n; i++)
       if (mel[(size_t) m * ld + i] > max)
         max = mel[(size_t) m * ld + i];
+  /* Callable without a wk_mel; cheap once done. */
+  pthread_once (&wk_mel_orc_once, wk_mel_orc_warm);
   for (m = 0; m < n_mels; m++)
     wk_orc_mel_norm (mel + (size_t) m * ld, max - 8.0f, 4.0f, 0.25f, n);
   return (max + 4.0f) * 0.25f;  /* what the loop made of max itself */
