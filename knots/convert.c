@@ -651,6 +651,22 @@ check_model (const src_model * m, char *err, size_t err_size)
         "n_vocab %d", m->n_tokens, h[HP_VOCAB]);
     return -1;
   }
+  {
+    /* the engine's build_tokenizer bounds: every ordinary token, at most
+     * up to the first timestamp; refused here rather than in a knot that
+     * then fails to load */
+    wk_special_tokens sp;
+
+    wk_special_tokens_for (h[HP_VOCAB], &sp);
+    if (m->n_tokens < sp.eot || m->n_tokens > sp.timestamp_begin) {
+      snprintf (err, err_size, "the vocabulary has %d entries, but n_vocab "
+          "%d needs %d ordinary tokens (ids 0 .. %d)%s", m->n_tokens,
+          h[HP_VOCAB], sp.eot, sp.eot - 1, m->n_tokens < sp.eot ?
+          ": a partial vocab.json? give the model's full vocabulary or "
+          "--vocab FILE" : "");
+      return -1;
+    }
+  }
 #define EXPECT(name, a, b, c) \
   if (expect (m, name, a, b, c, err, err_size)) return -1
   EXPECT ("encoder.conv1.weight", 3, h[HP_MELS], da);

@@ -1482,6 +1482,51 @@ unlink_in (const char *dir, const char *name)
   unlink (p);
 }
 
+/* A vocab.json of only the first 1000 tokens parses, but n_vocab 51864
+ * needs all 50256 ordinary ones: the converter refuses it, naming the
+ * counts, and writes no knot (before, the engine refused the knot). */
+static void
+test_short_vocab_refused (void)
+{
+  const char *bin = wpath ("short.bin"), *dir = wpath ("short"), *knot =
+      wpath ("short.knot");
+  wk_ggml_bin *b = NULL;
+  char err[512], p[4300];
+  struct stat sb;
+  FILE *f;
+
+  if (make_model ("small-test", "f32", "12", bin))
+    return;
+  CHECK (wk_ggml_bin_open (bin, &b, err, sizeof err) == WK_OK);
+  if (!b)
+    return;
+  write_hf_checkpoint (b, dir);
+  snprintf (p, sizeof p, "%s/vocab.json", dir);
+  f = fopen (p, "w");
+  CHECK (f != NULL);
+  if (f) {
+    fputs ("{", f);
+    for (int32_t i = 0; i < 1000 && i < b->n_tokens; i++) {
+      json_str (f, b->tokens[i], b->token_lens[i], true);
+      fprintf (f, ": %d%s", i, i + 1 < 1000 ? ", " : "");
+    }
+    fputs ("}\n", f);
+    fclose (f);
+  }
+  unlink (knot);
+  CHECK (convert (NULL, NULL, dir, knot) != 0);
+  CHECK_MSG (strstr (out_text, "1000") && strstr (out_text, "n_vocab")
+      && strstr (out_text, "50256"), "%s", out_text);
+  CHECK (stat (knot, &sb) != 0);
+  unlink (p);
+  unlink_in (dir, "config.json");
+  unlink_in (dir, "model.safetensors");
+  rmdir (dir);
+  wk_ggml_bin_free (b);
+  unlink (bin);
+  unlink (knot);
+}
+
 /* The ordinary tokens of b as transformers' vocab.json (one "token": id
  * per line, two-space indent), with token `over` renamed to over_text;
  * <|endoftext|> (50256, English-only) is stored as itself. */
@@ -2088,6 +2133,7 @@ main (void)
   RUN (test_requantize_and_keep);
   RUN (test_safetensors_checkpoint);
   RUN (test_transformers_layout);
+  RUN (test_short_vocab_refused);
   RUN (test_bad_inputs_fail_cleanly);
   RUN (test_quantized_conv_in_engine);
   RUN (test_model_file_changes_after_load);
