@@ -47,7 +47,8 @@ main (int argc, char **argv)
   model_path = argc > 2 ? argv[2] : wk_default_model_path ();
 
   if (wk_wav_read (argv[1], &wav, err, sizeof err) != WK_OK) {
-    fprintf (stderr, "%s: %s\n", argv[1], err);
+    /* wk_wav_read's messages name the file already */
+    fprintf (stderr, "%s\n", err);
     return 1;
   }
   if (wav.rate != WK_SAMPLE_RATE) {

@@ -381,10 +381,12 @@ mapped_rss_bytes (const char *path)
   return total;
 }
 
+/* what: NULL where err names the file already (wk_wav_read's messages) */
 static int
 child_fail (const char *what, const char *err)
 {
-  fprintf (stderr, "whisperknot-bench: %s: %s\n", what, err ? err : "");
+  fprintf (stderr, "whisperknot-bench: %s%s%s\n", what ? what : "",
+      what ? ": " : "", err ? err : "");
   return 1;
 }
 
@@ -405,10 +407,10 @@ child_stages (const options * o)
 
   t0 = now_ms ();
   if (wk_model_load (o->model, &mp, &model, err, sizeof err) != WK_OK)
-    return child_fail (o->model, err);
+    return child_fail (strstr (err, o->model) ? NULL : o->model, err);
   printf ("WKB load_ms %.3f\n", now_ms () - t0);
   if (wk_wav_read (o->audio, &wav, err, sizeof err) != WK_OK)
-    return child_fail (o->audio, err);
+    return child_fail (NULL, err);
 
   hp = &model->hp;
   wk_model_get_info (model, &info);
@@ -497,10 +499,10 @@ child_e2e (const options * o)
   int64_t n_text_tokens = 0;
 
   if (wk_wav_read (o->audio, &wav, err, sizeof err) != WK_OK)
-    return child_fail (o->audio, err);
+    return child_fail (NULL, err);
   t0 = now_ms ();
   if (wk_model_load (o->model, &mp, &model, err, sizeof err) != WK_OK)
-    return child_fail (o->model, err);
+    return child_fail (strstr (err, o->model) ? NULL : o->model, err);
   printf ("WKB load_ms %.3f\n", now_ms () - t0);
 
   sp.language = o->language;
@@ -906,7 +908,8 @@ write_pcm (const char *audio, const char *path)
   bool ok;
 
   if (wk_wav_read (audio, &wav, err, sizeof err) != WK_OK) {
-    fprintf (stderr, "whisperknot-bench: %s: %s\n", audio, err);
+    /* wk_wav_read's messages name the file already */
+    fprintf (stderr, "whisperknot-bench: %s\n", err);
     return false;
   }
   f = fopen (path, "wb");
