@@ -1988,6 +1988,20 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
 
 /* Transcribes everything fed since the last reset, pushes it and resets
  * the engine. */
+
+/* Worker: the flow return of a failed feed: FLUSHING when a flush or a stop
+ * cancelled the run, else an element error. */
+static GstFlowReturn
+gst_whisperknot_feed_failed (GstWhisperKnot * self, wk_status status)
+{
+  if (gst_whisperknot_is_flushing (self))
+    return GST_FLOW_FLUSHING;
+  GST_ELEMENT_ERROR (self, STREAM, FAILED,
+      ("Transcription failed: %s.", wk_status_str (status)), (NULL));
+  self->own_error = TRUE;
+  return GST_FLOW_ERROR;
+}
+
 static GstFlowReturn
 gst_whisperknot_drain (GstWhisperKnot * self)
 {
@@ -2008,14 +2022,7 @@ gst_whisperknot_drain (GstWhisperKnot * self)
 
   /* ERRORS */
 failed:
-  {
-    if (gst_whisperknot_is_flushing (self))
-      return GST_FLOW_FLUSHING;
-    GST_ELEMENT_ERROR (self, STREAM, FAILED,
-        ("Transcription failed: %s.", wk_status_str (status)), (NULL));
-    self->own_error = TRUE;
-    return GST_FLOW_ERROR;
-  }
+  return gst_whisperknot_feed_failed (self, status);
 }
 
 /* Worker: transcribes n samples of silence (a hole in the input). */
@@ -2040,14 +2047,7 @@ gst_whisperknot_feed_silence (GstWhisperKnot * self, guint64 n)
 
   /* ERRORS */
 failed:
-  {
-    if (gst_whisperknot_is_flushing (self))
-      return GST_FLOW_FLUSHING;
-    GST_ELEMENT_ERROR (self, STREAM, FAILED,
-        ("Transcription failed: %s.", wk_status_str (status)), (NULL));
-    self->own_error = TRUE;
-    return GST_FLOW_ERROR;
-  }
+  return gst_whisperknot_feed_failed (self, status);
 }
 
 static GstFlowReturn
