@@ -120,6 +120,7 @@ KNOTS = os.path.dirname(HERE)
 ROOT = os.path.dirname(KNOTS)
 sys.path.insert(0, HERE)
 import synth  # noqa: E402  (voices, synthesis, held-out sentences)
+import texts  # noqa: E402  (number words)
 import real  # noqa: E402  (real-speech evaluation sets)
 
 EVAL_DIR = os.path.join(synth.WORK, "eval")
@@ -145,44 +146,9 @@ SCLITE_CANDIDATES = ["sclite", "/usr/lib/sctk/bin/sclite"]
 
 # ------------------------------------------------------------ normalizer ----
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-         "fourteen fifteen sixteen seventeen eighteen nineteen").split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
-_SCALES = [(10 ** 12, "trillion"), (10 ** 9, "billion"), (10 ** 6, "million"),
-           (1000, "thousand")]
-_ORD = {"one": "first", "two": "second", "three": "third", "five": "fifth",
-        "eight": "eighth", "nine": "ninth", "twelve": "twelfth"}
-
-
-def number_words(n):
-    """Cardinal words of a non-negative integer (no 'and': 'one hundred five')."""
-    if n < 20:
-        return _ONES[n]
-    if n < 100:
-        return _TENS[n // 10] + ("" if n % 10 == 0 else " " + _ONES[n % 10])
-    if n < 1000:
-        rest = n % 100
-        return _ONES[n // 100] + " hundred" + ("" if rest == 0 else " " + number_words(rest))
-    for value, name in _SCALES:
-        if n >= value:
-            if n // value >= 1000 and value == _SCALES[0][0]:
-                break  # beyond trillions: say the digits
-            rest = n % value
-            return (number_words(n // value) + " " + name +
-                    ("" if rest == 0 else " " + number_words(rest)))
-    return " ".join(_ONES[int(d)] for d in str(n))
-
-
-def ordinal_words(n):
-    words = number_words(n).split()
-    last = words[-1]
-    if last in _ORD:
-        last = _ORD[last]
-    elif last.endswith("y"):
-        last = last[:-1] + "ieth"
-    else:
-        last = last + "th"
-    return " ".join(words[:-1] + [last])
+_ONES = texts._ONES
+number_words = texts.words
+ordinal_words = texts.ordinal
 
 
 def _number_sub(m):

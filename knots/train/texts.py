@@ -23,6 +23,8 @@ WORDNET_DIR = "/usr/share/wordnet"
 _ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
          "fourteen fifteen sixteen seventeen eighteen nineteen").split()
 _TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_SCALES = [(10 ** 12, "trillion"), (10 ** 9, "billion"), (10 ** 6, "million"),
+           (1000, "thousand")]
 _ORD = {"one": "first", "two": "second", "three": "third", "five": "fifth",
         "eight": "eighth", "nine": "ninth", "twelve": "twelfth"}
 
@@ -60,7 +62,8 @@ DEPTS = ("sales support billing accounts the operator reservations customer serv
 
 
 def words(n):
-    """Spoken cardinal (no 'and')."""
+    """Spoken cardinal of a non-negative integer (no 'and': 'one hundred five');
+    eval.py's normalizer writes numbers with it too."""
     if n < 20:
         return _ONES[n]
     if n < 100:
@@ -68,11 +71,13 @@ def words(n):
     if n < 1000:
         r = n % 100
         return _ONES[n // 100] + " hundred" + ("" if r == 0 else " " + words(r))
-    if n < 1000000:
-        r = n % 1000
-        return words(n // 1000) + " thousand" + ("" if r == 0 else " " + words(r))
-    r = n % 1000000
-    return words(n // 1000000) + " million" + ("" if r == 0 else " " + words(r))
+    for value, name in _SCALES:
+        if n >= value:
+            if n // value >= 1000 and value == _SCALES[0][0]:
+                break  # beyond trillions: say the digits
+            r = n % value
+            return words(n // value) + " " + name + ("" if r == 0 else " " + words(r))
+    return " ".join(_ONES[int(d)] for d in str(n))
 
 
 def ordinal(n):
