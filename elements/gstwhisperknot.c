@@ -56,10 +56,25 @@
  * GAP when nothing is partial any more. #GstWhisperKnot:output chooses one
  * buffer per word or per phrase; #GstWhisperKnot:vad,
  * #GstWhisperKnot:vad-threshold and #GstWhisperKnot:vad-min-silence set the
- * voice detector. #GstWhisperKnot:lateness is added to the latency the
- * element reports; a word later than latency plus lateness posts a warning
- * (once) and a `whisperknot-qos` element message (`max-delay`, `allowed`:
- * guint64 nanoseconds, `step-seconds`: gdouble). The #GstWhisperKnot:stats
+ * voice detector.
+ *
+ * The latency the element reports is the one it keeps: with
+ * #GstWhisperKnot:commit=deadline (the default) every word buffer is
+ * pushed by its PTS (the word's start) + #GstWhisperKnot:latency, as a
+ * synchronised sink needs it: a word that two runs have not agreed on by
+ * then is committed as the latest run heard it, and runs are scheduled
+ * to finish before the next deadline. #GstWhisperKnot:lateness is added to
+ * the latency the element reports (downstream's allowance). Only a
+ * machine too slow for the latency misses a deadline (a run takes longer
+ * than the latency allows; `tools/wk-live-latency --sweep` prints the
+ * lowest workable latency for a machine and model): the buffer keeps its
+ * true PTS, and a warning (once) and a `whisperknot-qos` element message
+ * (`lateness`: guint64 nanoseconds past PTS + latency, `late-words`,
+ * `max-delay`, `allowed`: guint64 nanoseconds, `step-seconds`,
+ * `run-seconds`: gdouble) are posted. With #GstWhisperKnot:output=phrase a
+ * buffer carries a phrase's first word's PTS and is pushed at the phrase's
+ * end, so phrases are for displays that do not synchronise (or need a
+ * lateness as long as a phrase). The #GstWhisperKnot:stats
  * property tells what the model and the recognizer cost.
  *
  * ## Example pipelines
@@ -91,6 +106,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -112,6 +128,7 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define DEFAULT_VAD_THRESHOLD 0.5f
 #define DEFAULT_VAD_MIN_SILENCE 300
 #define DEFAULT_OUTPUT GST_WHISPERKNOT_OUTPUT_WORD
+#define DEFAULT_COMMIT GST_WHISPERKNOT_COMMIT_DEADLINE
 #define DEFAULT_TEXT_LINES FALSE
 #define DEFAULT_ALIGNMENT_THRESHOLD (40 * GST_MSECOND)
 #define DEFAULT_DISCONT_WAIT (1 * GST_SECOND)
@@ -207,6 +224,7 @@ enum
   PROP_VAD_THRESHOLD,
   PROP_VAD_MIN_SILENCE,
   PROP_OUTPUT,
+  PROP_COMMIT,
   PROP_TEXT_LINES,
   PROP_STATS,
   PROP_ALIGNMENT_THRESHOLD,
@@ -226,6 +244,25 @@ gst_whisperknot_output_get_type (void)
 
   if (g_once_init_enter (&type)) {
     GType t = g_enum_register_static ("GstWhisperKnotOutput", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_whisperknot_commit_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_WHISPERKNOT_COMMIT_DEADLINE, "When two runs agree or, at the "
+          "latest, at the word's start + latency", "deadline"},
+    {GST_WHISPERKNOT_COMMIT_AGREEMENT, "Only when two runs agree, however "
+          "late", "agreement"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstWhisperKnotCommit", values);
     g_once_init_leave (&type, t);
   }
   return type;
@@ -444,6 +481,22 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
           G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
 
   /**
+   * GstWhisperKnot:commit:
+   *
+   * Live policy: when a word becomes final. `deadline` (the default) keeps
+   * the latency the element reports: a word is pushed when two runs of
+   * the model agree on it or, at the latest, by its start (its PTS) + the
+   * latency, as the latest run heard it, so a synchronised sink behind
+   * the element gets it in time. `agreement` waits for two runs to agree
+   * (a little more accurate), however late that is.
+   */
+  g_object_class_install_property (gobject_class, PROP_COMMIT,
+      g_param_spec_enum ("commit", "Commit",
+          "Live policy: when a word becomes final",
+          GST_TYPE_WHISPERKNOT_COMMIT, DEFAULT_COMMIT, G_PARAM_READWRITE |
+          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+
+  /**
    * GstWhisperKnot:text-lines:
    *
    * Text for a terminal or a text file (fdsink, filesink) rather than for
@@ -566,6 +619,7 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->vad_min_silence_ms = DEFAULT_VAD_MIN_SILENCE;
   self->output = DEFAULT_OUTPUT;
   self->text_lines = DEFAULT_TEXT_LINES;
+  self->commit = DEFAULT_COMMIT;
   self->alignment_threshold = DEFAULT_ALIGNMENT_THRESHOLD;
   self->discont_wait = DEFAULT_DISCONT_WAIT;
   self->hold = G_MAXUINT64;
@@ -659,6 +713,9 @@ gst_whisperknot_set_property (GObject * object, guint prop_id,
     case PROP_VAD_MIN_SILENCE:
       self->vad_min_silence_ms = g_value_get_uint (value);
       break;
+    case PROP_COMMIT:
+      self->commit = g_value_get_enum (value);
+      break;
     case PROP_OUTPUT:
       self->output = g_value_get_enum (value);
       break;
@@ -721,6 +778,9 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
       break;
     case PROP_VAD_MIN_SILENCE:
       g_value_set_uint (value, self->vad_min_silence_ms);
+      break;
+    case PROP_COMMIT:
+      g_value_set_enum (value, self->commit);
       break;
     case PROP_OUTPUT:
       g_value_set_enum (value, self->output);
@@ -954,9 +1014,12 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   params.use_vad = self->use_vad;
   params.vad_threshold = self->vad_threshold;
   params.vad_min_silence_ms = self->vad_min_silence_ms;
+  params.commit = self->commit == GST_WHISPERKNOT_COMMIT_AGREEMENT ?
+      WK_COMMIT_AGREEMENT : WK_COMMIT_DEADLINE;
   self->stream_output = self->output;
   self->stream_text_lines = self->text_lines;
   self->stream_limit = (self->latency_ms + self->lateness_ms) * GST_MSECOND;
+  self->stream_lateness = self->lateness_ms * GST_MSECOND;
   memset (&self->stats, 0, sizeof self->stats);
   self->qos_warned = FALSE;
   GST_OBJECT_UNLOCK (self);
@@ -1077,17 +1140,98 @@ gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean keep_sticky)
     marker_free (marker);
   }
   self->written = self->read = 0;
+  self->due_head = self->n_dues = 0;
 }
 
 /* Streaming thread: copies n samples (silence when data is NULL) into the
  * ring, waiting while it is full. */
+/* With the lock held: when the sample at ring position pos was due
+ * (monotonic microseconds), from the newest entry at or before it; -1
+ * when none is known. */
+static gint64
+gst_whisperknot_due_at (GstWhisperKnot * self, guint64 pos)
+{
+  guint i;
+
+  for (i = 0; i < self->n_dues; i++) {
+    const GstWhisperKnotDue *d = &self->dues[(self->due_head +
+            GST_WHISPERKNOT_DUES - 1 - i) % GST_WHISPERKNOT_DUES];
+    if (d->pos <= pos)
+      return d->due_us == G_MAXINT64 ? G_MAXINT64 : d->due_us + (gint64)
+          gst_util_uint64_scale_int (pos - d->pos, G_USEC_PER_SEC,
+          WK_SAMPLE_RATE);
+  }
+  return -1;
+}
+
+/* With the lock held: the audio written from now on was due from due_us
+ * on (none: -1); a buffer within 10 ms of where the previous entry puts
+ * it continues that entry. */
+static void
+gst_whisperknot_record_due (GstWhisperKnot * self, gint64 due_us)
+{
+  gint64 expected;
+  GstWhisperKnotDue *d;
+
+  if (due_us < 0)
+    return;
+  expected = gst_whisperknot_due_at (self, self->written);
+  if (expected == G_MAXINT64 || due_us == G_MAXINT64) {
+    if (expected == due_us)
+      return;
+  } else if (expected >= 0 && ABS (expected - due_us) <= 10000) {
+    return;
+  }
+  d = &self->dues[self->due_head];
+  d->pos = self->written;
+  d->due_us = due_us;
+  self->due_head = (self->due_head + 1) % GST_WHISPERKNOT_DUES;
+  self->n_dues = MIN (self->n_dues + 1, GST_WHISPERKNOT_DUES);
+}
+
+/* Streaming thread: when the audio just queued (n samples, its time
+ * aligned by gst_whisperknot_track_time) was due on the monotonic clock:
+ * in PLAYING, when the pipeline clock reads its running time (what a
+ * synchronised sink downstream counts from); else no deadline
+ * (G_MAXINT64: nothing downstream waits on the clock). */
+static gint64
+gst_whisperknot_due (GstWhisperKnot * self, gsize n)
+{
+  gint64 now = g_get_monotonic_time ();
+  GstClock *clock = NULL;
+  GstClockTime base = 0, rt, cnow, pts;
+  gint64 due;
+
+  if (!GST_CLOCK_TIME_IS_VALID (self->in_base) || self->in_samples < n ||
+      self->segment.format != GST_FORMAT_TIME)
+    return G_MAXINT64;
+  pts = self->in_base + samples_to_time (self->in_samples - n);
+  GST_OBJECT_LOCK (self);
+  if (GST_STATE (self) == GST_STATE_PLAYING && GST_ELEMENT_CLOCK (self)) {
+    clock = gst_object_ref (GST_ELEMENT_CLOCK (self));
+    base = GST_ELEMENT_CAST (self)->base_time;
+  }
+  GST_OBJECT_UNLOCK (self);
+  if (!clock)
+    return G_MAXINT64;
+  rt = gst_segment_to_running_time (&self->segment, GST_FORMAT_TIME, pts);
+  cnow = gst_clock_get_time (clock);
+  gst_object_unref (clock);
+  if (!GST_CLOCK_TIME_IS_VALID (rt) || !GST_CLOCK_TIME_IS_VALID (cnow))
+    return G_MAXINT64;
+  due = now + GST_CLOCK_DIFF (cnow, base + rt) / GST_USECOND;
+  return due;
+}
+
 static GstFlowReturn
-gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
+gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n,
+    gint64 due_us)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   gsize done = 0;
 
   g_mutex_lock (&self->lock);
+  gst_whisperknot_record_due (self, due_us);
   while (done < n) {
     gsize used, space, wpos, m, i;
     gfloat *out;
@@ -1322,7 +1466,8 @@ gst_whisperknot_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   if (n > 0) {
     gst_whisperknot_track_time (self, GST_BUFFER_PTS (buf),
         GST_BUFFER_IS_DISCONT (buf), n);
-    ret = gst_whisperknot_write (self, map.data, n);
+    ret = gst_whisperknot_write (self, map.data, n,
+        gst_whisperknot_due (self, n));
   }
   gst_buffer_unmap (buf, &map);
 
@@ -1501,7 +1646,8 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         if (n == 0)
           return TRUE;
         gst_whisperknot_track_time (self, ts, TRUE, n);
-        return gst_whisperknot_write (self, NULL, n) == GST_FLOW_OK;
+        return gst_whisperknot_write (self, NULL, n,
+            gst_whisperknot_due (self, n)) == GST_FLOW_OK;
       }
       /* the worker transcribes what came before, then passes it on; the
        * next audio starts anew */
@@ -1567,30 +1713,36 @@ gst_whisperknot_make_stats (GstWhisperKnot * self)
       "words", G_TYPE_UINT64, (guint64) st->n_committed,
       "utterances", G_TYPE_UINT64, (guint64) st->n_utterances,
       "state-bytes", G_TYPE_UINT64, (guint64) st->state_bytes,
+      "deadline-commits", G_TYPE_UINT64, (guint64) st->n_deadline_commits,
+      "late-words", G_TYPE_UINT64, (guint64) st->n_late,
+      "max-lateness", G_TYPE_DOUBLE, st->max_late_seconds,
+      "run-estimate", G_TYPE_DOUBLE, st->run_estimate_seconds,
       "clipped-samples", G_TYPE_UINT64, (guint64) st->n_clipped,
       "zeroed-samples", G_TYPE_UINT64, (guint64) st->n_zeroed, NULL);
 }
 
 /* Worker: copies the engine's counters for the stats property and, with
- * the live policy, warns when a word came later than latency + lateness
- * (once per run as a warning, and as a `whisperknot-qos` element message
- * each time the largest delay grows beyond it). */
+ * the live policy, warns when a word came later than its start + latency
+ * + lateness, the time a synchronised sink shows it (once per run as a
+ * warning, and as a `whisperknot-qos` element message each time the
+ * largest lateness grows beyond lateness). */
 static void
 gst_whisperknot_update_stats (GstWhisperKnot * self)
 {
   wk_stream_stats stats;
-  GstClockTime delay, previous;
+  GstClockTime late, previous, delay;
   gboolean warn = FALSE, post = FALSE;
 
   wk_stream_get_stats (self->stream, &stats);
+  late = (GstClockTime) (stats.max_late_seconds * GST_SECOND);
   delay = (GstClockTime) (stats.max_delay_seconds * GST_SECOND);
   GST_OBJECT_LOCK (self);
-  previous = (GstClockTime) (self->stats.max_delay_seconds * GST_SECOND);
+  previous = (GstClockTime) (self->stats.max_late_seconds * GST_SECOND);
   self->stats = stats;
   self->max_observed_delay_ms = MAX (self->max_observed_delay_ms,
       (guint) (stats.max_delay_seconds * 1000));
-  if (self->stream_latency_ms > 0 && delay > self->stream_limit &&
-      delay > previous) {
+  if (self->stream_latency_ms > 0 && late > self->stream_lateness &&
+      late > previous) {
     post = TRUE;
     warn = !self->qos_warned;
     self->qos_warned = TRUE;
@@ -1600,17 +1752,21 @@ gst_whisperknot_update_stats (GstWhisperKnot * self)
   if (warn)
     GST_ELEMENT_WARNING (self, CORE, CLOCK,
         ("Text is later than the latency allows: a word came %u ms after "
-            "it was spoken, the latency and lateness allow %u ms. Raise "
+            "its start + the latency, the lateness allows %u ms. Raise "
             "the latency or use fewer threads elsewhere.",
-            (guint) (delay / GST_MSECOND),
-            (guint) (self->stream_limit / GST_MSECOND)), (NULL));
+            (guint) (late / GST_MSECOND),
+            (guint) (self->stream_lateness / GST_MSECOND)), (NULL));
   if (post)
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self),
             gst_structure_new ("whisperknot-qos",
+                "lateness", G_TYPE_UINT64, late,
+                "late-words", G_TYPE_UINT64, (guint64) stats.n_late,
                 "max-delay", G_TYPE_UINT64, delay,
                 "allowed", G_TYPE_UINT64, self->stream_limit,
-                "step-seconds", G_TYPE_DOUBLE, stats.step_seconds, NULL)));
+                "step-seconds", G_TYPE_DOUBLE, stats.step_seconds,
+                "run-seconds", G_TYPE_DOUBLE, stats.run_estimate_seconds,
+                NULL)));
 }
 
 static GstFlowReturn
@@ -2116,6 +2272,7 @@ gst_whisperknot_loop (GstWhisperKnot * self)
   GstFlowReturn ret = GST_FLOW_OK;
   Marker *marker;
   gsize off, n;
+  gint64 due_us;
   wk_status status;
 
   g_mutex_lock (&self->lock);
@@ -2142,10 +2299,15 @@ gst_whisperknot_loop (GstWhisperKnot * self)
       n = MIN (n, marker->pos - self->read);
     off = self->read % self->ring_size;
     n = MIN (MIN (n, self->ring_size - off), FEED_CHUNK);
+    due_us = gst_whisperknot_due_at (self, self->read);
     g_mutex_unlock (&self->lock);
 
     /* the chain function does not write into [read, read + n) */
-    status = wk_stream_feed (self->stream, self->ring + off, n);
+    if (due_us >= 0)
+      status = wk_stream_feed_at (self->stream, self->ring + off, n,
+          due_us == G_MAXINT64 ? INFINITY : due_us / (double) G_USEC_PER_SEC);
+    else
+      status = wk_stream_feed (self->stream, self->ring + off, n);
     g_mutex_lock (&self->lock);
     self->read += n;
     g_cond_broadcast (&self->cond);

@@ -41,6 +41,34 @@ typedef enum
 
 #define GST_TYPE_WHISPERKNOT_OUTPUT (gst_whisperknot_output_get_type ())
 GType gst_whisperknot_output_get_type (void);
+
+/**
+ * GstWhisperKnotCommit:
+ * @GST_WHISPERKNOT_COMMIT_DEADLINE: a word is committed when two runs agree
+ *   on it or, at the latest, when its deadline comes (its start + the
+ *   latency): text is on time for a synchronised sink
+ * @GST_WHISPERKNOT_COMMIT_AGREEMENT: only when two runs agree (or the
+ *   utterance ends), however late that is
+ *
+ * When the live policy makes a word final (#GstWhisperKnot:commit).
+ */
+typedef enum
+{
+  GST_WHISPERKNOT_COMMIT_DEADLINE,
+  GST_WHISPERKNOT_COMMIT_AGREEMENT,
+} GstWhisperKnotCommit;
+
+#define GST_TYPE_WHISPERKNOT_COMMIT (gst_whisperknot_commit_get_type ())
+GType gst_whisperknot_commit_get_type (void);
+
+/* When the audio from ring position pos on was due (monotonic time). */
+typedef struct
+{
+  guint64 pos;
+  gint64 due_us;
+} GstWhisperKnotDue;
+
+#define GST_WHISPERKNOT_DUES 64
 typedef struct _GstWhisperKnotClass GstWhisperKnotClass;
 
 /**
@@ -68,6 +96,7 @@ struct _GstWhisperKnot
   gfloat vad_threshold;
   guint vad_min_silence_ms;
   GstWhisperKnotOutput output;
+  GstWhisperKnotCommit commit;
   gboolean text_lines;          /* text as lines for a terminal or file */
   GstClockTime alignment_threshold;     /* jitter ignored */
   GstClockTime discont_wait;    /* audio that confirms a discontinuity */
@@ -105,6 +134,10 @@ struct _GstWhisperKnot
                                  * sample), G_MAXUINT64: no hold */
   gboolean flushing;
   GstFlowReturn srcresult;      /* what the chain function returns */
+  /* when the queued audio was due, a ring of entries (a buffer that
+   * continues the previous one on time adds none) */
+  GstWhisperKnotDue dues[GST_WHISPERKNOT_DUES];
+  guint due_head, n_dues;
 
   /* streaming thread only */
   gboolean negotiated;
@@ -134,6 +167,7 @@ struct _GstWhisperKnot
   gboolean stream_text_lines;   /* text-lines of this run */
   gboolean line_open;           /* text-lines: a word line is not ended */
   GstClockTime stream_limit;    /* latency + lateness of this run */
+  GstClockTime stream_lateness; /* lateness of this run */
   GString *phrase;              /* output=phrase: words not pushed yet */
   gint64 phrase_start, phrase_end;      /* samples */
   GstClockTime partial_pos;     /* the last partial buffer's PTS, or NONE */

@@ -22,7 +22,8 @@
  *
  * During an utterance the model runs on the window each time `step`
  * samples have arrived since its last run (latency_ms / 3, at least
- * 200 ms: a word is committed by the second run that hears all of it,
+ * 200 ms, or sooner for a deadline, below: without deadlines a word is
+ * committed by the second run that hears all of it,
  * so at most two steps plus a run's time after its end; when a run
  * takes longer in wall time than the step, the step grows to the run's
  * duration, at most 4 s, so a real-time stream keeps up without dropping
@@ -39,6 +40,27 @@
  * previous run's window end (a word cut off there is often misheard the
  * same way twice): they go to the results and to the prefix. The rest is
  * the partial result.
+ *
+ * Deadlines (WK_COMMIT_DEADLINE, the default): a caller that shows each
+ * word at its start + latency_ms (a synchronised sink: PTS + latency) needs
+ * it by then. Every feed says when its first sample was due (its capture
+ * time, wk_stream_feed_at; a ring of those times maps any position to its
+ * due time), so a word's deadline is the due time of its first sample +
+ * latency_ms - WK_PUSH_MARGIN_MS, counted from the earliest a later run may
+ * put its start: LIVE_START_JITTER before it, and in the open last segment
+ * (whose times are shared out up to the window's end, so stretched) from a
+ * brisk reading of its bytes; never before the last committed word's end.
+ * After each run's agreed words, the words whose deadline comes before the
+ * soonest next run could finish (its audio's arrival + the longest of the
+ * last runs' times, with a margin) are committed as this run heard them,
+ * and the next run is planned to finish just before the next deadline (the
+ * first uncommitted word's, or that of a word not heard yet, which starts
+ * after the hypothesis' last word), but not later than the usual step. A
+ * deadline no run can make any more (a machine too slow for the latency)
+ * keeps the usual step, so the stream still keeps up with real time; the
+ * word is committed late and counted (n_late). A run's timing decides
+ * only when audio arrives in real time: audio fed ahead of its due times
+ * (a file read fast) is committed by agreement alone.
  *
  * When the detector ends the utterance (vad_min_silence_ms of silence),
  * at flush and at finish, a final run (with the caller's temperature
@@ -81,11 +103,25 @@
 #define LIVE_RECENT 4           /* committed words kept for de-duplication */
 #define LIVE_WORD_BYTES 64
 #define LIVE_OUT_WORDS 1024     /* committed words kept until taken */
+#define LIVE_BRISK_BYTE (WK_SAMPLE_RATE / 20)   /* 50 ms a byte of text:
+                                                 * faster than people speak */
+#define LIVE_START_JITTER (WK_SAMPLE_RATE / 20) /* how much earlier a
+                                                 * later run may put a
+                                                 * word */
+#define LIVE_RUN_HIST 8         /* runs the run time estimate looks at */
+#define LIVE_DUE_SLACK 0.01     /* a feed this close to its predicted due
+                                 * time continues the previous entry */
+#define LIVE_DEADLINE_STEP (WK_SAMPLE_RATE / 10)        /* the shortest step
+                                                         * a deadline asks */
 
 typedef struct
 {
   int tok0, n_tok;              /* tokens [tok0, tok0 + n_tok) of the hyp */
   int64_t start, end;
+  /* the earliest the word may start, for its deadline: start, but in the
+   * open last segment (times shared out up to the window's end, so
+   * stretched) as if spoken briskly from the segment's start */
+  int64_t early;
   float sum_lp;                 /* log-probabilities of its tokens */
 } live_word;
 
@@ -180,10 +216,21 @@ struct wk_live
   char *raw;                    /* one word's bytes */
   size_t raw_cap;
 
-  /* wall time each feed's last sample arrived: a ring */
+  /* when the audio was due: a ring of (first sample of a feed, its due
+   * time); feeds that continue the previous one on time share its entry */
   int64_t arr_pos[LIVE_ARRIVALS];
   double arr_t[LIVE_ARRIVALS];
   int arr_head, arr_n;
+
+  /* deadlines */
+  double lat_s;                 /* latency_ms in seconds */
+  double run_hist[LIVE_RUN_HIST];       /* the last runs' wall times */
+  int n_run_hist;
+  double piece_s;               /* the duration of the last feed */
+  int64_t n_forced, n_late;
+  double max_late_s;
+  wk_live_clock_fn clock;       /* tests: instead of wk_live_now_s */
+  void *clock_user;
 
   /* stats */
   int64_t n_runs;
@@ -502,6 +549,7 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
     wk_live_free (l);
     return WK_ERR_NOMEM;
   }
+  l->lat_s = p->latency_ms / 1000.0;
   l->step = (int64_t) p->latency_ms * WK_SAMPLE_RATE / 3000;
   if (l->step < LIVE_MIN_STEP)
     l->step = LIVE_MIN_STEP;
@@ -562,6 +610,7 @@ wk_live_reset (wk_live * l)
   l->part_serial++;
   l->arr_head = l->arr_n = 0;
   l->run_ema_s = 0.0;
+  l->n_run_hist = 0;
 }
 
 /* Results handed out by the last take are released by the next call. */
@@ -650,21 +699,120 @@ wk_live_audio_drop (float *audio, size_t *len, int64_t * base, int64_t new_base)
   *base = new_base;
 }
 
-/* Wall time the sample at pos arrived (the feed that brought it). */
 static double
-arrival (const wk_live * l, int64_t pos)
+live_now (const wk_live * l)
 {
-  int i, best = -1;
+  return l->clock ? l->clock (l->clock_user) : wk_live_now_s ();
+}
+
+void
+wk_live_set_clock (wk_live * l, wk_live_clock_fn fn, void *user)
+{
+  l->clock = fn;
+  l->clock_user = user;
+}
+
+/* The time the sample at pos was (or, past the audio fed, will be) due:
+ * from the newest ring entry at or before pos, at 16 kHz; before the
+ * oldest entry, counted back from it. */
+static double
+due_at (const wk_live * l, int64_t pos)
+{
+  int i, k = -1;
   for (i = 0; i < l->arr_n; i++) {
-    int k = (l->arr_head - 1 - i + LIVE_ARRIVALS) % LIVE_ARRIVALS;
-    if (l->arr_pos[k] < pos)
+    k = (l->arr_head - 1 - i + LIVE_ARRIVALS) % LIVE_ARRIVALS;
+    if (l->arr_pos[k] <= pos)
       break;
-    best = k;
   }
-  if (best < 0)
-    return l->arr_n ? l->arr_t[(l->arr_head - 1 + LIVE_ARRIVALS)
-        % LIVE_ARRIVALS] : wk_live_now_s ();
-  return l->arr_t[best];
+  if (k < 0)
+    return live_now (l);
+  return l->arr_t[k] + (double) (pos - l->arr_pos[k]) / WK_SAMPLE_RATE;
+}
+
+/* Records that samples [pos, ...) were due from due_s on. */
+static void
+due_record (wk_live * l, int64_t pos, double due_s)
+{
+  double expected = l->arr_n > 0 ? due_at (l, pos) : NAN;
+  if (isinf (expected) && isinf (due_s))
+    return;                     /* still no deadline */
+  if (fabs (expected - due_s) <= LIVE_DUE_SLACK)
+    return;                     /* on time: the previous entry holds */
+  l->arr_pos[l->arr_head] = pos;
+  l->arr_t[l->arr_head] = due_s;
+  l->arr_head = (l->arr_head + 1) % LIVE_ARRIVALS;
+  if (l->arr_n < LIVE_ARRIVALS)
+    l->arr_n++;
+}
+
+/* The time by which a word starting at pos must be committed: its first
+ * sample's due time + the latency, less the time to hand it on. */
+static double
+deadline (const wk_live * l, int64_t pos)
+{
+  return due_at (l, pos) + l->lat_s - WK_PUSH_MARGIN_MS / 1000.0;
+}
+
+/* The deadline of a word not committed yet: from the earliest a later
+ * run may put its start (its brisk start less the runs' jitter), never
+ * before the end of the last committed word. */
+static double
+word_deadline (const wk_live * l, const live_word * w)
+{
+  int64_t s = w->early - LIVE_START_JITTER;
+  return deadline (l, s > l->win_start ? s : l->win_start);
+}
+
+/* The wall time the next run is expected to take: the longest of the
+ * last few (runs grow with the window and vary with the machine's load),
+ * with a margin; before any run, a tenth of the latency. */
+static double
+run_estimate (const wk_live * l)
+{
+  double r = 0.0;
+  int i;
+  if (l->n_run_hist == 0)
+    return 0.1 * l->lat_s;
+  for (i = 0; i < l->n_run_hist; i++)
+    if (l->run_hist[i] > r)
+      r = l->run_hist[i];
+  return 1.1 * r + 0.005;
+}
+
+/* When a run at position pos is expected to finish, now being now: it
+ * starts once pos has arrived, which a source at least as fast as real
+ * time brings (pos - total) / 16000 s and a feed's piece from now (at
+ * once when it is there already). A source read faster than real time,
+ * far ahead of its due times, meets every deadline by agreement alone:
+ * its text then does not depend on how long runs take. */
+static double
+run_finish (const wk_live * l, int64_t pos, double now, double r)
+{
+  double wait = pos > l->total ? (double) (pos - l->total) / WK_SAMPLE_RATE
+      + l->piece_s : 0.0;
+  return now + wait + r;
+}
+
+/* Where the next run should start: after the usual step, or sooner when
+ * the earliest deadline to come (d) needs it, but not before `least`
+ * new samples; a deadline no run can make any more (an overloaded
+ * machine) keeps the usual step, so the stream still keeps up. */
+static int64_t
+plan_run (const wk_live * l, double d, double now, double r, int64_t least)
+{
+  int64_t usual = l->total + l->step_eff, lo = l->total + least, at;
+  double slack;
+
+  if (l->p.commit != WK_COMMIT_DEADLINE || !isfinite (d))
+    return usual;
+  if (d < run_finish (l, lo, now, r))
+    return usual;
+  /* the latest start that still finishes by d */
+  slack = d - r - l->piece_s - now;
+  at = l->total + (int64_t) (slack * WK_SAMPLE_RATE);
+  if (at < lo)
+    at = lo;
+  return at < usual ? at : usual;
 }
 
 /* Windows start at the end of the last committed word again, with no
@@ -680,13 +828,13 @@ unanchor (wk_live * l)
 static void
 commit_words (wk_live * l, const live_hyp * h, int k)
 {
-  double now = wk_live_now_s ();
+  double now = live_now (l);
   int i;
 
   for (i = 0; i < k; i++) {
     const live_word *w = &h->w[i];
     size_t n = word_bytes (l, h, w);
-    double d;
+    double d, late;
     out_add (l, &l->out, h, w, l->raw, n);
     wk_live_prompt_push (l->prompt, &l->n_prompt, l->prompt_cap,
         l->p.max_text_ctx, h->tok + w->tok0, w->n_tok);
@@ -695,9 +843,15 @@ commit_words (wk_live * l, const live_hyp * h, int k)
       l->n_recent--;
     }
     word_norm (l, h, w, l->recent[l->n_recent++]);
-    d = now - arrival (l, w->end);
+    d = now - due_at (l, w->end);
     if (d < 0.0)
       d = 0.0;
+    late = now - (due_at (l, w->start) + l->lat_s);
+    if (late > 0.0) {
+      l->n_late++;
+      if (late > l->max_late_s)
+        l->max_late_s = late;
+    }
     l->last_delay_s = d;
     if (d > l->max_delay_s)
       l->max_delay_s = d;
@@ -802,8 +956,8 @@ build_hyp (wk_live * l, live_hyp * h, int n_pre, const wk_window_result * r,
 {
   const wk_model *m = l->model;
   const int32_t *tok = h->raw;
-  int tb = m->sp.timestamp_begin, i, seg_b = 0, n;
-  int64_t seg_t = ws;
+  int tb = m->sp.timestamp_begin, i, seg_b = 0, n, open_b = -1;
+  int64_t seg_t = ws, open_t = ws, cum_open = 0;
 
   h->n_tok = 0;
   h->n_w = 0;
@@ -837,6 +991,10 @@ build_hyp (wk_live * l, live_hyp * h, int n_pre, const wk_window_result * r,
         seg_e = we;
       if (seg_e < seg_t)
         seg_e = seg_t;
+      if (!ts) {
+        open_b = seg_b;         /* the open segment, cut by the window */
+        open_t = seg_t;
+      }
       for (k = seg_b; k < h->n_tok; k++) {
         size_t tl = 0;
         wk_tokenizer_bytes (m->tok, h->tok[k], &tl);
@@ -869,8 +1027,16 @@ build_hyp (wk_live * l, live_hyp * h, int n_pre, const wk_window_result * r,
       w->tok0 = i;
       w->n_tok = 0;
       w->start = h->t0[i];
+      w->early = w->start;
+      if (open_b >= 0 && i >= open_b) {
+        int64_t e = open_t + cum_open * LIVE_BRISK_BYTE;
+        if (e < w->early)
+          w->early = e;
+      }
       w->sum_lp = 0.0f;
     }
+    if (open_b >= 0 && i >= open_b)
+      cum_open += (int64_t) tl;
     h->w[h->n_w - 1].n_tok++;
     h->w[h->n_w - 1].end = h->t1[i];
     h->w[h->n_w - 1].sum_lp += lp;
@@ -944,7 +1110,7 @@ run_model (wk_live * l, int64_t end, bool final)
   live_hyp *h = &l->hyp[l->cur];
   int64_t ws, n, first;
   int n_frames, max_tok, lang, n_prompt, n_pre, i, k;
-  double t0 = wk_live_now_s (), t1, dt;
+  double t0 = live_now (l), t1, dt;
   wk_status st;
 
   if (end - l->anchor > LIVE_ANCHOR_MAX && l->anchor < l->win_start)
@@ -962,7 +1128,7 @@ run_model (wk_live * l, int64_t end, bool final)
     n_frames = l->W;
   first = (ws - l->base) / LIVE_HOP;
   wk_model_window_mel (m, l->audio, l->len, first, n_frames, ctx->mel);
-  t1 = wk_live_now_s ();
+  t1 = live_now (l);
   l->mel_seconds += t1 - t0;
 
   ctx->audio_ctx = wk_live_audio_ctx (m, l->p.audio_ctx, n_frames);
@@ -1016,13 +1182,33 @@ have_result:
     hyp_drop_words (h, i);      /* the prefix: committed already */
     if (k == 0)
       dedupe (l, h);
+    /* times shared out over a segment that began in the prefix may put
+     * the first new words inside the committed ones: they start after */
+    for (i = 0; i < h->n_w && h->w[i].start < l->win_start; i++) {
+      live_word *w = &h->w[i];
+      int t;
+      w->start = l->win_start;
+      if (w->early < l->win_start)
+        w->early = l->win_start;
+      if (w->end < w->start)
+        w->end = w->start;
+      for (t = w->tok0; t < w->tok0 + w->n_tok; t++) {
+        if (h->t0[t] < w->start)
+          h->t0[t] = w->start;
+        if (h->t1[t] < h->t0[t])
+          h->t1[t] = h->t0[t];
+      }
+    }
   }
   if (r->temperature > 0.5f)
     l->n_prompt = 0;
 
   l->n_runs++;
   l->last_run_end = end;
-  dt = wk_live_now_s () - t0;
+  dt = live_now (l) - t0;
+  l->run_hist[l->n_runs % LIVE_RUN_HIST] = dt;
+  if (l->n_run_hist < LIVE_RUN_HIST)
+    l->n_run_hist++;
   l->last_run_s = dt;
   if (dt > l->max_run_s)
     l->max_run_s = dt;
@@ -1036,6 +1222,44 @@ have_result:
       l->step_eff = LIVE_MAX_STEP;
   }
   return WK_OK;
+}
+
+/* The deadline of the earliest word not committed yet: cur's first word,
+ * or a word the runs have not heard yet, which starts after cur's words
+ * (or, when it has none, after the last committed word). */
+static double
+next_deadline (const wk_live * l, const live_hyp * cur)
+{
+  int64_t unheard = cur->n_w ? cur->w[cur->n_w - 1].early : l->win_start;
+  double d = deadline (l, unheard);
+
+  if (cur->n_w > 0 && word_deadline (l, &cur->w[0]) < d)
+    d = word_deadline (l, &cur->w[0]);
+  return d;
+}
+
+/* WK_COMMIT_DEADLINE, after a run's agreed words: commits cur's words
+ * whose deadline comes before even the soonest next run could finish
+ * (as this run heard them: committing late is the alternative), then
+ * schedules the next run to finish before the next deadline. Returns
+ * how many words it committed. */
+static int
+deadline_commits (wk_live * l, live_hyp * cur)
+{
+  double now = live_now (l), r = run_estimate (l);
+  double soonest = run_finish (l, l->total + LIVE_DEADLINE_STEP, now, r);
+  int f = 0;
+
+  while (f < cur->n_w && word_deadline (l, &cur->w[f]) < soonest)
+    f++;
+  if (f > 0) {
+    commit_words (l, cur, f);
+    hyp_drop_words (cur, f);
+    l->n_forced += f;
+  }
+  l->next_run = plan_run (l, next_deadline (l, cur), now, r,
+      LIVE_DEADLINE_STEP);
+  return f;
 }
 
 /* An intermediate run: commit what two runs agree on. */
@@ -1070,13 +1294,16 @@ step_run (wk_live * l)
   }
   commit_words (l, cur, k);
   hyp_drop_words (cur, k);
+  if (l->p.commit == WK_COMMIT_DEADLINE)
+    k = deadline_commits (l, cur);
+  else
+    l->next_run = l->total + l->step_eff;
   if (l->total - l->win_start > LIVE_MAX_WINDOW) {
     l->win_start = (l->total - 4 * WK_SAMPLE_RATE) / LIVE_HOP * LIVE_HOP;
     unanchor (l);
   }
   set_partial (l, cur);
   l->cur ^= 1;                  /* this run's rest is the next one's prev */
-  l->next_run = l->total + l->step_eff;
   return WK_OK;
 }
 
@@ -1156,6 +1383,13 @@ handle_vad_event (wk_live * l, const wk_vad_event * ev)
     l->next_run = s + WK_SAMPLE_RATE / 2;
     if (l->next_run < l->total)
       l->next_run = l->total;
+    if (l->p.commit == WK_COMMIT_DEADLINE) {
+      /* sooner if the first word's deadline needs it */
+      double now = live_now (l), r = run_estimate (l);
+      int64_t at = plan_run (l, deadline (l, s), now, r, 0);
+      if (at < l->next_run)
+        l->next_run = at;
+    }
     return WK_OK;
   }
   if (!l->in_utt)
@@ -1188,17 +1422,14 @@ vad_feed (wk_live * l, const float *pcm, size_t n)
 }
 
 wk_status
-wk_live_feed (wk_live * l, const float *pcm, size_t n)
+wk_live_feed (wk_live * l, const float *pcm, size_t n, double due_s)
 {
   begin_call (l);
   if (l->finished)
     return WK_ERR_STATE;
-  /* the wall time this feed's samples arrived */
-  l->arr_pos[l->arr_head] = l->total + (int64_t) n;
-  l->arr_t[l->arr_head] = wk_live_now_s ();
-  l->arr_head = (l->arr_head + 1) % LIVE_ARRIVALS;
-  if (l->arr_n < LIVE_ARRIVALS)
-    l->arr_n++;
+  due_record (l, l->total, due_s);
+  if (n > 0)
+    l->piece_s = (double) n / WK_SAMPLE_RATE;
   while (n > 0) {
     /* pieces end on the detector's chunk grid */
     size_t k = WK_VAD_CHUNK - (size_t) (l->total % WK_VAD_CHUNK);
@@ -1321,4 +1552,8 @@ wk_live_get_stats (const wk_live * l, wk_stream_stats * s)
   s->n_utterances = l->n_utterances;
   s->n_clipped = l->n_clipped;
   s->n_zeroed = l->n_zeroed;
+  s->n_deadline_commits = l->n_forced;
+  s->n_late = l->n_late;
+  s->max_late_seconds = l->max_late_s;
+  s->run_estimate_seconds = l->n_run_hist ? run_estimate (l) : 0.0;
 }

@@ -25,8 +25,10 @@ wk_status wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
     wk_live ** out, char *err, size_t err_size);
 void wk_live_free (wk_live * live);
 
-/* pcm may hold any values: see wk_live_copy_samples. */
-wk_status wk_live_feed (wk_live * live, const float *pcm, size_t n);
+/* pcm may hold any values: see wk_live_copy_samples. due_s: the
+ * wk_live_now_s () time the first sample was due (wk_stream_feed_at). */
+wk_status wk_live_feed (wk_live * live, const float *pcm, size_t n,
+    double due_s);
 /* Commits everything heard so far (ends the current utterance). */
 wk_status wk_live_flush (wk_live * live);
 /* End of audio: closes the detector's last segment and commits the rest. */
@@ -91,5 +93,11 @@ int wk_live_audio_ctx (const wk_model * model, int audio_ctx_param,
 typedef int (*wk_live_script_fn) (void *user, int64_t start, int64_t end,
     int32_t * tokens, int max);
 void wk_live_set_script (wk_live * live, wk_live_script_fn fn, void *user);
+
+/* A stand-in for the monotonic clock, for testing the deadlines: when
+ * set, the policy reads the time (seconds) from fn instead of
+ * wk_live_now_s (). NULL restores the clock. */
+typedef double (*wk_live_clock_fn) (void *user);
+void wk_live_set_clock (wk_live * live, wk_live_clock_fn fn, void *user);
 
 #endif /* WK_LIVE_H */

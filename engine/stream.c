@@ -60,6 +60,8 @@ struct wk_stream
   size_t audio_cap, audio_len;
   int64_t audio_base;
   int64_t total;                /* samples fed */
+  double due_next;              /* when the next sample is due (live
+                                 * policy), NAN: not known */
   int64_t seek;                 /* first frame of the next window */
 
   /* previous text (prompt), the last prompt_cap tokens */
@@ -115,6 +117,7 @@ wk_stream_default_params (void)
   p.vad_min_silence_ms = 300;
   p.vad_model = NULL;
   p.audio_ctx = 0;
+  p.commit = WK_COMMIT_DEADLINE;
   return p;
 }
 
@@ -155,6 +158,11 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
   if (p.beam_size == 0)
     p.beam_size = p.latency_ms > 0 ? WK_DEFAULT_LIVE_BEAM_SIZE :
         WK_DEFAULT_BEAM_SIZE;
+  if (p.commit != WK_COMMIT_DEADLINE && p.commit != WK_COMMIT_AGREEMENT) {
+    set_err (err, err_size, "stream: commit must be WK_COMMIT_DEADLINE or "
+        "WK_COMMIT_AGREEMENT", NULL);
+    return WK_ERR_ARG;
+  }
   if (p.temperature_inc < 0.0f || p.temperature_inc > 1.0f
       || p.max_text_ctx < 0) {
     set_err (err, err_size, "stream: temperature_inc must be in [0, 1] and "
@@ -168,6 +176,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     return WK_ERR_NOMEM;
   }
   s->lang_fixed = -1;
+  s->due_next = NAN;
   if (p.language && p.language[0] && strcmp (p.language, "auto") != 0) {
     int idx = wk_language_lookup (p.language);
 
@@ -496,10 +505,30 @@ wk_stream_cancel (wk_stream * s)
     atomic_store_explicit (&s->ctx->cancel, true, memory_order_relaxed);
 }
 
+double
+wk_clock_seconds (void)
+{
+  return wk_live_now_s ();
+}
+
 wk_status
 wk_stream_feed (wk_stream * s, const float *pcm, size_t n)
 {
-  if (!s || (!pcm && n))
+  /* The first sample was captured n samples before the call, or later:
+   * a piece is not due before the previous one ends (audio fed faster
+   * than real time, a file, runs ahead of the clock and meets its
+   * deadlines by agreement). */
+  double due = wk_live_now_s () - (double) n / WK_SAMPLE_RATE;
+
+  if (s && s->due_next > due)
+    due = s->due_next;
+  return wk_stream_feed_at (s, pcm, n, due);
+}
+
+wk_status
+wk_stream_feed_at (wk_stream * s, const float *pcm, size_t n, double due_s)
+{
+  if (!s || (!pcm && n) || isnan (due_s) || due_s == -INFINITY)
     return WK_ERR_ARG;
   if (s->finished || wk_ctx_cancelled (s->ctx))
     return WK_ERR_STATE;
@@ -507,7 +536,8 @@ wk_stream_feed (wk_stream * s, const float *pcm, size_t n)
   if (s->live) {
     s->total += (int64_t) n;
     s->stats.audio_seconds += (double) n / WK_SAMPLE_RATE;
-    return wk_live_feed (s->live, pcm, n);
+    s->due_next = due_s + (double) n / WK_SAMPLE_RATE;
+    return wk_live_feed (s->live, pcm, n, due_s);
   }
   while (n > 0) {
     size_t space, k;
@@ -610,6 +640,7 @@ wk_stream_reset (wk_stream * s)
   s->audio_len = 0;
   s->audio_base = 0;
   s->total = 0;
+  s->due_next = NAN;
   s->seek = 0;
   s->n_prompt = 0;
   s->last_end = 0;

@@ -157,6 +157,33 @@ WK_API char *wk_model_resolve_path (const char *name_or_path);
 
 typedef struct wk_stream wk_stream;
 
+/* How the live policy decides that a word is final.
+ *
+ * WK_COMMIT_AGREEMENT: LocalAgreement-2 alone: a word is committed when two
+ * consecutive runs agree on it (or its utterance ends). Most accurate, but
+ * a word may come later than latency_ms when runs disagree or are slow.
+ *
+ * WK_COMMIT_DEADLINE (the default): the same, plus a deadline for every
+ * word not yet committed: the time its first sample was due (see
+ * wk_stream_feed_at) plus latency_ms, less a margin to deliver it
+ * (WK_PUSH_MARGIN_MS). A word whose deadline would pass before the next
+ * run could finish is committed as the latest run heard it, and runs are
+ * scheduled to finish before the next deadline, so that a caller which
+ * shows each word at its start time + latency_ms (a synchronised sink)
+ * gets it in time. Committed words stay final in both policies. When the
+ * machine cannot keep up (a run takes longer than the latency allows), a
+ * word is committed at the first run after its deadline and counted in
+ * wk_stream_stats.n_late. */
+typedef enum
+{
+  WK_COMMIT_DEADLINE = 0,
+  WK_COMMIT_AGREEMENT = 1
+} wk_commit_policy;
+
+/* The time the deadline policy leaves, before a word's deadline, to hand
+ * the word on (a GStreamer push, a network send). */
+#define WK_PUSH_MARGIN_MS 50
+
 #define WK_DEFAULT_BEAM_SIZE 5
 #define WK_DEFAULT_LIVE_BEAM_SIZE 3
 
@@ -198,11 +225,12 @@ typedef struct
    * and the window is trimmed. During speech the model re-runs on the
    * window every step (latency_ms / 3, at least 200 ms of audio; longer
    * when a run takes longer than that, so the stream keeps up with real
-   * time without dropping audio). A word is committed once two
-   * consecutive runs agree on it (the longest common prefix, in words,
-   * of the last two hypotheses: LocalAgreement-2), or when the utterance
-   * ends (the detector hears vad_min_silence_ms of silence), or on
-   * flush/finish. Committed words come out of wk_stream_take() one
+   * time without dropping audio; sooner when a word's deadline needs it,
+   * see wk_commit_policy). A word is committed once two consecutive runs
+   * agree on it (the longest common prefix, in words, of the last two
+   * hypotheses: LocalAgreement-2), or when its deadline comes
+   * (WK_COMMIT_DEADLINE), or when the utterance ends (the detector hears
+   * vad_min_silence_ms of silence), or on flush/finish. Committed words come out of wk_stream_take() one
    * segment per word, each utterance followed by an utterance_end marker;
    * the rest of the latest hypothesis is the partial result
    * (wk_stream_partial()). Committed text becomes the decoder prompt. */
@@ -222,6 +250,10 @@ typedef struct
    * full 30 s context (the window zero-padded, as Whisper was trained),
    * > 0 = at least this many. */
   int audio_ctx;
+  /* When a word is committed (see wk_commit_policy): WK_COMMIT_DEADLINE
+   * (the default) keeps latency_ms as a bound, WK_COMMIT_AGREEMENT waits
+   * for two runs to agree whatever the delay. */
+  wk_commit_policy commit;
 } wk_stream_params;
 
 WK_API wk_stream_params wk_stream_default_params (void);
@@ -243,6 +275,27 @@ WK_API wk_status wk_stream_feed (wk_stream * stream, const float *pcm,
     size_t n_samples);
 WK_API wk_status wk_stream_feed_s16 (wk_stream * stream, const int16_t * pcm,
     size_t n_samples);
+
+/* The engine's clock: monotonic seconds (CLOCK_MONOTONIC, the clock of
+ * g_get_monotonic_time () / 1e6), for wk_stream_feed_at. */
+WK_API double wk_clock_seconds (void);
+
+/* As wk_stream_feed, and tells the live policy when the audio was due:
+ * due_s is the wk_clock_seconds () time of the first sample's capture (a
+ * live source's timestamp; in GStreamer the clock time of the buffer's
+ * running time), the next samples following at 16 kHz. A word's deadline
+ * counts from the due time of its first sample, so audio that reaches the
+ * stream late (queued behind a model run) keeps its true deadline.
+ * wk_stream_feed takes the time of the call less the samples' duration
+ * (right for a caller that feeds each piece as soon as it is captured),
+ * or the end of the previous piece when that is later: audio fed faster
+ * than real time (a file) runs ahead of the clock and meets its
+ * deadlines by agreement, so its text does not depend on run times.
+ * due_s = INFINITY: these samples have no deadline (nothing waits on a
+ * clock for their text: a file read faster than real time); the live
+ * policy then commits by agreement alone. Offline streams ignore due_s. */
+WK_API wk_status wk_stream_feed_at (wk_stream * stream, const float *pcm,
+    size_t n_samples, double due_s);
 
 /* Transcribes everything buffered now (for example at the end of an
  * utterance) without ending the stream. */
@@ -341,6 +394,16 @@ typedef struct
   int64_t n_clipped;            /* samples outside [-1, 1], clipped */
   int64_t n_zeroed;             /* NaN, infinite or beyond +-2^32 (not
                                  * audio): fed as 0 */
+  /* deadlines (live policy): words committed at their deadline before two
+   * runs agreed (WK_COMMIT_DEADLINE), words committed after their
+   * deadline (due time of the first sample + latency_ms; either policy),
+   * and by how much the latest was late */
+  int64_t n_deadline_commits;
+  int64_t n_late;
+  double max_late_seconds;
+  /* the expected wall time of the next run (the largest of the last
+   * eight), which the deadline policy plans with */
+  double run_estimate_seconds;
 } wk_stream_stats;
 
 WK_API void wk_stream_get_stats (const wk_stream * stream,

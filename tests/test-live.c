@@ -493,7 +493,15 @@ typedef struct
   bool echo;
   int64_t max_window;
   int n_calls;
+  double *clock;                /* virtual time (NULL: the real clock) */
+  double run_cost;              /* seconds a run takes on it */
 } script;
+
+static double
+virtual_clock (void *user)
+{
+  return *(double *) user;
+}
 
 static int32_t
 ts_token (const script * sc, int64_t rel)
@@ -513,6 +521,8 @@ script_run (void *user, int64_t ws, int64_t we, int32_t * out, int max)
   int n = 0, i, k;
 
   sc->n_calls++;
+  if (sc->clock)
+    *sc->clock += sc->run_cost;
   if (we - ws > sc->max_window)
     sc->max_window = we - ws;
   for (i = 0; i < N_SCRIPT && n + 8 < max; i++) {
@@ -584,7 +594,7 @@ script_policy (bool echo)
     const wk_segment *segs;
     size_t n, j;
     if (fed < total)
-      CHECK (wk_live_feed (live, zeros, PIECE) == WK_OK);
+      CHECK (wk_live_feed (live, zeros, PIECE, wk_live_now_s ()) == WK_OK);
     else
       CHECK (wk_live_finish (live) == WK_OK);
     fed += PIECE;
@@ -631,6 +641,132 @@ done:
   free (zeros);
 }
 
+/* The deadline policy on the scripted model, on a virtual clock: audio is
+ * captured in real time (each 20 ms piece is due when its first sample
+ * was spoken and arrives when its last one was), and every run takes
+ * run_cost seconds, during which audio queues up as it would behind a
+ * slow model. Returns the number of words committed later than their
+ * start + the latency; *n_words receives the words committed. */
+static int
+deadline_policy (wk_commit_policy commit, int latency_ms, double run_cost,
+    int *n_words, int *n_forced)
+{
+  wk_stream_params p = live_params (latency_ms);
+  wk_ctx *ctx = NULL;
+  wk_live *live = NULL;
+  wk_stream_stats st;
+  script sc;
+  char err[256];
+  int lang = -1, i, n_late = 0, n_committed = 0, n_right = 0, next = 0;
+  int64_t fed = 0, total, last_end = 0;
+  double vt = 0.0, lat = latency_ms / 1000.0;
+  float *zeros = calloc (PIECE, sizeof *zeros);
+
+  memset (&sc, 0, sizeof sc);
+  sc.m = model;
+  sc.clock = &vt;
+  sc.run_cost = run_cost;
+  for (i = 0; i < N_SCRIPT; i++) {
+    char w[64];
+    snprintf (w, sizeof w, " %s", script_words[i]);
+    sc.start[i] = SR + ((int64_t) i) * SR * 45 / 100;
+    sc.end[i] = sc.start[i] + SR * 35 / 100;
+    sc.n_tok[i] = wk_tokenizer_encode (model->tok, w, strlen (w), sc.tok[i], 4);
+  }
+  sc.n_guess = wk_tokenizer_encode (model->tok, " xx", 3, sc.guess, 4);
+  total = sc.end[N_SCRIPT - 1] + SR;
+
+  p.use_vad = false;
+  p.commit = commit;
+  CHECK (wk_ctx_new (model, 1, 1, &ctx, err, sizeof err) == WK_OK);
+  CHECK_MSG (wk_live_new (ctx, &p, &lang, &live, err, sizeof err) == WK_OK,
+      "%s", err);
+  if (!live)
+    goto done;
+  wk_live_set_script (live, script_run, &sc);
+  wk_live_set_clock (live, virtual_clock, &vt);
+
+  while (fed <= total) {
+    const wk_segment *segs;
+    size_t n, j;
+    if (fed < total) {
+      double captured = (double) (fed + PIECE) / SR;
+      if (vt < captured)
+        vt = captured;          /* wait for the piece (late: at once) */
+      CHECK (wk_live_feed (live, zeros, PIECE, (double) fed / SR) == WK_OK);
+    } else {
+      CHECK (wk_live_finish (live) == WK_OK);
+    }
+    fed += PIECE;
+    n = wk_live_take (live, &segs);
+    for (j = 0; j < n; j++) {
+      if (segs[j].utterance_end)
+        continue;
+      n_committed++;
+      /* in order, never overlapping what came before */
+      CHECK_MSG (segs[j].start >= last_end - 160, "word '%s' at %lld "
+          "overlaps the previous one (ends %lld)", segs[j].text,
+          (long long) segs[j].start, (long long) last_end);
+      if (segs[j].end > last_end)
+        last_end = segs[j].end;
+      if (vt > (double) segs[j].start / SR + lat + 1e-9) {
+        n_late++;
+        printf ("# late: '%s' %.3f-%.3f committed at %.3f\n", segs[j].text,
+            (double) segs[j].start / SR, (double) segs[j].end / SR, vt);
+      }
+      /* script words found in order (a forced word may be a guess) */
+      for (i = next; i < N_SCRIPT; i++)
+        if (!strcmp (segs[j].text + 1, script_words[i])) {
+          n_right++;
+          next = i + 1;
+          break;
+        }
+    }
+  }
+  wk_live_get_stats (live, &st);
+  CHECK_MSG (st.n_late == n_late, "the policy counted %lld late words, the "
+      "test %d", (long long) st.n_late, n_late);
+  printf ("# %s, latency %d ms, runs of %.2f s: %d words (%d of %d right), "
+      "%lld at their deadline, %d late (at most %.2f s), %d runs\n",
+      commit == WK_COMMIT_DEADLINE ? "deadline" : "agreement", latency_ms,
+      run_cost, n_committed, n_right, N_SCRIPT,
+      (long long) st.n_deadline_commits, n_late, st.max_late_seconds,
+      sc.n_calls);
+  /* every script word is there (forced ones perhaps after a guess) */
+  CHECK_MSG (n_right >= N_SCRIPT - 2, "%d of %d words right", n_right,
+      N_SCRIPT);
+  *n_words = n_committed;
+  *n_forced = (int) st.n_deadline_commits;
+done:
+  wk_live_free (live);
+  wk_ctx_free (ctx);
+  free (zeros);
+  return n_late;
+}
+
+static void
+test_deadline (void)
+{
+  int n_words, n_forced, late;
+
+  /* runs of 200 ms against a 900 ms latency (room for two runs and the
+   * margins): two runs that agree come too late for most words */
+  late = deadline_policy (WK_COMMIT_AGREEMENT, 900, 0.2, &n_words, &n_forced);
+  CHECK_MSG (late > 0, "agreement alone was never late: the test cannot "
+      "tell the policies apart");
+  CHECK (n_forced == 0);
+  late = deadline_policy (WK_COMMIT_DEADLINE, 900, 0.2, &n_words, &n_forced);
+  CHECK_MSG (late == 0, "%d words late with deadlines", late);
+  CHECK (n_forced > 0);
+  /* tighter: 500 ms with runs of 150 ms */
+  late = deadline_policy (WK_COMMIT_DEADLINE, 500, 0.15, &n_words, &n_forced);
+  CHECK_MSG (late == 0, "%d words late at 500 ms", late);
+  /* an overloaded machine: runs longer than the latency; words are late
+   * but still all there, in order */
+  late = deadline_policy (WK_COMMIT_DEADLINE, 500, 0.6, &n_words, &n_forced);
+  CHECK (late > 0);
+}
+
 static void
 test_script (void)
 {
@@ -673,6 +809,7 @@ main (void)
   RUN (test_params);
   RUN (test_script);
   RUN (test_script_echo);
+  RUN (test_deadline);
   RUN (test_silence);
   RUN (test_speech);
   RUN (test_no_vad);

@@ -9,7 +9,9 @@ into a live pipeline
 and prints, per committed word buffer, the wall-clock delay from the end of
 the word (its PTS + duration, in the stream's time, which is the time the
 last of its audio was pushed) to the buffer reaching the appsink, and to the
-first `whisperknot-partial` bus message that showed the word. Then it
+first `whisperknot-partial` bus message that showed the word, and counts the
+buffers that came later than a synchronised sink allows: after their PTS +
+the latency, on the pipeline's clock. Then it
 transcribes the same audio offline through the element (latency 0, the
 engine's defaults) and prints the word error rate of the live text against
 the offline text and, with --truth, of both against the true transcripts.
@@ -20,7 +22,12 @@ buffer handling, as an application sees them.
 
 Usage:
   GST_PLUGIN_PATH=build/gst-plugin tools/gst-live-latency.py [--model K] \\
-      [--latency MS] [--gap S] [--truth FILE] [--fast] FILE.wav...
+      [--latency MS] [--commit deadline|agreement] [--gap S] [--truth FILE] \\
+      [--fast] [--sweep] FILE.wav...
+
+--sweep: a table instead, latency 500, 1000, 2000 and 3000 ms with both
+commit policies (the element's `commit` property): WER against the offline
+text and the truth, late buffers, p95 delay from a word's start to its buffer.
 
 --truth FILE: lines 'ID<TAB>...<TAB>text' with ID a file's base name without
 .wav (knots/work/eval/<set>/transcripts.txt has that form). Text is
@@ -59,11 +66,13 @@ def wer(ref, hyp):
     return 100.0 * edit_distance(r, h) / max(1, len(r)), len(r)
 
 
-def run_pipeline(audio, model, latency, fast):
+def run_pipeline(audio, model, latency, fast, commit="deadline"):
     """Pushes audio (bytes) through whisperknot; returns (words, partials, t0):
-    words [(text, start_s, end_s, wall)], partials [(wall, text, start_s, end_s)]."""
+    words [(text, start_s, end_s, wall)], partials [(wall, text, start_s, end_s)];
+    wall times on the pipeline's clock (the system clock: time.monotonic()),
+    t0 its base time, so a buffer is late when wall > t0 + start + latency."""
     live = latency > 0
-    props = "latency=%d" % latency + (" model=%s" % model if model else "")
+    props = "latency=%d commit=%s" % (latency, commit) + (" model=%s" % model if model else "")
     pipe = Gst.parse_launch(
         "appsrc name=src is-live=%s format=time block=false "
         "caps=audio/x-raw,format=S16LE,rate=%d,channels=1,layout=interleaved ! "
@@ -89,7 +98,12 @@ def run_pipeline(audio, model, latency, fast):
     bus = pipe.get_bus()
     if pipe.set_state(Gst.State.PLAYING) == Gst.StateChangeReturn.FAILURE:
         sys.exit("the pipeline does not start (GST_PLUGIN_PATH? --model?)")
-    t0 = time.monotonic()
+    pipe.get_state(5 * Gst.SECOND)
+    clock = pipe.get_clock()
+    # the system clock is CLOCK_MONOTONIC: running time 0 is t0 there
+    t0 = pipe.get_base_time() / Gst.SECOND if clock else time.monotonic()
+    if clock and abs(clock.get_time() / Gst.SECOND - time.monotonic()) > 0.01:
+        sys.exit("the pipeline clock is not the monotonic system clock")
 
     def push():
         n = len(audio) // 2
@@ -135,14 +149,32 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))] if xs else float("nan")
 
 
+def measure(audio, args, latency, commit, off_text, truth_ref):
+    """One live run: a dict of the figures."""
+    words, partials, t0 = run_pipeline(audio, args.model, latency, args.fast, commit)
+    r = {"words": words, "partials": partials, "t0": t0}
+    r["late"] = [w for w in words if w[3] > t0 + w[1] + latency / 1000.0]
+    r["worst"] = max([w[3] - (t0 + w[1] + latency / 1000.0) for w in words] or [0.0])
+    r["start_d"] = [w[3] - (t0 + w[1]) for w in words]
+    live_text = " ".join(t.strip() for t, _, _, _ in words)
+    r["text"] = live_text
+    r["wer_off"] = wer(off_text, live_text)[0]
+    r["wer_truth"] = wer(truth_ref, live_text)[0] if truth_ref is not None else None
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--model", help="knot (default: the element's default model)")
     ap.add_argument("--latency", type=int, default=1000, help="ms (default 1000)")
+    ap.add_argument("--commit", choices=["deadline", "agreement"], default="deadline",
+                    help="the element's commit policy (default deadline)")
     ap.add_argument("--gap", type=float, default=1.5, help="silence between files, s")
     ap.add_argument("--truth", help="true transcripts (see above)")
     ap.add_argument("--fast", action="store_true", help="push as fast as possible")
+    ap.add_argument("--sweep", action="store_true",
+                    help="latency 500-3000 ms, both policies: a table")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-word lines")
     args = ap.parse_args()
     Gst.init(None)
@@ -151,12 +183,47 @@ def main():
     audio = gap.join(read_wav(f) for f in args.files) + b"\0\0" * (2 * SR)
     seconds = len(audio) / 2 / SR
 
-    t_wall = time.monotonic()
-    words, partials, t0 = run_pipeline(audio, args.model, args.latency, args.fast)
-    live_wall = time.monotonic() - t_wall
+    truth_ref = None
+    if args.truth:
+        truth = {}
+        with open(args.truth, encoding="utf-8") as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) >= 2:
+                    truth[parts[0]] = parts[-1]
+        ids = [os.path.splitext(os.path.basename(p))[0] for p in args.files]
+        missing = [i for i in ids if i not in truth]
+        if missing:
+            sys.exit("--truth has no line for %s" % ", ".join(missing))
+        truth_ref = " ".join(truth[i] for i in ids)
+
     t_off = time.monotonic()
     off_words, _, _ = run_pipeline(audio, args.model, 0, True)
     off_wall = time.monotonic() - t_off
+    off_text = " ".join(t.strip() for t, _, _, _ in off_words)
+    print("# %d files, %.1f s of audio; offline (latency 0): %d words, %.1f s wall%s" % (
+        len(args.files), seconds, len(off_words), off_wall,
+        ", WER vs truth %.1f %%" % wer(truth_ref, off_text)[0] if truth_ref else ""))
+
+    if args.sweep:
+        print("| latency | commit | WER vs offline | WER vs truth | late buffers | worst late "
+              "| p95 start-to-buffer |")
+        print("|---:|---|---:|---:|---:|---:|---:|")
+        sys.stdout.flush()
+        for latency in (500, 1000, 2000, 3000):
+            for commit in ("agreement", "deadline"):
+                r = measure(audio, args, latency, commit, off_text, truth_ref)
+                print("| %d | %s | %.1f %% | %s | %d / %d | %.2f s | %.2f s |" % (
+                    latency, commit, r["wer_off"],
+                    "%.1f %%" % r["wer_truth"] if truth_ref else "-", len(r["late"]),
+                    len(r["words"]), max(0.0, r["worst"]), pct(r["start_d"], 0.95)))
+                sys.stdout.flush()
+        return
+
+    t_wall = time.monotonic()
+    r = measure(audio, args, args.latency, args.commit, off_text, truth_ref)
+    live_wall = time.monotonic() - t_wall
+    words, partials, t0 = r["words"], r["partials"], r["t0"]
 
     commit_d, partial_d = [], []
     if not args.quiet:
@@ -178,12 +245,9 @@ def main():
         if not args.quiet:
             print("%-20s %7.2f %13.2f %20.2f" % (text.strip()[:20], end, d, first))
 
-    live_text = " ".join(t.strip() for t, _, _, _ in words)
-    off_text = " ".join(t.strip() for t, _, _, _ in off_words)
-    print("# %d files, %.1f s of audio; live (latency %d ms, %s): %.1f s wall; offline "
-          "(latency 0): %.1f s wall" % (len(args.files), seconds, args.latency,
-                                         "as fast as possible" if args.fast else "real time",
-                                         live_wall, off_wall))
+    print("# live (latency %d ms, commit %s, %s): %.1f s wall" % (
+        args.latency, args.commit, "as fast as possible" if args.fast else "real time",
+        live_wall))
     print("words: %d live, %d offline; %d partial messages" % (
         len(words), len(off_words), len(partials)))
     if commit_d:
@@ -192,23 +256,12 @@ def main():
                                           max(commit_d)))
         print("delay from a word's end to its first partial: median %.2f s, p95 %.2f s" % (
             statistics.median(partial_d), pct(partial_d, 0.95)))
-    w, n = wer(off_text, live_text)
-    print("WER live vs offline: %.1f %% (%d offline words)" % (w, n))
-    if args.truth:
-        truth = {}
-        with open(args.truth, encoding="utf-8") as f:
-            for line in f:
-                parts = line.rstrip("\n").split("\t")
-                if len(parts) >= 2:
-                    truth[parts[0]] = parts[-1]
-        ids = [os.path.splitext(os.path.basename(p))[0] for p in args.files]
-        missing = [i for i in ids if i not in truth]
-        if missing:
-            sys.exit("--truth has no line for %s" % ", ".join(missing))
-        ref = " ".join(truth[i] for i in ids)
-        wl, n = wer(ref, live_text)
-        wo, _ = wer(ref, off_text)
-        print("WER vs truth: live %.1f %%, offline %.1f %% (%d words)" % (wl, wo, n))
+    print("late buffers (after PTS + %d ms): %d of %d, worst %.2f s late" % (
+        args.latency, len(r["late"]), len(words), max(0.0, r["worst"])))
+    print("WER live vs offline: %.1f %%" % r["wer_off"])
+    if truth_ref is not None:
+        print("WER vs truth: live %.1f %%, offline %.1f %%" % (
+            r["wer_truth"], wer(truth_ref, off_text)[0]))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "model.h"
@@ -291,6 +292,12 @@ usage (FILE * f)
       "      --truth FILE      lines 'ID<TAB>...<TAB>text', ID = a file's\n"
       "                        base name without .wav: WER against it too\n"
       "  -q, --quiet           no per-word lines\n"
+      "      --commit POLICY   deadline (the default) or agreement\n"
+      "                        (wk_stream_params.commit)\n"
+      "      --streams N       N streams on the one model, started together\n"
+      "                        (default 1)\n"
+      "      --sweep           a table instead: latency 500, 1000, 2000 and\n"
+      "                        3000 ms, both commit policies\n"
       "      --encoder-bench   time the encoder on full and shortened\n"
       "                        contexts instead, then exit\n"
       "  -h, --help            this help\n");
@@ -339,6 +346,245 @@ encoder_bench (wk_model * model, int n_threads)
   return 0;
 }
 
+/* ---- live playback ------------------------------------------------------ */
+
+/* One live stream playing the program at real-time pace. */
+typedef struct
+{
+  wk_model *model;
+  const float *audio;
+  size_t n_audio;
+  wk_stream_params sp;
+  bool fast;
+  double t0;                    /* the playback's start (shared) */
+  words live;
+  partial_seen *ps;
+  int n_ps, ps_cap;
+  wk_stream_stats st;
+  double wall;
+  int failed;
+  char err[256];
+} player;
+
+static void
+player_word (player * pl, const wk_segment * g, double t)
+{
+  word *w;
+  char nm[WORD_MAX];
+  int q;
+
+  normalize (g->text, nm);
+  if (!nm[0])
+    return;
+  w = words_add (&pl->live);
+  copy_str (w->norm, nm);
+  copy_str (w->text, g->text[0] == ' ' ? g->text + 1 : g->text);
+  w->start = g->start;
+  w->end = g->end;
+  w->t_commit = t;
+  w->t_partial = t;
+  for (q = 0; q < pl->n_ps; q++)
+    if (!strcmp (pl->ps[q].norm, nm)
+        && llabs (pl->ps[q].start - w->start) < SR * 6 / 10
+        && pl->ps[q].t < w->t_partial)
+      w->t_partial = pl->ps[q].t;
+}
+
+static void
+player_partial (player * pl, const wk_segment * g, double t, size_t pos)
+{
+  char nm[WORD_MAX];
+  int q;
+
+  normalize (g->text, nm);
+  if (!nm[0])
+    return;
+  for (q = 0; q < pl->n_ps; q++)
+    if (!strcmp (pl->ps[q].norm, nm)
+        && llabs (pl->ps[q].start - g->start) < SR * 3 / 10)
+      return;
+  if (pl->n_ps == pl->ps_cap) {
+    partial_seen *np;
+    int cap = pl->ps_cap ? 2 * pl->ps_cap : 256;
+    np = realloc (pl->ps, (size_t) cap * sizeof *np);
+    if (!np)
+      return;
+    pl->ps = np;
+    pl->ps_cap = cap;
+  }
+  copy_str (pl->ps[pl->n_ps].norm, nm);
+  pl->ps[pl->n_ps].start = g->start;
+  pl->ps[pl->n_ps].t = t;
+  pl->n_ps++;
+  /* forget partial words long behind */
+  if (pl->n_ps > 200) {
+    int k2 = 0;
+    for (q = 0; q < pl->n_ps; q++)
+      if (pl->ps[q].start > (int64_t) pos - 30 * SR)
+        pl->ps[k2++] = pl->ps[q];
+    pl->n_ps = k2;
+  }
+}
+
+/* Plays the program into a new live stream: each 20 ms piece is fed when
+ * its last sample has been "captured" (t0 + its end / 16000), with the
+ * capture time of its first sample as its due time, as a live source
+ * timestamps it; a piece that is late because a run was still going is
+ * fed at once and keeps its due time. */
+static void *
+play (void *arg)
+{
+  player *pl = arg;
+  wk_stream *s;
+  const wk_segment *segs;
+  size_t pos, n, j;
+
+  if (wk_stream_new (pl->model, &pl->sp, &s, pl->err, sizeof pl->err)
+      != WK_OK) {
+    pl->failed = 1;
+    return NULL;
+  }
+  for (pos = 0; pos <= pl->n_audio; pos += PIECE) {
+    size_t k = pl->n_audio - pos < PIECE ? pl->n_audio - pos : PIECE;
+    double t;
+    if (k > 0) {
+      if (!pl->fast)
+        sleep_until (pl->t0 + (double) (pos + k) / SR);
+      if ((pl->fast ? wk_stream_feed (s, pl->audio + pos, k) :
+              wk_stream_feed_at (s, pl->audio + pos, k,
+                  pl->t0 + (double) pos / SR)) != WK_OK) {
+        snprintf (pl->err, sizeof pl->err, "feed failed");
+        pl->failed = 1;
+        break;
+      }
+    } else {
+      wk_stream_finish (s);
+    }
+    t = now_s () - pl->t0;
+    n = wk_stream_take (s, &segs);
+    for (j = 0; j < n; j++)
+      if (!segs[j].utterance_end)
+        player_word (pl, &segs[j], t);
+    n = wk_stream_partial (s, &segs, NULL);
+    for (j = 0; j < n; j++)
+      player_partial (pl, &segs[j], t, pos);
+  }
+  pl->wall = now_s () - pl->t0;
+  wk_stream_get_stats (s, &pl->st);
+  wk_stream_free (s);
+  return NULL;
+}
+
+/* Plays the program into n_streams streams started together, one thread
+ * each. Returns 0, or 1 when a stream failed. */
+static int
+play_all (player * pls, int n_streams)
+{
+  pthread_t *th = calloc ((size_t) n_streams, sizeof *th);
+  double t0 = now_s () + 0.1;
+  int i, rc = 0;
+
+  if (!th)
+    return 1;
+  bool *started = calloc ((size_t) n_streams, sizeof *started);
+
+  if (!started) {
+    free (th);
+    return 1;
+  }
+  for (i = 0; i < n_streams; i++) {
+    pls[i].t0 = t0;
+    started[i] = pthread_create (&th[i], NULL, play, &pls[i]) == 0;
+    if (!started[i]) {
+      pls[i].failed = 1;
+      snprintf (pls[i].err, sizeof pls[i].err, "cannot start a thread");
+    }
+  }
+  for (i = 0; i < n_streams; i++)
+    if (started[i])
+      pthread_join (th[i], NULL);
+  free (started);
+  for (i = 0; i < n_streams; i++)
+    if (pls[i].failed) {
+      fprintf (stderr, PROGRAM ": stream %d: %s\n", i, pls[i].err);
+      rc = 1;
+    }
+  free (th);
+  return rc;
+}
+
+static void
+player_clear (player * pl)
+{
+  free (pl->live.w);
+  free (pl->ps);
+  memset (&pl->live, 0, sizeof pl->live);
+  pl->ps = NULL;
+  pl->n_ps = pl->ps_cap = 0;
+}
+
+/* Over all streams: words committed later than their own start + the
+ * latency (a synchronised sink's deadline, PTS + latency), the largest
+ * lateness, and the p95 of the delay from a word's start to its text. */
+typedef struct
+{
+  int n_words, n_late;
+  double max_late, p95_start, p95_end;
+  double wer_off, wer_truth, wer_off_max;
+  int64_t n_runs, n_forced;
+  double run_max, run_est;
+} summary;
+
+static void
+summarize (player * pls, int n_streams, int latency, words * ref,
+    words * truth, summary * sm)
+{
+  double *ds, *de;
+  int i, k, n = 0, total = 0;
+
+  memset (sm, 0, sizeof *sm);
+  for (i = 0; i < n_streams; i++)
+    total += pls[i].live.n;
+  ds = malloc ((size_t) (total + 1) * sizeof *ds);
+  de = malloc ((size_t) (total + 1) * sizeof *de);
+  for (i = 0; i < n_streams; i++) {
+    player *pl = &pls[i];
+    int e;
+    for (k = 0; k < pl->live.n; k++) {
+      const word *w = &pl->live.w[k];
+      double late = w->t_commit - ((double) w->start / SR + latency / 1000.0);
+      ds[n] = w->t_commit - (double) w->start / SR;
+      de[n] = w->t_commit - (double) w->end / SR;
+      n++;
+      if (late > 0.0) {
+        sm->n_late++;
+        if (late > sm->max_late)
+          sm->max_late = late;
+      }
+    }
+    e = align (&pl->live, ref);
+    if (e >= 0 && ref->n > 0) {
+      double w = 100.0 * e / ref->n;
+      sm->wer_off += w / n_streams;
+      if (w > sm->wer_off_max)
+        sm->wer_off_max = w;
+    }
+    if (truth->n > 0)
+      sm->wer_truth += 100.0 * align (&pl->live, truth) / truth->n / n_streams;
+    sm->n_runs += pl->st.n_runs;
+    sm->n_forced += pl->st.n_deadline_commits;
+    if (pl->st.max_run_seconds > sm->run_max)
+      sm->run_max = pl->st.max_run_seconds;
+    if (pl->st.run_estimate_seconds > sm->run_est)
+      sm->run_est = pl->st.run_estimate_seconds;
+  }
+  sm->n_words = n;
+  sm->p95_start = quantile (ds, n, 0.95);
+  sm->p95_end = quantile (de, n, 0.95);
+  free (ds);
+  free (de);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int
@@ -356,13 +602,17 @@ main (int argc, char **argv)
     {"truth", required_argument, NULL, 'T'},
     {"quiet", no_argument, NULL, 'q'},
     {"encoder-bench", no_argument, NULL, 'E'},
+    {"commit", required_argument, NULL, 'C'},
+    {"streams", required_argument, NULL, 'S'},
+    {"sweep", no_argument, NULL, 'W'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}
   };
   const char *model_path = NULL, *truth_path = NULL;
   int latency = 1000, threads = 0, audio_ctx = 0, min_silence = -1, c, i;
-  int beam = 0;
-  bool fast = false, quiet = false, bench = false;
+  int beam = 0, n_streams = 1;
+  bool fast = false, quiet = false, bench = false, sweep = false;
+  wk_commit_policy commit = WK_COMMIT_DEADLINE;
   double gap = 1.5;
   wk_model *model;
   wk_stream_params sp;
@@ -372,8 +622,7 @@ main (int argc, char **argv)
   float *audio = NULL;
   size_t n_audio = 0, pos;
   words ref = { 0 }, live = { 0 }, truth = { 0 };
-  partial_seen *ps = NULL;
-  int n_ps = 0, ps_cap = 0;
+  player *pls;
   double t0, c0;
   const wk_segment *segs;
   size_t n;
@@ -413,6 +662,22 @@ main (int argc, char **argv)
       case 'E':
         bench = true;
         break;
+      case 'C':
+        if (!strcmp (optarg, "deadline"))
+          commit = WK_COMMIT_DEADLINE;
+        else if (!strcmp (optarg, "agreement"))
+          commit = WK_COMMIT_AGREEMENT;
+        else {
+          usage (stderr);
+          return 2;
+        }
+        break;
+      case 'S':
+        n_streams = atoi (optarg);
+        break;
+      case 'W':
+        sweep = true;
+        break;
       case 'h':
         usage (stdout);
         return 0;
@@ -421,7 +686,8 @@ main (int argc, char **argv)
         return 2;
     }
   }
-  if ((optind >= argc && !bench) || latency <= 0 || gap < 0 || gap > 600) {
+  if ((optind >= argc && !bench) || latency <= 0 || gap < 0 || gap > 600
+      || n_streams < 1 || n_streams > 64) {
     usage (stderr);
     return 2;
   }
@@ -508,97 +774,86 @@ main (int argc, char **argv)
   wk_stream_free (s);
 
   /* live, at real-time pace */
-  sp.latency_ms = latency;
   sp.audio_ctx = audio_ctx;
   sp.beam_size = beam;
   if (min_silence >= 0)
     sp.vad_min_silence_ms = min_silence;
-  if (wk_stream_new (model, &sp, &s, err, sizeof err) != WK_OK) {
-    fprintf (stderr, PROGRAM ": %s\n", err);
+  pls = calloc ((size_t) n_streams, sizeof *pls);
+  if (!pls)
     return 1;
-  }
-  t0 = now_s ();
-  c0 = cpu_s ();
-  for (pos = 0; pos <= n_audio; pos += PIECE) {
-    size_t k = n_audio - pos < PIECE ? n_audio - pos : PIECE;
-    double t;
-    size_t j;
-    if (k > 0) {
-      /* this piece is complete at (pos + k) / SR after the start */
-      if (!fast)
-        sleep_until (t0 + (double) (pos + k) / SR);
-      if (wk_stream_feed (s, audio + pos, k) != WK_OK) {
-        fprintf (stderr, PROGRAM ": feed failed\n");
-        return 1;
-      }
-    } else {
-      wk_stream_finish (s);
-    }
-    t = now_s () - t0;
-    n = wk_stream_take (s, &segs);
-    for (j = 0; j < n; j++) {
-      word *w;
-      char nm[WORD_MAX];
-      int q;
-      if (segs[j].utterance_end)
-        continue;
-      normalize (segs[j].text, nm);
-      if (!nm[0])
-        continue;
-      w = words_add (&live);
-      copy_str (w->norm, nm);
-      copy_str (w->text, segs[j].text[0] == ' ' ?
-          segs[j].text + 1 : segs[j].text);
-      w->start = segs[j].start;
-      w->end = segs[j].end;
-      w->t_commit = t;
-      w->t_partial = t;
-      for (q = 0; q < n_ps; q++)
-        if (!strcmp (ps[q].norm, nm)
-            && llabs (ps[q].start - w->start) < SR * 6 / 10
-            && ps[q].t < w->t_partial)
-          w->t_partial = ps[q].t;
-    }
-    n = wk_stream_partial (s, &segs, NULL);
-    for (j = 0; j < n; j++) {
-      char nm[WORD_MAX];
-      int q;
-      normalize (segs[j].text, nm);
-      if (!nm[0])
-        continue;
-      for (q = 0; q < n_ps; q++)
-        if (!strcmp (ps[q].norm, nm)
-            && llabs (ps[q].start - segs[j].start) < SR * 3 / 10)
-          break;
-      if (q < n_ps)
-        continue;
-      if (n_ps == ps_cap) {
-        partial_seen *np;
-        ps_cap = ps_cap ? 2 * ps_cap : 256;
-        np = realloc (ps, (size_t) ps_cap * sizeof *np);
-        if (!np)
+  if (sweep) {
+    static const int lats[] = { 500, 1000, 2000, 3000 };
+    int li, pi, lowest = -1;
+    double worst_est = 0.0;
+    printf ("# %d stream%s, %.1f s of audio each, late = committed after "
+        "the word's start + the latency\n", n_streams, n_streams > 1 ? "s" :
+        "", (double) n_audio / SR);
+    printf ("| latency | commit | WER vs offline | WER vs truth | late words "
+        "| worst late | p95 start-to-text | deadline commits | runs | run "
+        "max |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    fflush (stdout);
+    for (li = 0; li < 4; li++)
+      for (pi = 0; pi < 2; pi++) {
+        summary sm;
+        sp.latency_ms = lats[li];
+        sp.commit = pi ? WK_COMMIT_DEADLINE : WK_COMMIT_AGREEMENT;
+        for (i = 0; i < n_streams; i++) {
+          memset (&pls[i], 0, sizeof pls[i]);
+          pls[i].model = model;
+          pls[i].audio = audio;
+          pls[i].n_audio = n_audio;
+          pls[i].sp = sp;
+          pls[i].fast = fast;
+        }
+        if (play_all (pls, n_streams) != 0)
           return 1;
-        ps = np;
+        summarize (pls, n_streams, lats[li], &ref, &truth, &sm);
+        printf ("| %d | %s | %.1f %% | %s%.1f %% | %d / %d | %.2f s | "
+            "%.2f s | %lld | %lld | %.3f s |\n", lats[li],
+            pi ? "deadline" : "agreement", sm.wer_off, truth.n ? "" : "- ",
+            sm.wer_truth, sm.n_late, sm.n_words, sm.max_late, sm.p95_start,
+            (long long) sm.n_forced, (long long) sm.n_runs, sm.run_max);
+        fflush (stdout);
+        if (pi && sm.n_late == 0 && lowest < 0)
+          lowest = lats[li];
+        if (pi && sm.run_est > worst_est)
+          worst_est = sm.run_est;
+        for (i = 0; i < n_streams; i++)
+          player_clear (&pls[i]);
       }
-      copy_str (ps[n_ps].norm, nm);
-      ps[n_ps].start = segs[j].start;
-      ps[n_ps].t = t;
-      n_ps++;
-    }
-    /* forget partial words long behind */
-    if (n_ps > 200) {
-      int q, k2 = 0;
-      for (q = 0; q < n_ps; q++)
-        if (ps[q].start > (int64_t) pos - 30 * SR)
-          ps[k2++] = ps[q];
-      n_ps = k2;
-    }
+    /* a word is sure to be in time when one run that starts after its
+     * first sample finishes within the latency: two run times (one still
+     * going when the word starts, the next), a feed and the push margin */
+    printf ("lowest workable latency here (%d stream%s): %s%d ms in this "
+        "sweep (the lowest with no late word, deadline policy); from the "
+        "run times, about %.0f ms (2 x %.0f ms per run + %d ms + %d ms)\n",
+        n_streams, n_streams > 1 ? "s" : "", lowest < 0 ? "none up to " : "",
+        lowest < 0 ? 3000 : lowest, 2e3 * worst_est + PIECE * 1e3 / SR +
+        WK_PUSH_MARGIN_MS, worst_est * 1e3, PIECE * 1000 / SR,
+        WK_PUSH_MARGIN_MS);
+    goto out;
   }
-  wk_stream_get_stats (s, &st);
-  printf ("# live: latency %d ms, %s, %.1f s wall, %.1f CPU s, %lld runs, "
-      "step %.2f s, run max %.3f s, encoder %.1f s, decoder %.1f s, "
-      "mel %.1f s, detector %.2f s, engine max delay %.2f s\n", latency,
-      fast ? "as fast as possible" : "real time", now_s () - t0,
+
+  sp.latency_ms = latency;
+  sp.commit = commit;
+  for (i = 0; i < n_streams; i++) {
+    pls[i].model = model;
+    pls[i].audio = audio;
+    pls[i].n_audio = n_audio;
+    pls[i].sp = sp;
+    pls[i].fast = fast;
+  }
+  c0 = cpu_s ();
+  if (play_all (pls, n_streams) != 0)
+    return 1;
+  st = pls[0].st;
+  live = pls[0].live;
+  printf ("# live: latency %d ms, %s commits, %d stream%s, %s, %.1f s wall, "
+      "%.1f CPU s, %lld runs, step %.2f s, run max %.3f s, encoder %.1f s, "
+      "decoder %.1f s, mel %.1f s, detector %.2f s, engine max delay %.2f "
+      "s (stream 0)\n", latency, commit == WK_COMMIT_DEADLINE ? "deadline" :
+      "agreement", n_streams, n_streams > 1 ? "s" : "",
+      fast ? "as fast as possible" : "real time", pls[0].wall,
       cpu_s () - c0, (long long) st.n_runs, st.step_seconds,
       st.max_run_seconds, st.encoder_seconds, st.decoder_seconds,
       st.mel_seconds, st.vad_seconds, st.max_delay_seconds);
@@ -609,10 +864,19 @@ main (int argc, char **argv)
     double *dp = malloc ((size_t) (live.n + 1) * sizeof *dp);
     double *oc = malloc ((size_t) (live.n + 1) * sizeof *oc);
     double *op = malloc ((size_t) (live.n + 1) * sizeof *op);
+    summary sm;
 
     if (!quiet)
       printf ("# word                 ref_end  commit_delay  partial_delay "
           "(own_end  commit  partial)\n");
+    for (k = 0; !quiet && k < live.n; k++) {
+      const word *w = &live.w[k];
+      double late = w->t_commit - ((double) w->start / SR + latency / 1e3);
+      if (late > 0.0)
+        printf ("# late: %-20s start %7.2f end %7.2f commit %7.2f: %.2f s "
+            "late\n", w->text, (double) w->start / SR, (double) w->end / SR,
+            w->t_commit, late);
+    }
     for (k = 0; k < live.n; k++) {
       const word *w = &live.w[k];
       double own = (double) w->end / SR;
@@ -654,17 +918,24 @@ main (int argc, char **argv)
       printf ("WER vs truth: live %.1f %%, offline %.1f %% (%d words)\n",
           100.0 * e1 / truth.n, 100.0 * e2 / truth.n, truth.n);
     }
+    summarize (pls, n_streams, latency, &ref, &truth, &sm);
+    printf ("late (committed after the word's start + %d ms), all streams: "
+        "%d of %d words, worst %.2f s late; %lld deadline commits; p95 "
+        "start-to-text %.2f s; WER vs offline mean %.1f %%, worst stream "
+        "%.1f %%\n", latency, sm.n_late, sm.n_words, sm.max_late,
+        (long long) sm.n_forced, sm.p95_start, sm.wer_off, sm.wer_off_max);
     free (dc);
     free (dp);
     free (oc);
     free (op);
   }
-  wk_stream_free (s);
+  for (i = 0; i < n_streams; i++)
+    player_clear (&pls[i]);
+out:
+  free (pls);
   wk_model_unref (model);
   free (audio);
   free (ref.w);
-  free (live.w);
   free (truth.w);
-  free (ps);
   return 0;
 }
