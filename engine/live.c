@@ -108,6 +108,8 @@
 #define LIVE_START_JITTER (WK_SAMPLE_RATE / 20) /* how much earlier a
                                                  * later run may put a
                                                  * word */
+#define LIVE_SLOW_RUN 3         /* a run longer than latency / this is
+                                 * too slow for a beam */
 #define LIVE_RUN_HIST 8         /* runs the run time estimate looks at */
 #define LIVE_DUE_SLACK 0.01     /* a feed this close to its predicted due
                                  * time continues the previous entry */
@@ -776,7 +778,7 @@ run_estimate (const wk_live * l)
   for (i = 0; i < l->n_run_hist; i++)
     if (l->run_hist[i] > r)
       r = l->run_hist[i];
-  return 1.1 * r + 0.005;
+  return 1.25 * r + 0.02;
 }
 
 /* When a run at position pos is expected to finish, now being now: it
@@ -1150,6 +1152,11 @@ run_model (wk_live * l, int64_t end, bool final)
   ctx->max_tokens = max_tok;
   if (!final)
     pp.temperature_inc = 0.0f;  /* runs must agree: greedy only */
+  if (l->p.commit == WK_COMMIT_DEADLINE && l->n_run_hist > 0
+      && run_estimate (l) > l->lat_s / LIVE_SLOW_RUN)
+    pp.beam_size = 1;           /* runs too slow for the deadlines (a
+                                 * loaded machine): greedy, a third of
+                                 * the decoder's work */
   /* the prompt ends with the prefix's words (pushed when committed):
    * they are given once, as the prefix */
   n_prompt = l->n_prompt - (l->n_pre ? l->n_pre_text : 0);

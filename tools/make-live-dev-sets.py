@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""The development sets of the live latency/WER table (issue: captions on time).
+
+Links the first utterances of knots/train/eval.py's development sets into two
+folders, with a truth file in the form wk-live-latency --truth and
+tools/gst-live-latency.py --truth read ('ID<TAB>-<TAB>text'):
+
+  knots/work/eval/wav/live-dev-real   dev-real-lj 0-7 (LJ005-*) and
+                                      dev-real-asterisk 0-11: 70 s of speech
+  knots/work/eval/wav/live-dev-synth  dev-trainvoices 0-7: 45 s
+
+The utterances are the first of each set, as eval.py wrote them; nothing was
+chosen by listening. Run eval.py once on the sets first (it writes the WAV
+files), e.g. `eval.py --knot knots/model/default.knot --sets dev-all --n 100`.
+
+Usage: /usr/bin/python3 tools/make-live-dev-sets.py
+"""
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EVAL = os.path.join(ROOT, "knots", "work", "eval")
+SETS = {
+    "live-dev-real": [("lj", "dev-real-lj", "dev-real-lj", 8),
+                      ("ast", "dev-real-asterisk", "dev-real-asterisk", 12)],
+    "live-dev-synth": [("tv", "dev-trainvoices", "dev-trainvoices-n100", 8)],
+}
+
+
+def main():
+    for name, parts in SETS.items():
+        out = os.path.join(EVAL, "wav", name)
+        os.makedirs(out, exist_ok=True)
+        lines = []
+        for prefix, wavset, npz, n in parts:
+            texts = np.load(os.path.join(EVAL, npz + ".npz"), allow_pickle=True)["text"]
+            for i in range(n):
+                src = os.path.join(EVAL, "wav", wavset, "%04d.wav" % i)
+                if not os.path.exists(src):
+                    sys.exit("%s missing: run knots/train/eval.py on %s first" % (src, wavset))
+                dst = os.path.join(out, "%s-%04d.wav" % (prefix, i))
+                if os.path.lexists(dst):
+                    os.remove(dst)
+                os.symlink(os.path.relpath(src, out), dst)
+                lines.append("%s-%04d\t-\t%s\n" % (prefix, i, texts[i]))
+        with open(os.path.join(out, "truth.txt"), "w", encoding="utf-8") as f:
+            f.writelines(lines)
+        print("%s: %d utterances" % (out, len(lines)))
+
+
+if __name__ == "__main__":
+    main()
