@@ -98,12 +98,8 @@ def run_pipeline(audio, model, latency, fast, commit="deadline"):
     bus = pipe.get_bus()
     if pipe.set_state(Gst.State.PLAYING) == Gst.StateChangeReturn.FAILURE:
         sys.exit("the pipeline does not start (GST_PLUGIN_PATH? --model?)")
-    pipe.get_state(5 * Gst.SECOND)
-    clock = pipe.get_clock()
-    # the system clock is CLOCK_MONOTONIC: running time 0 is t0 there
-    t0 = pipe.get_base_time() / Gst.SECOND if clock else time.monotonic()
-    if clock and abs(clock.get_time() / Gst.SECOND - time.monotonic()) > 0.01:
-        sys.exit("the pipeline clock is not the monotonic system clock")
+    # (no waiting for the state: a live pipeline completes it with data)
+    t0 = time.monotonic()
 
     def push():
         n = len(audio) // 2
@@ -138,6 +134,13 @@ def run_pipeline(audio, model, latency, fast, commit="deadline"):
             partials.append((time.monotonic(), st.get_string("text") or "",
                              ts / Gst.SECOND, (ts + dur) / Gst.SECOND))
     th.join()
+    # lateness counts on the pipeline's clock, the system clock
+    # (CLOCK_MONOTONIC, as time.monotonic()): running time 0 is its base time
+    clock = pipe.get_clock()
+    if clock and pipe.get_base_time() > 0:
+        if abs(clock.get_time() / Gst.SECOND - time.monotonic()) > 0.01:
+            sys.exit("the pipeline clock is not the monotonic system clock")
+        t0 = pipe.get_base_time() / Gst.SECOND
     pipe.set_state(Gst.State.NULL)
     if err:
         sys.exit("pipeline error: %s (%s)" % (err[0].message, err[1]))
