@@ -60,8 +60,6 @@ struct wk_stream
   size_t audio_cap, audio_len;
   int64_t audio_base;
   int64_t total;                /* samples fed */
-  double due_next;              /* when the next sample is due (live
-                                 * policy), NAN: not known */
   int64_t seek;                 /* first frame of the next window */
 
   /* previous text (prompt), the last prompt_cap tokens */
@@ -176,7 +174,6 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     return WK_ERR_NOMEM;
   }
   s->lang_fixed = -1;
-  s->due_next = NAN;
   if (p.language && p.language[0] && strcmp (p.language, "auto") != 0) {
     int idx = wk_language_lookup (p.language);
 
@@ -514,15 +511,9 @@ wk_clock_seconds (void)
 wk_status
 wk_stream_feed (wk_stream * s, const float *pcm, size_t n)
 {
-  /* The first sample was captured n samples before the call, or later:
-   * a piece is not due before the previous one ends (audio fed faster
-   * than real time, a file, runs ahead of the clock and meets its
-   * deadlines by agreement). */
-  double due = wk_live_now_s () - (double) n / WK_SAMPLE_RATE;
-
-  if (s && s->due_next > due)
-    due = s->due_next;
-  return wk_stream_feed_at (s, pcm, n, due);
+  /* no capture times: no deadlines (the text does not depend on how long
+   * runs take); wk_stream_feed_at gives them */
+  return wk_stream_feed_at (s, pcm, n, INFINITY);
 }
 
 wk_status
@@ -536,7 +527,6 @@ wk_stream_feed_at (wk_stream * s, const float *pcm, size_t n, double due_s)
   if (s->live) {
     s->total += (int64_t) n;
     s->stats.audio_seconds += (double) n / WK_SAMPLE_RATE;
-    s->due_next = due_s + (double) n / WK_SAMPLE_RATE;
     return wk_live_feed (s->live, pcm, n, due_s);
   }
   while (n > 0) {
@@ -640,7 +630,6 @@ wk_stream_reset (wk_stream * s)
   s->audio_len = 0;
   s->audio_base = 0;
   s->total = 0;
-  s->due_next = NAN;
   s->seek = 0;
   s->n_prompt = 0;
   s->last_end = 0;

@@ -28,8 +28,11 @@
  *   sp.latency_ms = 1000;
  *   wk_stream_new (model, &sp, &s, err, sizeof err);
  *   for (;;) {                           // every buffer from the source
- *     wk_stream_feed (s, pcm, n);        // may run the model (tens to a
- *                                        // few hundred ms on a CPU)
+ *     wk_stream_feed_at (s, pcm, n, t);  // t: wk_clock_seconds () when
+ *                                        // pcm[0] was captured (for the
+ *                                        // deadlines); may run the model
+ *                                        // (tens to a few hundred ms on
+ *                                        // a CPU)
  *     n_segs = wk_stream_take (s, &segs); // committed: final, in order
  *     for (i = 0; i < n_segs; i++)
  *       if (segs[i].utterance_end)
@@ -164,8 +167,9 @@ typedef struct wk_stream wk_stream;
  * a word may come later than latency_ms when runs disagree or are slow.
  *
  * WK_COMMIT_DEADLINE (the default): the same, plus a deadline for every
- * word not yet committed: the time its first sample was due (see
- * wk_stream_feed_at) plus latency_ms, less a margin to deliver it
+ * word not yet committed: the time its first sample was due (audio fed
+ * with wk_stream_feed_at, which says when; wk_stream_feed's has none)
+ * plus latency_ms, less a margin to deliver it
  * (WK_PUSH_MARGIN_MS). A word whose deadline would pass before the next
  * run could finish is committed as the latest run heard it, and runs are
  * scheduled to finish before the next deadline, so that a caller which
@@ -286,14 +290,10 @@ WK_API double wk_clock_seconds (void);
  * running time), the next samples following at 16 kHz. A word's deadline
  * counts from the due time of its first sample, so audio that reaches the
  * stream late (queued behind a model run) keeps its true deadline.
- * wk_stream_feed takes the time of the call less the samples' duration
- * (right for a caller that feeds each piece as soon as it is captured),
- * or the end of the previous piece when that is later: audio fed faster
- * than real time (a file) runs ahead of the clock and meets its
- * deadlines by agreement, so its text does not depend on run times.
- * due_s = INFINITY: these samples have no deadline (nothing waits on a
- * clock for their text: a file read faster than real time); the live
- * policy then commits by agreement alone. Offline streams ignore due_s. */
+ * wk_stream_feed gives no time: its samples have no deadline, as with
+ * due_s = INFINITY (nothing waits on a clock for their text: a file, a
+ * test); the live policy then commits by agreement alone, and the text
+ * does not depend on how long runs take. Offline streams ignore due_s. */
 WK_API wk_status wk_stream_feed_at (wk_stream * stream, const float *pcm,
     size_t n_samples, double due_s);
 
