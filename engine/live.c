@@ -1248,9 +1248,8 @@ next_deadline (const wk_live * l, const live_hyp * cur)
 /* WK_COMMIT_DEADLINE, after a run's agreed words: commits cur's words
  * whose deadline comes before even the soonest next run could finish
  * (as this run heard them: committing late is the alternative), then
- * schedules the next run to finish before the next deadline. Returns
- * how many words it committed. */
-static int
+ * schedules the next run to finish before the next deadline. */
+static void
 deadline_commits (wk_live * l, live_hyp * cur)
 {
   double now = live_now (l), r = run_estimate (l);
@@ -1266,7 +1265,6 @@ deadline_commits (wk_live * l, live_hyp * cur)
   }
   l->next_run = plan_run (l, next_deadline (l, cur), now, r,
       LIVE_DEADLINE_STEP);
-  return f;
 }
 
 /* An intermediate run: commit what two runs agree on. */
@@ -1302,7 +1300,7 @@ step_run (wk_live * l)
   commit_words (l, cur, k);
   hyp_drop_words (cur, k);
   if (l->p.commit == WK_COMMIT_DEADLINE)
-    k = deadline_commits (l, cur);
+    deadline_commits (l, cur);
   else
     l->next_run = l->total + l->step_eff;
   if (l->total - l->win_start > LIVE_MAX_WINDOW) {

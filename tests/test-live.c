@@ -553,6 +553,29 @@ script_run (void *user, int64_t ws, int64_t we, int32_t * out, int max)
   return n;
 }
 
+/* The script's words, their times (one every 450 ms from 1 s, 350 ms
+ * long) and tokens, and its guess for a cut word; returns where the
+ * audio ends (a second after the last word). */
+static int64_t
+script_init (script * sc)
+{
+  int i;
+
+  memset (sc, 0, sizeof *sc);
+  sc->m = model;
+  for (i = 0; i < N_SCRIPT; i++) {
+    char w[64];
+    snprintf (w, sizeof w, " %s", script_words[i]);
+    sc->start[i] = SR + ((int64_t) i) * SR * 45 / 100;
+    sc->end[i] = sc->start[i] + SR * 35 / 100;
+    sc->n_tok[i] = wk_tokenizer_encode (model->tok, w, strlen (w),
+        sc->tok[i], 4);
+    CHECK (sc->n_tok[i] >= 1);
+  }
+  sc->n_guess = wk_tokenizer_encode (model->tok, " xx", 3, sc->guess, 4);
+  return sc->end[N_SCRIPT - 1] + SR;
+}
+
 static void
 script_policy (bool echo)
 {
@@ -566,21 +589,12 @@ script_policy (bool echo)
   bool partial_before[N_SCRIPT], seen_partial[N_SCRIPT];
   float *zeros = calloc (PIECE, sizeof *zeros);
 
-  memset (&sc, 0, sizeof sc);
-  sc.m = model;
+  total = script_init (&sc);
   sc.echo = echo;
   for (i = 0; i < N_SCRIPT; i++) {
-    char w[64];
-    snprintf (w, sizeof w, " %s", script_words[i]);
-    sc.start[i] = SR + ((int64_t) i) * SR * 45 / 100;
-    sc.end[i] = sc.start[i] + SR * 35 / 100;
-    sc.n_tok[i] = wk_tokenizer_encode (model->tok, w, strlen (w), sc.tok[i], 4);
-    CHECK (sc.n_tok[i] >= 1);
     seen_partial[i] = partial_before[i] = false;
     commit_at[i] = -1;
   }
-  sc.n_guess = wk_tokenizer_encode (model->tok, " xx", 3, sc.guess, 4);
-  total = sc.end[N_SCRIPT - 1] + SR;
 
   p.use_vad = false;
   CHECK (wk_ctx_new (model, 1, 1, &ctx, err, sizeof err) == WK_OK);
@@ -662,19 +676,9 @@ deadline_policy (wk_commit_policy commit, int latency_ms, double run_cost,
   double vt = 0.0, lat = latency_ms / 1000.0;
   float *zeros = calloc (PIECE, sizeof *zeros);
 
-  memset (&sc, 0, sizeof sc);
-  sc.m = model;
+  total = script_init (&sc);
   sc.clock = &vt;
   sc.run_cost = run_cost;
-  for (i = 0; i < N_SCRIPT; i++) {
-    char w[64];
-    snprintf (w, sizeof w, " %s", script_words[i]);
-    sc.start[i] = SR + ((int64_t) i) * SR * 45 / 100;
-    sc.end[i] = sc.start[i] + SR * 35 / 100;
-    sc.n_tok[i] = wk_tokenizer_encode (model->tok, w, strlen (w), sc.tok[i], 4);
-  }
-  sc.n_guess = wk_tokenizer_encode (model->tok, " xx", 3, sc.guess, 4);
-  total = sc.end[N_SCRIPT - 1] + SR;
 
   p.use_vad = false;
   p.commit = commit;
