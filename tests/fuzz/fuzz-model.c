@@ -131,8 +131,9 @@ add (gen * g, const char *name, int64_t ne0, int64_t ne1)
   for (int64_t r = 1; r < ne[1]; r++)
     memcpy (buf + (size_t) r * row_bytes, buf, row_bytes);
   free (f);
-  if (victim && g->nan) {
-    /* a NaN (or Inf) element; for q8_0/q4_0 the scale of its block */
+  if (victim && g->nan && ne[0] * ne[1] > 0) {
+    /* a NaN (or Inf) element; for q8_0/q4_0 the scale of its block (an
+     * empty tensor has none) */
     uint64_t e = (g->rng >> 7) % (uint64_t) (ne[0] * ne[1]);
     uint8_t *row = buf + (size_t) (e / (uint64_t) ne[0]) * row_bytes;
     int64_t c = (int64_t) (e % (uint64_t) ne[0]);
