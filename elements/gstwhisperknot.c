@@ -309,7 +309,8 @@ static gboolean gst_whisperknot_src_query (GstPad * pad, GstObject * parent,
     GstQuery * query);
 static gboolean gst_whisperknot_src_activate_mode (GstPad * pad,
     GstObject * parent, GstPadMode mode, gboolean active);
-static void gst_whisperknot_loop (GstWhisperKnot * self);
+static void gst_whisperknot_loop (GstPad * srcpad);
+static void gst_whisperknot_restart_worker (GstWhisperKnot * self);
 static void gst_whisperknot_join_load (GstWhisperKnot * self);
 static GstPad *gst_whisperknot_request_new_pad (GstElement * element,
     GstPadTemplate * templ, const gchar * name, const GstCaps * caps);
@@ -1572,8 +1573,6 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       /* the worker is paused: its state is ours to reset */
       g_mutex_lock (&self->lock);
       gst_whisperknot_clear_queue (self, TRUE);
-      self->flushing = FALSE;
-      self->srcresult = GST_FLOW_OK;
       g_mutex_unlock (&self->lock);
 
       if (self->stream)
@@ -1588,8 +1587,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 
       gst_whisperknot_forward_partial_event (self, event);
       ret = gst_pad_push_event (self->srcpad, event);
-      gst_pad_start_task (self->srcpad,
-          (GstTaskFunction) gst_whisperknot_loop, self, NULL);
+      gst_whisperknot_restart_worker (self);
       return ret;
     }
     case GST_EVENT_CAPS:
@@ -2267,8 +2265,9 @@ gst_whisperknot_has_work (GstWhisperKnot * self)
 }
 
 static void
-gst_whisperknot_loop (GstWhisperKnot * self)
+gst_whisperknot_loop (GstPad * srcpad)
 {
+  GstWhisperKnot *self = GST_WHISPERKNOT (GST_PAD_PARENT (srcpad));
   GstFlowReturn ret = GST_FLOW_OK;
   Marker *marker;
   gsize off, n;
@@ -2388,16 +2387,45 @@ gst_whisperknot_src_activate_mode (GstPad * pad, GstObject * parent,
     return FALSE;
 
   if (active) {
+    gboolean ok;
+
     g_mutex_lock (&self->lock);
     self->flushing = FALSE;
     self->srcresult = GST_FLOW_OK;
+    ok = gst_pad_start_task (pad, (GstTaskFunction) gst_whisperknot_loop,
+        pad, NULL);
     g_mutex_unlock (&self->lock);
-    return gst_pad_start_task (pad, (GstTaskFunction) gst_whisperknot_loop,
-        self, NULL);
+    return ok;
   }
 
+  /* takes self->lock: a FLUSH_STOP that restarted the worker before
+   * the pad left push mode has done so by now, and this stops it */
   gst_whisperknot_stop_worker (self);
   return gst_pad_stop_task (pad);
+}
+
+/* After FLUSH_STOP: the worker runs again, but only while the source pad
+ * is still in push mode (a FLUSH_STOP can come from upstream while the
+ * element shuts down; restarting then would leave a task on an inactive
+ * pad). The pad owns the task and is its argument, as in gstqueue.c. */
+static void
+gst_whisperknot_restart_worker (GstWhisperKnot * self)
+{
+  gboolean active;
+
+  g_mutex_lock (&self->lock);
+  GST_OBJECT_LOCK (self->srcpad);
+  active = GST_PAD_MODE (self->srcpad) == GST_PAD_MODE_PUSH;
+  GST_OBJECT_UNLOCK (self->srcpad);
+  if (active) {
+    self->flushing = FALSE;
+    self->srcresult = GST_FLOW_OK;
+    gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_whisperknot_loop,
+        self->srcpad, NULL);
+  } else {
+    GST_INFO_OBJECT (self, "source pad inactive: the worker stays stopped");
+  }
+  g_mutex_unlock (&self->lock);
 }
 
 static gboolean
@@ -2535,24 +2563,35 @@ gst_whisperknot_request_new_pad (GstElement * element, GstPadTemplate * templ,
   GstWhisperKnot *self = GST_WHISPERKNOT (element);
   GstPad *pad;
 
+  /* the check and the claim under one lock: of two callers at once, one
+   * gets the pad */
   GST_OBJECT_LOCK (self);
-  if (self->partial_srcpad) {
+  if (self->partial_srcpad || self->partial_requested) {
     GST_OBJECT_UNLOCK (self);
     GST_WARNING_OBJECT (self, "partial_src was requested already");
     return NULL;
   }
+  self->partial_requested = TRUE;
   GST_OBJECT_UNLOCK (self);
 
-  pad = gst_pad_new_from_template (templ, "partial_src");
+  pad = gst_object_ref_sink (gst_pad_new_from_template (templ, "partial_src"));
   gst_pad_use_fixed_caps (pad);
   gst_pad_set_active (pad, TRUE);
   /* what the main src pad announced so far (stream-start, caps,
    * segment) goes out before the first partial */
   gst_pad_sticky_events_foreach (self->srcpad, copy_sticky, pad);
-  if (!gst_element_add_pad (element, pad))
+  if (!gst_element_add_pad (element, pad)) {
+    GST_WARNING_OBJECT (self, "could not add partial_src");
+    gst_pad_set_active (pad, FALSE);
+    gst_object_unref (pad);
+    GST_OBJECT_LOCK (self);
+    self->partial_requested = FALSE;
+    GST_OBJECT_UNLOCK (self);
     return NULL;
+  }
   GST_OBJECT_LOCK (self);
-  self->partial_srcpad = gst_object_ref (pad);
+  self->partial_srcpad = pad;   /* our reference, taken by ref_sink */
+  self->partial_requested = FALSE;
   GST_OBJECT_UNLOCK (self);
   return pad;
 }

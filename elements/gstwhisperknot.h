@@ -107,6 +107,7 @@ struct _GstWhisperKnot
   gdouble load_seconds;         /* wall time of the last model load */
   gboolean qos_warned;          /* the delay warning was posted */
   GstPad *partial_srcpad;       /* the requested partial_src, or NULL */
+  gboolean partial_requested;   /* a request_new_pad is making it */
 
   /* Everything below "lock" is shared by the streaming thread, the worker
    * (the src pad task) and the model-loading thread; "cond" is broadcast

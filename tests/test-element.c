@@ -699,6 +699,107 @@ GST_START_TEST (test_flush_while_busy)
 
 GST_END_TEST;
 
+/* A FLUSH_STOP that comes while the source pad is inactive (upstream
+ * flushing while the element shuts down) does not restart the worker on
+ * that pad; once the pad is active again the element works as before. */
+GST_START_TEST (test_flush_stop_on_inactive_src)
+{
+  GstHarness *h = setup ();
+  GstPad *src = gst_element_get_static_pad (h->element, "src");
+  guint64 pos = 0;
+  GstSegment segment;
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 1.0, &pos, TRUE),
+      GST_FLOW_OK);
+  fail_unless (gst_pad_set_active (src, FALSE));
+  fail_unless_equals_int (gst_pad_get_task_state (src), GST_TASK_STOPPED);
+  /* nothing can go out of the inactive pad: the return values say so */
+  gst_harness_push_event (h, gst_event_new_flush_start ());
+  gst_harness_push_event (h, gst_event_new_flush_stop (TRUE));
+  fail_unless_equals_int (gst_pad_get_task_state (src), GST_TASK_STOPPED);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  gst_harness_push_event (h, gst_event_new_segment (&segment));
+  /* audio meanwhile is refused (the segment before it already was), not
+   * queued for a worker that never comes */
+  fail_if (push_audio (h, FALSE, 0, 0.5, &pos, FALSE) == GST_FLOW_OK);
+
+  /* the FLUSH_START went out of the inactive pad, its FLUSH_STOP could
+   * not: downstream is still flushing until this flush ends */
+  fail_unless (gst_pad_set_active (src, TRUE));
+  gst_harness_push_event (h, gst_event_new_flush_start ());
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  /* a deactivated pad forgets its sticky events: a new stream begins, as
+   * after READY -> PAUSED */
+  fail_unless (gst_harness_push_event (h,
+          gst_event_new_stream_start ("again")));
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  fail_unless_equals_int (push_audio (h, FALSE, 0, 1.0, &pos, FALSE),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  rec_wait_event (0, GST_EVENT_EOS);
+  gst_object_unref (src);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GstElement *element;
+  gint *go;
+  GstPad *got;
+} PadRequest;
+
+static gpointer
+request_partial (gpointer data)
+{
+  PadRequest *r = data;
+
+  GstPadTemplate *templ =
+      gst_element_get_pad_template (r->element, "partial_src");
+
+  /* no name: GStreamer itself warns when a named request finds the pad */
+  while (!g_atomic_int_get (r->go));
+  r->got = gst_element_request_pad (r->element, templ, NULL, NULL);
+  return NULL;
+}
+
+/* Two threads that request partial_src at the same moment: exactly one
+ * gets it, the other gets NULL (not a critical about a second pad of the
+ * same name, nor a leaked pad). */
+GST_START_TEST (test_request_pad_race)
+{
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+
+  fail_unless (e != NULL);
+  for (guint i = 0; i < 300; i++) {
+    gint go = 0;
+    PadRequest r[2] = { {e, &go, NULL}, {e, &go, NULL}
+    };
+    GThread *t[2];
+    GstPad *got;
+
+    for (guint k = 0; k < 2; k++)
+      t[k] = g_thread_new ("request", request_partial, &r[k]);
+    g_atomic_int_set (&go, 1);
+    for (guint k = 0; k < 2; k++)
+      g_thread_join (t[k]);
+    fail_unless ((r[0].got != NULL) != (r[1].got != NULL),
+        "round %u: %p and %p", i, r[0].got, r[1].got);
+    got = r[0].got ? r[0].got : r[1].got;
+    fail_unless_equals_int (e->numsrcpads, 2);
+    gst_element_release_request_pad (e, got);
+    gst_object_unref (got);
+    fail_unless_equals_int (e->numsrcpads, 1);
+  }
+  gst_object_unref (e);
+}
+
+GST_END_TEST;
+
 /* A jump in the input timestamps restarts the recognizer at the new time:
  * text and GAPs cover [0, 2 s] then [20 s, 22 s]; the first_buf text after the
  * jump carries DISCONT. */
@@ -2486,6 +2587,8 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_eos_drains);
   tcase_add_test (tc, test_flush_resets);
   tcase_add_test (tc, test_flush_while_busy);
+  tcase_add_test (tc, test_flush_stop_on_inactive_src);
+  tcase_add_test (tc, test_request_pad_race);
   tcase_add_test (tc, test_timestamp_jump_restarts);
   tcase_add_test (tc, test_short_hole_filled);
   tcase_add_test (tc, test_jitter_moves_text);
