@@ -160,19 +160,8 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define MAX_DISCONT_WAIT (10 * GST_SECOND)      /* well below RING_SECONDS */
 #define FILL_MAX (2 * GST_SECOND)
 #define REBASE_MAX (500 * GST_MSECOND)
-/* Whisper's window: in offline mode no text can still come for audio more
- * than this far behind what was fed (the engine runs a window once its
- * last frame is complete, plus a second of margin). */
+/* Whisper's window: offline, text comes once a 30 s window is complete */
 #define WINDOW_SAMPLES (30 * WK_SAMPLE_RATE)
-#define HORIZON_SAMPLES (WINDOW_SAMPLES + WK_SAMPLE_RATE)
-/* Live policy: no word still to come starts earlier than the step plus
- * this before the end of the audio fed, unless the partial result does:
- * the voice detector reports the start of speech about 0.3 s after it
- * (250 ms of speech, 30 ms of padding, a 32 ms chunk), and the model runs
- * within a step of that. Larger would keep textoverlay waiting beyond the
- * latency the element reports; a word found earlier than this keeps its
- * text in order by starting at the end of the last GAP. */
-#define LIVE_MARGIN_SECONDS 0.5
 /* GAP events for a stretch without text are sent in steps at least this
  * long while audio flows (at a drain they cover everything). */
 #define MIN_GAP (GST_SECOND / 2)
@@ -2090,8 +2079,7 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
   const wk_segment *segs;
   size_t n, i;
   GstFlowReturn ret = GST_FLOW_OK;
-  gint64 settled, first;
-  wk_stream_stats stats;
+  gint64 settled;
 
   if (!GST_CLOCK_TIME_IS_VALID (self->base))
     return GST_FLOW_OK;
@@ -2116,23 +2104,14 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
         self->base + samples_to_time (self->fed), 0);
   }
 
-  /* TODO: an engine call saying where its uncommitted audio starts would
-   * replace these estimates */
+  /* no text can come any more for the audio before the engine's settled
+   * point (which the partial words follow), nor before the phrase held
+   * here */
+  settled = wk_stream_settled (self->stream);
   if (self->stream_latency_ms > 0) {
-    /* live: words not yet in any hypothesis start after the VAD's look-back
-     * and pre-roll and the audio since the last run */
-    GST_OBJECT_LOCK (self);
-    stats = self->stats;
-    GST_OBJECT_UNLOCK (self);
-    settled = (gint64) self->fed - (gint64) ((stats.step_seconds +
-            LIVE_MARGIN_SECONDS) * WK_SAMPLE_RATE);
-    first = gst_whisperknot_post_partial (self);
-    if (first >= 0)
-      settled = MIN (settled, first);
+    gst_whisperknot_post_partial (self);
     if (self->phrase->len > 0)
       settled = MIN (settled, self->phrase_start);
-  } else {
-    settled = (gint64) self->fed - HORIZON_SAMPLES;
   }
   if (settled > 0)
     return gst_whisperknot_push_gap (self,

@@ -94,6 +94,10 @@
                                          * up to ~0.3 s in the past */
 #define LIVE_MAX_WINDOW (24 * WK_SAMPLE_RATE)   /* forced commit above */
 #define LIVE_COMMIT_MARGIN (WK_SAMPLE_RATE / 10)        /* 100 ms */
+#define LIVE_SETTLE_MARGIN (WK_SAMPLE_RATE / 2) /* a word cut by a run's
+                                                 * window end, unheard by
+                                                 * it, starts within this
+                                                 * of the end */
 #define LIVE_ANCHOR_MAX (20 * WK_SAMPLE_RATE)   /* anchored windows: longer
                                                  * ones restart at the last
                                                  * committed word */
@@ -175,6 +179,9 @@ struct wk_live
   size_t cap, len;
   int64_t base, total;
   int64_t win_start;            /* end of the last committed word */
+  /* No word still to come starts before this (wk_stream_settled): new
+   * words are moved to start at it at the earliest. Only grows. */
+  int64_t settled;
   /* Anchored windows: the model reads [anchor, total), where anchor is
    * the utterance's start, and is given the words committed since then
    * as a forced decoder prefix (pre: their tokens with the timestamps the
@@ -590,6 +597,7 @@ wk_live_reset (wk_live * l)
   l->base = 0;
   l->total = 0;
   l->win_start = 0;
+  l->settled = 0;
   l->anchor = 0;
   l->n_pre = l->n_pre_text = 0;
   l->in_utt = !l->p.use_vad;
@@ -919,6 +927,8 @@ utterance_end (wk_live * l, int64_t at)
     wk_segment *seg = out_add (l, &l->out, NULL, NULL, "", 0);
     if (at < l->last_word_end)
       at = l->last_word_end;    /* markers come after the words */
+    if (at < l->settled)
+      at = l->settled;
     seg->start = seg->end = at;
     seg->utterance_end = true;
     l->n_utterances++;
@@ -1190,13 +1200,15 @@ have_result:
     if (k == 0)
       dedupe (l, h);
     /* times shared out over a segment that began in the prefix may put
-     * the first new words inside the committed ones: they start after */
-    for (i = 0; i < h->n_w && h->w[i].start < l->win_start; i++) {
+     * the first new words inside the committed ones: they start after;
+     * and no new word starts before what was promised settled */
+    int64_t floor = l->settled > l->win_start ? l->settled : l->win_start;
+    for (i = 0; i < h->n_w && h->w[i].start < floor; i++) {
       live_word *w = &h->w[i];
       int t;
-      w->start = l->win_start;
-      if (w->early < l->win_start)
-        w->early = l->win_start;
+      w->start = floor;
+      if (w->early < floor)
+        w->early = floor;
       if (w->end < w->start)
         w->end = w->start;
       for (t = w->tok0; t < w->tok0 + w->n_tok; t++) {
@@ -1347,6 +1359,36 @@ final_run (wk_live * l, int64_t speech_end)
   return WK_OK;
 }
 
+/* Moves settled on after a feed, a flush or the finish: to the end once
+ * finished; while no utterance is open, to what the detector can still
+ * call the start of speech (run_model moves words that would start before
+ * settled to it, so the promise holds even for a late START); in an
+ * utterance, to the first word of the partial result, but not past the
+ * audio a run has heard, less LIVE_SETTLE_MARGIN for a word its window
+ * end cut. Committed words (win_start) are settled whatever else. */
+static void
+advance_settled (wk_live * l)
+{
+  int64_t s;
+
+  if (l->finished) {
+    s = l->total;
+  } else if (!l->in_utt) {
+    s = l->total - LIVE_PREROLL;
+  } else {
+    const live_hyp *h = &l->hyp[l->cur ^ 1];    /* the last run's rest */
+    s = l->last_run_end >= 0 ? l->last_run_end - LIVE_SETTLE_MARGIN : 0;
+    if (h->n_w > 0 && h->w[0].start < s)
+      s = h->w[0].start;
+  }
+  if (s < l->win_start)
+    s = l->win_start;
+  if (s > l->total)
+    s = l->total;
+  if (s > l->settled)
+    l->settled = s;
+}
+
 /* ---- feeding ------------------------------------------------------------- */
 
 /* Drops audio no run will read again. */
@@ -1474,16 +1516,21 @@ wk_live_feed (wk_live * l, const float *pcm, size_t n, double due_s)
     if (!l->in_utt && l->len > (size_t) (2 * LIVE_PREROLL))
       trim (l);
   }
+  advance_settled (l);
   return WK_OK;
 }
 
 wk_status
 wk_live_flush (wk_live * l)
 {
+  wk_status st;
+
   begin_call (l);
   if (l->finished || !l->in_utt)
     return WK_OK;
-  return final_run (l, -1);
+  st = final_run (l, -1);
+  advance_settled (l);
+  return st;
 }
 
 wk_status
@@ -1508,7 +1555,16 @@ wk_live_finish (wk_live * l)
     st = final_run (l, -1);
   }
   l->finished = true;
+  advance_settled (l);
   return st;
+}
+
+int64_t
+wk_live_settled (const wk_live * l)
+{
+  if (!l->taken && l->out.n_segs > 0 && l->out.segs[0].start < l->settled)
+    return l->out.segs[0].start;
+  return l->settled;
 }
 
 size_t

@@ -36,6 +36,7 @@ wk_status wk_live_finish (wk_live * live);
 void wk_live_reset (wk_live * live);
 
 size_t wk_live_take (wk_live * live, const wk_segment ** segs);
+int64_t wk_live_settled (const wk_live * live);
 size_t wk_live_partial (wk_live * live, const wk_segment ** segs,
     uint64_t * serial);
 

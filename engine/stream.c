@@ -657,6 +657,24 @@ wk_stream_take (wk_stream * s, const wk_segment ** segs)
   return (size_t) s->n_segs;
 }
 
+int64_t
+wk_stream_settled (const wk_stream * s)
+{
+  int64_t settled;
+
+  if (!s)
+    return 0;
+  if (s->live)
+    return wk_live_settled (s->live);
+  /* windows run from seek on; once finished everything is */
+  settled = s->finished ? s->total : s->seek * WK_HOP;
+  if (settled > s->total)
+    settled = s->total;
+  if (!s->taken && s->n_segs > 0 && s->segs[0].start < settled)
+    settled = s->segs[0].start;
+  return settled;
+}
+
 size_t
 wk_stream_partial (wk_stream * s, const wk_segment ** segs, uint64_t * serial)
 {

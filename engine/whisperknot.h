@@ -353,6 +353,18 @@ typedef struct
  * next call of any wk_stream_* function on this stream. */
 WK_API size_t wk_stream_take (wk_stream * stream, const wk_segment ** segs);
 
+/* Where the text is final: no segment that wk_stream_take returns from
+ * now on (committed words, utterance_end markers, offline segments)
+ * starts before this sample (counted from the last reset). It only grows,
+ * never passes the audio fed, and reaches its end after wk_stream_finish.
+ * What lies before it can be shown as silence or as final captions (a
+ * GStreamer element sends GAP events up to it). Offline it is the start
+ * of the next 30 s window; live it follows the committed words and the
+ * first partial word, or the audio the voice detector has called
+ * non-speech, so it trails the audio by about a step plus half a
+ * second. */
+WK_API int64_t wk_stream_settled (const wk_stream * stream);
+
 /* Live policy: the partial result, i.e. the words of the latest
  * hypothesis that are not committed yet, one segment per word (start,
  * end, text, tokens, stability), in time order. Taking it does not

@@ -75,6 +75,10 @@ typedef struct
   int64_t last_start, last_end;
   bool marker_last;             /* the last thing taken was a marker */
   bool order_ok, words_ok, partial_ok;
+  bool settled_ok;              /* nothing before wk_stream_settled */
+  int64_t settled;
+  int64_t fed;                  /* by feed_pieces */
+  int64_t max_lag;              /* of settled behind fed */
   char text[8192];
   size_t text_len;
   uint64_t serial;
@@ -84,7 +88,7 @@ static void
 seen_init (seen * v)
 {
   memset (v, 0, sizeof *v);
-  v->order_ok = v->words_ok = v->partial_ok = true;
+  v->order_ok = v->words_ok = v->partial_ok = v->settled_ok = true;
 }
 
 static void
@@ -97,6 +101,13 @@ collect (wk_stream * s, seen * v)
 
   for (i = 0; i < n; i++) {
     const wk_segment *g = &segs[i];
+    if (g->start < v->settled) {
+      if (v->settled_ok)
+        fprintf (stderr, "# settled: %lld-%lld '%s' before %lld\n",
+            (long long) g->start, (long long) g->end, g->text,
+            (long long) v->settled);
+      v->settled_ok = false;
+    }
     if (g->start < v->last_start || g->end < g->start) {
       if (v->order_ok)
         fprintf (stderr, "# order: %lld-%lld after %lld-%lld '%s'\n",
@@ -141,6 +152,20 @@ collect (wk_stream * s, seen * v)
         || !(segs[i].stability >= 0.0f && segs[i].stability < 1.0f))
       v->partial_ok = false;
   }
+  {
+    int64_t st = wk_stream_settled (s);
+    /* only grows, and the partial words lie after it */
+    if (st < v->settled || (np > 0 && segs[0].start < st)) {
+      if (v->settled_ok)
+        fprintf (stderr, "# settled %lld after %lld, partial at %lld\n",
+            (long long) st, (long long) v->settled,
+            (long long) (np > 0 ? segs[0].start : -1));
+      v->settled_ok = false;
+    }
+    v->settled = st;
+    if (v->fed - st > v->max_lag)
+      v->max_lag = v->fed - st;
+  }
 }
 
 /* Feeds pcm in 20 ms pieces, collecting after each. */
@@ -153,8 +178,10 @@ feed_pieces (wk_stream * s, const float *pcm, size_t n, seen * v)
     wk_status st = wk_stream_feed (s, pcm + off, k);
     if (st != WK_OK)
       return st;
-    if (v)
+    if (v) {
+      v->fed += (int64_t) k;
       collect (s, v);
+    }
   }
   return WK_OK;
 }
@@ -255,6 +282,10 @@ test_silence (void)
       "runs %lld windows %lld tokens %lld", (long long) st.n_runs,
       (long long) st.n_windows, (long long) st.n_tokens);
   CHECK (v.n_words == 0 && v.n_markers == 0 && v.max_partial == 0);
+  /* what the detector calls non-speech is settled within a second */
+  CHECK_MSG (v.settled_ok && v.max_lag <= SR + PIECE, "settled lags %.3f s",
+      (double) v.max_lag / SR);
+  CHECK (v.settled == v.fed);
   CHECK_NEAR (st.audio_seconds, 1200.0, 1e-6);
   CHECK (st.vad_seconds > 0.0);
   printf ("# silence: %.3f CPU s per minute (digital), %.3f (noise); "
@@ -298,6 +329,8 @@ test_speech (void)
       v.n_markers, v.n_partial_updates, st.step_seconds, st.max_run_seconds,
       st.max_delay_seconds, st.speech_seconds);
   printf ("# committed:%s\n", v.text);
+  printf ("# settled lagged the audio by %.2f s at most\n",
+      (double) v.max_lag / SR);
 #if WK_COUNT_ALLOCS
   CHECK_MSG (allocs == 0, "%ld allocations while feeding", allocs);
 #else
@@ -310,14 +343,19 @@ test_speech (void)
   CHECK (v.n_words > 0);
   CHECK (v.n_markers >= 1);
   CHECK (v.marker_last);        /* speech over: the utterance has ended */
-  CHECK (v.order_ok && v.words_ok && v.partial_ok);
+  CHECK (v.order_ok && v.settled_ok && v.words_ok && v.partial_ok);
   CHECK (v.last_end <= (int64_t) jfk_n + 2 * SR);
   CHECK (st.max_delay_seconds >= 0.0 && st.n_utterances == v.n_markers);
   /* after the utterance ended nothing is pending */
   CHECK (wk_stream_partial (s, NULL, NULL) == 0);
+  /* a step (about 0.33 s), the run, half a second for a cut word and the
+   * words held for agreement; far below the window */
+  CHECK_MSG (v.max_lag < 4 * SR, "settled lagged %.2f s",
+      (double) v.max_lag / SR);
   CHECK (wk_stream_finish (s) == WK_OK);
   collect (s, &v);
   CHECK (v.marker_last);
+  CHECK (v.settled == v.fed);
   CHECK (wk_stream_feed (s, sil, 10) == WK_ERR_STATE);
   free (sil);
   wk_stream_free (s);
@@ -347,7 +385,8 @@ test_no_vad (void)
   CHECK (st.vad_seconds == 0.0);
   CHECK (wk_stream_finish (s) == WK_OK);
   collect (s, &v);
-  CHECK (v.n_words > 0 && v.marker_last && v.order_ok && v.words_ok);
+  CHECK (v.n_words > 0 && v.marker_last && v.order_ok && v.settled_ok
+      && v.words_ok);
   wk_stream_free (s);
 }
 
@@ -373,7 +412,7 @@ test_finish_mid_word (void)
   CHECK (v.marker_last && v.n_markers == 1);
   CHECK (wk_stream_partial (s, NULL, NULL) == 0);
   CHECK (v.last_end <= (int64_t) (2.9 * SR));
-  CHECK (v.order_ok && v.words_ok && v.partial_ok);
+  CHECK (v.order_ok && v.settled_ok && v.words_ok && v.partial_ok);
   wk_stream_free (s);
 }
 
@@ -405,7 +444,8 @@ test_flush_reset (void)
   CHECK (wk_stream_finish (s) == WK_OK);
   collect (s, &v);
   wk_stream_get_stats (s, &st);
-  CHECK (v.n_words > 0 && v.marker_last && v.order_ok && v.words_ok);
+  CHECK (v.n_words > 0 && v.marker_last && v.order_ok && v.settled_ok
+      && v.words_ok);
   /* times count from the reset */
   CHECK (v.last_end <= 3 * SR);
   wk_stream_free (s);
@@ -461,8 +501,9 @@ test_hour (void)
       st.state_bytes / 1e6, st.encoder_seconds, st.decoder_seconds,
       st.vad_seconds);
   CHECK_NEAR (st.audio_seconds, 3600.0, 1e-6);
-  CHECK_MSG (v.n_markers >= 12 && v.order_ok && v.words_ok,
+  CHECK_MSG (v.n_markers >= 12 && v.order_ok && v.settled_ok && v.words_ok,
       "markers %d order %d words %d", v.n_markers, v.order_ok, v.words_ok);
+  CHECK (v.settled_ok);
   CHECK (st.speech_seconds < 12 * 12.0);
   free (buf);
   wk_stream_free (s);

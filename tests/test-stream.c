@@ -98,6 +98,7 @@ typedef struct
   int64_t start[512], end[512];
   char text[512][256];
   int n_tokens[512];
+  int64_t settled;              /* wk_stream_settled after the last take */
 } results;
 
 static void
@@ -105,9 +106,13 @@ collect (wk_stream * s, results * r)
 {
   const wk_segment *segs;
   size_t n = wk_stream_take (s, &segs), i;
+  int64_t settled;
 
   for (i = 0; i < n && r->n < 512; i++) {
     int j;
+    /* nothing comes before what was called settled */
+    CHECK_MSG (segs[i].start >= r->settled, "segment at %lld before the "
+        "settled %lld", (long long) segs[i].start, (long long) r->settled);
     r->start[r->n] = segs[i].start;
     r->end[r->n] = segs[i].end;
     snprintf (r->text[r->n], sizeof r->text[0], "%s", segs[i].text);
@@ -123,6 +128,10 @@ collect (wk_stream * s, results * r)
     }
     r->n++;
   }
+  settled = wk_stream_settled (s);
+  CHECK_MSG (settled >= r->settled, "settled went back from %lld to %lld",
+      (long long) r->settled, (long long) settled);
+  r->settled = settled;
 }
 
 static void
@@ -458,9 +467,14 @@ test_chunking (void)
     CHECK (wk_stream_feed (s, a + off, c) == WK_OK);
     collect (s, &chunked);
     off += c;
+    CHECK (chunked.settled <= (int64_t) off);
   }
+  /* it follows the windows: 45 s hold one full window */
+  CHECK_MSG (chunked.settled >= 20 * WK_SAMPLE_RATE, "settled at %lld",
+      (long long) chunked.settled);
   CHECK (wk_stream_finish (s) == WK_OK);
   collect (s, &chunked);
+  CHECK (chunked.settled == (int64_t) n);
   CHECK_MSG (same_results (&once, &chunked), "%d segments at once, %d in "
       "chunks", once.n, chunked.n);
 
