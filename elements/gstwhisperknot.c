@@ -165,9 +165,6 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 /* GAP events for a stretch without text are sent in steps at least this
  * long while audio flows (at a drain they cover everything). */
 #define MIN_GAP (GST_SECOND / 2)
-/* output=phrase: a silence this long between committed words ends a
- * phrase even when the utterance goes on */
-#define PHRASE_PAUSE_SAMPLES (WK_SAMPLE_RATE / 2)
 
 #define SINK_CAPS "audio/x-raw, " \
     "format = (string) { F32LE, S16LE }, " \
@@ -613,7 +610,6 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->alignment_threshold = DEFAULT_ALIGNMENT_THRESHOLD;
   self->discont_wait = DEFAULT_DISCONT_WAIT;
   self->hold = G_MAXUINT64;
-  self->phrase = g_string_new (NULL);
   self->partial_pos = GST_CLOCK_TIME_NONE;
 
   g_mutex_init (&self->lock);
@@ -639,7 +635,6 @@ gst_whisperknot_finalize (GObject * object)
   g_free (self->language);
   g_free (self->loaded_path);
   g_free (self->load_error);
-  g_string_free (self->phrase, TRUE);
   /* dispose releases request pads; this is for safety only */
   g_clear_object (&self->partial_srcpad);
   g_free (self->ring);
@@ -1007,6 +1002,8 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   params.commit = self->commit == GST_WHISPERKNOT_COMMIT_AGREEMENT ?
       WK_COMMIT_AGREEMENT : WK_COMMIT_DEADLINE;
   self->stream_output = self->output;
+  params.group = self->output == GST_WHISPERKNOT_OUTPUT_PHRASE ?
+      WK_GROUP_PHRASE : WK_GROUP_WORD;
   self->stream_text_lines = self->text_lines;
   self->stream_limit = (self->latency_ms + self->lateness_ms) * GST_MSECOND;
   self->stream_lateness = self->lateness_ms * GST_MSECOND;
@@ -1571,7 +1568,6 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       self->out_pos = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
       gst_whisperknot_forget_time (self);
-      g_string_truncate (self->phrase, 0);
       self->line_open = FALSE;
 
       gst_whisperknot_forward_partial_event (self, event);
@@ -1775,43 +1771,6 @@ gst_whisperknot_push_gap (GstWhisperKnot * self, GstClockTime end,
   return GST_FLOW_OK;
 }
 
-/* The segment's text as a buffer's bytes: without Whisper's leading space
- * (a text buffer is the phrase) or trailing space, and valid UTF-8 whatever
- * the model produced (bytes of a character cut by a segment boundary are
- * dropped). NULL when nothing is left. */
-static GstBuffer *
-gst_whisperknot_text_buffer (GstWhisperKnot * self, const char *text)
-{
-  const gchar *p, *end, *bad;
-  GString *clean;
-  gsize len;
-
-  while (g_ascii_isspace (*text))
-    text++;
-  len = strlen (text);
-  while (len > 0 && g_ascii_isspace (text[len - 1]))
-    len--;
-  if (len == 0)
-    return NULL;
-  if (g_utf8_validate_len (text, len, NULL))
-    return gst_buffer_new_memdup (text, len);
-
-  GST_WARNING_OBJECT (self, "dropping bytes that are not UTF-8 from text");
-  clean = g_string_sized_new (len);
-  for (p = text, end = text + len; p < end; p = bad + 1) {
-    g_utf8_validate_len (p, end - p, &bad);
-    g_string_append_len (clean, p, bad - p);
-    if (bad == end)
-      break;
-  }
-  len = clean->len;
-  if (len == 0) {
-    g_string_free (clean, TRUE);
-    return NULL;
-  }
-  return gst_buffer_new_wrapped (g_string_free (clean, FALSE), len);
-}
-
 /* text-lines: a separator as read-only memory of a buffer */
 static GstMemory *
 gst_whisperknot_separator (const gchar * sep)
@@ -1832,18 +1791,18 @@ gst_whisperknot_words_on_lines (GstWhisperKnot * self)
 }
 
 static GstFlowReturn
-gst_whisperknot_push_text (GstWhisperKnot * self, const gchar * text,
-    gint64 seg_start, gint64 seg_end)
+gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
 {
   GstClockTime start, end, limit;
   GstBuffer *buf;
   GstFlowReturn ret;
 
-  buf = gst_whisperknot_text_buffer (self, text ? text : "");
-  if (!buf)
+  /* the engine's text is trimmed valid UTF-8 */
+  if (!seg->text[0])
     return GST_FLOW_OK;
+  buf = gst_buffer_new_memdup (seg->text, strlen (seg->text));
   if (gst_whisperknot_words_on_lines (self)) {
-    if (self->line_open)
+    if (self->line_open && seg->space_before)
       gst_buffer_prepend_memory (buf, gst_whisperknot_separator (" "));
     self->line_open = TRUE;
   } else if (self->stream_text_lines) {
@@ -1852,8 +1811,8 @@ gst_whisperknot_push_text (GstWhisperKnot * self, const gchar * text,
 
   /* within the audio fed, whatever the model says */
   limit = self->base + samples_to_time (self->fed);
-  start = MIN (self->base + samples_to_time (seg_start), limit);
-  end = MIN (self->base + samples_to_time (seg_end), limit);
+  start = MIN (self->base + samples_to_time (seg->start), limit);
+  end = MIN (self->base + samples_to_time (seg->end), limit);
   /* downstream has seen time up to out_pos: keep buffers in order */
   if (GST_CLOCK_TIME_IS_VALID (self->out_pos)) {
     if (start > self->out_pos) {
@@ -1876,7 +1835,7 @@ gst_whisperknot_push_text (GstWhisperKnot * self, const gchar * text,
   self->out_pos = end;
 
   GST_DEBUG_OBJECT (self, "text %" GST_TIME_FORMAT " - %" GST_TIME_FORMAT
-      ": %s", GST_TIME_ARGS (start), GST_TIME_ARGS (end), text);
+      ": %s", GST_TIME_ARGS (start), GST_TIME_ARGS (end), seg->text);
   return gst_pad_push (self->srcpad, buf);
 }
 
@@ -1897,50 +1856,12 @@ gst_whisperknot_end_line (GstWhisperKnot * self)
   return gst_pad_push (self->srcpad, buf);
 }
 
-/* output=phrase: pushes the words collected so far as one buffer. */
-static GstFlowReturn
-gst_whisperknot_push_phrase (GstWhisperKnot * self)
-{
-  GstFlowReturn ret;
-
-  if (self->phrase->len == 0)
-    return GST_FLOW_OK;
-  ret = gst_whisperknot_push_text (self, self->phrase->str,
-      self->phrase_start, self->phrase_end);
-  g_string_truncate (self->phrase, 0);
-  return ret;
-}
-
-/* At an utterance's end or a drain: the pending phrase, or the newline
- * that ends a line of words. */
+/* At an utterance's end or a drain: the newline that ends a line of
+ * words. */
 static GstFlowReturn
 gst_whisperknot_end_utterance_text (GstWhisperKnot * self)
 {
-  GstFlowReturn ret = gst_whisperknot_push_phrase (self);
-
-  return ret == GST_FLOW_OK ? gst_whisperknot_end_line (self) : ret;
-}
-
-static GstFlowReturn
-gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
-{
-  GstFlowReturn ret = GST_FLOW_OK;
-
-  if (self->stream_latency_ms == 0 ||
-      self->stream_output != GST_WHISPERKNOT_OUTPUT_PHRASE)
-    return gst_whisperknot_push_text (self, seg->text, seg->start, seg->end);
-
-  /* a pause ends the phrase before this word */
-  if (self->phrase->len > 0 &&
-      seg->start - self->phrase_end >= PHRASE_PAUSE_SAMPLES)
-    ret = gst_whisperknot_push_phrase (self);
-  if (!seg->text || !seg->text[0])
-    return ret;
-  if (self->phrase->len == 0)
-    self->phrase_start = seg->start;
-  g_string_append (self->phrase, seg->text);
-  self->phrase_end = MAX (seg->end, seg->start);
-  return ret;
+  return gst_whisperknot_end_line (self);
 }
 
 /* The end of an utterance (live policy): text before it is complete, so
@@ -2050,10 +1971,11 @@ gst_whisperknot_post_partial (GstWhisperKnot * self)
     self->partial_serial = serial;
     text = g_string_new (NULL);
     for (i = 0; i < n; i++) {
-      g_string_append (text, words[i].text ? words[i].text : "");
+      if (i > 0 && words[i].space_before)
+        g_string_append_c (text, ' ');
+      g_string_append (text, words[i].text);
       stability = MIN (stability, words[i].stability);
     }
-    g_strstrip (text->str);
     start = n ? self->base + samples_to_time (words[0].start) : self->base +
         samples_to_time (self->fed);
     end = n ? self->base + samples_to_time (words[n - 1].end) : start;
@@ -2105,14 +2027,10 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
   }
 
   /* no text can come any more for the audio before the engine's settled
-   * point (which the partial words follow), nor before the phrase held
-   * here */
+   * point (which the partial words and an open phrase follow) */
   settled = wk_stream_settled (self->stream);
-  if (self->stream_latency_ms > 0) {
+  if (self->stream_latency_ms > 0)
     gst_whisperknot_post_partial (self);
-    if (self->phrase->len > 0)
-      settled = MIN (settled, self->phrase_start);
-  }
   if (settled > 0)
     return gst_whisperknot_push_gap (self,
         self->base + samples_to_time (settled), MIN_GAP);
@@ -2473,7 +2391,6 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->base = GST_CLOCK_TIME_NONE;
       self->out_pos = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
-      g_string_truncate (self->phrase, 0);
       self->line_open = FALSE;
       self->partial_pos = GST_CLOCK_TIME_NONE;
       self->partial_serial = 0;

@@ -169,8 +169,6 @@ struct _GstWhisperKnot
   gboolean line_open;           /* text-lines: a word line is not ended */
   GstClockTime stream_limit;    /* latency + lateness of this run */
   GstClockTime stream_lateness; /* lateness of this run */
-  GString *phrase;              /* output=phrase: words not pushed yet */
-  gint64 phrase_start, phrase_end;      /* samples */
   GstClockTime partial_pos;     /* the last partial buffer's PTS, or NONE */
 };
 

@@ -368,8 +368,8 @@ out_add (wk_live * l, live_out * o, const live_hyp * h, const live_word * w,
   len = wk_utf8_sanitize (raw, raw_len, o->text + o->text_len, need);
   if (len >= need)
     len = strlen (o->text + o->text_len);
-  seg->text = o->text + o->text_len;
-  o->text_len += len + 1;
+  seg->text = wk_text_trim (o->text + o->text_len, &len, &seg->space_before);
+  o->text_len = (size_t) (seg->text - o->text) + len + 1;
   seg->tokens = o->toks + o->n_toks;
   seg->stability = 1.0f;
   if (!w)
@@ -1163,10 +1163,13 @@ run_model (wk_live * l, int64_t end, bool final)
   if (!final)
     pp.temperature_inc = 0.0f;  /* runs must agree: greedy only */
   if (l->p.commit == WK_COMMIT_DEADLINE && l->n_run_hist > 0
+      && isfinite (due_at (l, l->total))
       && run_estimate (l) > l->lat_s / LIVE_SLOW_RUN)
     pp.beam_size = 1;           /* runs too slow for the deadlines (a
                                  * loaded machine): greedy, a third of
-                                 * the decoder's work */
+                                 * the decoder's work; audio fed without
+                                 * capture times has no deadlines, so
+                                 * its text never depends on run times */
   /* the prompt ends with the prefix's words (pushed when committed):
    * they are given once, as the prefix */
   n_prompt = l->n_prompt - (l->n_pre ? l->n_pre_text : 0);

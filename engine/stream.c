@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "group.h"
 #include "live.h"
 #include "model.h"
 
@@ -82,7 +83,12 @@ struct wk_stream
   uint64_t own_bytes;
 
   wk_live *live;                /* the live policy (latency_ms > 0) */
+  wk_group *group;              /* its words grouped (group != WORD) */
 };
+
+/* what a grouper holds between takes */
+#define WK_GROUP_MAX_WORDS 1024
+#define WK_GROUP_MAX_BYTES (64 * 1024)
 
 static void
 set_err (char *err, size_t err_size, const char *msg, const char *arg)
@@ -156,6 +162,12 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
   if (p.beam_size == 0)
     p.beam_size = p.latency_ms > 0 ? WK_DEFAULT_LIVE_BEAM_SIZE :
         WK_DEFAULT_BEAM_SIZE;
+  if (p.group != WK_GROUP_WORD && p.group != WK_GROUP_PHRASE
+      && p.group != WK_GROUP_UTTERANCE) {
+    set_err (err, err_size, "stream: group must be WK_GROUP_WORD, "
+        "WK_GROUP_PHRASE or WK_GROUP_UTTERANCE", NULL);
+    return WK_ERR_ARG;
+  }
   if (p.commit != WK_COMMIT_DEADLINE && p.commit != WK_COMMIT_AGREEMENT) {
     set_err (err, err_size, "stream: commit must be WK_COMMIT_DEADLINE or "
         "WK_COMMIT_AGREEMENT", NULL);
@@ -238,6 +250,15 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
       return st;
     }
     s->p.vad_model = NULL;
+    if (s->p.group != WK_GROUP_WORD) {
+      s->group = wk_group_new (s->p.group, WK_GROUP_MAX_WORDS,
+          WK_GROUP_MAX_BYTES, &s->own_bytes);
+      if (!s->group) {
+        set_err (err, err_size, "stream: out of memory", NULL);
+        wk_stream_free (s);
+        return WK_ERR_NOMEM;
+      }
+    }
   }
   *out = s;
   return WK_OK;
@@ -255,6 +276,7 @@ wk_stream_free (wk_stream * s)
   free (s->raw);
   free (s->text);
   wk_live_free (s->live);
+  wk_group_free (s->group);
   wk_ctx_free (s->ctx);         /* drops the model reference last */
   free (s);
 }
@@ -323,8 +345,8 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
   len = wk_utf8_sanitize (s->raw, raw_len, s->text + s->text_len, need);
   if (len >= need)
     len = strlen (s->text + s->text_len);
-  seg->text = s->text + s->text_len;
-  s->text_len += len + 1;
+  seg->text = wk_text_trim (s->text + s->text_len, &len, &seg->space_before);
+  s->text_len = (size_t) (seg->text - s->text) + len + 1;
   seg->start = start;
   seg->end = end;
   seg->avg_logprob = r->avg_logprob;
@@ -573,6 +595,21 @@ wk_stream_feed_s16 (wk_stream * s, const int16_t * pcm, size_t n)
   return s->finished ? WK_ERR_STATE : WK_OK;
 }
 
+/* Live, grouped: what the policy committed goes into the open group,
+ * which closes (a flush or the finish ends the phrase or utterance). */
+static void
+close_group (wk_stream * s)
+{
+  const wk_segment *words;
+  size_t n;
+
+  if (!s->group)
+    return;
+  n = wk_live_take (s->live, &words);
+  wk_group_add (s->group, words, n);
+  wk_group_close (s->group);
+}
+
 wk_status
 wk_stream_flush (wk_stream * s)
 {
@@ -585,8 +622,11 @@ wk_stream_flush (wk_stream * s)
   if (s->finished)
     return WK_OK;
   begin_call (s);
-  if (s->live)
-    return wk_live_flush (s->live);
+  if (s->live) {
+    wk_status st = wk_live_flush (s->live);
+    close_group (s);
+    return st;
+  }
   /* Whisper's content frames: floor (samples / hop) */
   content = s->total / WK_HOP;
   while (s->seek < content) {
@@ -614,6 +654,7 @@ wk_stream_finish (wk_stream * s)
   if (s->live) {
     begin_call (s);
     st = wk_live_finish (s->live);
+    close_group (s);
   } else {
     st = wk_stream_flush (s);
   }
@@ -638,6 +679,8 @@ wk_stream_reset (wk_stream * s)
   s->ctx->rng = s->p.seed ^ 0x5851f42d4c957f2dull;
   atomic_store_explicit (&s->ctx->cancel, false, memory_order_relaxed);
   wk_live_reset (s->live);
+  if (s->group)
+    wk_group_reset (s->group);
 }
 
 size_t
@@ -649,6 +692,12 @@ wk_stream_take (wk_stream * s, const wk_segment ** segs)
     return 0;
   }
   begin_call (s);
+  if (s->group) {
+    const wk_segment *words;
+    size_t n = wk_live_take (s->live, &words);
+    wk_group_add (s->group, words, n);
+    return wk_group_take (s->group, segs);
+  }
   if (s->live)
     return wk_live_take (s->live, segs);
   if (segs)
@@ -664,6 +713,11 @@ wk_stream_settled (const wk_stream * s)
 
   if (!s)
     return 0;
+  if (s->group) {
+    int64_t g = wk_group_pending_start (s->group);
+    settled = wk_live_settled (s->live);
+    return g >= 0 && g < settled ? g : settled;
+  }
   if (s->live)
     return wk_live_settled (s->live);
   /* windows run from seek on; once finished everything is */

@@ -490,6 +490,28 @@ wk_utf8_valid_prefix_len (const char *s, size_t len)
   return len;
 }
 
+static bool
+is_space (char c)
+{
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v'
+      || c == '\f';
+}
+
+char *
+wk_text_trim (char *text, size_t *len, bool *space_before)
+{
+  size_t a = 0, b = *len;
+
+  while (a < b && is_space (text[a]))
+    a++;
+  while (b > a && is_space (text[b - 1]))
+    b--;
+  *space_before = a > 0;
+  text[b] = '\0';
+  *len = b - a;
+  return text + a;
+}
+
 size_t
 wk_utf8_sanitize (const char *s, size_t len, char *out, size_t out_size)
 {

@@ -81,4 +81,9 @@ size_t wk_utf8_valid_prefix_len (const char *s, size_t len);
  * a character); returns the full length of the result. */
 size_t wk_utf8_sanitize (const char *s, size_t len, char *out, size_t out_size);
 
+/* Trims ASCII white space off text[0..len-1] in place (the end gets a
+ * NUL): returns the first byte kept and sets *len to what is kept and
+ * *space_before to whether white space came before it. */
+char *wk_text_trim (char *text, size_t *len, bool *space_before);
+
 #endif

@@ -184,6 +184,19 @@ typedef enum
   WK_COMMIT_AGREEMENT = 1
 } wk_commit_policy;
 
+/* Live policy: the unit of committed text wk_stream_take returns. */
+typedef enum
+{
+  WK_GROUP_WORD = 0,            /* one segment per word, as soon as it is
+                                 * committed (the default; the lowest
+                                 * latency) */
+  WK_GROUP_PHRASE,              /* words up to a pause of half a second or
+                                 * the utterance's end, as one segment when
+                                 * the phrase is over */
+  WK_GROUP_UTTERANCE            /* one segment per utterance (a line or a
+                                 * subtitle cue), when it is over */
+} wk_group_by;
+
 /* The time the deadline policy leaves, before a word's deadline, to hand
  * the word on (a GStreamer push, a network send). */
 #define WK_PUSH_MARGIN_MS 50
@@ -235,7 +248,8 @@ typedef struct
    * hypotheses: LocalAgreement-2), or when its deadline comes
    * (WK_COMMIT_DEADLINE), or when the utterance ends (the detector hears
    * vad_min_silence_ms of silence), or on flush/finish. Committed words come out of wk_stream_take() one
-   * segment per word, each utterance followed by an utterance_end marker;
+   * segment per word (or per phrase or utterance: group), each utterance
+   * followed by an utterance_end marker;
    * the rest of the latest hypothesis is the partial result
    * (wk_stream_partial()). Committed text becomes the decoder prompt. */
   bool use_vad;                 /* default true; false: all audio is
@@ -258,6 +272,9 @@ typedef struct
    * (the default) keeps latency_ms as a bound, WK_COMMIT_AGREEMENT waits
    * for two runs to agree whatever the delay. */
   wk_commit_policy commit;
+  /* What one committed segment holds (see wk_group_by); offline segments
+   * are the model's own whatever this says. */
+  wk_group_by group;
 } wk_stream_params;
 
 WK_API wk_stream_params wk_stream_default_params (void);
@@ -332,7 +349,8 @@ typedef struct
 typedef struct
 {
   int64_t start, end;           /* samples */
-  const char *text;             /* valid UTF-8, NUL-terminated */
+  const char *text;             /* valid UTF-8, NUL-terminated, trimmed
+                                 * (see space_before) */
   const wk_token *tokens;       /* text tokens only */
   int n_tokens;
   float avg_logprob;
@@ -346,6 +364,11 @@ typedef struct
                                  * words an estimate in [0, 1) of how
                                  * likely the word is to be committed as
                                  * it is */
+  /* .text has no leading or trailing white space; this says whether the
+   * model put a space before it (Whisper's word separator: languages
+   * written without spaces have none), so that joining segments with a
+   * space exactly where this is true gives the model's text. */
+  bool space_before;
 } wk_segment;
 
 /* Returns the segments completed since the previous take, in time order.

@@ -1837,8 +1837,11 @@ GST_START_TEST (test_text_lines)
         line_open = FALSE;
         n_lines++;
       } else {
+        /* one space after the last word, or none where the model wrote
+         * none (a word it continued across a window's forced prefix) */
         if (line_open)
-          fail_unless (text[0] == ' ' && text[1] && text[1] != ' ',
+          fail_unless (text[0] && (text[0] != ' ' || (text[1]
+                      && text[1] != ' ')),
               "word %u is not one space after the last: '%s'", i, text);
         else
           fail_unless (text[0] && text[0] != ' ', "word %u starts a line "

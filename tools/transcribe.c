@@ -28,22 +28,12 @@ typedef enum
   FORMAT_JSON,
 } out_format;
 
-/* Live policy: the words of the utterance being written out. */
-#define UTT_MAX_TEXT 8192
-
 typedef struct
 {
   FILE *f;
   out_format format;
   int n_segments;
   int tokens;                   /* JSON: list tokens */
-  /* live policy (--latency > 0): segments are words; they are joined into
-   * one line or cue per utterance */
-  int live;
-  char utt_text[UTT_MAX_TEXT];
-  size_t utt_len;
-  int64_t utt_start, utt_end;
-  int utt_words;
 } writer;
 
 static void
@@ -85,15 +75,6 @@ now_seconds (void)
 
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Whisper's segments start with a space; subtitles do not want it. */
-static const char *
-skip_space (const char *s)
-{
-  while (*s == ' ' || *s == '\t' || *s == '\n')
-    s++;
-  return s;
 }
 
 /* HH:MM:SS<sep>mmm for a sample position */
@@ -172,7 +153,7 @@ write_begin (writer * w)
 static void
 write_segment (writer * w, const wk_segment * seg)
 {
-  const char *text = skip_space (seg->text ? seg->text : "");
+  const char *text = seg->text; /* trimmed by the engine */
   char t0[32], t1[32];
   int i;
 
@@ -233,54 +214,18 @@ write_end (writer * w, const char *language)
   }
 }
 
-/* Writes the utterance gathered so far as one segment. */
-static void
-write_utterance (writer * w)
-{
-  wk_segment seg = { 0 };
-
-  if (w->utt_words == 0)
-    return;
-  w->utt_text[w->utt_len] = '\0';
-  seg.start = w->utt_start;
-  seg.end = w->utt_end;
-  seg.text = w->utt_text;
-  seg.stability = 1.0f;
-  write_segment (w, &seg);
-  w->utt_len = 0;
-  w->utt_words = 0;
-}
-
+/* Writes what the stream completed: offline its segments, live (where the
+ * engine groups the words) one line or cue per utterance; the markers
+ * that end utterances carry no text. */
 static void
 write_results (writer * w, wk_stream * stream)
 {
   const wk_segment *segs;
   size_t n = wk_stream_take (stream, &segs), i;
 
-  for (i = 0; i < n; i++) {
-    const wk_segment *seg = &segs[i];
-    size_t len;
-
-    if (!w->live) {
-      write_segment (w, seg);
-    } else if (seg->utterance_end) {
-      write_utterance (w);
-    } else {
-      /* a word, with its leading space; the bytes are copied because the
-       * stream reuses them */
-      len = strlen (seg->text ? seg->text : "");
-      if (w->utt_len + len >= UTT_MAX_TEXT)
-        write_utterance (w);
-      if (len >= UTT_MAX_TEXT)
-        len = UTT_MAX_TEXT - 1;
-      if (w->utt_words == 0)
-        w->utt_start = seg->start;
-      memcpy (w->utt_text + w->utt_len, seg->text, len);
-      w->utt_len += len;
-      w->utt_end = seg->end;
-      w->utt_words++;
-    }
-  }
+  for (i = 0; i < n; i++)
+    if (!segs[i].utterance_end)
+      write_segment (w, &segs[i]);
 }
 
 /* Reads a whole stream (standard input) into memory. */
@@ -487,6 +432,7 @@ main (int argc, char **argv)
         "pass it with -m (see the README).\n");
     goto done;
   }
+  sp.group = WK_GROUP_UTTERANCE;        /* live: one line or cue each */
   st = wk_stream_new (model, &sp, &stream, err, sizeof err);
   if (st != WK_OK) {
     fprintf (stderr, PROGRAM ": %s\n", err);
@@ -505,7 +451,6 @@ main (int argc, char **argv)
     w.f = stdout;
   }
 
-  w.live = sp.latency_ms > 0;
   write_begin (&w);
   for (pos = 0; pos < wav.n_samples; pos += CHUNK) {
     size_t n = wav.n_samples - pos < CHUNK ? wav.n_samples - pos : CHUNK;
@@ -519,7 +464,6 @@ main (int argc, char **argv)
   if (st != WK_OK)
     goto engine_failed;
   write_results (&w, stream);
-  write_utterance (&w);
   write_end (&w, wk_stream_language (stream));
   t_done = now_seconds ();
 
