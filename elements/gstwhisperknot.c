@@ -383,7 +383,8 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   g_object_class_install_property (gobject_class, PROP_BEAM_SIZE,
       g_param_spec_uint ("beam-size", "Beam size",
           "Beam search width, 1 = greedy (0 = the engine's choice: 5 for "
-          "30 s windows, 3 with a latency)", 0, 16, DEFAULT_BEAM_SIZE,
+          "30 s windows, 3 with a latency)", 0, WK_MAX_BEAM_SIZE,
+          DEFAULT_BEAM_SIZE,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
 

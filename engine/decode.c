@@ -454,9 +454,11 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
   int32_t *fin = next + (size_t) B * stride;
   float *live_p = ctx->beam_p, *next_p = live_p + (size_t) B * stride;
   float *fin_p = next_p + (size_t) B * stride;
-  float live_lp[16], next_lp[16], fin_lp[16];
-  int slot[16], next_slot[16], fin_len[16], uses[16];
-  beam_cand cand[16 * 17];
+  float live_lp[WK_MAX_BEAM_SIZE], next_lp[WK_MAX_BEAM_SIZE],
+      fin_lp[WK_MAX_BEAM_SIZE];
+  int slot[WK_MAX_BEAM_SIZE], next_slot[WK_MAX_BEAM_SIZE],
+      fin_len[WK_MAX_BEAM_SIZE], uses[WK_MAX_BEAM_SIZE];
+  beam_cand cand[WK_MAX_BEAM_SIZE * (WK_MAX_BEAM_SIZE + 1)];
   int n_live = 1, n_fin = 0, len = 0, i, j, step;
   wk_status st;
 
@@ -489,7 +491,8 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
         x[best] = -INFINITY;
       }
     }
-    /* rank (stable insertion sort: at most 16 * 17 entries) */
+    /* rank (stable insertion sort: at most WK_MAX_BEAM_SIZE * (that + 1)
+     * entries) */
     for (i = 1; i < n_cand; i++) {
       beam_cand c = cand[i];
       for (j = i; j > 0 && cand[j - 1].score < c.score; j--)
@@ -528,8 +531,8 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
     /* slots: the first successor of a beam keeps its slot, others get a
      * free slot with a copy of the cache */
     {
-      int free_slots[16], n_free = 0, first[16];
-      bool used_slot[16] = { false };
+      int free_slots[WK_MAX_BEAM_SIZE], n_free = 0, first[WK_MAX_BEAM_SIZE];
+      bool used_slot[WK_MAX_BEAM_SIZE] = { false };
       for (j = 0; j < n_live; j++)
         if (uses[j] > 0)
           used_slot[slot[j]] = true;
@@ -562,7 +565,7 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
     if (len >= sample_len || n0 + len > T)
       break;
     {
-      int32_t last_tok[16];
+      int32_t last_tok[WK_MAX_BEAM_SIZE];
       for (j = 0; j < n_live; j++)
         last_tok[j] = live[j * stride + len - 1];
       st = wk_decoder_eval_beams (ctx, n_live, slot, last_tok, n0 + len - 1,

@@ -11,18 +11,10 @@
 
 #include "kernels.h"
 #include "model.h"
+#include "wk-time.h"
 
-#define WK_LN_EPS 1e-5f
 /* wk_attention_f16kv is slower than wk_attention from about 16 queries */
 #define WK_F16KV_MAX_QUERIES 16
-
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* The K (or V) cache of one layer of one beam: [T][dt]. */
 static float *
@@ -112,7 +104,7 @@ wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
   for (i = 0; i < n; i++)
     if (tokens[i] < 0 || tokens[i] >= V)
       return WK_ERR_ARG;
-  t0 = now_s ();
+  t0 = wk_now_s ();
 
   /* x = token embedding + position */
   for (i = 0; i < n; i++) {
@@ -178,7 +170,7 @@ wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
     wk_linear (ctx->pool, m->tok_emb, NULL, ctx->d_xn, n_logits, dt, logits, V);
   }
   ctx->n_decoder_tokens += n;
-  ctx->t_decoder += now_s () - t0;
+  ctx->t_decoder += wk_now_s () - t0;
   return WK_OK;
 }
 
@@ -211,7 +203,7 @@ wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
     if (tokens[i] < 0 || tokens[i] >= V || slots[i] < 0
         || slots[i] >= ctx->n_beams)
       return WK_ERR_ARG;
-  t0 = now_s ();
+  t0 = wk_now_s ();
   row_bytes = ((size_t) dt) * sizeof (float);
 
   for (i = 0; i < n_beams; i++) {
@@ -278,6 +270,6 @@ wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
     wk_linear (ctx->pool, m->tok_emb, NULL, ctx->d_xn, B, dt, logits, V);
   }
   ctx->n_decoder_tokens += n_beams;
-  ctx->t_decoder += now_s () - t0;
+  ctx->t_decoder += wk_now_s () - t0;
   return WK_OK;
 }

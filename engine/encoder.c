@@ -13,16 +13,8 @@
 
 #include "kernels.h"
 #include "model.h"
+#include "wk-time.h"
 
-#define WK_LN_EPS 1e-5f
-
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 bool
 wk_ctx_lock_encoder (wk_ctx * ctx)
@@ -86,7 +78,7 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
   if (ld < 2 * A)
     return WK_ERR_ARG;
   ctx->enc_ctx = (int) A;
-  t0 = now_s ();
+  t0 = wk_now_s ();
   /* the scratch is shared with the model's other contexts */
   ctx->encoded = false;
   if (!wk_ctx_lock_encoder (ctx))
@@ -169,7 +161,7 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
   }
   pthread_mutex_unlock (&ctx->model->enc_lock);
   ctx->encoded = true;
-  ctx->t_encoder += now_s () - t0;
+  ctx->t_encoder += wk_now_s () - t0;
   return WK_OK;
 }
 

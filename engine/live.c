@@ -86,6 +86,8 @@
 
 #include "live.h"
 #include "vad.h"
+#include "wk-err.h"
+#include "wk-time.h"
 
 #define LIVE_HOP WK_HOP
 #define LIVE_TS_SAMPLES (2 * WK_HOP)    /* one timestamp step: 20 ms */
@@ -238,8 +240,10 @@ struct wk_live
   double piece_s;               /* the duration of the last feed */
   int64_t n_forced, n_late;
   double max_late_s;
-  wk_live_clock_fn clock;       /* tests: instead of wk_live_now_s */
+#ifdef WK_TEST_HOOKS
+  wk_live_clock_fn clock;       /* tests: instead of wk_now_s */
   void *clock_user;
+#endif
 
   /* stats */
   int64_t n_runs;
@@ -250,25 +254,19 @@ struct wk_live
   int64_t n_clipped, n_zeroed;  /* samples fixed by feeding */
   uint64_t own_bytes;
 
+#ifdef WK_TEST_HOOKS
   wk_live_script_fn script;     /* tests: instead of the model */
   void *script_user;
   wk_window_result script_res;
+#endif
 };
 
-double
-wk_live_now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void
-set_err (char *err, size_t err_size, const char *msg, const char *arg)
-{
-  if (err && err_size)
-    snprintf (err, err_size, "%s%s", msg, arg ? arg : "");
-}
+/* A scripted stand-in runs instead of the model (test builds only). */
+#ifdef WK_TEST_HOOKS
+#define SCRIPTED(l) ((l)->script != NULL)
+#else
+#define SCRIPTED(l) false
+#endif
 
 void *
 wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool *ok)
@@ -493,19 +491,19 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
 
   *out = NULL;
   if (p->latency_ms <= 0 || p->latency_ms > 60000) {
-    set_err (err, err_size, "stream: latency_ms must be in 1..60000", NULL);
+    wk_set_err (err, err_size, "stream: latency_ms must be in 1..60000");
     return WK_ERR_ARG;
   }
   if (p->use_vad && (!(p->vad_threshold > 0.0f && p->vad_threshold < 1.0f)
           || p->vad_min_silence_ms < 0 || p->vad_min_silence_ms > 60000)) {
-    set_err (err, err_size, "stream: vad_threshold must be in (0, 1) and "
-        "vad_min_silence_ms in 0..60000", NULL);
+    wk_set_err (err, err_size, "stream: vad_threshold must be in (0, 1) and "
+        "vad_min_silence_ms in 0..60000");
     return WK_ERR_ARG;
   }
   m = wk_ctx_model (ctx);
   l = calloc (1, sizeof *l);
   if (!l) {
-    set_err (err, err_size, "stream: out of memory", NULL);
+    wk_set_err (err, err_size, "stream: out of memory");
     return WK_ERR_NOMEM;
   }
   l->ctx = ctx;
@@ -554,7 +552,7 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
   if (ok)
     ok = out_alloc (l, &l->part, l->T, l->T, l->raw_cap * 3 + (size_t) l->T);
   if (!ok) {
-    set_err (err, err_size, "stream: out of memory", NULL);
+    wk_set_err (err, err_size, "stream: out of memory");
     wk_live_free (l);
     return WK_ERR_NOMEM;
   }
@@ -712,15 +710,23 @@ wk_live_audio_drop (float *audio, size_t *len, int64_t * base, int64_t new_base)
 static double
 live_now (const wk_live * l)
 {
-  return l->clock ? l->clock (l->clock_user) : wk_live_now_s ();
+#ifdef WK_TEST_HOOKS
+  if (l->clock)
+    return l->clock (l->clock_user);
+#else
+  (void) l;
+#endif
+  return wk_now_s ();
 }
 
+#ifdef WK_TEST_HOOKS
 void
 wk_live_set_clock (wk_live * l, wk_live_clock_fn fn, void *user)
 {
   l->clock = fn;
   l->clock_user = user;
 }
+#endif
 
 /* The time the sample at pos was (or, past the audio fed, will be) due:
  * from the newest ring entry at or before pos, at 16 kHz; before the
@@ -881,7 +887,7 @@ commit_words (wk_live * l, const live_hyp * h, int k)
       l->win_start = l->total / LIVE_HOP * LIVE_HOP;
     /* the committed words (with the timestamps between them) become the
      * next runs' forced prefix, while the window stays anchored */
-    if (!l->script && h->anchor == l->anchor && n_raw <= l->pre_cap
+    if (!SCRIPTED (l) && h->anchor == l->anchor && n_raw <= l->pre_cap
         && l->total - l->anchor <= LIVE_ANCHOR_MAX) {
       memcpy (l->pre, h->raw, (size_t) n_raw * sizeof *l->pre);
       l->n_pre = n_raw;
@@ -1079,6 +1085,7 @@ dedupe (wk_live * l, live_hyp * h)
   }
 }
 
+#ifdef WK_TEST_HOOKS
 void
 wk_live_set_script (wk_live * l, wk_live_script_fn fn, void *user)
 {
@@ -1108,6 +1115,7 @@ run_script (wk_live * l, int64_t end)
   r->avg_logprob = -0.1f;
   return r;
 }
+#endif /* WK_TEST_HOOKS */
 
 /* Runs the model on [anchor, end) (scripts: [win_start, end)) into
  * l->hyp[l->cur], without the words of its forced prefix. final: with the
@@ -1131,10 +1139,12 @@ run_model (wk_live * l, int64_t end, bool final)
   n = end - ws;
   if (n > WK_N_SAMPLES)
     n = WK_N_SAMPLES;
+#ifdef WK_TEST_HOOKS
   if (l->script) {
     r = run_script (l, end);
     goto have_result;
   }
+#endif
   n_frames = (int) (n / LIVE_HOP);
   if (n_frames > l->W)
     n_frames = l->W;
@@ -1182,7 +1192,9 @@ run_model (wk_live * l, int64_t end, bool final)
   if (st != WK_OK)
     return st;
 
+#ifdef WK_TEST_HOOKS
 have_result:
+#endif
   if ((r->no_speech_prob > l->p.no_speech_threshold
           && r->avg_logprob < l->p.logprob_threshold)
       || (r->no_speech_prob > 0.5f * l->p.no_speech_threshold
@@ -1194,9 +1206,9 @@ have_result:
     h->end = end;
   } else {
     /* the prefix and the run's tokens, as one sequence from ws */
-    n_pre = l->script ? 0 : l->n_pre;
+    n_pre = SCRIPTED (l) ? 0 : l->n_pre;
     memcpy (h->raw, l->pre, (size_t) n_pre * sizeof *h->raw);
-    k = l->script ? 0 : l->n_pre_text;
+    k = SCRIPTED (l) ? 0 : l->n_pre_text;
     build_hyp (l, h, n_pre, r, ws, end, k);
     for (i = 0; i < h->n_w && h->w[i].tok0 < k; i++);
     hyp_drop_words (h, i);      /* the prefix: committed already */

@@ -26,7 +26,7 @@ wk_status wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
 void wk_live_free (wk_live * live);
 
 /* pcm may hold any values: see wk_live_copy_samples. due_s: the
- * wk_live_now_s () time the first sample was due (wk_stream_feed_at). */
+ * wk_now_s () time the first sample was due (wk_stream_feed_at). */
 wk_status wk_live_feed (wk_live * live, const float *pcm, size_t n,
     double due_s);
 /* Commits everything heard so far (ends the current utterance). */
@@ -44,8 +44,6 @@ size_t wk_live_partial (wk_live * live, const wk_segment ** segs,
  * windows, mel time, memory) to the stream's. */
 void wk_live_get_stats (const wk_live * live, wk_stream_stats * stats);
 
-/* Monotonic seconds, for the stream's and the policy's timings. */
-double wk_live_now_s (void);
 
 /* calloc (n ? n : 1, elem), adding n * elem to *own_bytes; sets *ok to
  * false when it fails and, once *ok is false, returns NULL without
@@ -85,6 +83,9 @@ int wk_live_common_prefix (const char *const *a, int n_a,
 int wk_live_audio_ctx (const wk_model * model, int audio_ctx_param,
     int n_frames);
 
+/* Test hooks: only in the engine build the tests link (WK_TEST_HOOKS),
+ * never in the library, the plugin or the tools. */
+#ifdef WK_TEST_HOOKS
 /* A scripted stand-in for the model, for testing the policy itself:
  * when set, a run calls fn with the window [start, end) (samples) instead
  * of the encoder and decoder; fn writes the sampled tokens (text and
@@ -97,8 +98,9 @@ void wk_live_set_script (wk_live * live, wk_live_script_fn fn, void *user);
 
 /* A stand-in for the monotonic clock, for testing the deadlines: when
  * set, the policy reads the time (seconds) from fn instead of
- * wk_live_now_s (). NULL restores the clock. */
+ * wk_now_s () (wk-time.h). NULL restores the clock. */
 typedef double (*wk_live_clock_fn) (void *user);
 void wk_live_set_clock (wk_live * live, wk_live_clock_fn fn, void *user);
+#endif /* WK_TEST_HOOKS */
 
 #endif /* WK_LIVE_H */

@@ -1142,9 +1142,9 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
   }
   if (n_beams < 1)
     n_beams = 1;
-  if (n_beams > 16) {
-    wk_set_err (err, err_size, "stream: beam size %d is larger than 16",
-        n_beams);
+  if (n_beams > WK_MAX_BEAM_SIZE) {
+    wk_set_err (err, err_size, "stream: beam size %d is larger than %d",
+        n_beams, WK_MAX_BEAM_SIZE);
     return WK_ERR_ARG;
   }
   if (wk_model_check_file (model, err, err_size) != WK_OK)

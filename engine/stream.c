@@ -40,6 +40,8 @@
 #include "group.h"
 #include "live.h"
 #include "model.h"
+#include "wk-err.h"
+#include "wk-time.h"
 
 #define WK_PENDING_WINDOWS 8
 #define WK_HISTORY_FRAMES 3     /* >= 200 samples before a window's frame 0 */
@@ -90,13 +92,6 @@ struct wk_stream
 #define WK_GROUP_MAX_WORDS 1024
 #define WK_GROUP_MAX_BYTES (64 * 1024)
 
-static void
-set_err (char *err, size_t err_size, const char *msg, const char *arg)
-{
-  if (err && err_size)
-    snprintf (err, err_size, "%s%s", msg, arg ? arg : "");
-}
-
 wk_stream_params
 wk_stream_default_params (void)
 {
@@ -145,18 +140,19 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
   if (err && err_size)
     err[0] = '\0';
   if (!out) {
-    set_err (err, err_size, "stream: no output pointer", NULL);
+    wk_set_err (err, err_size, "stream: no output pointer");
     return WK_ERR_ARG;
   }
   *out = NULL;
   if (!model) {
-    set_err (err, err_size, "stream: no model", NULL);
+    wk_set_err (err, err_size, "stream: no model");
     return WK_ERR_ARG;
   }
   hp = &model->hp;
   T = hp->n_text_ctx;
-  if (p.beam_size > 16 || p.beam_size < 0) {
-    set_err (err, err_size, "stream: beam_size must be in [0, 16]", NULL);
+  if (p.beam_size > WK_MAX_BEAM_SIZE || p.beam_size < 0) {
+    wk_set_err (err, err_size, "stream: beam_size must be in [0, %d]",
+        WK_MAX_BEAM_SIZE);
     return WK_ERR_ARG;
   }
   if (p.beam_size == 0)
@@ -164,25 +160,25 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
         WK_DEFAULT_BEAM_SIZE;
   if (p.group != WK_GROUP_WORD && p.group != WK_GROUP_PHRASE
       && p.group != WK_GROUP_UTTERANCE) {
-    set_err (err, err_size, "stream: group must be WK_GROUP_WORD, "
-        "WK_GROUP_PHRASE or WK_GROUP_UTTERANCE", NULL);
+    wk_set_err (err, err_size, "stream: group must be WK_GROUP_WORD, "
+        "WK_GROUP_PHRASE or WK_GROUP_UTTERANCE");
     return WK_ERR_ARG;
   }
   if (p.commit != WK_COMMIT_DEADLINE && p.commit != WK_COMMIT_AGREEMENT) {
-    set_err (err, err_size, "stream: commit must be WK_COMMIT_DEADLINE or "
-        "WK_COMMIT_AGREEMENT", NULL);
+    wk_set_err (err, err_size, "stream: commit must be WK_COMMIT_DEADLINE or "
+        "WK_COMMIT_AGREEMENT");
     return WK_ERR_ARG;
   }
   if (p.temperature_inc < 0.0f || p.temperature_inc > 1.0f
       || p.max_text_ctx < 0) {
-    set_err (err, err_size, "stream: temperature_inc must be in [0, 1] and "
-        "max_text_ctx >= 0", NULL);
+    wk_set_err (err, err_size, "stream: temperature_inc must be in [0, 1] and "
+        "max_text_ctx >= 0");
     return WK_ERR_ARG;
   }
 
   s = calloc (1, sizeof *s);
   if (!s) {
-    set_err (err, err_size, "stream: out of memory", NULL);
+    wk_set_err (err, err_size, "stream: out of memory");
     return WK_ERR_NOMEM;
   }
   s->lang_fixed = -1;
@@ -190,15 +186,15 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     int idx = wk_language_lookup (p.language);
 
     if (idx < 0 || (model->multilingual && idx >= model->sp.n_langs)) {
-      set_err (err, err_size, "stream: unknown language: ", p.language);
+      wk_set_err (err, err_size, "stream: unknown language: %s", p.language);
       free (s);
       return WK_ERR_ARG;
     }
     /* an English-only model would turn other speech into English-looking
      * nonsense: say so instead */
     if (!model->multilingual && strcmp (wk_language_code (idx), "en") != 0) {
-      set_err (err, err_size, "stream: this model is English-only and "
-          "cannot transcribe language ", p.language);
+      wk_set_err (err, err_size, "stream: this model is English-only and "
+          "cannot transcribe language %s", p.language);
       free (s);
       return WK_ERR_ARG;
     }
@@ -235,7 +231,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
       / WK_PENDING_WINDOWS + 16);
   s->text = stream_alloc (s, s->text_cap, 1, &ok);
   if (!ok) {
-    set_err (err, err_size, "stream: out of memory", NULL);
+    wk_set_err (err, err_size, "stream: out of memory");
     wk_stream_free (s);
     return WK_ERR_NOMEM;
   }
@@ -254,7 +250,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
       s->group = wk_group_new (s->p.group, WK_GROUP_MAX_WORDS,
           WK_GROUP_MAX_BYTES, &s->own_bytes);
       if (!s->group) {
-        set_err (err, err_size, "stream: out of memory", NULL);
+        wk_set_err (err, err_size, "stream: out of memory");
         wk_stream_free (s);
         return WK_ERR_NOMEM;
       }
@@ -410,9 +406,9 @@ run_window (wk_stream * s, int n_frames)
   n_audio = s->audio_len;
   first = s->seek - s->audio_base / WK_HOP;
 
-  t0 = wk_live_now_s ();
+  t0 = wk_now_s ();
   wk_model_window_mel (m, audio, n_audio, first, n_frames, ctx->mel);
-  s->stats.mel_seconds += wk_live_now_s () - t0;
+  s->stats.mel_seconds += wk_now_s () - t0;
 
   st = wk_encode (ctx, ctx->mel, s->W);
   if (st != WK_OK)
@@ -527,7 +523,7 @@ wk_stream_cancel (wk_stream * s)
 double
 wk_clock_seconds (void)
 {
-  return wk_live_now_s ();
+  return wk_now_s ();
 }
 
 wk_status

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "tokenizer-unicode.h"
+#include "wk-err.h"
 
 struct wk_tokenizer
 {
@@ -228,13 +229,6 @@ special_name (const wk_special_tokens * sp, int id, char *buf, size_t size)
   }
 }
 
-static void
-set_err (char *err, size_t err_size, const char *msg)
-{
-  if (err && err_size)
-    snprintf (err, err_size, "%s", msg);
-}
-
 wk_status
 wk_tokenizer_new (int n_vocab, int n_base, const char *const *tokens,
     const size_t *lens, wk_tokenizer ** out, char *err, size_t err_size)
@@ -246,7 +240,7 @@ wk_tokenizer_new (int n_vocab, int n_base, const char *const *tokens,
   int id;
 
   if (!out) {
-    set_err (err, err_size, "tokenizer: no output pointer");
+    wk_set_err (err, err_size, "tokenizer: no output pointer");
     return WK_ERR_ARG;
   }
   *out = NULL;
@@ -280,7 +274,7 @@ wk_tokenizer_new (int n_vocab, int n_base, const char *const *tokens,
     size_t n;
     if (id < tok->n_ordinary) {
       if (!tokens[id] && lens[id]) {
-        set_err (err, err_size, "tokenizer: missing token bytes");
+        wk_set_err (err, err_size, "tokenizer: missing token bytes");
         wk_tokenizer_free (tok);
         return WK_ERR_ARG;
       }
@@ -340,7 +334,7 @@ wk_tokenizer_new (int n_vocab, int n_base, const char *const *tokens,
 
 nomem:
   wk_tokenizer_free (tok);
-  set_err (err, err_size, "tokenizer: out of memory");
+  wk_set_err (err, err_size, "tokenizer: out of memory");
   return WK_ERR_NOMEM;
 }
 

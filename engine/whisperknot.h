@@ -203,6 +203,8 @@ typedef enum
 
 #define WK_DEFAULT_BEAM_SIZE 5
 #define WK_DEFAULT_LIVE_BEAM_SIZE 3
+/* The widest beam search a stream takes (wk_stream_params.beam_size). */
+#define WK_MAX_BEAM_SIZE 16
 
 typedef struct
 {
@@ -216,7 +218,7 @@ typedef struct
    * whisper.cpp's command lines do: on whisperknot's own model it cut WER
    * by 3 to 7 points on the development sets), WK_DEFAULT_LIVE_BEAM_SIZE
    * with the live policy (latency_ms > 0), whose many runs must stay
-   * cheap. At most 16. */
+   * cheap. At most WK_MAX_BEAM_SIZE. */
   int beam_size;
   /* Temperature fallback as Whisper does it: start at 0, add this step on
    * a failed window (compression ratio or log-probability check) up to

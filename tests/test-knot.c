@@ -17,6 +17,7 @@
 #include "knot-writer.h"
 #include "whisperknot.h"
 #include "wk-test.h"
+#include "wk-time.h"
 
 static float w_q[64 * 4];
 static uint8_t w_q8[4 * 2 * 34];
@@ -426,21 +427,13 @@ test_open_file (void)
   free (data);
 }
 
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
 /* Opens path as a knot and as a model in a child process (a reader that
  * blocks would hang the test); true when both failed with a message
  * naming the file within a second. */
 static bool
 fails_fast (const char *path)
 {
-  double t0 = now_s ();
+  double t0 = wk_now_s ();
   pid_t pid;
   int status = 0;
 
@@ -466,7 +459,7 @@ fails_fast (const char *path)
   if (pid < 0)
     return false;
   while (waitpid (pid, &status, WNOHANG) == 0) {
-    if (now_s () - t0 > 1.0) {
+    if (wk_now_s () - t0 > 1.0) {
       kill (pid, SIGKILL);
       waitpid (pid, &status, 0);
       fprintf (stderr, "%s: no answer within a second\n", path);

@@ -36,6 +36,7 @@
 #include "model.h"
 #include "wav.h"
 #include "wk-test.h"
+#include "wk-time.h"
 
 
 /* ---- tolerances ----------------------------------------------------------
@@ -319,14 +320,6 @@ check_sums (const char *config, const char *stage, const double *got,
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int
 run_cmd (const char *const argv[])
 {
@@ -547,9 +540,9 @@ stage_encoder (const char *stem, const gd_file * g, wk_ctx * ctx,
   row_sumsq = gd_f32 (g, "enc_row_sumsq", n_ctx);
   if (!ref || !row_sum || !row_sumsq)
     return;
-  t0 = now_s ();
+  t0 = wk_now_s ();
   st = wk_encode (ctx, golden_window, WK_N_FRAMES);
-  printf ("# %-12s encoder ran in %.2f s\n", stem, now_s () - t0);
+  printf ("# %-12s encoder ran in %.2f s\n", stem, wk_now_s () - t0);
   CHECK_MSG (st == WK_OK, "wk_encode: %s", wk_status_str (st));
   if (st != WK_OK)
     return;
@@ -680,12 +673,12 @@ stage_decoder (const char *stem, const gd_file * g, wk_ctx * ctx,
 
   /* One token at a time through the self-attention KV cache, as decoding
    * runs it. */
-  t0 = now_s ();
+  t0 = wk_now_s ();
   for (t = 0; t < T && st == WK_OK; t++)
     st = wk_decoder_eval (ctx, 0, tokens + t, 1, t,
         step + (size_t) t * n_vocab, 1);
   printf ("# %-12s decoder: %d single-token steps in %.2f s\n", stem, (int) T,
-      now_s () - t0);
+      wk_now_s () - t0);
   CHECK_MSG (st == WK_OK, "wk_decoder_eval: %s", wk_status_str (st));
   if (st == WK_OK)
     compare_logits (stem, "(cached)", g, step, (int) T, n_vocab, tol_step);

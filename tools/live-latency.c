@@ -36,6 +36,7 @@
 #include "model.h"
 #include "wav.h"
 #include "whisperknot.h"
+#include "wk-time.h"
 
 #define PROGRAM "wk-live-latency"
 #define SR WK_SAMPLE_RATE
@@ -65,14 +66,6 @@ typedef struct
 } partial_seen;
 
 static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double
 cpu_s (void)
 {
   struct timespec ts;
@@ -83,7 +76,7 @@ cpu_s (void)
 static void
 sleep_until (double t)
 {
-  double d = t - now_s ();
+  double d = t - wk_now_s ();
   struct timespec ts;
   if (d <= 0)
     return;
@@ -330,11 +323,11 @@ encoder_bench (wk_model * model, int n_threads)
     if (A > model->hp.n_audio_ctx)
       continue;
     for (r = 0; r < 3; r++) {
-      double t0 = now_s (), c0 = cpu_s ();
+      double t0 = wk_now_s (), c0 = cpu_s ();
       ctx->audio_ctx = ctxs[i];
       wk_encode (ctx, ctx->mel, W);
-      if (now_s () - t0 < best)
-        best = now_s () - t0;
+      if (wk_now_s () - t0 < best)
+        best = wk_now_s () - t0;
       if (cpu_s () - c0 < best_cpu)
         best_cpu = cpu_s () - c0;
     }
@@ -460,7 +453,7 @@ play (void *arg)
     } else {
       wk_stream_finish (s);
     }
-    t = now_s () - pl->t0;
+    t = wk_now_s () - pl->t0;
     n = wk_stream_take (s, &segs);
     for (j = 0; j < n; j++)
       if (!segs[j].utterance_end)
@@ -469,7 +462,7 @@ play (void *arg)
     for (j = 0; j < n; j++)
       player_partial (pl, &segs[j], t, pos);
   }
-  pl->wall = now_s () - pl->t0;
+  pl->wall = wk_now_s () - pl->t0;
   wk_stream_get_stats (s, &pl->st);
   wk_stream_free (s);
   return NULL;
@@ -481,7 +474,7 @@ static int
 play_all (player * pls, int n_streams)
 {
   pthread_t *th = calloc ((size_t) n_streams, sizeof *th);
-  double t0 = now_s () + 0.1;
+  double t0 = wk_now_s () + 0.1;
   int i, rc = 0;
 
   if (!th)
@@ -763,14 +756,14 @@ main (int argc, char **argv)
     fprintf (stderr, PROGRAM ": %s\n", err);
     return 1;
   }
-  t0 = now_s ();
+  t0 = wk_now_s ();
   wk_stream_feed (s, audio, n_audio);
   wk_stream_finish (s);
   n = wk_stream_take (s, &segs);
   for (pos = 0; pos < n; pos++)
     add_segment_words (&ref, &segs[pos]);
   printf ("# offline: %d words in %.2f s (%.1f s of audio)\n", ref.n,
-      now_s () - t0, (double) n_audio / SR);
+      wk_now_s () - t0, (double) n_audio / SR);
   wk_stream_free (s);
 
   /* live, at real-time pace */

@@ -333,7 +333,7 @@ main (int argc, char **argv)
           goto bad_value;
         break;
       case 'b':
-        if (parse_int (optarg, 1, 16, &sp.beam_size) < 0)
+        if (parse_int (optarg, 1, WK_MAX_BEAM_SIZE, &sp.beam_size) < 0)
           goto bad_value;
         break;
       case OPT_NO_FALLBACK:
