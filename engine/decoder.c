@@ -75,51 +75,38 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
   return true;
 }
 
-wk_status
-wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
-    int n_past, float *logits, int n_logits)
+/* The decoder on n rows (one body for both entry points): with slots
+ * NULL, n consecutive tokens of KV-cache slot beam at positions n_past ..
+ * n_past + n - 1 (causal among themselves, written straight into the
+ * cache); else one token per row r at position n_past of slot slots[r]
+ * (beam search). Arguments are checked by the callers. logits (if not
+ * NULL) receives the last n_logits rows. */
+static wk_status
+decode_rows (wk_ctx * ctx, const int32_t * tokens, int n, const int *slots,
+    int beam, int n_past, float *logits, int n_logits)
 {
-  const wk_model *m;
-  const wk_hparams *hp;
-  int64_t dt, nh, dh, T, V;
-  float scale;
+  const wk_model *m = ctx->model;
+  const wk_hparams *hp = &m->hp;
+  int64_t dt = hp->n_text_state, nh = hp->n_text_head, dh = dt / nh;
+  int64_t V = hp->n_vocab;
+  size_t row_bytes = ((size_t) dt) * sizeof (float);
+  float scale = 1.0f / sqrtf ((float) dh);
   int i, l;
-  double t0;
-
-  if (!ctx || !tokens || n < 1 || n_past < 0)
-    return WK_ERR_ARG;
-  m = ctx->model;
-  hp = &m->hp;
-  dt = hp->n_text_state;
-  nh = hp->n_text_head;
-  dh = dt / nh;
-  T = hp->n_text_ctx;
-  V = hp->n_vocab;
-  if (beam < 0 || beam >= ctx->n_beams || n > T || n_past > T - n)
-    return WK_ERR_ARG;
-  if (logits && (n_logits < 1 || n_logits > n))
-    return WK_ERR_ARG;
-  if (!ctx->encoded)
-    return WK_ERR_STATE;
-  for (i = 0; i < n; i++)
-    if (tokens[i] < 0 || tokens[i] >= V)
-      return WK_ERR_ARG;
-  t0 = wk_now_s ();
+  double t0 = wk_now_s ();
 
   /* x = token embedding + position */
   for (i = 0; i < n; i++) {
     float *x = ctx->d_x + (size_t) i * dt;
+    int pos = slots ? n_past : n_past + i;
     wk_tensor_get_row (m->tok_emb, tokens[i], x);
     if (m->dec_pos->type == WK_TYPE_F32) {
-      wk_add (x, (const float *) m->dec_pos->data + (size_t) (n_past + i) * dt,
-          dt);
+      wk_add (x, (const float *) m->dec_pos->data + (size_t) pos * dt, dt);
     } else {
-      wk_tensor_get_row (m->dec_pos, n_past + i, ctx->d_row);
+      wk_tensor_get_row (m->dec_pos, pos, ctx->d_row);
       wk_add (x, ctx->d_row, dt);
     }
   }
 
-  scale = 1.0f / sqrtf ((float) dh);
   for (l = 0; l < hp->n_text_layer; l++) {
     const wk_dec_layer *L = &m->dec[l];
     float *Kc = kv_at (ctx, ctx->kv_k, beam, l);
@@ -129,22 +116,39 @@ wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
     if (wk_ctx_cancelled (ctx))
       return WK_ERR_STATE;
 
-    /* causal self-attention; the new keys and values go straight into
-     * the cache at positions n_past .. n_past+n-1 */
+    /* causal self-attention; the new keys and values go into the cache
+     * (one slot: straight there; beams: each row to its own slot) */
     wk_layer_norm (ctx->pool, ctx->d_x, n, dt, dt, L->attn_ln_w,
         L->attn_ln_b, WK_LN_EPS, ctx->d_xn, dt);
     wk_linear (ctx->pool, L->attn_q, L->attn_q_b, ctx->d_xn, n, dt, ctx->d_q,
         dt);
-    wk_linear (ctx->pool, L->attn_k, NULL, ctx->d_xn, n, dt,
-        Kc + (size_t) n_past * dt, dt);
-    wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->d_xn, n, dt,
-        Vc + (size_t) n_past * dt, dt);
-    wk_attention (ctx->pool, (int) nh, dh, n, n_past + n, ctx->d_q, dt, Kc,
-        dt, Vc, dt, scale, 1, ctx->d_att, dt);
+    if (!slots) {
+      wk_linear (ctx->pool, L->attn_k, NULL, ctx->d_xn, n, dt,
+          Kc + (size_t) n_past * dt, dt);
+      wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->d_xn, n, dt,
+          Vc + (size_t) n_past * dt, dt);
+      wk_attention (ctx->pool, (int) nh, dh, n, n_past + n, ctx->d_q, dt, Kc,
+          dt, Vc, dt, scale, 1, ctx->d_att, dt);
+    } else {
+      wk_linear (ctx->pool, L->attn_k, NULL, ctx->d_xn, n, dt, ctx->d_att, dt);
+      for (i = 0; i < n; i++)
+        memcpy (kv_at (ctx, ctx->kv_k, slots[i], l) + (size_t) n_past * dt,
+            ctx->d_att + (size_t) i * dt, row_bytes);
+      wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->d_xn, n, dt,
+          ctx->d_att, dt);
+      for (i = 0; i < n; i++)
+        memcpy (kv_at (ctx, ctx->kv_v, slots[i], l) + (size_t) n_past * dt,
+            ctx->d_att + (size_t) i * dt, row_bytes);
+      for (i = 0; i < n; i++)
+        wk_attention (ctx->pool, (int) nh, dh, 1, n_past + 1,
+            ctx->d_q + (size_t) i * dt, dt, kv_at (ctx, ctx->kv_k, slots[i],
+                l), dt, kv_at (ctx, ctx->kv_v, slots[i], l), dt, scale, 1,
+            ctx->d_att + (size_t) i * dt, dt);
+    }
     wk_linear_ex (ctx->pool, L->attn_o, L->attn_o_b, ctx->d_att, n, dt,
         ctx->d_x, dt, WK_LINEAR_ADD);
 
-    /* cross-attention over the encoder output */
+    /* cross-attention over the encoder output (shared by all beams) */
     wk_layer_norm (ctx->pool, ctx->d_x, n, dt, dt, L->cross_ln_w,
         L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
     wk_linear (ctx->pool, L->cross_q, L->cross_q_b, ctx->d_xn, n, dt,
@@ -175,101 +179,45 @@ wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
 }
 
 wk_status
+wk_decoder_eval (wk_ctx * ctx, int beam, const int32_t * tokens, int n,
+    int n_past, float *logits, int n_logits)
+{
+  const wk_hparams *hp;
+  int i;
+
+  if (!ctx || !tokens || n < 1 || n_past < 0)
+    return WK_ERR_ARG;
+  hp = &ctx->model->hp;
+  if (beam < 0 || beam >= ctx->n_beams || n > hp->n_text_ctx
+      || n_past > hp->n_text_ctx - n)
+    return WK_ERR_ARG;
+  if (logits && (n_logits < 1 || n_logits > n))
+    return WK_ERR_ARG;
+  if (!ctx->encoded)
+    return WK_ERR_STATE;
+  for (i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
+      return WK_ERR_ARG;
+  return decode_rows (ctx, tokens, n, NULL, beam, n_past, logits, n_logits);
+}
+
+wk_status
 wk_decoder_eval_beams (wk_ctx * ctx, int n_beams, const int *slots,
     const int32_t * tokens, int n_past, float *logits)
 {
-  const wk_model *m;
   const wk_hparams *hp;
-  int64_t dt, nh, dh, T, V, B = n_beams;
-  size_t row_bytes;
-  float scale;
-  int i, l;
-  double t0;
+  int i;
 
   if (!ctx || !slots || !tokens || n_beams < 1 || n_past < 0)
     return WK_ERR_ARG;
-  m = ctx->model;
-  hp = &m->hp;
-  dt = hp->n_text_state;
-  nh = hp->n_text_head;
-  dh = dt / nh;
-  T = hp->n_text_ctx;
-  V = hp->n_vocab;
-  if (n_beams > ctx->n_beams || n_past >= T)
+  hp = &ctx->model->hp;
+  if (n_beams > ctx->n_beams || n_past >= hp->n_text_ctx)
     return WK_ERR_ARG;
   if (!ctx->encoded)
     return WK_ERR_STATE;
   for (i = 0; i < n_beams; i++)
-    if (tokens[i] < 0 || tokens[i] >= V || slots[i] < 0
+    if (tokens[i] < 0 || tokens[i] >= hp->n_vocab || slots[i] < 0
         || slots[i] >= ctx->n_beams)
       return WK_ERR_ARG;
-  t0 = wk_now_s ();
-  row_bytes = ((size_t) dt) * sizeof (float);
-
-  for (i = 0; i < n_beams; i++) {
-    float *x = ctx->d_x + (size_t) i * dt;
-    wk_tensor_get_row (m->tok_emb, tokens[i], x);
-    if (m->dec_pos->type == WK_TYPE_F32) {
-      wk_add (x, (const float *) m->dec_pos->data + (size_t) n_past * dt, dt);
-    } else {
-      wk_tensor_get_row (m->dec_pos, n_past, ctx->d_row);
-      wk_add (x, ctx->d_row, dt);
-    }
-  }
-
-  scale = 1.0f / sqrtf ((float) dh);
-  for (l = 0; l < hp->n_text_layer; l++) {
-    const wk_dec_layer *L = &m->dec[l];
-
-    if (wk_ctx_cancelled (ctx))
-      return WK_ERR_STATE;
-
-    /* self-attention: one row per beam, each over its own cache slot */
-    wk_layer_norm (ctx->pool, ctx->d_x, B, dt, dt, L->attn_ln_w,
-        L->attn_ln_b, WK_LN_EPS, ctx->d_xn, dt);
-    wk_linear (ctx->pool, L->attn_q, L->attn_q_b, ctx->d_xn, B, dt, ctx->d_q,
-        dt);
-    wk_linear (ctx->pool, L->attn_k, NULL, ctx->d_xn, B, dt, ctx->d_att, dt);
-    for (i = 0; i < n_beams; i++)
-      memcpy (kv_at (ctx, ctx->kv_k, slots[i], l) + (size_t) n_past * dt,
-          ctx->d_att + (size_t) i * dt, row_bytes);
-    wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->d_xn, B, dt,
-        ctx->d_att, dt);
-    for (i = 0; i < n_beams; i++)
-      memcpy (kv_at (ctx, ctx->kv_v, slots[i], l) + (size_t) n_past * dt,
-          ctx->d_att + (size_t) i * dt, row_bytes);
-    for (i = 0; i < n_beams; i++)
-      wk_attention (ctx->pool, (int) nh, dh, 1, n_past + 1,
-          ctx->d_q + (size_t) i * dt, dt, kv_at (ctx, ctx->kv_k, slots[i], l),
-          dt, kv_at (ctx, ctx->kv_v, slots[i], l), dt, scale, 1,
-          ctx->d_att + (size_t) i * dt, dt);
-    wk_linear_ex (ctx->pool, L->attn_o, L->attn_o_b, ctx->d_att, B, dt,
-        ctx->d_x, dt, WK_LINEAR_ADD);
-
-    /* cross-attention: all beams share the encoder's K/V */
-    wk_layer_norm (ctx->pool, ctx->d_x, B, dt, dt, L->cross_ln_w,
-        L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
-    wk_linear (ctx->pool, L->cross_q, L->cross_q_b, ctx->d_xn, B, dt,
-        ctx->d_q, dt);
-    if (!cross_attention (ctx, l, B, scale))
-      return WK_ERR_STATE;
-    wk_linear_ex (ctx->pool, L->cross_o, L->cross_o_b, ctx->d_att, B, dt,
-        ctx->d_x, dt, WK_LINEAR_ADD);
-
-    wk_layer_norm (ctx->pool, ctx->d_x, B, dt, dt, L->mlp_ln_w, L->mlp_ln_b,
-        WK_LN_EPS, ctx->d_xn, dt);
-    wk_linear_ex (ctx->pool, L->mlp0, L->mlp0_b, ctx->d_xn, B, dt, ctx->d_h,
-        4 * dt, WK_LINEAR_GELU);
-    wk_linear_ex (ctx->pool, L->mlp2, L->mlp2_b, ctx->d_h, B, 4 * dt,
-        ctx->d_x, dt, WK_LINEAR_ADD);
-  }
-
-  if (logits) {
-    wk_layer_norm (ctx->pool, ctx->d_x, B, dt, dt, m->ln_w, m->ln_b,
-        WK_LN_EPS, ctx->d_xn, dt);
-    wk_linear (ctx->pool, m->tok_emb, NULL, ctx->d_xn, B, dt, logits, V);
-  }
-  ctx->n_decoder_tokens += n_beams;
-  ctx->t_decoder += wk_now_s () - t0;
-  return WK_OK;
+  return decode_rows (ctx, tokens, n_beams, slots, 0, n_past, logits, n_beams);
 }
