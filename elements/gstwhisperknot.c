@@ -162,6 +162,8 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define REBASE_MAX (500 * GST_MSECOND)
 /* Whisper's window: offline, text comes once a 30 s window is complete */
 #define WINDOW_SAMPLES (30 * WK_SAMPLE_RATE)
+/* the shortest text buffer: Whisper's timestamp step */
+#define MIN_TEXT_DURATION (20 * GST_MSECOND)
 /* GAP events for a stretch without text are sent in steps at least this
  * long while audio flows (at a drain they cover everything). */
 #define MIN_GAP (GST_SECOND / 2)
@@ -1825,7 +1827,16 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
     }
     start = MAX (start, self->out_pos);
   }
-  end = MAX (end, start);
+  /* a word the model gave no time of its own, or that the clamps above
+   * squeezed, still shows for one Whisper timestamp step, within the
+   * audio (moved earlier when it sits at the end, but never before what
+   * was pushed) */
+  if (end < start + MIN_TEXT_DURATION) {
+    if (start + MIN_TEXT_DURATION > limit && limit >= MIN_TEXT_DURATION)
+      start = MAX (limit - MIN_TEXT_DURATION, GST_CLOCK_TIME_IS_VALID
+          (self->out_pos) ? self->out_pos : 0);
+    end = MIN (start + MIN_TEXT_DURATION, MAX (limit, start));
+  }
 
   GST_BUFFER_PTS (buf) = start;
   GST_BUFFER_DURATION (buf) = end - start;
@@ -1907,9 +1918,12 @@ gst_whisperknot_push_partial (GstWhisperKnot * self, const gchar * text,
     return;
 
   if (text[0]) {
+    /* in time order even when a new hypothesis starts earlier */
+    if (GST_CLOCK_TIME_IS_VALID (self->partial_pos))
+      start = MAX (start, self->partial_pos);
     buf = gst_buffer_new_memdup (text, strlen (text));
     GST_BUFFER_PTS (buf) = start;
-    GST_BUFFER_DURATION (buf) = end > start ? end - start : 0;
+    GST_BUFFER_DURATION (buf) = MAX (end, start + MIN_TEXT_DURATION) - start;
     if (!GST_CLOCK_TIME_IS_VALID (self->partial_pos))
       GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
     self->partial_pos = start;

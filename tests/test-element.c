@@ -1948,8 +1948,9 @@ partial_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
             NULL));
     fail_unless (map.size > 0);
     fail_unless (GST_BUFFER_PTS_IS_VALID (buf));
-    item = g_strdup_printf ("buffer %" G_GUINT64_FORMAT " %.*s",
-        GST_BUFFER_PTS (buf), (gint) map.size, (const gchar *) map.data);
+    item = g_strdup_printf ("buffer %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
+        " %.*s", GST_BUFFER_PTS (buf), GST_BUFFER_DURATION (buf),
+        (gint) map.size, (const gchar *) map.data);
     gst_buffer_unmap (buf, &map);
   } else {
     item = g_strdup (GST_EVENT_TYPE_NAME (GST_PAD_PROBE_INFO_EVENT (info)));
@@ -1977,7 +1978,8 @@ GST_START_TEST (test_partial_src)
   GstClockTime t0 = 2 * GST_SECOND, end;
   GstMessage *msg;
   guint i, n_msgs = 0, n_bufs = 0, first_buf = G_MAXUINT, caps_at =
-      G_MAXUINT, eos_at = G_MAXUINT;
+      G_MAXUINT, eos_at = G_MAXUINT, eos;
+  guint64 last_pts = 0;
 
   partial_items = g_ptr_array_new_with_free_func (g_free);
   partial = gst_element_request_pad_simple (h->element, "partial_src");
@@ -1997,7 +1999,13 @@ GST_START_TEST (test_partial_src)
     goto done;
   }
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
-  rec_wait_event (0, GST_EVENT_EOS);
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  /* words last: no zero-length caption cue (but for words the model put
+   * after the end of the audio, with no time left to give them) */
+  for (i = 0; i < eos; i++)
+    if (rec_item (i)->is_buffer && rec_item (i)->ts + TOLERANCE < end)
+      fail_unless (rec_item (i)->dur > 0, "word %u '%s' at %" GST_TIME_FORMAT
+          " lasts 0", i, rec_item (i)->text, GST_TIME_ARGS (rec_item (i)->ts));
 
   while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT))) {
     const GstStructure *st = gst_message_get_structure (msg);
@@ -2014,9 +2022,15 @@ GST_START_TEST (test_partial_src)
     const gchar *item = g_ptr_array_index (partial_items, i);
 
     if (g_str_has_prefix (item, "buffer ")) {
-      guint64 pts = g_ascii_strtoull (item + 7, NULL, 10);
+      gchar *rest;
+      guint64 pts = g_ascii_strtoull (item + 7, &rest, 10);
+      guint64 dur = g_ascii_strtoull (rest, NULL, 10);
 
       fail_unless (pts >= t0 && pts <= end, "%s", item);
+      /* in time order, each lasting */
+      fail_unless (pts >= last_pts, "partial %u goes back: %s", i, item);
+      fail_unless (dur > 0, "partial %u lasts 0: %s", i, item);
+      last_pts = pts;
       n_bufs++;
       first_buf = MIN (first_buf, i);
     } else if (!strcmp (item, "caps")) {
