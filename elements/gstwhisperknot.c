@@ -36,6 +36,30 @@
  * then is passed on. A flush drops queued audio and pending text and stops
  * a model run in progress, as does a change to READY or NULL.
  *
+ * #GstWhisperKnot:prompt gives the decoder text to read before the audio,
+ * as openai's initial_prompt: names, spellings, a style. It is tokenized
+ * by the engine (its last 223 tokens are kept for Whisper's models) and
+ * read before the first 30 s window (before every window with a model
+ * that takes no earlier text, such as whisperknot's own) and, with a
+ * latency, before the committed text in every run. It must be valid
+ * UTF-8: otherwise the change to PAUSED fails with an error saying so.
+ *
+ * Language and confidence: once the spoken language is known (set by
+ * #GstWhisperKnot:language, or detected on the first window with
+ * language=auto) a stream-scoped tag event with `language-code` goes
+ * downstream on the src pad before the next text, and again whenever it
+ * changes; an element message `whisperknot-language` gives `language-code`
+ * (string), `probability` (gdouble) and `languages` (a #GstStructure named
+ * `languages` whose fields are the five likeliest codes, most likely first,
+ * with their probabilities as gdouble; a set language has probability 1).
+ * Stream-scoped tags from upstream describe the audio (`audio-codec`,
+ * `bitrate`, ...) and are not passed on; global ones (the title of the
+ * file) are. Every text buffer carries a #GstCustomMeta named
+ * `GstWhisperKnotTextMeta` (gst_buffer_get_custom_meta()) whose structure
+ * holds `probability` (gdouble in [0, 1]: the mean probability the model
+ * gave the text's tokens; for a phrase, the mean of its words') and
+ * `language` (string, when known).
+ *
  * Properties are read when the element goes from READY to PAUSED (a model
  * set in READY replaces the one loading); changes made in PAUSED or PLAYING
  * take effect the next time.
@@ -119,6 +143,7 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 
 #define DEFAULT_MODEL NULL
 #define DEFAULT_LANGUAGE "auto"
+#define DEFAULT_PROMPT NULL
 #define DEFAULT_TRANSLATE FALSE
 #define DEFAULT_LATENCY 0
 #define DEFAULT_THREADS 0
@@ -229,6 +254,7 @@ enum
   PROP_STATS,
   PROP_ALIGNMENT_THRESHOLD,
   PROP_DISCONT_WAIT,
+  PROP_PROMPT,
 };
 
 GType
@@ -561,6 +587,22 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * (guint64: F32 input outside [-1, 1], clipped, and NaN, infinite or
    * absurd input beyond +-2^32, transcribed as silence).
    */
+  /**
+   * GstWhisperKnot:prompt:
+   *
+   * Text the decoder reads before the audio (openai's initial_prompt):
+   * names, spellings or a style the transcript should follow, e.g.
+   * "Nakamura spoke in Kyoto." Valid UTF-8; a prompt longer than the
+   * model's context (223 tokens for Whisper's models) keeps its end. Read
+   * when the element goes from READY to PAUSED.
+   */
+  g_object_class_install_property (gobject_class, PROP_PROMPT,
+      g_param_spec_string ("prompt", "Prompt",
+          "Text the decoder reads before the audio (names, spellings, "
+          "style), as openai's initial_prompt; unset: none", DEFAULT_PROMPT,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Resident model bytes, load time, audio processed, time per "
@@ -586,6 +628,12 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
 
   GST_DEBUG_CATEGORY_INIT (whisperknot_debug, "whisperknot", 0,
       "speech to text");
+  {
+    static const gchar *tags[] = { NULL };
+
+    gst_meta_register_custom (GST_WHISPERKNOT_TEXT_META_NAME, tags, NULL,
+        NULL, NULL);
+  }
 }
 
 static void
@@ -609,6 +657,7 @@ gst_whisperknot_init (GstWhisperKnot * self)
 
   self->model_path = g_strdup (DEFAULT_MODEL);
   self->language = g_strdup (DEFAULT_LANGUAGE);
+  self->prompt = g_strdup (DEFAULT_PROMPT);
   self->translate = DEFAULT_TRANSLATE;
   self->latency_ms = DEFAULT_LATENCY;
   self->n_threads = DEFAULT_THREADS;
@@ -647,6 +696,8 @@ gst_whisperknot_finalize (GObject * object)
   gst_whisperknot_join_load (self);
   g_free (self->model_path);
   g_free (self->language);
+  g_free (self->prompt);
+  g_free (self->tag_language);
   g_free (self->loaded_path);
   g_free (self->load_error);
   g_string_free (self->phrase, TRUE);
@@ -728,6 +779,10 @@ gst_whisperknot_set_property (GObject * object, guint prop_id,
     case PROP_DISCONT_WAIT:
       self->discont_wait = g_value_get_uint64 (value);
       break;
+    case PROP_PROMPT:
+      g_free (self->prompt);
+      self->prompt = g_value_dup_string (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -793,6 +848,9 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
       break;
     case PROP_DISCONT_WAIT:
       g_value_set_uint64 (value, self->discont_wait);
+      break;
+    case PROP_PROMPT:
+      g_value_set_string (value, self->prompt);
       break;
     case PROP_STATS:
       g_value_take_boxed (value, gst_whisperknot_make_stats (self));
@@ -1000,12 +1058,14 @@ static gboolean
 gst_whisperknot_open_stream (GstWhisperKnot * self)
 {
   wk_stream_params params = wk_stream_default_params ();
-  gchar *language;
+  gchar *language, *prompt;
   wk_status status;
   char err[512] = "";
 
   GST_OBJECT_LOCK (self);
   language = g_strdup (self->language);
+  prompt = g_strdup (self->prompt);
+  params.initial_prompt = prompt;
   params.translate = self->translate;
   params.latency_ms = self->latency_ms;
   self->stream_latency_ms = self->latency_ms;
@@ -1032,8 +1092,11 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
     wk_stream_free (self->stream);
     self->stream = NULL;
   }
+  /* a new stream on a new pad activation: no sticky tags */
+  g_clear_pointer (&self->tag_language, g_free);
 
   status = wk_stream_new (self->model, &params, &self->stream, err, sizeof err);
+  g_free (prompt);
   if (status != WK_OK)
     goto failed;
   /* the stats property shows the new stream's state at once */
@@ -1047,7 +1110,11 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   /* ERRORS */
 failed:
   {
-    if (status == WK_ERR_ARG) {
+    if (status == WK_ERR_ARG && strstr (err, "initial_prompt")) {
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+          ("Could not start transcription: %s; set the prompt property "
+              "to UTF-8 text.", err), ("%s", wk_status_str (status)));
+    } else if (status == WK_ERR_ARG) {
       GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
           ("Could not start transcription: %s (language '%s', "
               "translate %s).", err, language ? language : "auto",
@@ -1584,6 +1651,8 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       self->discont = TRUE;
       gst_whisperknot_forget_time (self);
       g_string_truncate (self->phrase, 0);
+      self->phrase_p = 0.0;
+      self->phrase_words = 0;
       self->line_open = FALSE;
 
       gst_whisperknot_forward_partial_event (self, event);
@@ -1657,6 +1726,22 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
     case GST_EVENT_EOS:
       gst_whisperknot_forget_time (self);
       return gst_whisperknot_queue_event (self, event, TRUE);
+    case GST_EVENT_TAG:
+    {
+      GstTagList *tags;
+
+      /* stream tags describe the audio (its codec, bitrate): not the
+       * text, whose own (its language) the worker sends; global ones
+       * (a file's title) describe both */
+      gst_event_parse_tag (event, &tags);
+      if (gst_tag_list_get_scope (tags) != GST_TAG_SCOPE_GLOBAL) {
+        GST_DEBUG_OBJECT (self, "not passing on the audio's tags %"
+            GST_PTR_FORMAT, tags);
+        gst_event_unref (event);
+        return TRUE;
+      }
+      return gst_whisperknot_queue_event (self, event, FALSE);
+    }
     default:
       if (GST_EVENT_IS_SERIALIZED (event))
         return gst_whisperknot_queue_event (self, event, FALSE);
@@ -1844,9 +1929,27 @@ gst_whisperknot_words_on_lines (GstWhisperKnot * self)
       self->stream_output != GST_WHISPERKNOT_OUTPUT_PHRASE;
 }
 
+/* The text meta (see the element's documentation) on buf. */
+static void
+gst_whisperknot_add_text_meta (GstWhisperKnot * self, GstBuffer * buf,
+    gdouble p)
+{
+  GstCustomMeta *meta = gst_buffer_add_custom_meta (buf,
+      GST_WHISPERKNOT_TEXT_META_NAME);
+  GstStructure *st;
+
+  if (!meta)
+    return;
+  st = gst_custom_meta_get_structure (meta);
+  gst_structure_set (st, "probability", G_TYPE_DOUBLE, CLAMP (p, 0.0, 1.0),
+      NULL);
+  if (self->tag_language)
+    gst_structure_set (st, "language", G_TYPE_STRING, self->tag_language, NULL);
+}
+
 static GstFlowReturn
 gst_whisperknot_push_text (GstWhisperKnot * self, const gchar * text,
-    gint64 seg_start, gint64 seg_end)
+    gint64 seg_start, gint64 seg_end, gdouble p)
 {
   GstClockTime start, end, limit;
   GstBuffer *buf;
@@ -1855,6 +1958,7 @@ gst_whisperknot_push_text (GstWhisperKnot * self, const gchar * text,
   buf = gst_whisperknot_text_buffer (self, text ? text : "");
   if (!buf)
     return GST_FLOW_OK;
+  gst_whisperknot_add_text_meta (self, buf, p);
   if (gst_whisperknot_words_on_lines (self)) {
     if (self->line_open)
       gst_buffer_prepend_memory (buf, gst_whisperknot_separator (" "));
@@ -1919,8 +2023,11 @@ gst_whisperknot_push_phrase (GstWhisperKnot * self)
   if (self->phrase->len == 0)
     return GST_FLOW_OK;
   ret = gst_whisperknot_push_text (self, self->phrase->str,
-      self->phrase_start, self->phrase_end);
+      self->phrase_start, self->phrase_end,
+      self->phrase_words ? self->phrase_p / self->phrase_words : 0.0);
   g_string_truncate (self->phrase, 0);
+  self->phrase_p = 0.0;
+  self->phrase_words = 0;
   return ret;
 }
 
@@ -1941,7 +2048,8 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
 
   if (self->stream_latency_ms == 0 ||
       self->stream_output != GST_WHISPERKNOT_OUTPUT_PHRASE)
-    return gst_whisperknot_push_text (self, seg->text, seg->start, seg->end);
+    return gst_whisperknot_push_text (self, seg->text, seg->start, seg->end,
+        seg->p);
 
   /* a pause ends the phrase before this word */
   if (self->phrase->len > 0 &&
@@ -1953,6 +2061,8 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
     self->phrase_start = seg->start;
   g_string_append (self->phrase, seg->text);
   self->phrase_end = MAX (seg->end, seg->start);
+  self->phrase_p += seg->p;
+  self->phrase_words++;
   return ret;
 }
 
@@ -2084,6 +2194,41 @@ gst_whisperknot_post_partial (GstWhisperKnot * self)
   return n ? words[0].start : -1;
 }
 
+/* Once the stream's language is known, and whenever it changes: a
+ * stream-scoped language-code tag downstream, and the detection's
+ * probabilities on the bus. */
+static void
+gst_whisperknot_tag_language (GstWhisperKnot * self)
+{
+  wk_language_prob probs[5];
+  size_t n, i;
+  GstStructure *langs;
+  GstTagList *tags;
+
+  n = wk_stream_language_probs (self->stream, probs, G_N_ELEMENTS (probs));
+  if (n == 0 || !g_strcmp0 (probs[0].code, self->tag_language))
+    return;
+  g_free (self->tag_language);
+  self->tag_language = g_strdup (probs[0].code);
+  GST_INFO_OBJECT (self, "language %s (p = %.3f)", probs[0].code, probs[0].p);
+
+  tags = gst_tag_list_new (GST_TAG_LANGUAGE_CODE, probs[0].code, NULL);
+  gst_tag_list_set_scope (tags, GST_TAG_SCOPE_STREAM);
+  gst_pad_push_event (self->srcpad, gst_event_new_tag (tags));
+
+  langs = gst_structure_new_empty ("languages");
+  for (i = 0; i < n; i++)
+    gst_structure_set (langs, probs[i].code, G_TYPE_DOUBLE,
+        (gdouble) probs[i].p, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("whisperknot-language",
+              "language-code", G_TYPE_STRING, probs[0].code,
+              "probability", G_TYPE_DOUBLE, (gdouble) probs[0].p,
+              "languages", GST_TYPE_STRUCTURE, langs, NULL)));
+  gst_structure_free (langs);
+}
+
 /* Pushes the segments the engine has completed, then a GAP up to where no
  * more text can come from (the end of the audio once it is finished). */
 static GstFlowReturn
@@ -2099,6 +2244,7 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
     return GST_FLOW_OK;
 
   n = wk_stream_take (self->stream, &segs);
+  gst_whisperknot_tag_language (self);
   for (i = 0; i < n && ret == GST_FLOW_OK; i++) {
     if (segs[i].utterance_end)
       ret = gst_whisperknot_push_utterance_end (self, &segs[i]);
@@ -2467,6 +2613,8 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->out_pos = GST_CLOCK_TIME_NONE;
       self->discont = TRUE;
       g_string_truncate (self->phrase, 0);
+      self->phrase_p = 0.0;
+      self->phrase_words = 0;
       self->line_open = FALSE;
       self->partial_pos = GST_CLOCK_TIME_NONE;
       self->partial_serial = 0;
