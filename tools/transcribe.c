@@ -1,6 +1,7 @@
-/* whisperknot-transcribe: a WAV file in, its transcript out (plain text,
- * SubRip, WebVTT or JSON), through the same engine and stream API as the
- * GStreamer element. With --stats it prints timings for benchmarks.
+/* whisperknot-transcribe: an audio file in (WAV, or whatever GStreamer
+ * decodes), its transcript out (plain text, SubRip, WebVTT or JSON), through
+ * the same engine and stream API as the GStreamer element. With --stats it
+ * prints timings for benchmarks.
  *
  * Exit status: 0 done, 1 the model, the audio or the output failed,
  * 2 bad command line.
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "audio-decode.h"
 #include "whisperknot.h"
 #include "wav.h"
 
@@ -30,6 +32,17 @@ typedef enum
 
 /* Live policy: the words of the utterance being written out. */
 #define UTT_MAX_TEXT 8192
+#define UTT_MAX_WORDS 1024
+
+/* A word for JSON: bytes (with Whisper's leading space; possibly cut
+ * inside a character at a token boundary, see json_string), times in
+ * samples and the mean probability of its tokens. */
+typedef struct
+{
+  size_t off, len;              /* in the writer's word text */
+  int64_t start, end;
+  float p;
+} word;
 
 typedef struct
 {
@@ -44,15 +57,24 @@ typedef struct
   size_t utt_len;
   int64_t utt_start, utt_end;
   int utt_words;
+  double utt_p;                 /* sum of its words' probabilities */
+  /* JSON: the words of the segment being written (live: of the
+   * utterance), their bytes in word_text */
+  word words[UTT_MAX_WORDS];
+  int n_words;
+  char word_text[UTT_MAX_TEXT];
+  size_t word_len;
+  int64_t shift;                /* samples added to every time (--offset) */
 } writer;
 
 static void
 usage (FILE * f)
 {
   fprintf (f,
-      "usage: " PROGRAM " [OPTION...] FILE.wav\n"
+      "usage: " PROGRAM " [OPTION...] FILE\n"
       "\n"
-      "Transcribes a 16 kHz WAV file (\"-\" reads standard input).\n"
+      "Transcribes an audio file: WAV, or anything GStreamer decodes (FLAC,\n"
+      "MP3, Opus, ...; \"-\" reads a WAV file from standard input).\n"
       "\n"
       "  -m, --model MODEL     knot file, or the name of one installed by\n"
       "                        whisperknot-model (default: $WHISPERKNOT_MODEL\n"
@@ -65,12 +87,20 @@ usage (FILE * f)
       "      --max-context N   at most N tokens of earlier text as the\n"
       "                        decoder's prompt (default 224; 0: none,\n"
       "                        whisper.cpp's -mc)\n"
+      "      --prompt TEXT     text the decoder reads before the audio:\n"
+      "                        names, spellings, style (openai's\n"
+      "                        initial_prompt)\n"
+      "      --offset MS       start this far into the audio (times stay\n"
+      "                        those of the file)\n"
+      "      --duration MS     transcribe only this much audio\n"
       "      --no-fallback     no temperature fallback: deterministic\n"
       "                        decoding at temperature 0 (whisper.cpp's -nf)\n"
       "      --latency MS      live policy with this target delay (default\n"
       "                        0: 30 s windows); one line or cue per\n"
       "                        utterance\n"
-      "  -f, --format FMT      txt (default), srt, vtt or json\n"
+      "  -f, --format FMT      txt (default), srt, vtt or json (segments\n"
+      "                        with their words: text, start, end,\n"
+      "                        probability; the language's probability)\n"
       "      --tokens          json: list each segment's tokens\n"
       "  -o, --output FILE     write there instead of standard output\n"
       "      --stats           timings and counters on standard error\n"
@@ -160,6 +190,79 @@ json_string (FILE * f, const char *s)
   fputc ('"', f);
 }
 
+/* Adds a word of len bytes to the writer's word list (false when full). */
+static int
+add_word (writer * w, const char *text, size_t len, int64_t start,
+    int64_t end, float p)
+{
+  word *wd;
+
+  if (w->n_words == UTT_MAX_WORDS || w->word_len + len >= UTT_MAX_TEXT)
+    return 0;
+  wd = &w->words[w->n_words++];
+  wd->off = w->word_len;
+  wd->len = len;
+  memcpy (w->word_text + w->word_len, text, len);
+  w->word_len += len;
+  wd->start = start;
+  wd->end = end;
+  wd->p = p;
+  return 1;
+}
+
+/* The words of an offline segment: a word starts at a token beginning
+ * with a space (as the live policy splits them); its probability is the
+ * mean of its tokens'. */
+static void
+segment_words (writer * w, const wk_segment * seg)
+{
+  int i, k, n;
+
+  w->n_words = 0;
+  w->word_len = 0;
+  for (i = 0; i < seg->n_tokens; i = k) {
+    size_t len = 0;
+    double p = 0.0;
+    char buf[1024];
+
+    for (k = i; k < seg->n_tokens; k++) {
+      const char *t = seg->tokens[k].text ? seg->tokens[k].text : "";
+      size_t tl = strlen (t);
+      if (k > i && t[0] == ' ')
+        break;
+      if (len + tl < sizeof buf) {
+        memcpy (buf + len, t, tl);
+        len += tl;
+      }
+      p += seg->tokens[k].p;
+    }
+    n = k - i;
+    if (!add_word (w, buf, len, seg->tokens[i].start, seg->tokens[k - 1].end,
+            (float) (p / n)))
+      break;
+  }
+}
+
+static void
+write_words_json (writer * w)
+{
+  char text[UTT_MAX_TEXT];
+  int i;
+
+  fputs (", \"words\": [", w->f);
+  for (i = 0; i < w->n_words; i++) {
+    const word *wd = &w->words[i];
+    memcpy (text, w->word_text + wd->off, wd->len);
+    text[wd->len] = '\0';
+    fprintf (w->f, "%s\n      {\"text\": ", i ? "," : "");
+    json_string (w->f, text);
+    fprintf (w->f, ", \"start\": %.3f, \"end\": %.3f, \"probability\": "
+        "%.4f}", (double) (wd->start + w->shift) / WK_SAMPLE_RATE,
+        (double) (wd->end + w->shift) / WK_SAMPLE_RATE, wd->p);
+  }
+  fputs (w->n_words ? "\n    ]" : "]", w->f);
+}
+
 static void
 write_begin (writer * w)
 {
@@ -174,6 +277,7 @@ write_segment (writer * w, const wk_segment * seg)
 {
   const char *text = skip_space (seg->text ? seg->text : "");
   char t0[32], t1[32];
+  int64_t start = seg->start + w->shift, end = seg->end + w->shift;
   int i;
 
   switch (w->format) {
@@ -184,32 +288,37 @@ write_segment (writer * w, const wk_segment * seg)
     case FORMAT_SRT:
       if (!*text)
         break;
-      format_time (t0, sizeof t0, seg->start, ',');
-      format_time (t1, sizeof t1, seg->end, ',');
+      format_time (t0, sizeof t0, start, ',');
+      format_time (t1, sizeof t1, end, ',');
       fprintf (w->f, "%d\n%s --> %s\n%s\n\n", w->n_segments + 1, t0, t1, text);
       break;
     case FORMAT_VTT:
       if (!*text)
         break;
-      format_time (t0, sizeof t0, seg->start, '.');
-      format_time (t1, sizeof t1, seg->end, '.');
+      format_time (t0, sizeof t0, start, '.');
+      format_time (t1, sizeof t1, end, '.');
       fprintf (w->f, "%s --> %s\n%s\n\n", t0, t1, text);
       break;
     case FORMAT_JSON:
       fprintf (w->f, "%s\n    {\"start\": %.3f, \"end\": %.3f, \"text\": ",
-          w->n_segments ? "," : "", (double) seg->start / WK_SAMPLE_RATE,
-          (double) seg->end / WK_SAMPLE_RATE);
+          w->n_segments ? "," : "", (double) start / WK_SAMPLE_RATE,
+          (double) end / WK_SAMPLE_RATE);
       json_string (w->f, text);
-      fprintf (w->f, ", \"avg_logprob\": %.4f, \"no_speech_prob\": %.4f",
-          seg->avg_logprob, seg->no_speech_prob);
+      fprintf (w->f, ", \"probability\": %.4f", seg->p);
+      if (!w->live)
+        fprintf (w->f, ", \"avg_logprob\": %.4f, \"no_speech_prob\": "
+            "%.4f", seg->avg_logprob, seg->no_speech_prob);
+      if (!w->live)
+        segment_words (w, seg);
+      write_words_json (w);
       if (w->tokens) {
         fputs (", \"tokens\": [", w->f);
         for (i = 0; i < seg->n_tokens; i++) {
           const wk_token *t = &seg->tokens[i];
           fprintf (w->f, "%s{\"id\": %d, \"start\": %.3f, \"end\": %.3f, "
               "\"p\": %.4f, \"text\": ", i ? ", " : "", (int) t->id,
-              (double) t->start / WK_SAMPLE_RATE,
-              (double) t->end / WK_SAMPLE_RATE, t->p);
+              (double) (t->start + w->shift) / WK_SAMPLE_RATE,
+              (double) (t->end + w->shift) / WK_SAMPLE_RATE, t->p);
           json_string (w->f, t->text ? t->text : "");
           fputc ('}', w->f);
         }
@@ -224,13 +333,25 @@ write_segment (writer * w, const wk_segment * seg)
 }
 
 static void
-write_end (writer * w, const char *language)
+write_end (writer * w, wk_stream * stream)
 {
-  if (w->format == FORMAT_JSON) {
-    fputs ("\n  ],\n  \"language\": ", w->f);
-    json_string (w->f, language ? language : "");
-    fputs ("\n}\n", w->f);
+  wk_language_prob lp[5];
+  size_t n, i;
+
+  if (w->format != FORMAT_JSON)
+    return;
+  n = wk_stream_language_probs (stream, lp, 5);
+  fputs ("\n  ],\n  \"language\": ", w->f);
+  json_string (w->f, wk_stream_language (stream) ?
+      wk_stream_language (stream) : "");
+  fprintf (w->f, ",\n  \"language_probability\": %.4f,\n  \"languages\": {",
+      n ? lp[0].p : 0.0f);
+  for (i = 0; i < n; i++) {
+    fputs (i ? ", " : "", w->f);
+    json_string (w->f, lp[i].code);
+    fprintf (w->f, ": %.4f", lp[i].p);
   }
+  fputs ("}\n}\n", w->f);
 }
 
 /* Writes the utterance gathered so far as one segment. */
@@ -246,9 +367,13 @@ write_utterance (writer * w)
   seg.end = w->utt_end;
   seg.text = w->utt_text;
   seg.stability = 1.0f;
+  seg.p = (float) (w->utt_p / w->utt_words);
   write_segment (w, &seg);
   w->utt_len = 0;
   w->utt_words = 0;
+  w->utt_p = 0.0;
+  w->n_words = 0;
+  w->word_len = 0;
 }
 
 static void
@@ -279,6 +404,8 @@ write_results (writer * w, wk_stream * stream)
       w->utt_len += len;
       w->utt_end = seg->end;
       w->utt_words++;
+      w->utt_p += seg->p;
+      add_word (w, seg->text, len, seg->start, seg->end, seg->p);
     }
   }
 }
@@ -336,6 +463,9 @@ enum
   OPT_STATS,
   OPT_NO_FALLBACK,
   OPT_MAX_CONTEXT,
+  OPT_PROMPT,
+  OPT_OFFSET,
+  OPT_DURATION,
 };
 
 int
@@ -349,6 +479,9 @@ main (int argc, char **argv)
     {"beam-size", required_argument, NULL, 'b'},
     {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
     {"max-context", required_argument, NULL, OPT_MAX_CONTEXT},
+    {"prompt", required_argument, NULL, OPT_PROMPT},
+    {"offset", required_argument, NULL, OPT_OFFSET},
+    {"duration", required_argument, NULL, OPT_DURATION},
     {"latency", required_argument, NULL, OPT_LATENCY},
     {"format", required_argument, NULL, 'f'},
     {"tokens", no_argument, NULL, OPT_TOKENS},
@@ -368,9 +501,9 @@ main (int argc, char **argv)
   writer w = { NULL, FORMAT_TXT, 0, 0 };
   wk_status st;
   char err[512] = "";
-  int opt, stats = 0, rc = 1;
+  int opt, stats = 0, rc = 1, offset_ms = 0, duration_ms = -1;
   double t_start, t_loaded, t_done;
-  size_t pos;
+  size_t pos, first, last;
 
   while ((opt = getopt_long (argc, argv, "m:l:t:b:f:o:h", options, NULL)) != -1) {
     switch (opt) {
@@ -400,6 +533,17 @@ main (int argc, char **argv)
         break;
       case OPT_LATENCY:
         if (parse_int (optarg, 0, 30000, &sp.latency_ms) < 0)
+          goto bad_value;
+        break;
+      case OPT_PROMPT:
+        sp.initial_prompt = optarg;
+        break;
+      case OPT_OFFSET:
+        if (parse_int (optarg, 0, INT32_MAX, &offset_ms) < 0)
+          goto bad_value;
+        break;
+      case OPT_DURATION:
+        if (parse_int (optarg, 0, INT32_MAX, &duration_ms) < 0)
           goto bad_value;
         break;
       case 'f':
@@ -432,7 +576,7 @@ main (int argc, char **argv)
     }
   }
   if (optind != argc - 1) {
-    fprintf (stderr, PROGRAM ": expected one WAV file\n");
+    fprintf (stderr, PROGRAM ": expected one audio file\n");
     usage (stderr);
     return 2;
   }
@@ -455,6 +599,18 @@ main (int argc, char **argv)
     free (data);
   } else {
     st = wk_wav_read (in_path, &wav, err, sizeof err);
+    if ((st == WK_OK && wav.rate != WK_SAMPLE_RATE) || st == WK_ERR_FORMAT
+        || st == WK_ERR_UNSUPPORTED) {
+      /* not a 16 kHz WAV file: anything GStreamer decodes */
+      char wav_err[512];
+      wk_status wav_st = st;
+
+      snprintf (wav_err, sizeof wav_err, "%s", err);
+      wk_wav_clear (&wav);
+      st = wk_audio_decode (in_path, &wav, err, sizeof err);
+      if (st != WK_OK && wav_st != WK_OK)
+        fprintf (stderr, PROGRAM ": %s\n", wav_err);
+    }
   }
   if (st != WK_OK) {
     /* wk_wav_read's messages name the file already */
@@ -505,10 +661,20 @@ main (int argc, char **argv)
     w.f = stdout;
   }
 
+  /* --offset, --duration: the samples [first, last) */
+  first = (size_t) offset_ms *(WK_SAMPLE_RATE / 1000);
+  if (first > wav.n_samples)
+    first = wav.n_samples;
+  last = wav.n_samples;
+  if (duration_ms >= 0 && (size_t) duration_ms * (WK_SAMPLE_RATE / 1000)
+      < last - first)
+    last = first + (size_t) duration_ms *(WK_SAMPLE_RATE / 1000);
+  w.shift = (int64_t) first;
+
   w.live = sp.latency_ms > 0;
   write_begin (&w);
-  for (pos = 0; pos < wav.n_samples; pos += CHUNK) {
-    size_t n = wav.n_samples - pos < CHUNK ? wav.n_samples - pos : CHUNK;
+  for (pos = first; pos < last; pos += CHUNK) {
+    size_t n = last - pos < CHUNK ? last - pos : CHUNK;
 
     st = wk_stream_feed (stream, wav.samples + pos, n);
     if (st != WK_OK)
@@ -520,7 +686,7 @@ main (int argc, char **argv)
     goto engine_failed;
   write_results (&w, stream);
   write_utterance (&w);
-  write_end (&w, wk_stream_language (stream));
+  write_end (&w, stream);
   t_done = now_seconds ();
 
   if (fflush (w.f) != 0 || ferror (w.f)) {
@@ -532,7 +698,7 @@ main (int argc, char **argv)
   if (stats) {
     wk_stream_stats s;
     wk_model_info info;
-    double audio = (double) wav.n_samples / WK_SAMPLE_RATE;
+    double audio = (double) (last - first) / WK_SAMPLE_RATE;
     double wall = t_done - t_loaded;
 
     wk_stream_get_stats (stream, &s);
