@@ -39,10 +39,11 @@
  * #GstWhisperKnot:prompt gives the decoder text to read before the audio,
  * as openai's initial_prompt: names, spellings, a style. It is tokenized
  * by the engine (its last 223 tokens are kept for Whisper's models) and
- * read before the first 30 s window (before every window with a model
- * that takes no earlier text, such as whisperknot's own) and, with a
- * latency, before the committed text in every run. It must be valid
- * UTF-8: otherwise the change to PAUSED fails with an error saying so.
+ * read before the first 30 s window and, with a latency, before the
+ * committed text in every run. It must be valid UTF-8: otherwise the
+ * change to PAUSED fails with an error saying so. A model never trained
+ * with a prompt (whisperknot's own default model: given one, it wrote no
+ * text for most sentences) ignores it, and the element posts a warning.
  *
  * Language and confidence: once the spoken language is known (set by
  * #GstWhisperKnot:language, or detected on the first window with
@@ -1096,9 +1097,20 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   g_clear_pointer (&self->tag_language, g_free);
 
   status = wk_stream_new (self->model, &params, &self->stream, err, sizeof err);
-  g_free (prompt);
-  if (status != WK_OK)
+  if (status != WK_OK) {
+    g_free (prompt);
     goto failed;
+  }
+  if (prompt && prompt[0]) {
+    wk_model_info info;
+
+    wk_model_get_info (self->model, &info);
+    if (info.max_prompt_tokens == 0)
+      GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+          ("The prompt is ignored: the model was never trained with one."),
+          ("its knot has whisperknot.max_text_ctx = 0"));
+  }
+  g_free (prompt);
   /* the stats property shows the new stream's state at once */
   GST_OBJECT_LOCK (self);
   wk_stream_get_stats (self->stream, &self->stats);

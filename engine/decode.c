@@ -300,9 +300,12 @@ initial_tokens (wk_ctx * ctx, const wk_stream_params * p, int lang,
 
   /* openai keeps the last n_text_ctx / 2 - 1 tokens of the context: the
    * caller's prompt first, then the newest earlier text that fits, at
-   * most what the model was trained with; a forced prefix (which with
-   * the initial tokens may fill 3/4 of the context, see
-   * wk_decode_window) shortens it */
+   * most what the model was trained with (none at all for a model never
+   * trained with a prompt: on whisperknot's own, a prompt of names left
+   * no text at all); a forced prefix (which with the initial tokens may
+   * fill 3/4 of the context, see wk_decode_window) shortens it */
+  if (room > m->max_text_ctx)
+    room = m->max_text_ctx;
   if (room > T * 3 / 4 - n_prefix - 6)
     room = T * 3 / 4 - n_prefix - 6;
   if (room < 0)
@@ -313,8 +316,6 @@ initial_tokens (wk_ctx * ctx, const wk_stream_params * p, int lang,
   }
   if (prompt && prompt->n_prev > 0 && prompt->prev) {
     int cap = room - n_head;
-    if (cap > m->max_text_ctx)
-      cap = m->max_text_ctx;
     n_prev = prompt->n_prev < cap ? prompt->n_prev : cap;
     if (n_prev > 0)
       prev = prompt->prev + prompt->n_prev - n_prev;

@@ -108,8 +108,8 @@ struct wk_model
   bool pad_silence;
   /* whisperknot.max_text_ctx: the most earlier-text prompt tokens the
    * model was trained with (0: never saw <|startofprev|>); the decoder's
-   * initial tokens (decode.c) never take a longer prompt. n_text_ctx / 2
-   * when the key is absent. */
+   * initial tokens (decode.c) never take a longer prompt, the caller's
+   * initial_prompt included. n_text_ctx / 2 when the key is absent. */
   int max_text_ctx;
   /* whisperknot.timestamp_rule = "max": a timestamp token is sampled only
    * when it is itself likelier than every text token, not (as openai's
@@ -263,10 +263,10 @@ typedef struct
 
 /* The decoder's context before <|startoftranscript|>, given after
  * <|startofprev|> as openai's decoding.py does, within n_text_ctx / 2 - 1
- * tokens: head (the caller's initial prompt, wk_stream_params
- * .initial_prompt; its last tokens when it is longer) comes first and
- * whole, then the newest tokens of prev (earlier text, oldest first) that
- * fit, at most the model's max_text_ctx of them. Either may be empty. */
+ * tokens and the model's max_text_ctx (none when that is 0): head (the
+ * caller's initial prompt, wk_stream_params.initial_prompt; its last
+ * tokens when it is longer) comes first and whole, then the newest tokens
+ * of prev (earlier text, oldest first) that fit. Either may be empty. */
 typedef struct
 {
   const int32_t *head;

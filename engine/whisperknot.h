@@ -137,6 +137,11 @@ typedef struct
   int n_text_head;
   int n_text_layer;
   bool multilingual;
+  /* the most prompt tokens (wk_stream_params.initial_prompt and earlier
+   * text) the model reads after <|startofprev|>: at most n_text_ctx / 2 -
+   * 1; 0 for a model never trained with a prompt (its knot's
+   * whisperknot.max_text_ctx = 0): it reads none */
+  int max_prompt_tokens;
   uint64_t n_params;            /* weights in the file */
   uint64_t file_bytes;          /* bytes mapped */
 } wk_model_info;
@@ -226,10 +231,12 @@ typedef struct
    * earliest earlier text, as in openai's transcribe(): the text of later
    * windows follows it and pushes it out once max_text_ctx tokens have
    * come after it, and a window decoded above temperature 0.5 clears it
-   * with the rest; a model that takes no earlier text (max_text_ctx = 0
-   * here or whisperknot.max_text_ctx = 0 in its knot, as whisperknot's
-   * own model) reads it before every window. Live, it comes first in
-   * every run, followed by as much recent committed text as fits. */
+   * with the rest; with max_text_ctx = 0 (no earlier text) every window
+   * reads it. Live, it comes first in every run, followed by as much
+   * recent committed text as fits. A model never trained with a prompt
+   * (wk_model_info.max_prompt_tokens = 0, as whisperknot's own model)
+   * ignores it, as whisper.cpp ignores one with -mc 0: given one, that
+   * model wrote no text at all on most sentences. */
   const char *initial_prompt;
   uint64_t seed;                /* for sampling at temperature > 0 */
   /* Live policy (see issue "Live captioning"): target delay from a word's

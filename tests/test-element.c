@@ -1167,6 +1167,50 @@ GST_START_TEST (test_prompt_checked)
 
 GST_END_TEST;
 
+/* A model never trained with a prompt (the default one: its knot has
+ * whisperknot.max_text_ctx = 0) ignores it, and the element says so. */
+GST_START_TEST (test_prompt_ignored_warns)
+{
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+  GstBus *b = gst_bus_new ();
+  GstMessage *msg;
+  GError *error = NULL;
+  wk_model *m = NULL;
+  wk_model_info info;
+
+  if (wk_model_load (wk_default_model_path (), NULL, &m, NULL, 0) != WK_OK) {
+    GST_WARNING ("no default model: skipped");
+    gst_object_unref (e);
+    gst_object_unref (b);
+    return;
+  }
+  wk_model_get_info (m, &info);
+  wk_model_unref (m);
+  if (info.max_prompt_tokens > 0) {
+    GST_WARNING ("the default model takes prompts: skipped");
+    gst_object_unref (e);
+    gst_object_unref (b);
+    return;
+  }
+  g_object_set (e, "model", wk_default_model_path (), "prompt", "Kennedy.",
+      NULL);
+  gst_element_set_bus (e, b);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_SUCCESS);
+  msg = gst_bus_pop_filtered (b, GST_MESSAGE_WARNING);
+  fail_unless (msg != NULL, "no warning");
+  gst_message_parse_warning (msg, &error, NULL);
+  fail_unless (strstr (error->message, "prompt is ignored") != NULL, "%s",
+      error->message);
+  g_clear_error (&error);
+  gst_message_unref (msg);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  gst_object_unref (b);
+}
+
+GST_END_TEST;
+
 /* Items from..to-1 hold no TAG event with the tag name in it. */
 static gboolean
 no_tag (guint from, guint to, const gchar * name)
@@ -2709,6 +2753,7 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_bad_language_fails_paused);
   tcase_add_test (tc, test_multilingual_translate);
   tcase_add_test (tc, test_prompt_checked);
+  tcase_add_test (tc, test_prompt_ignored_warns);
   tcase_add_test (tc, test_language_downstream);
   tcase_add_test (tc, test_state_changes);
   tcase_add_test (tc, test_stop_during_run);

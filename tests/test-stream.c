@@ -824,6 +824,27 @@ test_initial_prompt (void)
   wk_stream_free (s);
   free (longp);
 
+  /* a model never trained with a prompt reads none (whisperknot's own,
+   * whisperknot.max_text_ctx = 0, wrote no text with one) */
+  {
+    wk_model_info info;
+    int saved = m->max_text_ctx;
+
+    wk_model_get_info (m, &info);
+    CHECK (info.max_prompt_tokens == room);
+    m->max_text_ctx = 0;
+    wk_model_get_info (m, &info);
+    CHECK (info.max_prompt_tokens == 0);
+    p = fast_params ();
+    p.initial_prompt = "Nakamura spoke in Kyoto.";
+    CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+    CHECK (wk_stream_feed (s, jfk, n) == WK_OK);
+    CHECK (wk_stream_finish (s) == WK_OK);
+    CHECK (context_is (s, NULL, 0));
+    wk_stream_free (s);
+    m->max_text_ctx = saved;
+  }
+
   /* not UTF-8: refused, saying where */
   p.initial_prompt = "Caf\xc3 au lait";
   CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_ERR_ARG && !s);

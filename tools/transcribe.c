@@ -648,6 +648,15 @@ main (int argc, char **argv)
     fprintf (stderr, PROGRAM ": %s\n", err);
     goto done;
   }
+  if (sp.initial_prompt && sp.initial_prompt[0]) {
+    wk_model_info info;
+
+    wk_model_get_info (model, &info);
+    if (info.max_prompt_tokens == 0)
+      fprintf (stderr, PROGRAM ": warning: --prompt is ignored: the model "
+          "was never trained with a prompt (its knot has "
+          "whisperknot.max_text_ctx = 0)\n");
+  }
   t_loaded = now_seconds ();
 
   if (out_path) {
