@@ -47,9 +47,10 @@
  *
  * Language and confidence: once the spoken language is known (set by
  * #GstWhisperKnot:language, or detected on the first window with
- * language=auto) a stream-scoped tag event with `language-code` goes
- * downstream on the src pad before the next text, and again whenever it
- * changes; an element message `whisperknot-language` gives `language-code`
+ * language=auto) a stream-scoped tag event with `language-code` (the
+ * text's: "en" with #GstWhisperKnot:translate) goes downstream on the src
+ * pad before the next text, and again whenever it changes; an element
+ * message `whisperknot-language` gives `language-code`
  * (string), `probability` (gdouble) and `languages` (a #GstStructure named
  * `languages` whose fields are the five likeliest codes, most likely first,
  * with their probabilities as gdouble; a set language has probability 1).
@@ -59,7 +60,7 @@
  * `GstWhisperKnotTextMeta` (gst_buffer_get_custom_meta()) whose structure
  * holds `probability` (gdouble in [0, 1]: the mean probability the model
  * gave the text's tokens; for a phrase, the mean of its words') and
- * `language` (string, when known).
+ * `language` (string, the text's, when known).
  *
  * Properties are read when the element goes from READY to PAUSED (a model
  * set in READY replaces the one loading); changes made in PAUSED or PLAYING
@@ -1079,6 +1080,7 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
       WK_COMMIT_AGREEMENT : WK_COMMIT_DEADLINE;
   self->stream_output = self->output;
   self->stream_text_lines = self->text_lines;
+  self->stream_translate = self->translate;
   self->stream_limit = (self->latency_ms + self->lateness_ms) * GST_MSECOND;
   self->stream_lateness = self->lateness_ms * GST_MSECOND;
   memset (&self->stats, 0, sizeof self->stats);
@@ -2207,8 +2209,9 @@ gst_whisperknot_post_partial (GstWhisperKnot * self)
 }
 
 /* Once the stream's language is known, and whenever it changes: a
- * stream-scoped language-code tag downstream, and the detection's
- * probabilities on the bus. */
+ * stream-scoped language-code tag downstream (the text's language: English
+ * when translating), and the detection's probabilities of the spoken
+ * language on the bus. */
 static void
 gst_whisperknot_tag_language (GstWhisperKnot * self)
 {
@@ -2216,15 +2219,20 @@ gst_whisperknot_tag_language (GstWhisperKnot * self)
   size_t n, i;
   GstStructure *langs;
   GstTagList *tags;
+  const gchar *text_language;
 
   n = wk_stream_language_probs (self->stream, probs, G_N_ELEMENTS (probs));
-  if (n == 0 || !g_strcmp0 (probs[0].code, self->tag_language))
+  if (n == 0)
+    return;
+  text_language = self->stream_translate ? "en" : probs[0].code;
+  if (!g_strcmp0 (text_language, self->tag_language))
     return;
   g_free (self->tag_language);
-  self->tag_language = g_strdup (probs[0].code);
-  GST_INFO_OBJECT (self, "language %s (p = %.3f)", probs[0].code, probs[0].p);
+  self->tag_language = g_strdup (text_language);
+  GST_INFO_OBJECT (self, "language %s (p = %.3f), text in %s",
+      probs[0].code, probs[0].p, text_language);
 
-  tags = gst_tag_list_new (GST_TAG_LANGUAGE_CODE, probs[0].code, NULL);
+  tags = gst_tag_list_new (GST_TAG_LANGUAGE_CODE, text_language, NULL);
   gst_tag_list_set_scope (tags, GST_TAG_SCOPE_STREAM);
   gst_pad_push_event (self->srcpad, gst_event_new_tag (tags));
 

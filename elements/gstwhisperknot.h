@@ -171,6 +171,7 @@ struct _GstWhisperKnot
   gboolean own_error;           /* the error was posted already */
   guint stream_output;          /* GstWhisperKnotOutput of this run */
   gboolean stream_text_lines;   /* text-lines of this run */
+  gboolean stream_translate;    /* translate of this run */
   gboolean line_open;           /* text-lines: a word line is not ended */
   GstClockTime stream_limit;    /* latency + lateness of this run */
   GstClockTime stream_lateness; /* lateness of this run */

@@ -1251,7 +1251,7 @@ find_tag (guint from, guint to, const gchar * text)
  * with a probability and the language. */
 static void
 check_language_downstream (const gchar * model, const gchar * language,
-    guint latency_ms)
+    gboolean translate, guint latency_ms)
 {
   GstHarness *h = setup_full (model, latency_ms, FALSE);
   GstTagList *tags;
@@ -1263,7 +1263,7 @@ check_language_downstream (const gchar * model, const gchar * language,
   gchar *want;
   gdouble p = -1.0;
 
-  g_object_set (h->element, "language", language, NULL);
+  g_object_set (h->element, "language", language, "translate", translate, NULL);
   fail_unless_equals_int (gst_element_set_state (h->element,
           GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
   gst_harness_push_event (h, gst_event_new_stream_start ("tags"));
@@ -1305,6 +1305,9 @@ check_language_downstream (const gchar * model, const gchar * language,
     if (g_strcmp0 (language, "auto"))
       fail_unless_equals_string (code, language);
   }
+  /* the tag is the text's language: English when translating */
+  if (translate)
+    code = "en";
   want = g_strdup_printf ("language-code=(string)%s", code);
   fail_unless (find_tag (0, eos, want) == tag, "%s", rec_item (tag)->text);
   g_free (want);
@@ -1328,10 +1331,12 @@ check_language_downstream (const gchar * model, const gchar * language,
 
 GST_START_TEST (test_language_downstream)
 {
-  check_language_downstream (model_path, "auto", 0);
-  check_language_downstream (model_path, "en", 1000);
-  if (ml_model_path)
-    check_language_downstream (ml_model_path, "auto", 0);
+  check_language_downstream (model_path, "auto", FALSE, 0);
+  check_language_downstream (model_path, "en", FALSE, 1000);
+  if (ml_model_path) {
+    check_language_downstream (ml_model_path, "auto", FALSE, 0);
+    check_language_downstream (ml_model_path, "de", TRUE, 0);
+  }
 }
 
 GST_END_TEST;
