@@ -9,6 +9,8 @@ Prints TAP. Checks:
     probability;
   - --offset 3000 --duration 5000: only [3 s, 8 s] of the file, times still
     those of the file;
+  - several files in one run: txt with a "==> FILE <==" line before each,
+    json with one document per file;
   - --prompt: a UTF-8 prompt runs, one that is not UTF-8 is refused
     (exit 1) with a message saying so;
   - jfk.flac and jfk.mp3 (FLAC 44.1 kHz stereo, MP3) decode through
@@ -93,6 +95,24 @@ def main():
     rc, out, err = run(["--offset", "20000", wav])
     check("offset past the end: exit 0, no text", rc == 0 and not out.strip(),
           out + err)
+
+    rc, out, err = run(["--duration", "4000", wav, wav])
+    check("two files: both, each after its name",
+          rc == 0 and out.count("==> %s <==" % wav) == 2, out + err)
+    rc, out, err = run(["-f", "json", "--duration", "4000", wav, wav])
+    docs, pos, dec = [], 0, json.JSONDecoder()
+    try:
+        while out[pos:].strip():
+            while out[pos].isspace():
+                pos += 1
+            doc, pos = dec.raw_decode(out, pos)
+            docs.append(doc)
+    except ValueError as e:
+        docs.append(str(e))
+    check("two files, json: a document per file",
+          rc == 0 and len(docs) == 2
+          and all(isinstance(d, dict) and d.get("file") == wav for d in docs),
+          out[:300] + err)
 
     rc, out, err = run(["--prompt", "President Kennedy spoke.", wav])
     check("prompt: exit 0", rc == 0, err)

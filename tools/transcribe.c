@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audio-decode.h"
 #include "whisperknot.h"
@@ -71,10 +72,14 @@ static void
 usage (FILE * f)
 {
   fprintf (f,
-      "usage: " PROGRAM " [OPTION...] FILE\n"
+      "usage: " PROGRAM " [OPTION...] FILE...\n"
       "\n"
       "Transcribes an audio file: WAV, or anything GStreamer decodes (FLAC,\n"
       "MP3, Opus, ...; \"-\" reads a WAV file from standard input).\n"
+      "Several files are transcribed one after the other with one model\n"
+      "load, as txt (each after a \"==> FILE <==\" line) or json (one\n"
+      "document per file, with \"file\"). On a terminal a progress line\n"
+      "goes to standard error.\n"
       "\n"
       "  -m, --model MODEL     knot file, or the name of one installed by\n"
       "                        whisperknot-model (default: $WHISPERKNOT_MODEL\n"
@@ -263,13 +268,23 @@ write_words_json (writer * w)
   fputs (w->n_words ? "\n    ]" : "]", w->f);
 }
 
+/* file: the input's name, when there are several (NULL otherwise) */
 static void
-write_begin (writer * w)
+write_begin (writer * w, const char *file)
 {
-  if (w->format == FORMAT_VTT)
+  if (w->format == FORMAT_VTT) {
     fputs ("WEBVTT\n\n", w->f);
-  else if (w->format == FORMAT_JSON)
-    fputs ("{\n  \"segments\": [", w->f);
+  } else if (w->format == FORMAT_JSON) {
+    fputs ("{\n", w->f);
+    if (file) {
+      fputs ("  \"file\": ", w->f);
+      json_string (w->f, file);
+      fputs (",\n", w->f);
+    }
+    fputs ("  \"segments\": [", w->f);
+  } else if (file) {
+    fprintf (w->f, "==> %s <==\n", file);
+  }
 }
 
 static void
@@ -455,6 +470,179 @@ parse_int (const char *s, int min, int max, int *out)
   return 0;
 }
 
+/* One input file and what to do with it. */
+typedef struct
+{
+  const char *path;             /* "-": a WAV file on standard input */
+  int several;                  /* one of several files: name it */
+  int offset_ms, duration_ms;   /* --offset, --duration (-1: all) */
+  int stats;
+  int progress;                 /* a progress line on standard error */
+} job;
+
+/* Reads the job's audio into wav: a WAV file, or anything GStreamer
+ * decodes. Prints what went wrong. */
+static int
+read_audio (const job * jb, wk_wav * wav)
+{
+  char err[512] = "";
+  wk_status st;
+
+  if (!strcmp (jb->path, "-")) {
+    unsigned char *data;
+    size_t size;
+
+    if (read_all (stdin, &data, &size) < 0) {
+      fprintf (stderr, PROGRAM ": cannot read standard input: %s\n",
+          strerror (errno));
+      return -1;
+    }
+    st = wk_wav_parse (data, size, wav, err, sizeof err);
+    free (data);
+  } else {
+    st = wk_wav_read (jb->path, wav, err, sizeof err);
+    if ((st == WK_OK && wav->rate != WK_SAMPLE_RATE) || st == WK_ERR_FORMAT
+        || st == WK_ERR_UNSUPPORTED) {
+      /* not a 16 kHz WAV file: anything GStreamer decodes */
+      char wav_err[512];
+      wk_status wav_st = st;
+
+      snprintf (wav_err, sizeof wav_err, "%s", err);
+      wk_wav_clear (wav);
+      st = wk_audio_decode (jb->path, wav, err, sizeof err);
+      if (st != WK_OK && wav_st != WK_OK)
+        fprintf (stderr, PROGRAM ": %s\n", wav_err);
+    }
+  }
+  if (st != WK_OK) {
+    /* the readers' messages name the file already */
+    fprintf (stderr, PROGRAM ": %s%s\n", strcmp (jb->path, "-") ? "" :
+        "standard input: ", err);
+    return -1;
+  }
+  if (wav->rate != WK_SAMPLE_RATE) {
+    fprintf (stderr, PROGRAM ": %s: the sample rate is %d Hz; whisperknot "
+        "needs 16000 Hz (convert with: gst-launch-1.0 filesrc location=IN "
+        "! decodebin ! audioconvert ! audioresample ! "
+        "audio/x-raw,rate=16000,channels=1 ! wavenc ! filesink "
+        "location=OUT.wav)\n", jb->path, wav->rate);
+    return -1;
+  }
+  return 0;
+}
+
+/* Transcribes one file with stream (fresh or reset) into w. Returns 0,
+ * 1 when the audio or the engine failed (the next file may still work),
+ * 2 when the output failed. */
+static int
+transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
+    writer * w, double load_seconds, const char *model_path)
+{
+  wk_wav wav = { 0 };
+  size_t pos, first, last;
+  double t0, t_done;
+  wk_status st;
+
+  if (read_audio (jb, &wav) < 0)
+    return 1;
+  t0 = now_seconds ();
+  /* --offset, --duration: the samples [first, last) */
+  first = (size_t) jb->offset_ms * (WK_SAMPLE_RATE / 1000);
+  if (first > wav.n_samples)
+    first = wav.n_samples;
+  last = wav.n_samples;
+  if (jb->duration_ms >= 0 && (size_t) jb->duration_ms *
+      (WK_SAMPLE_RATE / 1000) < last - first)
+    last = first + (size_t) jb->duration_ms * (WK_SAMPLE_RATE / 1000);
+  w->shift = (int64_t) first;
+  w->n_segments = 0;
+  w->utt_len = 0;
+  w->utt_words = 0;
+  w->utt_p = 0.0;
+  w->n_words = 0;
+  w->word_len = 0;
+
+  write_begin (w, jb->several ? jb->path : NULL);
+  for (pos = first; pos < last; pos += CHUNK) {
+    size_t n = last - pos < CHUNK ? last - pos : CHUNK;
+
+    st = wk_stream_feed (stream, wav.samples + pos, n);
+    if (st != WK_OK)
+      goto engine_failed;
+    write_results (w, stream);
+    if (jb->progress)
+      fprintf (stderr, "\r%s: %.0f of %.0f s (%.0f%%)", jb->path,
+          (double) (pos + n - first) / WK_SAMPLE_RATE,
+          (double) (last - first) / WK_SAMPLE_RATE,
+          100.0 * (double) (pos + n - first) / (double) (last - first));
+  }
+  st = wk_stream_finish (stream);
+  if (st != WK_OK)
+    goto engine_failed;
+  if (jb->progress && last > first)
+    fputs ("\r\033[K", stderr); /* the progress line goes */
+  write_results (w, stream);
+  write_utterance (w);
+  write_end (w, stream);
+  t_done = now_seconds ();
+
+  if (fflush (w->f) != 0 || ferror (w->f)) {
+    fprintf (stderr, PROGRAM ": cannot write the output: %s\n",
+        strerror (errno));
+    wk_wav_clear (&wav);
+    return 2;
+  }
+
+  if (jb->stats) {
+    wk_stream_stats s;
+    wk_model_info info;
+    double audio = (double) (last - first) / WK_SAMPLE_RATE;
+    double wall = t_done - t0;
+
+    wk_stream_get_stats (stream, &s);
+    wk_model_get_info (model, &info);
+    fprintf (stderr,
+        "%s%s%s"
+        "model: %s\n"
+        "model_bytes: %" PRIu64 "\n"
+        "model_params: %" PRIu64 "\n"
+        "load_seconds: %.3f\n"
+        "audio_seconds: %.3f\n"
+        "wall_seconds: %.3f\n"
+        "real_time_factor: %.4f\n"
+        "mel_seconds: %.3f\n"
+        "encoder_seconds: %.3f\n"
+        "decoder_seconds: %.3f\n"
+        "windows: %" PRId64 "\n"
+        "tokens: %" PRId64 "\n"
+        "state_bytes: %" PRIu64 "\n"
+        "live_runs: %" PRId64 "\n"
+        "live_words: %" PRId64 "\n"
+        "live_utterances: %" PRId64 "\n"
+        "vad_seconds: %.3f\n"
+        "speech_seconds: %.3f\n"
+        "language: %s\n",
+        jb->several ? "file: " : "", jb->several ? jb->path : "",
+        jb->several ? "\n" : "",
+        model_path, info.file_bytes, info.n_params, load_seconds,
+        audio, wall, audio > 0 ? wall / audio : 0.0, s.mel_seconds,
+        s.encoder_seconds, s.decoder_seconds, s.n_windows, s.n_tokens,
+        s.state_bytes, s.n_runs, s.n_committed, s.n_utterances,
+        s.vad_seconds, s.speech_seconds, wk_stream_language (stream) ?
+        wk_stream_language (stream) : "");
+  }
+  wk_wav_clear (&wav);
+  return 0;
+
+engine_failed:
+  if (jb->progress)
+    fputs ("\r\033[K", stderr);
+  fprintf (stderr, PROGRAM ": %s: transcription failed: %s\n", jb->path,
+      wk_status_str (st));
+  wk_wav_clear (&wav);
+  return 1;
+}
+
 enum
 {
   OPT_TRANSLATE = 256,
@@ -490,20 +678,18 @@ main (int argc, char **argv)
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}
   };
-  const char *model_path = NULL, *out_path = NULL, *in_path;
+  const char *model_path = NULL, *out_path = NULL;
   char *resolved_path = NULL;
   int model_given;
   wk_model_params mp = wk_model_default_params ();
   wk_stream_params sp = wk_stream_default_params ();
   wk_model *model = NULL;
   wk_stream *stream = NULL;
-  wk_wav wav = { 0 };
   writer w = { NULL, FORMAT_TXT, 0, 0 };
   wk_status st;
   char err[512] = "";
-  int opt, stats = 0, rc = 1, offset_ms = 0, duration_ms = -1;
-  double t_start, t_loaded, t_done;
-  size_t pos, first, last;
+  int opt, stats = 0, rc = 1, offset_ms = 0, duration_ms = -1, n_files, i;
+  double t_start, t_loaded;
 
   while ((opt = getopt_long (argc, argv, "m:l:t:b:f:o:h", options, NULL)) != -1) {
     switch (opt) {
@@ -575,57 +761,29 @@ main (int argc, char **argv)
         return 2;
     }
   }
-  if (optind != argc - 1) {
-    fprintf (stderr, PROGRAM ": expected one audio file\n");
+  if (optind >= argc) {
+    fprintf (stderr, PROGRAM ": expected an audio file\n");
     usage (stderr);
     return 2;
   }
-  in_path = argv[optind];
+  n_files = argc - optind;
+  if (n_files > 1 && (out_path || w.format == FORMAT_SRT
+          || w.format == FORMAT_VTT)) {
+    fprintf (stderr, PROGRAM ": several files go to standard output as "
+        "txt or json, one after the other; give srt, vtt or -o one file at "
+        "a time\n");
+    return 2;
+  }
+  /* a typo in a file's name should not wait for a model */
+  for (i = optind; i < argc; i++) {
+    if (strcmp (argv[i], "-") && access (argv[i], R_OK) != 0) {
+      fprintf (stderr, PROGRAM ": %s: %s\n", argv[i], strerror (errno));
+      return 1;
+    }
+  }
   model_given = model_path != NULL;
   if (!model_path)
     model_path = wk_default_model_path ();
-
-  /* the audio first: a typo in its name should not wait for a model */
-  if (!strcmp (in_path, "-")) {
-    unsigned char *data;
-    size_t size;
-
-    if (read_all (stdin, &data, &size) < 0) {
-      fprintf (stderr, PROGRAM ": cannot read standard input: %s\n",
-          strerror (errno));
-      return 1;
-    }
-    st = wk_wav_parse (data, size, &wav, err, sizeof err);
-    free (data);
-  } else {
-    st = wk_wav_read (in_path, &wav, err, sizeof err);
-    if ((st == WK_OK && wav.rate != WK_SAMPLE_RATE) || st == WK_ERR_FORMAT
-        || st == WK_ERR_UNSUPPORTED) {
-      /* not a 16 kHz WAV file: anything GStreamer decodes */
-      char wav_err[512];
-      wk_status wav_st = st;
-
-      snprintf (wav_err, sizeof wav_err, "%s", err);
-      wk_wav_clear (&wav);
-      st = wk_audio_decode (in_path, &wav, err, sizeof err);
-      if (st != WK_OK && wav_st != WK_OK)
-        fprintf (stderr, PROGRAM ": %s\n", wav_err);
-    }
-  }
-  if (st != WK_OK) {
-    /* wk_wav_read's messages name the file already */
-    fprintf (stderr, PROGRAM ": %s%s\n", strcmp (in_path, "-") ? "" :
-        "standard input: ", err);
-    return 1;
-  }
-  if (wav.rate != WK_SAMPLE_RATE) {
-    fprintf (stderr, PROGRAM ": %s: the sample rate is %d Hz; whisperknot "
-        "needs 16000 Hz (convert with: gst-launch-1.0 filesrc location=IN "
-        "! decodebin ! audioconvert ! audioresample ! "
-        "audio/x-raw,rate=16000,channels=1 ! wavenc ! filesink "
-        "location=OUT.wav)\n", in_path, wav.rate);
-    goto done;
-  }
 
   t_start = now_seconds ();
   /* a name installed by whisperknot-model, or a path */
@@ -669,81 +827,23 @@ main (int argc, char **argv)
   } else {
     w.f = stdout;
   }
-
-  /* --offset, --duration: the samples [first, last) */
-  first = (size_t) offset_ms *(WK_SAMPLE_RATE / 1000);
-  if (first > wav.n_samples)
-    first = wav.n_samples;
-  last = wav.n_samples;
-  if (duration_ms >= 0 && (size_t) duration_ms * (WK_SAMPLE_RATE / 1000)
-      < last - first)
-    last = first + (size_t) duration_ms *(WK_SAMPLE_RATE / 1000);
-  w.shift = (int64_t) first;
-
   w.live = sp.latency_ms > 0;
-  write_begin (&w);
-  for (pos = first; pos < last; pos += CHUNK) {
-    size_t n = last - pos < CHUNK ? last - pos : CHUNK;
 
-    st = wk_stream_feed (stream, wav.samples + pos, n);
-    if (st != WK_OK)
-      goto engine_failed;
-    write_results (&w, stream);
-  }
-  st = wk_stream_finish (stream);
-  if (st != WK_OK)
-    goto engine_failed;
-  write_results (&w, stream);
-  write_utterance (&w);
-  write_end (&w, stream);
-  t_done = now_seconds ();
-
-  if (fflush (w.f) != 0 || ferror (w.f)) {
-    fprintf (stderr, PROGRAM ": cannot write '%s': %s\n",
-        out_path ? out_path : "standard output", strerror (errno));
-    goto done;
-  }
-
-  if (stats) {
-    wk_stream_stats s;
-    wk_model_info info;
-    double audio = (double) (last - first) / WK_SAMPLE_RATE;
-    double wall = t_done - t_loaded;
-
-    wk_stream_get_stats (stream, &s);
-    wk_model_get_info (model, &info);
-    fprintf (stderr,
-        "model: %s\n"
-        "model_bytes: %" PRIu64 "\n"
-        "model_params: %" PRIu64 "\n"
-        "load_seconds: %.3f\n"
-        "audio_seconds: %.3f\n"
-        "wall_seconds: %.3f\n"
-        "real_time_factor: %.4f\n"
-        "mel_seconds: %.3f\n"
-        "encoder_seconds: %.3f\n"
-        "decoder_seconds: %.3f\n"
-        "windows: %" PRId64 "\n"
-        "tokens: %" PRId64 "\n"
-        "state_bytes: %" PRIu64 "\n"
-        "live_runs: %" PRId64 "\n"
-        "live_words: %" PRId64 "\n"
-        "live_utterances: %" PRId64 "\n"
-        "vad_seconds: %.3f\n"
-        "speech_seconds: %.3f\n"
-        "language: %s\n",
-        model_path, info.file_bytes, info.n_params, t_loaded - t_start,
-        audio, wall, audio > 0 ? wall / audio : 0.0, s.mel_seconds,
-        s.encoder_seconds, s.decoder_seconds, s.n_windows, s.n_tokens,
-        s.state_bytes, s.n_runs, s.n_committed, s.n_utterances,
-        s.vad_seconds, s.speech_seconds, wk_stream_language (stream) ?
-        wk_stream_language (stream) : "");
-  }
   rc = 0;
-  goto done;
+  for (i = optind; i < argc; i++) {
+    job jb = { argv[i], n_files > 1, offset_ms, duration_ms, stats,
+      isatty (2) && !stats
+    };
+    int r = transcribe_file (&jb, model, stream, &w, t_loaded - t_start,
+        model_path);
 
-engine_failed:
-  fprintf (stderr, PROGRAM ": transcription failed: %s\n", wk_status_str (st));
+    if (r > rc)
+      rc = r;
+    if (r >= 2)
+      break;                    /* the output failed: no use going on */
+    wk_stream_reset (stream);
+  }
+
 done:
   if (w.f && w.f != stdout && fclose (w.f) != 0 && rc == 0) {
     fprintf (stderr, PROGRAM ": cannot write '%s': %s\n", out_path,
@@ -754,9 +854,10 @@ done:
     wk_stream_free (stream);
   if (model)
     wk_model_unref (model);
-  wk_wav_clear (&wav);
   free (resolved_path);
-  return rc;
+  if (!model)
+    return 1;
+  return rc > 1 ? 1 : rc;
 
 bad_value:
   fprintf (stderr, PROGRAM ": bad value '%s'\n", optarg);
