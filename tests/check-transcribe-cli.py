@@ -9,6 +9,8 @@ Prints TAP. Checks:
     probability;
   - --offset 3000 --duration 5000: only [3 s, 8 s] of the file, times still
     those of the file;
+  - --vad on 5 s of silence + jfk.wav: only the speech is heard, its times
+    are the file's;
   - several files in one run: txt with a "==> FILE <==" line before each,
     json with one document per file;
   - --prompt: a UTF-8 prompt runs, one that is not UTF-8 is refused
@@ -21,6 +23,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import wave
 
 tests = []
 
@@ -113,6 +117,28 @@ def main():
           rc == 0 and len(docs) == 2
           and all(isinstance(d, dict) and d.get("file") == wav for d in docs),
           out[:300] + err)
+
+    # --vad: 5 s of silence, then the speech: times are the file's
+    with tempfile.TemporaryDirectory() as tmp:
+        padded = os.path.join(tmp, "padded.wav")
+        src = wave.open(wav, "rb")
+        speech = src.readframes(src.getnframes())
+        src.close()
+        dst = wave.open(padded, "wb")
+        dst.setnchannels(1)
+        dst.setsampwidth(2)
+        dst.setframerate(16000)
+        dst.writeframes(b"\0\0" * 5 * 16000 + speech)
+        dst.close()
+        rc, out, err = run(["-f", "json", "--vad", "--stats", padded])
+        check("vad: exit 0", rc == 0, err)
+        if rc == 0:
+            doc = check_json("vad", out, 4.5, 16.0)
+            heard = [l for l in err.splitlines()
+                     if l.startswith("audio_seconds:")]
+            heard = float(heard[0].split()[1]) if heard else -1
+            check("vad: the silence is not transcribed",
+                  0 < heard < 12.0, "heard %.3f s of 16 s" % heard)
 
     rc, out, err = run(["--prompt", "President Kennedy spoke.", wav])
     check("prompt: exit 0", rc == 0, err)

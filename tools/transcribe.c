@@ -66,7 +66,42 @@ typedef struct
   char word_text[UTT_MAX_TEXT];
   size_t word_len;
   int64_t shift;                /* samples added to every time (--offset) */
+  /* --vad: the stream heard only the speech, joined: its positions map
+   * back to the file's through these pieces (NULL: no --vad) */
+  const struct piece *map;
+  size_t n_map;
 } writer;
+
+/* --vad: samples [orig, orig + len) of the input (from --offset on) are
+ * at [at, at + len) of the audio the stream heard */
+typedef struct piece
+{
+  int64_t at, orig, len;
+} piece;
+
+/* The file's position (samples) of the stream's position t. */
+static int64_t
+file_time (const writer * w, int64_t t)
+{
+  size_t lo = 0, hi = w->n_map;
+
+  if (!w->map || w->n_map == 0)
+    return t + w->shift;
+  /* the last piece starting at or before t */
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if (w->map[mid].at <= t)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  t -= w->map[lo].at;
+  if (t < 0)
+    t = 0;
+  if (t > w->map[lo].len)
+    t = w->map[lo].len;         /* in the pause after it */
+  return w->map[lo].orig + t + w->shift;
+}
 
 static void
 usage (FILE * f)
@@ -98,6 +133,9 @@ usage (FILE * f)
       "      --offset MS       start this far into the audio (times stay\n"
       "                        those of the file)\n"
       "      --duration MS     transcribe only this much audio\n"
+      "      --vad             transcribe only the speech the voice detector\n"
+      "                        (Silero VAD) finds, joined with short pauses;\n"
+      "                        times stay those of the file\n"
       "      --no-fallback     no temperature fallback: deterministic\n"
       "                        decoding at temperature 0 (whisper.cpp's -nf)\n"
       "      --latency MS      live policy with this target delay (default\n"
@@ -262,8 +300,8 @@ write_words_json (writer * w)
     fprintf (w->f, "%s\n      {\"text\": ", i ? "," : "");
     json_string (w->f, text);
     fprintf (w->f, ", \"start\": %.3f, \"end\": %.3f, \"probability\": "
-        "%.4f}", (double) (wd->start + w->shift) / WK_SAMPLE_RATE,
-        (double) (wd->end + w->shift) / WK_SAMPLE_RATE, wd->p);
+        "%.4f}", (double) file_time (w, wd->start) / WK_SAMPLE_RATE,
+        (double) file_time (w, wd->end) / WK_SAMPLE_RATE, wd->p);
   }
   fputs (w->n_words ? "\n    ]" : "]", w->f);
 }
@@ -292,7 +330,7 @@ write_segment (writer * w, const wk_segment * seg)
 {
   const char *text = skip_space (seg->text ? seg->text : "");
   char t0[32], t1[32];
-  int64_t start = seg->start + w->shift, end = seg->end + w->shift;
+  int64_t start = file_time (w, seg->start), end = file_time (w, seg->end);
   int i;
 
   switch (w->format) {
@@ -332,8 +370,8 @@ write_segment (writer * w, const wk_segment * seg)
           const wk_token *t = &seg->tokens[i];
           fprintf (w->f, "%s{\"id\": %d, \"start\": %.3f, \"end\": %.3f, "
               "\"p\": %.4f, \"text\": ", i ? ", " : "", (int) t->id,
-              (double) (t->start + w->shift) / WK_SAMPLE_RATE,
-              (double) (t->end + w->shift) / WK_SAMPLE_RATE, t->p);
+              (double) file_time (w, t->start) / WK_SAMPLE_RATE,
+              (double) file_time (w, t->end) / WK_SAMPLE_RATE, t->p);
           json_string (w->f, t->text ? t->text : "");
           fputc ('}', w->f);
         }
@@ -478,7 +516,55 @@ typedef struct
   int offset_ms, duration_ms;   /* --offset, --duration (-1: all) */
   int stats;
   int progress;                 /* a progress line on standard error */
+  wk_vad *vad;                  /* --vad: transcribe only its speech */
 } job;
+
+/* A pause between two stretches of speech joined for --vad (whisper.cpp
+ * puts 0.1 s of silence there) */
+#define VAD_PAUSE (WK_SAMPLE_RATE / 5)
+
+/* --vad: the speech in pcm[0..n-1] joined, a pause after each stretch,
+ * into *out (malloc'd, *n_out samples), with the pieces that map it back.
+ * Returns -1 when out of memory or the detector failed. */
+static int
+join_speech (wk_vad * vad, const float *pcm, size_t n, float **out,
+    size_t *n_out, piece ** map, size_t *n_map)
+{
+  wk_vad_segment *segs = NULL;
+  size_t n_segs = 0, i, total = 0, at = 0;
+  float *buf;
+  piece *pc;
+
+  if (wk_vad_detect (vad, pcm, n, NULL, &segs, &n_segs) != WK_OK)
+    return -1;
+  for (i = 0; i < n_segs; i++)
+    total += (size_t) (segs[i].end - segs[i].start) + VAD_PAUSE;
+  buf = calloc (total ? total : 1, sizeof *buf);
+  pc = calloc (n_segs ? n_segs : 1, sizeof *pc);
+  if (!buf || !pc) {
+    free (buf);
+    free (pc);
+    free (segs);
+    return -1;
+  }
+  for (i = 0; i < n_segs; i++) {
+    int64_t a = segs[i].start < 0 ? 0 : segs[i].start;
+    int64_t b = segs[i].end > (int64_t) n ? (int64_t) n : segs[i].end;
+    if (b < a)
+      b = a;
+    memcpy (buf + at, pcm + a, (size_t) (b - a) * sizeof *buf);
+    pc[i].at = (int64_t) at;
+    pc[i].orig = a;
+    pc[i].len = b - a;
+    at += (size_t) (b - a) + VAD_PAUSE; /* the pause is zeros */
+  }
+  free (segs);
+  *out = buf;
+  *n_out = at;
+  *map = pc;
+  *n_map = n_segs;
+  return 0;
+}
 
 /* Reads the job's audio into wav: a WAV file, or anything GStreamer
  * decodes. Prints what went wrong. */
@@ -539,9 +625,12 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
     writer * w, double load_seconds, const char *model_path)
 {
   wk_wav wav = { 0 };
-  size_t pos, first, last;
+  size_t pos, first, last, len, n_speech = 0;
   double t0, t_done;
   wk_status st;
+  const float *pcm;
+  float *speech = NULL;
+  piece *map = NULL;
 
   if (read_audio (jb, &wav) < 0)
     return 1;
@@ -555,6 +644,22 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
       (WK_SAMPLE_RATE / 1000) < last - first)
     last = first + (size_t) jb->duration_ms * (WK_SAMPLE_RATE / 1000);
   w->shift = (int64_t) first;
+  w->map = NULL;
+  w->n_map = 0;
+  pcm = wav.samples + first;
+  len = last - first;
+  if (jb->vad) {
+    if (join_speech (jb->vad, wav.samples + first, last - first, &speech,
+            &n_speech, &map, &w->n_map) < 0) {
+      fprintf (stderr, PROGRAM ": %s: the voice detector failed\n", jb->path);
+      wk_wav_clear (&wav);
+      return 1;
+    }
+    w->map = map;
+    /* the stream hears the joined speech instead */
+    pcm = speech;
+    len = n_speech;
+  }
   w->n_segments = 0;
   w->utt_len = 0;
   w->utt_words = 0;
@@ -563,23 +668,22 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
   w->word_len = 0;
 
   write_begin (w, jb->several ? jb->path : NULL);
-  for (pos = first; pos < last; pos += CHUNK) {
-    size_t n = last - pos < CHUNK ? last - pos : CHUNK;
+  for (pos = 0; pos < len; pos += CHUNK) {
+    size_t n = len - pos < CHUNK ? len - pos : CHUNK;
 
-    st = wk_stream_feed (stream, wav.samples + pos, n);
+    st = wk_stream_feed (stream, pcm + pos, n);
     if (st != WK_OK)
       goto engine_failed;
     write_results (w, stream);
     if (jb->progress)
       fprintf (stderr, "\r%s: %.0f of %.0f s (%.0f%%)", jb->path,
-          (double) (pos + n - first) / WK_SAMPLE_RATE,
-          (double) (last - first) / WK_SAMPLE_RATE,
-          100.0 * (double) (pos + n - first) / (double) (last - first));
+          (double) (pos + n) / WK_SAMPLE_RATE, (double) len / WK_SAMPLE_RATE,
+          100.0 * (double) (pos + n) / (double) len);
   }
   st = wk_stream_finish (stream);
   if (st != WK_OK)
     goto engine_failed;
-  if (jb->progress && last > first)
+  if (jb->progress && len > 0)
     fputs ("\r\033[K", stderr); /* the progress line goes */
   write_results (w, stream);
   write_utterance (w);
@@ -590,13 +694,15 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
     fprintf (stderr, PROGRAM ": cannot write the output: %s\n",
         strerror (errno));
     wk_wav_clear (&wav);
+    free (speech);
+    free (map);
     return 2;
   }
 
   if (jb->stats) {
     wk_stream_stats s;
     wk_model_info info;
-    double audio = (double) (last - first) / WK_SAMPLE_RATE;
+    double audio = (double) len / WK_SAMPLE_RATE;
     double wall = t_done - t0;
 
     wk_stream_get_stats (stream, &s);
@@ -621,6 +727,7 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
         "live_utterances: %" PRId64 "\n"
         "vad_seconds: %.3f\n"
         "speech_seconds: %.3f\n"
+        "input_seconds: %.3f\n"
         "language: %s\n",
         jb->several ? "file: " : "", jb->several ? jb->path : "",
         jb->several ? "\n" : "",
@@ -628,10 +735,13 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
         audio, wall, audio > 0 ? wall / audio : 0.0, s.mel_seconds,
         s.encoder_seconds, s.decoder_seconds, s.n_windows, s.n_tokens,
         s.state_bytes, s.n_runs, s.n_committed, s.n_utterances,
-        s.vad_seconds, s.speech_seconds, wk_stream_language (stream) ?
-        wk_stream_language (stream) : "");
+        s.vad_seconds, s.speech_seconds,
+        (double) (last - first) / WK_SAMPLE_RATE,
+        wk_stream_language (stream) ? wk_stream_language (stream) : "");
   }
   wk_wav_clear (&wav);
+  free (speech);
+  free (map);
   return 0;
 
 engine_failed:
@@ -640,6 +750,8 @@ engine_failed:
   fprintf (stderr, PROGRAM ": %s: transcription failed: %s\n", jb->path,
       wk_status_str (st));
   wk_wav_clear (&wav);
+  free (speech);
+  free (map);
   return 1;
 }
 
@@ -654,6 +766,7 @@ enum
   OPT_PROMPT,
   OPT_OFFSET,
   OPT_DURATION,
+  OPT_VAD,
 };
 
 int
@@ -670,6 +783,7 @@ main (int argc, char **argv)
     {"prompt", required_argument, NULL, OPT_PROMPT},
     {"offset", required_argument, NULL, OPT_OFFSET},
     {"duration", required_argument, NULL, OPT_DURATION},
+    {"vad", no_argument, NULL, OPT_VAD},
     {"latency", required_argument, NULL, OPT_LATENCY},
     {"format", required_argument, NULL, 'f'},
     {"tokens", no_argument, NULL, OPT_TOKENS},
@@ -689,6 +803,9 @@ main (int argc, char **argv)
   wk_status st;
   char err[512] = "";
   int opt, stats = 0, rc = 1, offset_ms = 0, duration_ms = -1, n_files, i;
+  int use_vad = 0;
+  wk_vad_model *vad_model = NULL;
+  wk_vad *vad = NULL;
   double t_start, t_loaded;
 
   while ((opt = getopt_long (argc, argv, "m:l:t:b:f:o:h", options, NULL)) != -1) {
@@ -731,6 +848,9 @@ main (int argc, char **argv)
       case OPT_DURATION:
         if (parse_int (optarg, 0, INT32_MAX, &duration_ms) < 0)
           goto bad_value;
+        break;
+      case OPT_VAD:
+        use_vad = 1;
         break;
       case 'f':
         if (!strcmp (optarg, "txt"))
@@ -828,11 +948,22 @@ main (int argc, char **argv)
     w.f = stdout;
   }
   w.live = sp.latency_ms > 0;
+  if (use_vad) {
+    wk_vad_params vp = wk_vad_default_params ();
+
+    if (wk_vad_model_load (wk_default_vad_model_path (), &vad_model, err,
+            sizeof err) != WK_OK
+        || wk_vad_new (vad_model, &vp, &vad, err, sizeof err) != WK_OK) {
+      fprintf (stderr, PROGRAM ": --vad: %s\n", err);
+      rc = 1;
+      goto done;
+    }
+  }
 
   rc = 0;
   for (i = optind; i < argc; i++) {
     job jb = { argv[i], n_files > 1, offset_ms, duration_ms, stats,
-      isatty (2) && !stats
+      isatty (2) && !stats, vad
     };
     int r = transcribe_file (&jb, model, stream, &w, t_loaded - t_start,
         model_path);
@@ -854,6 +985,8 @@ done:
     wk_stream_free (stream);
   if (model)
     wk_model_unref (model);
+  wk_vad_free (vad);
+  wk_vad_model_unref (vad_model);
   free (resolved_path);
   if (!model)
     return 1;
