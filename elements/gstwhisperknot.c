@@ -59,8 +59,9 @@
  * file) are. Every text buffer carries a #GstCustomMeta named
  * `GstWhisperKnotTextMeta` (gst_buffer_get_custom_meta()) whose structure
  * holds `probability` (gdouble in [0, 1]: the mean probability the model
- * gave the text's tokens; for a phrase, the mean of its words') and
- * `language` (string, the text's, when known).
+ * gave the text's tokens; for a phrase, and for the newline that ends a
+ * line of words with #GstWhisperKnot:text-lines, the mean of its words')
+ * and `language` (string, the text's, when known).
  *
  * Properties are read when the element goes from READY to PAUSED (a model
  * set in READY replaces the one loading); changes made in PAUSED or PLAYING
@@ -1974,9 +1975,15 @@ gst_whisperknot_push_text (GstWhisperKnot * self, const gchar * text,
     return GST_FLOW_OK;
   gst_whisperknot_add_text_meta (self, buf, p);
   if (gst_whisperknot_words_on_lines (self)) {
-    if (self->line_open)
+    if (self->line_open) {
       gst_buffer_prepend_memory (buf, gst_whisperknot_separator (" "));
+    } else {
+      self->line_p = 0.0;
+      self->line_words = 0;
+    }
     self->line_open = TRUE;
+    self->line_p += p;
+    self->line_words++;
   } else if (self->stream_text_lines) {
     gst_buffer_append_memory (buf, gst_whisperknot_separator ("\n"));
   }
@@ -2023,6 +2030,9 @@ gst_whisperknot_end_line (GstWhisperKnot * self)
   self->line_open = FALSE;
   buf = gst_buffer_new ();
   gst_buffer_append_memory (buf, gst_whisperknot_separator ("\n"));
+  /* the line's: the mean of its words' */
+  gst_whisperknot_add_text_meta (self, buf,
+      self->line_words ? self->line_p / self->line_words : 0.0);
   GST_BUFFER_PTS (buf) = self->out_pos;
   GST_BUFFER_DURATION (buf) = 0;
   return gst_pad_push (self->srcpad, buf);

@@ -173,6 +173,8 @@ struct _GstWhisperKnot
   gboolean stream_text_lines;   /* text-lines of this run */
   gboolean stream_translate;    /* translate of this run */
   gboolean line_open;           /* text-lines: a word line is not ended */
+  gdouble line_p;               /* the sum of its words' probabilities */
+  guint line_words;
   GstClockTime stream_limit;    /* latency + lateness of this run */
   GstClockTime stream_lateness; /* lateness of this run */
   GString *phrase;              /* output=phrase: words not pushed yet */

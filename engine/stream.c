@@ -134,8 +134,9 @@ stream_alloc (wk_stream * s, size_t n, size_t elem, bool *ok)
   return wk_live_calloc (&s->own_bytes, n, elem, ok);
 }
 
-/* Only the end of a prompt can be kept: text this far before it never
- * yields one of the tokens kept (n_text_ctx / 2 of them) */
+/* Only a prompt's last n_text_ctx / 2 - 1 tokens are kept: its last 32 KiB
+ * hold them (Whisper's 223 tokens are a few KiB of text), so a huge
+ * prompt costs no more to tokenize */
 #define WK_PROMPT_MAX_BYTES 32768
 
 /* Tokenizes the caller's initial prompt as openai does (encode (" " +

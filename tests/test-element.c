@@ -236,8 +236,12 @@ check_coverage (guint from, guint to, GstClockTime t0, GstClockTime t1)
         GST_TIME_ARGS (t1));
     if (item->is_buffer) {
       n_buffers++;
-      GST_INFO ("text %" GST_TIME_FORMAT " + %" GST_TIME_FORMAT ": %s",
-          GST_TIME_ARGS (item->ts), GST_TIME_ARGS (item->dur), item->text);
+      GST_INFO ("text %" GST_TIME_FORMAT " + %" GST_TIME_FORMAT ": %s "
+          "(p %.3f)", GST_TIME_ARGS (item->ts), GST_TIME_ARGS (item->dur),
+          item->text, item->p);
+      /* every text buffer has the text meta */
+      fail_unless (item->p >= 0.0 && item->p <= 1.0,
+          "text %u has no probability meta (%f)", i, item->p);
     }
     pos = item->ts + item->dur;
   }
@@ -1977,6 +1981,9 @@ GST_START_TEST (test_text_lines)
           fail_unless (!line_open, "no newline before event %u", i);
         continue;
       }
+      /* lines and words alike carry the text meta */
+      fail_unless (item->p >= 0.0 && item->p <= 1.0, "buffer %u '%s': "
+          "probability %f", i, text, item->p);
       len = strlen (text);
       if (latency == 0) {
         fail_unless (len >= 2 && text[len - 1] == '\n' &&
