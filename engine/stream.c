@@ -209,7 +209,7 @@ static void
 seed_prompt (wk_stream * s)
 {
   s->n_prompt = 0;
-  if (s->initial_as_prev)
+  if (s->initial_as_prev && s->n_initial > 0)
     wk_live_prompt_push (s->prompt, &s->n_prompt, s->prompt_cap,
         s->p.max_text_ctx, s->initial, s->n_initial);
 }

@@ -72,6 +72,16 @@ on_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
   gst_buffer_unmap (buf, &map);
 }
 
+static gboolean gst_started;
+
+void
+wk_audio_decode_end (void)
+{
+  if (gst_started)
+    gst_deinit ();
+  gst_started = FALSE;
+}
+
 wk_status
 wk_audio_decode (const char *path, wk_wav * wav, char *err, size_t err_size)
 {
@@ -87,6 +97,7 @@ wk_audio_decode (const char *path, wk_wav * wav, char *err, size_t err_size)
     snprintf (err, err_size, "%s: GStreamer cannot start", path);
     return WK_ERR_UNSUPPORTED;
   }
+  gst_started = TRUE;
   pipeline = gst_pipeline_new ("decode");
   src = gst_element_factory_make ("filesrc", NULL);
   dec = gst_element_factory_make ("decodebin", NULL);

@@ -16,4 +16,8 @@
 wk_status wk_audio_decode (const char *path, wk_wav * wav, char *err,
     size_t err_size);
 
+/* Releases what GStreamer holds (its registry, plugins) once decoding is
+ * over for good; nothing when wk_audio_decode never ran. */
+void wk_audio_decode_end (void);
+
 #endif

@@ -987,6 +987,7 @@ done:
     wk_model_unref (model);
   wk_vad_free (vad);
   wk_vad_model_unref (vad_model);
+  wk_audio_decode_end ();
   free (resolved_path);
   if (!model)
     return 1;
