@@ -49,7 +49,7 @@
  * #GstWhisperKnot:language, or detected on the first window with
  * language=auto) a stream-scoped tag event with `language-code` (the
  * text's: "en" with #GstWhisperKnot:translate) goes downstream on the src
- * pad before the next text, and again whenever it changes; an element
+ * pad (and a requested `partial_src`) before the next text, and again whenever it changes; an element
  * message `whisperknot-language` gives `language-code`
  * (string), `probability` (gdouble) and `languages` (a #GstStructure named
  * `languages` whose fields are the five likeliest codes, most likely first,
@@ -2161,6 +2161,7 @@ gst_whisperknot_forward_partial_event (GstWhisperKnot * self, GstEvent * event)
     case GST_EVENT_STREAM_START:
     case GST_EVENT_CAPS:
     case GST_EVENT_SEGMENT:
+    case GST_EVENT_TAG:
     case GST_EVENT_EOS:
     case GST_EVENT_FLUSH_START:
     case GST_EVENT_FLUSH_STOP:
@@ -2229,6 +2230,7 @@ gst_whisperknot_tag_language (GstWhisperKnot * self)
   size_t n, i;
   GstStructure *langs;
   GstTagList *tags;
+  GstEvent *event;
   const gchar *text_language;
 
   n = wk_stream_language_probs (self->stream, probs, G_N_ELEMENTS (probs));
@@ -2244,7 +2246,9 @@ gst_whisperknot_tag_language (GstWhisperKnot * self)
 
   tags = gst_tag_list_new (GST_TAG_LANGUAGE_CODE, text_language, NULL);
   gst_tag_list_set_scope (tags, GST_TAG_SCOPE_STREAM);
-  gst_pad_push_event (self->srcpad, gst_event_new_tag (tags));
+  event = gst_event_new_tag (tags);
+  gst_whisperknot_forward_partial_event (self, event);
+  gst_pad_push_event (self->srcpad, event);
 
   langs = gst_structure_new_empty ("languages");
   for (i = 0; i < n; i++)

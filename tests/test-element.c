@@ -2133,7 +2133,7 @@ GST_START_TEST (test_partial_src)
   GstClockTime t0 = 2 * GST_SECOND, end;
   GstMessage *msg;
   guint i, n_msgs = 0, n_bufs = 0, first_buf = G_MAXUINT, caps_at =
-      G_MAXUINT, eos_at = G_MAXUINT;
+      G_MAXUINT, eos_at = G_MAXUINT, tag_at = G_MAXUINT;
 
   partial_items = g_ptr_array_new_with_free_func (g_free);
   partial = gst_element_request_pad_simple (h->element, "partial_src");
@@ -2177,6 +2177,8 @@ GST_START_TEST (test_partial_src)
       first_buf = MIN (first_buf, i);
     } else if (!strcmp (item, "caps")) {
       caps_at = MIN (caps_at, i);
+    } else if (!strcmp (item, "tag")) {
+      tag_at = MIN (tag_at, i);
     } else if (!strcmp (item, "eos")) {
       eos_at = i;
     }
@@ -2186,6 +2188,8 @@ GST_START_TEST (test_partial_src)
   fail_unless_equals_int (n_bufs, n_msgs);
   fail_unless (n_bufs > 0);
   fail_unless (caps_at < first_buf);
+  /* the language tag, after the caps, before the text */
+  fail_unless (caps_at < tag_at && tag_at < first_buf);
   fail_unless (eos_at == partial_items->len - 1);
   g_mutex_unlock (&partial_lock);
 
