@@ -121,6 +121,12 @@
  *     fdsink fd=1
  * ]| Prints what the microphone hears, a line per utterance
  * (#GstWhisperKnot:text-lines).
+ * |[
+ * gst-launch-1.0 -m filesrc location=talk.flac ! decodebin ! audioconvert ! \
+ *     audioresample ! whisperknot model=tiny.en.knot \
+ *     prompt="Nakamura spoke in Kyoto." ! fakesink
+ * ]| Transcribes with a prompt of names; -m shows the
+ * `whisperknot-language` message.
  *
  * With a build tree, `GST_PLUGIN_PATH=build/gst-plugin gst-inspect-1.0
  * whisperknot` lists the element, its caps and properties.
