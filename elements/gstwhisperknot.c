@@ -36,6 +36,33 @@
  * then is passed on. A flush drops queued audio and pending text and stops
  * a model run in progress, as does a change to READY or NULL.
  *
+ * #GstWhisperKnot:prompt gives the decoder text to read before the audio,
+ * as openai's initial_prompt: names, spellings, a style. It is tokenized
+ * by the engine (its last 223 tokens are kept for Whisper's models) and
+ * read before the first 30 s window and, with a latency, before the
+ * committed text in every run. It must be valid UTF-8: otherwise the
+ * change to PAUSED fails with an error saying so. A model never trained
+ * with a prompt (whisperknot's own default model: given one, it wrote no
+ * text for most sentences) ignores it, and the element posts a warning.
+ *
+ * Language and confidence: once the spoken language is known (set by
+ * #GstWhisperKnot:language, or detected on the first window with
+ * language=auto) a stream-scoped tag event with `language-code` (the
+ * text's: "en" with #GstWhisperKnot:translate) goes downstream on the src
+ * pad (and a requested `partial_src`) before the next text, and again whenever it changes; an element
+ * message `whisperknot-language` gives `language-code`
+ * (string), `probability` (gdouble) and `languages` (a #GstStructure named
+ * `languages` whose fields are the five likeliest codes, most likely first,
+ * with their probabilities as gdouble; a set language has probability 1).
+ * Stream-scoped tags from upstream describe the audio (`audio-codec`,
+ * `bitrate`, ...) and are not passed on; global ones (the title of the
+ * file) are. Every text buffer carries a #GstCustomMeta named
+ * `GstWhisperKnotTextMeta` (gst_buffer_get_custom_meta()) whose structure
+ * holds `probability` (gdouble in [0, 1]: the mean probability the model
+ * gave the text's tokens; for a phrase, and for the newline that ends a
+ * line of words with #GstWhisperKnot:text-lines, the mean of its words')
+ * and `language` (string, the text's, when known).
+ *
  * Properties are read when the element goes from READY to PAUSED (a model
  * set in READY replaces the one loading); changes made in PAUSED or PLAYING
  * take effect the next time.
@@ -94,6 +121,12 @@
  *     fdsink fd=1
  * ]| Prints what the microphone hears, a line per utterance
  * (#GstWhisperKnot:text-lines).
+ * |[
+ * gst-launch-1.0 -m filesrc location=talk.flac ! decodebin ! audioconvert ! \
+ *     audioresample ! whisperknot model=tiny.en.knot \
+ *     prompt="Nakamura spoke in Kyoto." ! fakesink
+ * ]| Transcribes with a prompt of names; -m shows the
+ * `whisperknot-language` message.
  *
  * With a build tree, `GST_PLUGIN_PATH=build/gst-plugin gst-inspect-1.0
  * whisperknot` lists the element, its caps and properties.
@@ -119,6 +152,7 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 
 #define DEFAULT_MODEL NULL
 #define DEFAULT_LANGUAGE "auto"
+#define DEFAULT_PROMPT NULL
 #define DEFAULT_TRANSLATE FALSE
 #define DEFAULT_LATENCY 0
 #define DEFAULT_THREADS 0
@@ -217,6 +251,7 @@ enum
   PROP_STATS,
   PROP_ALIGNMENT_THRESHOLD,
   PROP_DISCONT_WAIT,
+  PROP_PROMPT,
 };
 
 GType
@@ -551,6 +586,22 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * (guint64: F32 input outside [-1, 1], clipped, and NaN, infinite or
    * absurd input beyond +-2^32, transcribed as silence).
    */
+  /**
+   * GstWhisperKnot:prompt:
+   *
+   * Text the decoder reads before the audio (openai's initial_prompt):
+   * names, spellings or a style the transcript should follow, e.g.
+   * "Nakamura spoke in Kyoto." Valid UTF-8; a prompt longer than the
+   * model's context (223 tokens for Whisper's models) keeps its end. Read
+   * when the element goes from READY to PAUSED.
+   */
+  g_object_class_install_property (gobject_class, PROP_PROMPT,
+      g_param_spec_string ("prompt", "Prompt",
+          "Text the decoder reads before the audio (names, spellings, "
+          "style), as openai's initial_prompt; unset: none", DEFAULT_PROMPT,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Resident model bytes, load time, audio processed, time per "
@@ -576,6 +627,12 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
 
   GST_DEBUG_CATEGORY_INIT (whisperknot_debug, "whisperknot", 0,
       "speech to text");
+  {
+    static const gchar *tags[] = { NULL };
+
+    gst_meta_register_custom (GST_WHISPERKNOT_TEXT_META_NAME, tags, NULL,
+        NULL, NULL);
+  }
 }
 
 static void
@@ -599,6 +656,7 @@ gst_whisperknot_init (GstWhisperKnot * self)
 
   self->model_path = g_strdup (DEFAULT_MODEL);
   self->language = g_strdup (DEFAULT_LANGUAGE);
+  self->prompt = g_strdup (DEFAULT_PROMPT);
   self->translate = DEFAULT_TRANSLATE;
   self->latency_ms = DEFAULT_LATENCY;
   self->n_threads = DEFAULT_THREADS;
@@ -636,6 +694,8 @@ gst_whisperknot_finalize (GObject * object)
   gst_whisperknot_join_load (self);
   g_free (self->model_path);
   g_free (self->language);
+  g_free (self->prompt);
+  g_free (self->tag_language);
   g_free (self->loaded_path);
   g_free (self->load_error);
   /* dispose releases request pads; this is for safety only */
@@ -716,6 +776,10 @@ gst_whisperknot_set_property (GObject * object, guint prop_id,
     case PROP_DISCONT_WAIT:
       self->discont_wait = g_value_get_uint64 (value);
       break;
+    case PROP_PROMPT:
+      g_free (self->prompt);
+      self->prompt = g_value_dup_string (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -781,6 +845,9 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
       break;
     case PROP_DISCONT_WAIT:
       g_value_set_uint64 (value, self->discont_wait);
+      break;
+    case PROP_PROMPT:
+      g_value_set_string (value, self->prompt);
       break;
     case PROP_STATS:
       g_value_take_boxed (value, gst_whisperknot_make_stats (self));
@@ -988,12 +1055,14 @@ static gboolean
 gst_whisperknot_open_stream (GstWhisperKnot * self)
 {
   wk_stream_params params = wk_stream_default_params ();
-  gchar *language;
+  gchar *language, *prompt;
   wk_status status;
   char err[512] = "";
 
   GST_OBJECT_LOCK (self);
   language = g_strdup (self->language);
+  prompt = g_strdup (self->prompt);
+  params.initial_prompt = prompt;
   params.translate = self->translate;
   params.latency_ms = self->latency_ms;
   self->stream_latency_ms = self->latency_ms;
@@ -1008,6 +1077,7 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   params.group = self->output == GST_WHISPERKNOT_OUTPUT_PHRASE ?
       WK_GROUP_PHRASE : WK_GROUP_WORD;
   self->stream_text_lines = self->text_lines;
+  self->stream_translate = self->translate;
   self->stream_limit = (self->latency_ms + self->lateness_ms) * GST_MSECOND;
   self->stream_lateness = self->lateness_ms * GST_MSECOND;
   memset (&self->stats, 0, sizeof self->stats);
@@ -1022,10 +1092,24 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
     wk_stream_free (self->stream);
     self->stream = NULL;
   }
+  /* a new stream on a new pad activation: no sticky tags */
+  g_clear_pointer (&self->tag_language, g_free);
 
   status = wk_stream_new (self->model, &params, &self->stream, err, sizeof err);
-  if (status != WK_OK)
+  if (status != WK_OK) {
+    g_free (prompt);
     goto failed;
+  }
+  if (prompt && prompt[0]) {
+    wk_model_info info;
+
+    wk_model_get_info (self->model, &info);
+    if (info.max_prompt_tokens == 0)
+      GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+          ("The prompt is ignored: the model was never trained with one."),
+          ("its knot has whisperknot.max_text_ctx = 0"));
+  }
+  g_free (prompt);
   /* the stats property shows the new stream's state at once */
   GST_OBJECT_LOCK (self);
   wk_stream_get_stats (self->stream, &self->stats);
@@ -1037,7 +1121,11 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   /* ERRORS */
 failed:
   {
-    if (status == WK_ERR_ARG) {
+    if (status == WK_ERR_ARG && strstr (err, "initial_prompt")) {
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+          ("Could not start transcription: %s; set the prompt property "
+              "to UTF-8 text.", err), ("%s", wk_status_str (status)));
+    } else if (status == WK_ERR_ARG) {
       GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
           ("Could not start transcription: %s (language '%s', "
               "translate %s).", err, language ? language : "auto",
@@ -1643,6 +1731,22 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
     case GST_EVENT_EOS:
       gst_whisperknot_forget_time (self);
       return gst_whisperknot_queue_event (self, event, TRUE);
+    case GST_EVENT_TAG:
+    {
+      GstTagList *tags;
+
+      /* stream tags describe the audio (its codec, bitrate): not the
+       * text, whose own (its language) the worker sends; global ones
+       * (a file's title) describe both */
+      gst_event_parse_tag (event, &tags);
+      if (gst_tag_list_get_scope (tags) != GST_TAG_SCOPE_GLOBAL) {
+        GST_DEBUG_OBJECT (self, "not passing on the audio's tags %"
+            GST_PTR_FORMAT, tags);
+        gst_event_unref (event);
+        return TRUE;
+      }
+      return gst_whisperknot_queue_event (self, event, FALSE);
+    }
     default:
       if (GST_EVENT_IS_SERIALIZED (event))
         return gst_whisperknot_queue_event (self, event, FALSE);
@@ -1793,6 +1897,24 @@ gst_whisperknot_words_on_lines (GstWhisperKnot * self)
       self->stream_output != GST_WHISPERKNOT_OUTPUT_PHRASE;
 }
 
+/* The text meta (see the element's documentation) on buf. */
+static void
+gst_whisperknot_add_text_meta (GstWhisperKnot * self, GstBuffer * buf,
+    gdouble p)
+{
+  GstCustomMeta *meta = gst_buffer_add_custom_meta (buf,
+      GST_WHISPERKNOT_TEXT_META_NAME);
+  GstStructure *st;
+
+  if (!meta)
+    return;
+  st = gst_custom_meta_get_structure (meta);
+  gst_structure_set (st, "probability", G_TYPE_DOUBLE, CLAMP (p, 0.0, 1.0),
+      NULL);
+  if (self->tag_language)
+    gst_structure_set (st, "language", G_TYPE_STRING, self->tag_language, NULL);
+}
+
 static GstFlowReturn
 gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
 {
@@ -1804,10 +1926,18 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
   if (!seg->text[0])
     return GST_FLOW_OK;
   buf = gst_buffer_new_memdup (seg->text, strlen (seg->text));
+  gst_whisperknot_add_text_meta (self, buf, seg->p);
   if (gst_whisperknot_words_on_lines (self)) {
-    if (self->line_open && seg->space_before)
-      gst_buffer_prepend_memory (buf, gst_whisperknot_separator (" "));
+    if (self->line_open) {
+      if (seg->space_before)
+        gst_buffer_prepend_memory (buf, gst_whisperknot_separator (" "));
+    } else {
+      self->line_p = 0.0;
+      self->line_words = 0;
+    }
     self->line_open = TRUE;
+    self->line_p += seg->p;
+    self->line_words++;
   } else if (self->stream_text_lines) {
     gst_buffer_append_memory (buf, gst_whisperknot_separator ("\n"));
   }
@@ -1863,6 +1993,9 @@ gst_whisperknot_end_line (GstWhisperKnot * self)
   self->line_open = FALSE;
   buf = gst_buffer_new ();
   gst_buffer_append_memory (buf, gst_whisperknot_separator ("\n"));
+  /* the line's: the mean of its words' */
+  gst_whisperknot_add_text_meta (self, buf,
+      self->line_words ? self->line_p / self->line_words : 0.0);
   GST_BUFFER_PTS (buf) = self->out_pos;
   GST_BUFFER_DURATION (buf) = 0;
   return gst_pad_push (self->srcpad, buf);
@@ -1950,6 +2083,7 @@ gst_whisperknot_forward_partial_event (GstWhisperKnot * self, GstEvent * event)
     case GST_EVENT_STREAM_START:
     case GST_EVENT_CAPS:
     case GST_EVENT_SEGMENT:
+    case GST_EVENT_TAG:
     case GST_EVENT_EOS:
     case GST_EVENT_FLUSH_START:
     case GST_EVENT_FLUSH_STOP:
@@ -2008,6 +2142,50 @@ gst_whisperknot_post_partial (GstWhisperKnot * self)
   return n ? words[0].start : -1;
 }
 
+/* Once the stream's language is known, and whenever it changes: a
+ * stream-scoped language-code tag downstream (the text's language: English
+ * when translating), and the detection's probabilities of the spoken
+ * language on the bus. */
+static void
+gst_whisperknot_tag_language (GstWhisperKnot * self)
+{
+  wk_language_prob probs[5];
+  size_t n, i;
+  GstStructure *langs;
+  GstTagList *tags;
+  GstEvent *event;
+  const gchar *text_language;
+
+  n = wk_stream_language_probs (self->stream, probs, G_N_ELEMENTS (probs));
+  if (n == 0)
+    return;
+  text_language = self->stream_translate ? "en" : probs[0].code;
+  if (!g_strcmp0 (text_language, self->tag_language))
+    return;
+  g_free (self->tag_language);
+  self->tag_language = g_strdup (text_language);
+  GST_INFO_OBJECT (self, "language %s (p = %.3f), text in %s",
+      probs[0].code, probs[0].p, text_language);
+
+  tags = gst_tag_list_new (GST_TAG_LANGUAGE_CODE, text_language, NULL);
+  gst_tag_list_set_scope (tags, GST_TAG_SCOPE_STREAM);
+  event = gst_event_new_tag (tags);
+  gst_whisperknot_forward_partial_event (self, event);
+  gst_pad_push_event (self->srcpad, event);
+
+  langs = gst_structure_new_empty ("languages");
+  for (i = 0; i < n; i++)
+    gst_structure_set (langs, probs[i].code, G_TYPE_DOUBLE,
+        (gdouble) probs[i].p, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("whisperknot-language",
+              "language-code", G_TYPE_STRING, probs[0].code,
+              "probability", G_TYPE_DOUBLE, (gdouble) probs[0].p,
+              "languages", GST_TYPE_STRUCTURE, langs, NULL)));
+  gst_structure_free (langs);
+}
+
 /* Pushes the segments the engine has completed, then a GAP up to where no
  * more text can come from (the end of the audio once it is finished). */
 static GstFlowReturn
@@ -2022,6 +2200,7 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
     return GST_FLOW_OK;
 
   n = wk_stream_take (self->stream, &segs);
+  gst_whisperknot_tag_language (self);
   for (i = 0; i < n && ret == GST_FLOW_OK; i++) {
     if (segs[i].utterance_end)
       ret = gst_whisperknot_push_utterance_end (self, &segs[i]);

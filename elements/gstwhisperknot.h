@@ -25,6 +25,11 @@ G_BEGIN_DECLS
   (G_TYPE_CHECK_CLASS_TYPE((klass),GST_TYPE_WHISPERKNOT))
 typedef struct _GstWhisperKnot GstWhisperKnot;
 
+/* The name of the GstCustomMeta on every text buffer (see the element's
+ * documentation): gst_buffer_get_custom_meta (buf,
+ * GST_WHISPERKNOT_TEXT_META_NAME). */
+#define GST_WHISPERKNOT_TEXT_META_NAME "GstWhisperKnotTextMeta"
+
 /**
  * GstWhisperKnotOutput:
  * @GST_WHISPERKNOT_OUTPUT_WORD: one text buffer per committed word
@@ -86,6 +91,7 @@ struct _GstWhisperKnot
   /* properties, protected by the object lock */
   gchar *model_path;            /* NULL: wk_default_model_path () */
   gchar *language;              /* "auto" or an ISO 639-1 code */
+  gchar *prompt;                /* initial prompt, NULL: none */
   gboolean translate;
   guint latency_ms;             /* 0: offline windows */
   guint n_threads;              /* 0: engine default */
@@ -166,9 +172,13 @@ struct _GstWhisperKnot
   gboolean own_error;           /* the error was posted already */
   guint stream_output;          /* GstWhisperKnotOutput of this run */
   gboolean stream_text_lines;   /* text-lines of this run */
+  gboolean stream_translate;    /* translate of this run */
   gboolean line_open;           /* text-lines: a word line is not ended */
+  gdouble line_p;               /* the sum of its words' probabilities */
+  guint line_words;
   GstClockTime stream_limit;    /* latency + lateness of this run */
   GstClockTime stream_lateness; /* lateness of this run */
+  gchar *tag_language;          /* the language code tagged downstream */
   GstClockTime partial_pos;     /* the last partial buffer's PTS, or NONE */
 };
 

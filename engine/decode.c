@@ -1,7 +1,8 @@
 /* Whisper's decoding of one window, as openai/whisper's decoding.py and
  * transcribe.py's decode_with_fallback do it:
  *
- *  - initial tokens: [<|startofprev|> prompt...] <|startoftranscript|>
+ *  - initial tokens: [<|startofprev|> prompt... earlier text...]
+ *    <|startoftranscript|>
  *    [language task] [<|notimestamps|>];
  *  - logit filters in Whisper's order: SuppressBlank, SuppressTokens
  *    (non-speech symbols + specials), ApplyTimestampRules;
@@ -289,24 +290,47 @@ wk_logit_filters_apply (const wk_model * m, int sample_begin,
 
 static int
 initial_tokens (wk_ctx * ctx, const wk_stream_params * p, int lang,
-    const int32_t * prompt, int n_prompt, int *sot_index)
+    const wk_prompt * prompt, int n_prefix, int *sot_index)
 {
   const wk_model *m = ctx->model;
   const wk_special_tokens *sp = &m->sp;
-  int n = 0, max_prompt = m->hp.n_text_ctx / 2 - 1, i;
+  const int T = m->hp.n_text_ctx;
+  int n = 0, room = T / 2 - 1, n_head = 0, n_prev = 0, i;
+  const int32_t *head = NULL, *prev = NULL;
 
-  if (max_prompt > m->max_text_ctx)
-    max_prompt = m->max_text_ctx;       /* what the model was trained with */
-  if (prompt && n_prompt > 0 && max_prompt > 0) {
-    if (n_prompt > max_prompt) {
-      prompt += n_prompt - max_prompt;
-      n_prompt = max_prompt;
-    }
+  /* openai keeps the last n_text_ctx / 2 - 1 tokens of the context: the
+   * caller's prompt first, then the newest earlier text that fits, at
+   * most what the model was trained with (none at all for a model never
+   * trained with a prompt: on whisperknot's own, a prompt of names left
+   * no text at all); a forced prefix (which with the initial tokens may
+   * fill 3/4 of the context, see wk_decode_window) shortens it */
+  if (room > m->max_text_ctx)
+    room = m->max_text_ctx;
+  if (room > T * 3 / 4 - n_prefix - 6)
+    room = T * 3 / 4 - n_prefix - 6;
+  if (room < 0)
+    room = 0;
+  if (prompt && prompt->n_head > 0 && prompt->head) {
+    n_head = prompt->n_head < room ? prompt->n_head : room;
+    head = prompt->head + prompt->n_head - n_head;
+  }
+  if (prompt && prompt->n_prev > 0 && prompt->prev) {
+    int cap = room - n_head;
+    n_prev = prompt->n_prev < cap ? prompt->n_prev : cap;
+    if (n_prev > 0)
+      prev = prompt->prev + prompt->n_prev - n_prev;
+    else
+      n_prev = 0;
+  }
+  if (n_head + n_prev > 0) {
     ctx->seq[n++] = sp->prev;
-    for (i = 0; i < n_prompt; i++)
-      ctx->seq[n++] = prompt[i];
+    for (i = 0; i < n_head; i++)
+      ctx->seq[n++] = head[i];
+    for (i = 0; i < n_prev; i++)
+      ctx->seq[n++] = prev[i];
   }
   *sot_index = n;
+  ctx->n_context = n;
   ctx->seq[n++] = sp->sot;
   if (m->multilingual) {
     if (lang < 0 || lang >= sp->n_langs)
@@ -619,8 +643,8 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
 
 wk_status
 wk_decode_window (wk_ctx * ctx, const wk_stream_params * p, int lang,
-    const int32_t * prompt, int n_prompt, const int32_t * prefix,
-    int n_prefix, const wk_window_result ** res)
+    const wk_prompt * prompt, const int32_t * prefix, int n_prefix,
+    const wk_window_result ** res)
 {
   wk_window_result *r;
   filters f;
@@ -635,7 +659,7 @@ wk_decode_window (wk_ctx * ctx, const wk_stream_params * p, int lang,
   V = ctx->model->hp.n_vocab;
   r = &ctx->result;
   memset (r, 0, sizeof *r);
-  n0 = initial_tokens (ctx, p, lang, prompt, n_prompt, &sot_index);
+  n0 = initial_tokens (ctx, p, lang, prompt, n_prefix, &sot_index);
   /* the forced prefix counts as sampled (timestamp rules see it), and
    * leaves room for at least a quarter of the context to be decoded */
   if (n0 + n_prefix > ctx->model->hp.n_text_ctx * 3 / 4)
@@ -712,10 +736,13 @@ wk_detect_language (wk_ctx * ctx, float *probs)
       best = i;
     }
   }
-  if (probs) {
-    lse = log_sum_exp (x, sp->n_langs);
-    for (i = 0; i < sp->n_langs; i++)
-      probs[i] = expf (x[i] - lse);
+  lse = log_sum_exp (x, sp->n_langs);
+  for (i = 0; i < sp->n_langs; i++) {
+    float pr = expf (x[i] - lse);
+    if (i < WK_N_LANGUAGES)
+      ctx->lang_probs[i] = pr;
+    if (probs)
+      probs[i] = pr;
   }
   return best;
 }

@@ -10,7 +10,7 @@
 /* phrases: a pause this long between two words ends one */
 #define WK_GROUP_PAUSE (WK_SAMPLE_RATE / 2)
 /* tokens a word takes at most, for sizing (longer words are cut) */
-#define WK_GROUP_WORD_TOKENS 8
+#define WK_GROUP_WORD_TOKENS 16
 
 /* segments with their tokens and text, in fixed arrays */
 typedef struct
@@ -32,7 +32,7 @@ struct wk_group
   int n_words;
   int64_t start, end;
   bool space_before;
-  double sum_logprob, sum_no_speech;
+  double sum_logprob, sum_no_speech, sum_p;
   wk_token *toks;
   int n_toks, toks_cap;
   char *text;
@@ -136,6 +136,7 @@ close_open (wk_group * g)
   seg->space_before = g->space_before;
   seg->avg_logprob = (float) (g->sum_logprob / g->n_words);
   seg->no_speech_prob = (float) (g->sum_no_speech / g->n_words);
+  seg->p = (float) (g->sum_p / g->n_words);
   g->n_words = 0;
   g->n_toks = 0;
   g->len = 0;
@@ -163,7 +164,7 @@ add_word (wk_group * g, const wk_segment * w)
     g->start = w->start;
     g->end = w->end;
     g->space_before = w->space_before;
-    g->sum_logprob = g->sum_no_speech = 0.0;
+    g->sum_logprob = g->sum_no_speech = g->sum_p = 0.0;
   }
   if (space)
     g->text[g->len++] = ' ';
@@ -176,6 +177,7 @@ add_word (wk_group * g, const wk_segment * w)
     g->end = w->end;
   g->sum_logprob += w->avg_logprob;
   g->sum_no_speech += w->no_speech_prob;
+  g->sum_p += w->p;
   g->n_words++;
 }
 

@@ -212,6 +212,9 @@ struct wk_live
   /* prompt: committed tokens */
   int32_t *prompt;
   int n_prompt, prompt_cap;
+  /* the caller's initial prompt (the stream's), first in every run */
+  const int32_t *initial;
+  int n_initial;
 
   /* the last committed words, normalised, for de-duplication */
   char recent[LIVE_RECENT][LIVE_WORD_BYTES];
@@ -387,8 +390,11 @@ out_add (wk_live * l, live_out * o, const live_hyp * h, const live_word * w,
     t->text = wk_tokenizer_bytes (m->tok, h->tok[k], &tl);
     if (!t->text)
       t->text = "";
+    seg->p += t->p;
   }
   seg->n_tokens = n_tok;
+  if (n_tok > 0)
+    seg->p /= (float) n_tok;
   return seg;
 }
 
@@ -632,6 +638,15 @@ begin_call (wk_live * l)
 }
 
 /* ---- the prompt and commits ---------------------------------------------- */
+
+void
+wk_live_set_prompt (wk_live * l, const int32_t * t, int n)
+{
+  if (!l)
+    return;
+  l->initial = n > 0 ? t : NULL;
+  l->n_initial = n > 0 ? n : 0;
+}
 
 void
 wk_live_prompt_push (int32_t * prompt, int *n_prompt, int prompt_cap,
@@ -1185,9 +1200,11 @@ run_model (wk_live * l, int64_t end, bool final)
   n_prompt = l->n_prompt - (l->n_pre ? l->n_pre_text : 0);
   if (n_prompt < 0)
     n_prompt = 0;
-  st = wk_decode_window (ctx, &pp, lang < 0 ? 0 : lang,
-      n_prompt ? l->prompt : NULL, n_prompt, l->n_pre ? l->pre : NULL,
-      l->n_pre, &r);
+  {
+    wk_prompt pr = { l->initial, l->n_initial, l->prompt, n_prompt };
+    st = wk_decode_window (ctx, &pp, lang < 0 ? 0 : lang, &pr,
+        l->n_pre ? l->pre : NULL, l->n_pre, &r);
+  }
   ctx->max_tokens = 0;
   if (st != WK_OK)
     return st;

@@ -50,6 +50,10 @@ void wk_live_get_stats (const wk_live * live, wk_stream_stats * stats);
  * trying (so a constructor checks ok once after all its allocations). */
 void *wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool *ok);
 
+/* The caller's initial prompt, t[0..n-1] (the stream's tokens: they must
+ * outlive the policy), read before the committed text in every run. */
+void wk_live_set_prompt (wk_live * live, const int32_t * t, int n);
+
 /* Appends t[0..n-1] to the decoder prompt prompt[0..*n_prompt-1] (room
  * for prompt_cap tokens), keeping only the newest min (prompt_cap,
  * max_text_ctx) tokens (none when that is <= 0). Used by both the offline

@@ -1048,6 +1048,8 @@ wk_model_get_info (const wk_model * model, wk_model_info * info)
   info->n_text_head = model->hp.n_text_head;
   info->n_text_layer = model->hp.n_text_layer;
   info->multilingual = model->multilingual;
+  info->max_prompt_tokens = model->max_text_ctx < model->hp.n_text_ctx / 2 - 1 ?
+      model->max_text_ctx : model->hp.n_text_ctx / 2 - 1;
   info->n_params = model->n_params;
   info->file_bytes = wk_knot_size (model->knot);
 }

@@ -109,8 +109,8 @@ struct wk_model
   bool pad_silence;
   /* whisperknot.max_text_ctx: the most earlier-text prompt tokens the
    * model was trained with (0: never saw <|startofprev|>); the decoder's
-   * initial tokens (decode.c) never take a longer prompt. n_text_ctx / 2
-   * when the key is absent. */
+   * initial tokens (decode.c) never take a longer prompt, the caller's
+   * initial_prompt included. n_text_ctx / 2 when the key is absent. */
   int max_text_ctx;
   /* whisperknot.timestamp_rule = "max": a timestamp token is sampled only
    * when it is itself likelier than every text token, not (as openai's
@@ -262,16 +262,31 @@ typedef struct
   int n_attempts;
 } wk_window_result;
 
+/* The decoder's context before <|startoftranscript|>, given after
+ * <|startofprev|> as openai's decoding.py does, within n_text_ctx / 2 - 1
+ * tokens and the model's max_text_ctx (none when that is 0): head (the
+ * caller's initial prompt, wk_stream_params.initial_prompt; its last
+ * tokens when it is longer) comes first and whole, then the newest tokens
+ * of prev (earlier text, oldest first) that fit. Either may be empty. */
+typedef struct
+{
+  const int32_t *head;
+  int n_head;
+  const int32_t *prev;
+  int n_prev;
+} wk_prompt;
+
 /* Decodes the window last given to wk_encode. lang is a language index
  * (ignored by English-only models; must be >= 0 for multilingual ones),
- * prompt the previous text's tokens (the last n_text_ctx/2 - 1 are used;
- * may be NULL). prefix (may be NULL): tokens (text and timestamps) forced
- * after the initial tokens as if decoded, so the result continues them
- * (the live policy's words already committed in this window); the
- * result's tokens are those after it. Uses p's task, timestamps,
- * suppress_blank, temperature, thresholds, beam_size and seed. */
+ * prompt the context (may be NULL: none). prefix (may be NULL): tokens
+ * (text and timestamps) forced after the initial tokens as if decoded, so
+ * the result continues them (the live policy's words already committed in
+ * this window); the result's tokens are those after it. Uses p's task,
+ * timestamps, suppress_blank, temperature, thresholds, beam_size and
+ * seed. Afterwards ctx->seq[0 .. ctx->n_context - 1] holds the context
+ * tokens it read (<|startofprev|> first; none without a prompt). */
 wk_status wk_decode_window (wk_ctx * ctx, const wk_stream_params * p,
-    int lang, const int32_t * prompt, int n_prompt, const int32_t * prefix,
+    int lang, const wk_prompt * prompt, const int32_t * prefix,
     int n_prefix, const wk_window_result ** res);
 
 /* Whisper's logit filters (SuppressBlank, SuppressTokens,
@@ -328,6 +343,8 @@ struct wk_ctx
   float *logits;                /* [max (2, n_beams)][V] */
   float *logprobs;              /* [V] */
   int32_t *seq;                 /* [T + 1]: initial + sampled tokens */
+  int n_context;                /* seq's tokens before <|startoftranscript|>
+                                 * in the last decode */
   int32_t *res_tokens;          /* [T] accepted result */
   float *res_probs;             /* [T] */
   int32_t *try_tokens;          /* [T] current attempt */
@@ -340,6 +357,8 @@ struct wk_ctx
   size_t zarena_cap, zarena_used;
   uint64_t rng;
   wk_window_result result;
+  /* the last wk_detect_language's probabilities, [WK_N_LANGUAGES] */
+  float lang_probs[WK_N_LANGUAGES];
 
   /* beam search (beam_size > 1) */
   int32_t *beam_seq;            /* [3][n_beams][T + 1]: live, next, done */
@@ -364,6 +383,10 @@ struct wk_ctx
    * up with WK_ERR_STATE; cleared by wk_stream_reset. */
   atomic_bool cancel;
 };
+
+/* The stream's context, for tests that look at what the decoder read
+ * (ctx->seq after a window). */
+wk_ctx *wk_stream_ctx (wk_stream * stream);
 
 static inline bool
 wk_ctx_cancelled (wk_ctx * ctx)

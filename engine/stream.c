@@ -25,6 +25,10 @@
  * window's content frames, then padded with 0.0 to 2 n_audio_ctx frames
  * as transcribe() pads a short last segment.
  *
+ * The caller's initial_prompt is the first previous text (openai's
+ * transcribe() puts it at the start of all_tokens), or, for a model that
+ * takes none, the prompt of every window.
+ *
  * Token times: a segment's span (from its timestamp tokens) is shared out
  * over its text tokens in proportion to their byte lengths.
  *
@@ -68,6 +72,11 @@ struct wk_stream
   /* previous text (prompt), the last prompt_cap tokens */
   int32_t *prompt;
   int n_prompt, prompt_cap;
+  /* the caller's initial_prompt, tokenized: the start of the previous
+   * text (initial_as_prev), or else read before every window */
+  int32_t *initial;
+  int n_initial;
+  bool initial_as_prev;
 
   /* results since the last take */
   wk_segment *segs;
@@ -124,6 +133,86 @@ static void *
 stream_alloc (wk_stream * s, size_t n, size_t elem, bool *ok)
 {
   return wk_live_calloc (&s->own_bytes, n, elem, ok);
+}
+
+/* Only a prompt's last n_text_ctx / 2 - 1 tokens are kept: its last 32 KiB
+ * hold them (Whisper's 223 tokens are a few KiB of text), so a huge
+ * prompt costs no more to tokenize */
+#define WK_PROMPT_MAX_BYTES 32768
+
+/* Tokenizes the caller's initial prompt as openai does (encode (" " +
+ * prompt.strip ())) into s->initial, keeping its last n_text_ctx / 2 - 1
+ * tokens. */
+static wk_status
+tokenize_prompt (wk_stream * s, const char *text, char *err, size_t err_size)
+{
+  const wk_model *m = s->model;
+  size_t len = strlen (text), b = 0, e = len, bad;
+  int keep = m->hp.n_text_ctx / 2 - 1, n;
+  char *buf;
+  int32_t *ids;
+  bool ok = true;
+
+  bad = wk_utf8_invalid_at (text, len);
+  if (bad < len) {
+    if (err && err_size)
+      snprintf (err, err_size, "stream: initial_prompt is not valid UTF-8 "
+          "(byte %zu of %zu)", bad, len);
+    return WK_ERR_ARG;
+  }
+  while (b < e && strchr (" \t\n\r\v\f", text[b]))
+    b++;
+  while (e > b && strchr (" \t\n\r\v\f", text[e - 1]))
+    e--;
+  if (e - b > WK_PROMPT_MAX_BYTES) {
+    /* cut at a character's start */
+    b = e - WK_PROMPT_MAX_BYTES;
+    while (b < e && ((unsigned char) text[b] & 0xC0) == 0x80)
+      b++;
+  }
+  if (e == b || keep <= 0)
+    return WK_OK;
+  buf = malloc (e - b + 1);
+  ids = malloc ((e - b + 1) * sizeof *ids);
+  if (!buf || !ids) {
+    free (buf);
+    free (ids);
+    wk_set_err (err, err_size, "stream: out of memory");
+    return WK_ERR_NOMEM;
+  }
+  buf[0] = ' ';
+  memcpy (buf + 1, text + b, e - b);
+  /* a token has at least one byte: e - b + 1 ids always suffice */
+  n = wk_tokenizer_encode (m->tok, buf, e - b + 1, ids, (int) (e - b + 1));
+  free (buf);
+  if (n < 0) {
+    free (ids);
+    wk_set_err (err, err_size, "stream: out of memory");
+    return WK_ERR_NOMEM;
+  }
+  s->n_initial = n < keep ? n : keep;
+  s->initial = stream_alloc (s, (size_t) s->n_initial, sizeof (int32_t), &ok);
+  if (ok)                       /* the encoding's last tokens */
+    memcpy (s->initial, ids + n - s->n_initial,
+        (size_t) s->n_initial * sizeof *ids);
+  free (ids);
+  if (!ok) {
+    s->n_initial = 0;
+    wk_set_err (err, err_size, "stream: out of memory");
+    return WK_ERR_NOMEM;
+  }
+  return WK_OK;
+}
+
+/* The previous text a stream starts with: the initial prompt, when the
+ * model takes previous text. */
+static void
+seed_prompt (wk_stream * s)
+{
+  s->n_prompt = 0;
+  if (s->initial_as_prev && s->n_initial > 0)
+    wk_live_prompt_push (s->prompt, &s->n_prompt, s->prompt_cap,
+        s->p.max_text_ctx, s->initial, s->n_initial);
 }
 
 wk_status
@@ -201,7 +290,8 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     if (model->multilingual)
       s->lang_fixed = idx;
   }
-  p.language = NULL;            /* not kept: the caller's string */
+  p.language = NULL;            /* not kept: the caller's strings */
+  p.initial_prompt = NULL;
   s->p = p;
   s->lang = s->lang_fixed;
 
@@ -235,6 +325,16 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     wk_stream_free (s);
     return WK_ERR_NOMEM;
   }
+  if (params && params->initial_prompt) {
+    st = tokenize_prompt (s, params->initial_prompt, err, err_size);
+    if (st != WK_OK) {
+      wk_stream_free (s);
+      return st;
+    }
+  }
+  s->initial_as_prev = p.latency_ms == 0 && p.max_text_ctx > 0
+      && model->max_text_ctx > 0;
+  seed_prompt (s);
   s->ctx->rng = p.seed ^ 0x5851f42d4c957f2dull;
   atomic_init (&s->ctx->cancel, false);
   if (s->p.latency_ms != 0) {
@@ -246,6 +346,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
       return st;
     }
     s->p.vad_model = NULL;
+    wk_live_set_prompt (s->live, s->initial, s->n_initial);
     if (s->p.group != WK_GROUP_WORD) {
       s->group = wk_group_new (s->p.group, WK_GROUP_MAX_WORDS,
           WK_GROUP_MAX_BYTES, &s->own_bytes);
@@ -267,6 +368,7 @@ wk_stream_free (wk_stream * s)
     return;
   free (s->audio);
   free (s->prompt);
+  free (s->initial);
   free (s->segs);
   free (s->toks);
   free (s->raw);
@@ -347,6 +449,7 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
   seg->end = end;
   seg->avg_logprob = r->avg_logprob;
   seg->no_speech_prob = r->no_speech_prob;
+  seg->p = 0.0f;
   seg->utterance_end = false;
   seg->stability = 1.0f;
   seg->tokens = s->toks + s->n_toks;
@@ -375,8 +478,11 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
     t->start = start + (end - start) * cum / total_bytes;
     cum += (int64_t) tl;
     t->end = start + (end - start) * cum / total_bytes;
+    seg->p += t->p;
     seg->n_tokens++;
   }
+  if (seg->n_tokens > 0)
+    seg->p /= (float) seg->n_tokens;
   s->last_end = end;
   wk_live_prompt_push (s->prompt, &s->n_prompt, s->prompt_cap,
       s->p.max_text_ctx, tok, n);
@@ -418,8 +524,14 @@ run_window (wk_stream * s, int n_frames)
   if (s->lang < 0 && m->multilingual)
     s->lang = wk_detect_language (ctx, NULL);
 
-  st = wk_decode_window (ctx, &s->p, s->lang, s->n_prompt ? s->prompt : NULL,
-      s->n_prompt, NULL, 0, &r);
+  {
+    wk_prompt pr = { NULL, 0, s->prompt, s->n_prompt };
+    if (!s->initial_as_prev) {
+      pr.head = s->initial;
+      pr.n_head = s->n_initial;
+    }
+    st = wk_decode_window (ctx, &s->p, s->lang, &pr, NULL, 0, &r);
+  }
   if (st != WK_OK)
     return st;
 
@@ -668,7 +780,7 @@ wk_stream_reset (wk_stream * s)
   s->audio_base = 0;
   s->total = 0;
   s->seek = 0;
-  s->n_prompt = 0;
+  seed_prompt (s);
   s->last_end = 0;
   s->finished = false;
   s->lang = s->lang_fixed;
@@ -738,6 +850,46 @@ wk_stream_partial (wk_stream * s, const wk_segment ** segs, uint64_t * serial)
   if (!s->live)
     return 0;
   return wk_live_partial (s->live, segs, serial);
+}
+
+size_t
+wk_stream_language_probs (const wk_stream * s, wk_language_prob * out,
+    size_t max)
+{
+  const float *pr;
+  bool used[WK_N_LANGUAGES] = { false };
+  size_t k;
+  int n;
+
+  if (!s || !out || max == 0)
+    return 0;
+  if (!s->model->multilingual || s->lang_fixed >= 0) {
+    out[0].code = wk_stream_language (s);
+    out[0].p = 1.0f;
+    return 1;
+  }
+  if (s->lang < 0)
+    return 0;
+  /* the detection that chose s->lang (no other runs once it is known) */
+  pr = s->ctx->lang_probs;
+  n = s->model->sp.n_langs < WK_N_LANGUAGES ? s->model->sp.n_langs :
+      WK_N_LANGUAGES;
+  for (k = 0; k < max && k < (size_t) n; k++) {
+    int i, best = -1;
+    for (i = 0; i < n; i++)
+      if (!used[i] && (best < 0 || pr[i] > pr[best]))
+        best = i;
+    used[best] = true;
+    out[k].code = wk_language_code (best);
+    out[k].p = pr[best];
+  }
+  return k;
+}
+
+wk_ctx *
+wk_stream_ctx (wk_stream * s)
+{
+  return s ? s->ctx : NULL;
 }
 
 const char *

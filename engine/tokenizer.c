@@ -507,6 +507,24 @@ wk_text_trim (char *text, size_t *len, bool *space_before)
 }
 
 size_t
+wk_utf8_invalid_at (const char *s, size_t len)
+{
+  const unsigned char *u = (const unsigned char *) s;
+  size_t i = 0;
+
+  if (!s)
+    return 0;
+  while (i < len) {
+    int32_t cp;
+    size_t n = utf8_next (u + i, len - i, &cp);
+    if (cp < 0)
+      return i;
+    i += n;
+  }
+  return len;
+}
+
+size_t
 wk_utf8_sanitize (const char *s, size_t len, char *out, size_t out_size)
 {
   const unsigned char *u = (const unsigned char *) s;

@@ -75,6 +75,11 @@ size_t wk_tokenizer_decode (const wk_tokenizer * tok, const int32_t * ids,
  * become valid); the result is at least len - 3. */
 size_t wk_utf8_valid_prefix_len (const char *s, size_t len);
 
+/* The offset of the first byte of s[0 .. len-1] that does not belong to
+ * a complete, valid UTF-8 character (no overlong forms, surrogates or
+ * code points above U+10FFFF); len when all of it is valid. */
+size_t wk_utf8_invalid_at (const char *s, size_t len);
+
 /* Copies s[0 .. len-1] to out replacing each invalid or incomplete UTF-8
  * sequence by U+FFFD (as Python's errors="replace" does, one per maximal
  * invalid subpart), NUL-terminated and truncated to out_size (never inside

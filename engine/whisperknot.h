@@ -137,6 +137,11 @@ typedef struct
   int n_text_head;
   int n_text_layer;
   bool multilingual;
+  /* the most prompt tokens (wk_stream_params.initial_prompt and earlier
+   * text) the model reads after <|startofprev|>: at most n_text_ctx / 2 -
+   * 1; 0 for a model never trained with a prompt (its knot's
+   * whisperknot.max_text_ctx = 0): it reads none */
+  int max_prompt_tokens;
   uint64_t n_params;            /* weights in the file */
   uint64_t file_bytes;          /* bytes mapped */
 } wk_model_info;
@@ -230,6 +235,24 @@ typedef struct
   bool suppress_blank;
   bool no_timestamps;           /* decode without timestamp tokens */
   int max_text_ctx;             /* prompt tokens kept from earlier text */
+  /* Text the decoder reads before the audio, as openai's initial_prompt:
+   * names, spellings, a style ("Nakamura spoke in Kyoto."). NULL or "":
+   * none. It must be valid UTF-8 (else wk_stream_new fails with
+   * WK_ERR_ARG) and is read by wk_stream_new only, which tokenizes " " +
+   * the text stripped of surrounding white space, as openai does, and
+   * keeps its last n_text_ctx / 2 - 1 tokens (223 for Whisper's models):
+   * a longer prompt is cut, not refused. The decoder reads it after
+   * <|startofprev|>, before <|startoftranscript|>. Offline it is the
+   * earliest earlier text, as in openai's transcribe(): the text of later
+   * windows follows it and pushes it out once max_text_ctx tokens have
+   * come after it, and a window decoded above temperature 0.5 clears it
+   * with the rest; with max_text_ctx = 0 (no earlier text) every window
+   * reads it. Live, it comes first in every run, followed by as much
+   * recent committed text as fits. A model never trained with a prompt
+   * (wk_model_info.max_prompt_tokens = 0, as whisperknot's own model)
+   * ignores it, as whisper.cpp ignores one with -mc 0: given one, that
+   * model wrote no text at all on most sentences. */
+  const char *initial_prompt;
   uint64_t seed;                /* for sampling at temperature > 0 */
   /* Live policy (see issue "Live captioning"): target delay from a word's
    * end to its committed text, in milliseconds. 0 = offline behaviour:
@@ -357,6 +380,8 @@ typedef struct
   int n_tokens;
   float avg_logprob;
   float no_speech_prob;
+  float p;                      /* confidence: the mean probability of
+                                 * its text tokens (0 for a marker) */
   /* Live policy (latency_ms > 0) only; offline segments have
    * utterance_end false and stability 1. */
   bool utterance_end;           /* a marker, not text: the utterance whose
@@ -403,6 +428,22 @@ WK_API size_t wk_stream_partial (wk_stream * stream, const wk_segment ** segs,
 
 /* The detected (or configured) language code of the stream, or NULL. */
 WK_API const char *wk_stream_language (const wk_stream * stream);
+
+typedef struct
+{
+  const char *code;             /* ISO 639-1 ("en"), static */
+  float p;                      /* probability */
+} wk_language_prob;
+
+/* The stream's language with its probability: writes the max most likely
+ * languages of the detection that chose the stream's language (the
+ * decoder's distribution over the language tokens on the first window,
+ * as Whisper's detect_language gives it), most likely first, and returns
+ * how many it wrote. A language given in wk_stream_params, or English for
+ * an English-only model, is one entry with p = 1. 0 while the language is
+ * not known yet (before the first window, or after wk_stream_reset). */
+WK_API size_t wk_stream_language_probs (const wk_stream * stream,
+    wk_language_prob * out, size_t max);
 
 /* Counters for statistics; all times in seconds. */
 typedef struct

@@ -46,7 +46,11 @@ typedef struct
   GstEventType type;            /* events */
   GstClockTime ts, dur;         /* buffers and GAPs */
   gboolean discont;
-  gchar *text;
+  gchar *text;                  /* buffers: the text; TAG events: the list */
+  gdouble p;                    /* buffers: the text meta's probability, -1
+                                 * without one */
+  gchar *language;              /* and its language, or NULL */
+  GstTagScope scope;            /* TAG events */
 } Item;
 
 static GMutex rec_lock;
@@ -58,6 +62,7 @@ item_clear (gpointer data)
 {
   Item *item = data;
   g_free (item->text);
+  g_free (item->language);
 }
 
 static GstPadProbeReturn
@@ -69,6 +74,16 @@ record_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
     GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
     GstMapInfo map;
 
+    GstCustomMeta *meta = gst_buffer_get_custom_meta (buf,
+        "GstWhisperKnotTextMeta");
+
+    item.p = -1.0;
+    if (meta) {
+      GstStructure *st = gst_custom_meta_get_structure (meta);
+
+      gst_structure_get_double (st, "probability", &item.p);
+      item.language = g_strdup (gst_structure_get_string (st, "language"));
+    }
     item.is_buffer = TRUE;
     item.ts = GST_BUFFER_PTS (buf);
     item.dur = GST_BUFFER_DURATION (buf);
@@ -92,6 +107,13 @@ record_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
     item.ts = item.dur = GST_CLOCK_TIME_NONE;
     if (item.type == GST_EVENT_GAP)
       gst_event_parse_gap (event, &item.ts, &item.dur);
+    if (item.type == GST_EVENT_TAG) {
+      GstTagList *tags;
+
+      gst_event_parse_tag (event, &tags);
+      item.text = gst_tag_list_to_string (tags);
+      item.scope = gst_tag_list_get_scope (tags);
+    }
   }
 
   g_mutex_lock (&rec_lock);
@@ -214,8 +236,12 @@ check_coverage (guint from, guint to, GstClockTime t0, GstClockTime t1)
         GST_TIME_ARGS (t1));
     if (item->is_buffer) {
       n_buffers++;
-      GST_INFO ("text %" GST_TIME_FORMAT " + %" GST_TIME_FORMAT ": %s",
-          GST_TIME_ARGS (item->ts), GST_TIME_ARGS (item->dur), item->text);
+      GST_INFO ("text %" GST_TIME_FORMAT " + %" GST_TIME_FORMAT ": %s "
+          "(p %.3f)", GST_TIME_ARGS (item->ts), GST_TIME_ARGS (item->dur),
+          item->text, item->p);
+      /* every text buffer has the text meta */
+      fail_unless (item->p >= 0.0 && item->p <= 1.0,
+          "text %u has no probability meta (%f)", i, item->p);
     }
     pos = item->ts + item->dur;
   }
@@ -337,6 +363,8 @@ push_audio (GstHarness * h, gboolean f32, GstClockTime t0, gdouble seconds,
   return ret;
 }
 
+static gboolean jfk_to_eos (GstHarness * h, GstClockTime t0,
+    GstClockTime * end, guint * eos);
 static gboolean push_jfk (GstHarness * h, GstClockTime t0,
     GstClockTime limit, GstClockTime * end);
 static GstStructure *get_stats (GstElement * e);
@@ -377,6 +405,21 @@ GST_START_TEST (test_properties_have_defaults)
   fail_unless_equals_int (threads, 2);
   g_free (model);
   g_free (language);
+
+  /* the prompt */
+  {
+    gchar *prompt = NULL;
+
+    g_object_get (e, "prompt", &prompt, NULL);
+    fail_unless (prompt == NULL);
+    g_object_set (e, "prompt", "Nakamura spoke in Kyoto.", NULL);
+    g_object_get (e, "prompt", &prompt, NULL);
+    fail_unless_equals_string (prompt, "Nakamura spoke in Kyoto.");
+    g_free (prompt);
+    g_object_set (e, "prompt", NULL, NULL);
+    g_object_get (e, "prompt", &prompt, NULL);
+    fail_unless (prompt == NULL);
+  }
 
   /* transcriberbin's name for it, with a region */
   g_object_set (e, "language-code", "fr-CA", NULL);
@@ -1189,6 +1232,220 @@ GST_START_TEST (test_bad_language_fails_paused)
 
 GST_END_TEST;
 
+/* A prompt that is not UTF-8 makes the change to PAUSED fail with an
+ * error that names the property and the byte; a long one is no error. */
+GST_START_TEST (test_prompt_checked)
+{
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+  GstBus *b = gst_bus_new ();
+  GstMessage *msg;
+  GError *error = NULL;
+  GString *longp = g_string_new (NULL);
+  guint i;
+
+  g_object_set (e, "model", model_path, "prompt", "Caf\xc3 au lait", NULL);
+  gst_element_set_bus (e, b);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_pop_filtered (b, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL);
+  gst_message_parse_error (msg, &error, NULL);
+  GST_INFO ("error: %s", error->message);
+  fail_unless (error->domain == GST_LIBRARY_ERROR, "%s", error->message);
+  fail_unless (strstr (error->message, "prompt property") &&
+      strstr (error->message, "UTF-8") && strstr (error->message, "byte 3"),
+      "%s", error->message);
+  g_clear_error (&error);
+  gst_message_unref (msg);
+  gst_element_set_state (e, GST_STATE_NULL);
+
+  for (i = 0; i < 2000; i++)
+    g_string_append_printf (longp, "name%u ", i);
+  g_object_set (e, "prompt", longp->str, NULL);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_element_set_state (e, GST_STATE_NULL);
+  g_string_free (longp, TRUE);
+  gst_object_unref (e);
+  gst_object_unref (b);
+}
+
+GST_END_TEST;
+
+/* A model never trained with a prompt (the default one: its knot has
+ * whisperknot.max_text_ctx = 0) ignores it, and the element says so. */
+GST_START_TEST (test_prompt_ignored_warns)
+{
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+  GstBus *b = gst_bus_new ();
+  GstMessage *msg;
+  GError *error = NULL;
+  wk_model *m = NULL;
+  wk_model_info info;
+
+  if (wk_model_load (wk_default_model_path (), NULL, &m, NULL, 0) != WK_OK) {
+    GST_WARNING ("no default model: skipped");
+    gst_object_unref (e);
+    gst_object_unref (b);
+    return;
+  }
+  wk_model_get_info (m, &info);
+  wk_model_unref (m);
+  if (info.max_prompt_tokens > 0) {
+    GST_WARNING ("the default model takes prompts: skipped");
+    gst_object_unref (e);
+    gst_object_unref (b);
+    return;
+  }
+  g_object_set (e, "model", wk_default_model_path (), "prompt", "Kennedy.",
+      NULL);
+  gst_element_set_bus (e, b);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_SUCCESS);
+  msg = gst_bus_pop_filtered (b, GST_MESSAGE_WARNING);
+  fail_unless (msg != NULL, "no warning");
+  gst_message_parse_warning (msg, &error, NULL);
+  fail_unless (strstr (error->message, "prompt is ignored") != NULL, "%s",
+      error->message);
+  g_clear_error (&error);
+  gst_message_unref (msg);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  gst_object_unref (b);
+}
+
+GST_END_TEST;
+
+/* Items from..to-1 hold no TAG event with the tag name in it. */
+static gboolean
+no_tag (guint from, guint to, const gchar * name)
+{
+  guint i;
+
+  for (i = from; i < to; i++) {
+    const Item *item = rec_item (i);
+
+    if (!item->is_buffer && item->type == GST_EVENT_TAG &&
+        strstr (item->text, name))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* The index of the first TAG event among items from..to-1 whose list
+ * holds text, or -1. */
+static gint
+find_tag (guint from, guint to, const gchar * text)
+{
+  guint i;
+
+  for (i = from; i < to; i++) {
+    const Item *item = rec_item (i);
+
+    if (!item->is_buffer && item->type == GST_EVENT_TAG &&
+        strstr (item->text, text))
+      return (gint) i;
+  }
+  return -1;
+}
+
+/* Language and confidence downstream: with language=auto the detected
+ * language goes out as a stream tag before the first text, and in a
+ * whisperknot-language message; the audio's stream tags (audio-codec) are
+ * not passed on, global ones are; every text buffer has the text meta
+ * with a probability and the language. */
+static void
+check_language_downstream (const gchar * model, const gchar * language,
+    gboolean translate, guint latency_ms)
+{
+  GstHarness *h = setup_full (model, latency_ms, FALSE);
+  GstTagList *tags;
+  GstMessage *msg;
+  GstClockTime end;
+  guint eos, i, n_text = 0;
+  gint tag;
+  const gchar *code;
+  gchar *want;
+  gdouble p = -1.0;
+
+  g_object_set (h->element, "language", language, "translate", translate, NULL);
+  fail_unless_equals_int (gst_element_set_state (h->element,
+          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  gst_harness_push_event (h, gst_event_new_stream_start ("tags"));
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  tags = gst_tag_list_new (GST_TAG_AUDIO_CODEC, "MPEG-1 Layer 3 (MP3)",
+      GST_TAG_BITRATE, 64000, NULL);
+  fail_unless (gst_harness_push_event (h, gst_event_new_tag (tags)));
+  tags = gst_tag_list_new (GST_TAG_TITLE, "asknot", NULL);
+  gst_tag_list_set_scope (tags, GST_TAG_SCOPE_GLOBAL);
+  fail_unless (gst_harness_push_event (h, gst_event_new_tag (tags)));
+  if (!jfk_to_eos (h, 0, &end, &eos)) {
+    teardown (h);
+    return;
+  }
+  fail_unless (no_tag (0, eos, "audio-codec"));
+  fail_unless (no_tag (0, eos, "bitrate"));
+  fail_unless (find_tag (0, eos, "asknot") >= 0);
+  tag = find_tag (0, eos, "language-code");
+  fail_unless (tag >= 0, "no language-code tag");
+  fail_unless (rec_item (tag)->scope == GST_TAG_SCOPE_STREAM);
+
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT);
+  while (msg && !gst_message_has_name (msg, "whisperknot-language")) {
+    gst_message_unref (msg);
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT);
+  }
+  fail_unless (msg != NULL, "no whisperknot-language message");
+  {
+    const GstStructure *st = gst_message_get_structure (msg);
+    const GValue *langs = gst_structure_get_value (st, "languages");
+
+    code = gst_structure_get_string (st, "language-code");
+    fail_unless (code != NULL && strlen (code) >= 2);
+    fail_unless (gst_structure_get_double (st, "probability", &p));
+    fail_unless (p > 0.0 && p <= 1.0, "p = %f", p);
+    fail_unless (langs && GST_VALUE_HOLDS_STRUCTURE (langs));
+    fail_unless (gst_structure_n_fields (gst_value_get_structure (langs))
+        >= 1);
+    if (g_strcmp0 (language, "auto"))
+      fail_unless_equals_string (code, language);
+  }
+  /* the tag is the text's language: English when translating */
+  if (translate)
+    code = "en";
+  want = g_strdup_printf ("language-code=(string)%s", code);
+  fail_unless (find_tag (0, eos, want) == tag, "%s", rec_item (tag)->text);
+  g_free (want);
+
+  for (i = 0; i < eos; i++) {
+    const Item *item = rec_item (i);
+
+    if (!item->is_buffer || !item->text[0])
+      continue;
+    n_text++;
+    fail_unless ((gint) i > tag, "text before the language tag");
+    fail_unless (item->p >= 0.0 && item->p <= 1.0, "buffer %u: p = %f", i,
+        item->p);
+    fail_unless_equals_string (item->language, code);
+  }
+  GST_INFO ("%u text buffers, language %s (p %.3f)", n_text, code, p);
+  fail_unless (n_text > 0, "no text to check the meta on");
+  gst_message_unref (msg);
+  teardown (h);
+}
+
+GST_START_TEST (test_language_downstream)
+{
+  check_language_downstream (model_path, "auto", FALSE, 0);
+  check_language_downstream (model_path, "en", FALSE, 1000);
+  if (ml_model_path) {
+    check_language_downstream (ml_model_path, "auto", FALSE, 0);
+    check_language_downstream (ml_model_path, "de", TRUE, 0);
+  }
+}
+
+GST_END_TEST;
+
 /* A multilingual model with language detection and translation runs to
  * EOS with the same guarantees on its output. */
 GST_START_TEST (test_multilingual_translate)
@@ -1825,6 +2082,9 @@ GST_START_TEST (test_text_lines)
           fail_unless (!line_open, "no newline before event %u", i);
         continue;
       }
+      /* lines and words alike carry the text meta */
+      fail_unless (item->p >= 0.0 && item->p <= 1.0, "buffer %u '%s': "
+          "probability %f", i, text, item->p);
       len = strlen (text);
       if (latency == 0) {
         fail_unless (len >= 2 && text[len - 1] == '\n' &&
@@ -1978,7 +2238,7 @@ GST_START_TEST (test_partial_src)
   GstClockTime t0 = 2 * GST_SECOND, end;
   GstMessage *msg;
   guint i, n_msgs = 0, n_bufs = 0, first_buf = G_MAXUINT, caps_at =
-      G_MAXUINT, eos_at = G_MAXUINT, eos;
+      G_MAXUINT, eos_at = G_MAXUINT, tag_at = G_MAXUINT, eos;
   guint64 last_pts = 0;
 
   partial_items = g_ptr_array_new_with_free_func (g_free);
@@ -2035,6 +2295,8 @@ GST_START_TEST (test_partial_src)
       first_buf = MIN (first_buf, i);
     } else if (!strcmp (item, "caps")) {
       caps_at = MIN (caps_at, i);
+    } else if (!strcmp (item, "tag")) {
+      tag_at = MIN (tag_at, i);
     } else if (!strcmp (item, "eos")) {
       eos_at = i;
     }
@@ -2044,6 +2306,8 @@ GST_START_TEST (test_partial_src)
   fail_unless_equals_int (n_bufs, n_msgs);
   fail_unless (n_bufs > 0);
   fail_unless (caps_at < first_buf);
+  /* the language tag, after the caps, before the text */
+  fail_unless (caps_at < tag_at && tag_at < first_buf);
   fail_unless (eos_at == partial_items->len - 1);
   g_mutex_unlock (&partial_lock);
 
@@ -2437,6 +2701,7 @@ GST_START_TEST (test_gst_inspect_lists_element)
   fail_unless (strstr (out, "libgstwhisperknot.so") != NULL, "%s", out);
   fail_unless (strstr (out, "  model ") != NULL, "%s", out);
   fail_unless (strstr (out, "  latency ") != NULL, "%s", out);
+  fail_unless (strstr (out, "  prompt ") != NULL, "%s", out);
   g_free (out);
   g_free (err);
 }
@@ -2623,6 +2888,9 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_live_eos_mid_word);
   tcase_add_test (tc, test_bad_language_fails_paused);
   tcase_add_test (tc, test_multilingual_translate);
+  tcase_add_test (tc, test_prompt_checked);
+  tcase_add_test (tc, test_prompt_ignored_warns);
+  tcase_add_test (tc, test_language_downstream);
   tcase_add_test (tc, test_state_changes);
   tcase_add_test (tc, test_stop_during_run);
   tcase_add_test (tc, test_flush_during_run);

@@ -8,6 +8,7 @@
  * arbitrary tokens: these tests check mechanics, not text (the parity
  * test checks the numbers).
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -721,6 +722,152 @@ test_options (void)
   wk_model_unref (m);
 }
 
+/* The tokens the last window's decoder read before <|startoftranscript|>
+ * equal <|startofprev|> followed by want[0..n-1]. */
+static bool
+context_is (wk_stream * s, const int32_t * want, int n)
+{
+  wk_ctx *c = wk_stream_ctx (s);
+
+  if (n == 0)
+    return c->n_context == 0;
+  return c->n_context == n + 1 && c->seq[0] == c->model->sp.prev
+      && !memcmp (c->seq + 1, want, (size_t) n * sizeof *want);
+}
+
+/* wk_stream_params.initial_prompt: tokenized as openai does (" " + the
+ * stripped text), read after <|startofprev|> by the first offline window
+ * and by every live run, cut to its last n_text_ctx / 2 - 1 tokens when
+ * longer, refused when it is not UTF-8; segments carry the mean
+ * probability of their tokens. */
+static void
+test_initial_prompt (void)
+{
+  wk_model *m = load_ok (small_knot);
+  const int room = m ? m->hp.n_text_ctx / 2 - 1 : 0;
+  size_t n = 4 * WK_SAMPLE_RATE;
+  wk_stream_params p;
+  wk_stream *s = NULL;
+  char err[256], *longp;
+  int32_t want[4096];
+  int n_want, i, k;
+  const wk_segment *segs;
+  size_t n_segs, j;
+
+  if (!m)
+    return;
+  n_want = wk_tokenizer_encode (m->tok, " Nakamura spoke in Kyoto.", 25,
+      want, 4096);
+  CHECK (n_want > 3);
+
+  /* offline: the first window reads it, surrounding blanks stripped; and
+   * again after a reset */
+  p = fast_params ();
+  p.initial_prompt = " \tNakamura spoke in Kyoto.\n";
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  for (k = 0; k < 2; k++) {
+    CHECK (wk_stream_feed (s, jfk, n) == WK_OK);
+    CHECK (wk_stream_finish (s) == WK_OK);
+    CHECK_MSG (context_is (s, want, n_want), "run %d: %d context tokens",
+        k, wk_stream_ctx (s)->n_context);
+    n_segs = wk_stream_take (s, &segs);
+    for (j = 0; j < n_segs; j++) {
+      float sum = 0.0f;
+      for (i = 0; i < segs[j].n_tokens; i++)
+        sum += segs[j].tokens[i].p;
+      CHECK (segs[j].n_tokens > 0 && segs[j].p > 0.0f && segs[j].p <= 1.0f
+          && fabsf (segs[j].p - sum / segs[j].n_tokens) < 1e-5f);
+    }
+    wk_stream_reset (s);
+  }
+  wk_stream_free (s);
+
+  /* without one, or blank: no context */
+  p.initial_prompt = " \n ";
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  CHECK (wk_stream_feed (s, jfk, n) == WK_OK);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  CHECK (context_is (s, NULL, 0));
+  wk_stream_free (s);
+
+  /* live: every run reads it first (the caller's string is not kept) */
+  {
+    char text[64];
+    snprintf (text, sizeof text, "Nakamura spoke in Kyoto.");
+    p = fast_params ();
+    p.latency_ms = 1000;
+    p.use_vad = false;
+    p.initial_prompt = text;
+    CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+    memset (text, 'x', sizeof text - 1);
+    /* committed words may follow it (earlier text), never precede it */
+    for (k = 0; k < 3; k++) {
+      wk_ctx *c = wk_stream_ctx (s);
+      CHECK (wk_stream_feed (s, jfk + k * WK_SAMPLE_RATE, WK_SAMPLE_RATE)
+          == WK_OK);
+      CHECK_MSG (c->n_context >= n_want + 1 && c->seq[0] == m->sp.prev
+          && !memcmp (c->seq + 1, want, (size_t) n_want * sizeof *want),
+          "live, second %d: %d context tokens", k, c->n_context);
+    }
+    CHECK (wk_stream_finish (s) == WK_OK);
+    wk_stream_free (s);
+  }
+
+  /* too long: its last tokens, not an error */
+  longp = malloc (40000);
+  for (i = 0, k = 0; i < 1000; i++)
+    k += snprintf (longp + k, 40000 - (size_t) k, "word%d ", i);
+  {
+    /* " " + the text without its trailing blank, as the stream does */
+    char *sp = malloc (strlen (longp) + 2);
+    sp[0] = ' ';
+    strcpy (sp + 1, longp);
+    sp[strlen (sp) - 1] = '\0';
+    n_want = wk_tokenizer_encode (m->tok, sp, strlen (sp), want, 4096);
+    free (sp);
+  }
+  CHECK (n_want > room);
+  p = fast_params ();
+  p.initial_prompt = longp;
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  CHECK (wk_stream_feed (s, jfk, n) == WK_OK);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  CHECK_MSG (context_is (s, want + n_want - room, room),
+      "long prompt: %d context tokens, %d expected",
+      wk_stream_ctx (s)->n_context, room + 1);
+  wk_stream_free (s);
+  free (longp);
+
+  /* a model never trained with a prompt reads none (whisperknot's own,
+   * whisperknot.max_text_ctx = 0, wrote no text with one) */
+  {
+    wk_model_info info;
+    int saved = m->max_text_ctx;
+
+    wk_model_get_info (m, &info);
+    CHECK (info.max_prompt_tokens == room);
+    m->max_text_ctx = 0;
+    wk_model_get_info (m, &info);
+    CHECK (info.max_prompt_tokens == 0);
+    p = fast_params ();
+    p.initial_prompt = "Nakamura spoke in Kyoto.";
+    CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+    CHECK (wk_stream_feed (s, jfk, n) == WK_OK);
+    CHECK (wk_stream_finish (s) == WK_OK);
+    CHECK (context_is (s, NULL, 0));
+    wk_stream_free (s);
+    m->max_text_ctx = saved;
+  }
+
+  /* not UTF-8: refused, saying where */
+  p.initial_prompt = "Caf\xc3 au lait";
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_ERR_ARG && !s);
+  CHECK_MSG (strstr (err, "UTF-8") && strstr (err, "byte 3"), "%s", err);
+  p.initial_prompt = "\xed\xa0\x80";    /* a surrogate */
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  wk_model_unref (m);
+}
+
 static void
 test_multilingual (void)
 {
@@ -745,6 +892,23 @@ test_multilingual (void)
   check_timestamps (&r, (int64_t) jfk_n);
   lang = wk_stream_language (s);
   CHECK (lang != NULL && strlen (lang) >= 2);
+  {
+    /* the detection's distribution, most likely first: its first entry
+     * is the language chosen */
+    wk_language_prob lp[5];
+    size_t k, n_lp = wk_stream_language_probs (s, lp, 5);
+    float sum = 0.0f;
+    CHECK_MSG (n_lp == 5, "%zu language probabilities", n_lp);
+    CHECK (n_lp > 0 && lang && strcmp (lp[0].code, lang) == 0);
+    for (k = 0; k < n_lp; k++) {
+      CHECK (lp[k].p >= 0.0f && lp[k].p <= 1.0f);
+      CHECK (k == 0 || lp[k].p <= lp[k - 1].p);
+      sum += lp[k].p;
+    }
+    CHECK (sum <= 1.0001f);
+    wk_stream_reset (s);
+    CHECK (wk_stream_language_probs (s, lp, 5) == 0);
+  }
   wk_stream_free (s);
 
   p = fast_params ();
@@ -752,6 +916,11 @@ test_multilingual (void)
   p.translate = true;
   CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
   CHECK (s && strcmp (wk_stream_language (s), "de") == 0);
+  {
+    wk_language_prob lp[3];
+    CHECK (wk_stream_language_probs (s, lp, 3) == 1);
+    CHECK (strcmp (lp[0].code, "de") == 0 && lp[0].p == 1.0f);
+  }
   CHECK (wk_stream_feed (s, jfk, jfk_n) == WK_OK);
   CHECK (wk_stream_finish (s) == WK_OK);
   wk_stream_free (s);
@@ -882,14 +1051,14 @@ test_decode_prefix (void)
     const wk_window_result *r = NULL;
     p.beam_size = beam;
     c->max_tokens = 24;
-    CHECK (wk_decode_window (c, &p, 0, NULL, 0, NULL, 0, &r) == WK_OK);
+    CHECK (wk_decode_window (c, &p, 0, NULL, NULL, 0, &r) == WK_OK);
     n_full = r ? r->n_tokens : 0;
     CHECK_MSG (n_full >= 6, "beam %d: only %d tokens", beam, n_full);
     memcpy (full, r->tokens, (size_t) n_full * sizeof *full);
     for (k = 1; k < n_full; k += 2) {
       /* the prefix uses up k of the 24 tokens */
       c->max_tokens = 24 - k;
-      CHECK (wk_decode_window (c, &p, 0, NULL, 0, full, k, &r) == WK_OK);
+      CHECK (wk_decode_window (c, &p, 0, NULL, full, k, &r) == WK_OK);
       if (beam == 1)
         CHECK_MSG (r && r->n_tokens == n_full - k && !memcmp (r->tokens,
                 full + k, (size_t) (n_full - k) * sizeof *full),
@@ -905,11 +1074,11 @@ test_decode_prefix (void)
     const wk_window_result *r = NULL;
     bad[0] = m->sp.eot;
     bad[1] = m->hp.n_vocab;
-    CHECK (wk_decode_window (c, &p, 0, NULL, 0, bad, 1, &r) == WK_ERR_ARG);
-    CHECK (wk_decode_window (c, &p, 0, NULL, 0, bad + 1, 1, &r)
+    CHECK (wk_decode_window (c, &p, 0, NULL, bad, 1, &r) == WK_ERR_ARG);
+    CHECK (wk_decode_window (c, &p, 0, NULL, bad + 1, 1, &r)
         == WK_ERR_ARG);
-    CHECK (wk_decode_window (c, &p, 0, NULL, 0, NULL, 1, &r) == WK_ERR_ARG);
-    CHECK (wk_decode_window (c, &p, 0, NULL, 0, full, m->hp.n_text_ctx,
+    CHECK (wk_decode_window (c, &p, 0, NULL, NULL, 1, &r) == WK_ERR_ARG);
+    CHECK (wk_decode_window (c, &p, 0, NULL, full, m->hp.n_text_ctx,
             &r) == WK_ERR_ARG);
   }
   free (mel);
@@ -1337,6 +1506,7 @@ main (void)
   RUN (test_beam_batch);
   RUN (test_decode_prefix);
   RUN (test_logit_filters);
+  RUN (test_initial_prompt);
   RUN (test_multilingual);
   RUN (test_tiny_q8_0);
   RUN (test_tiny_f16);

@@ -477,6 +477,17 @@ test_utf8_helpers (void)
   /* truncation never splits a character */
   CHECK (wk_utf8_sanitize ("ab\xC3\xA9", 4, out, 4) == 4
       && strcmp (out, "ab") == 0);
+
+  /* where text stops being UTF-8 (initial_prompt's check) */
+  CHECK (wk_utf8_invalid_at ("Caf\xC3\xA9 \xE6\x9D\xB1 \xF0\x9F\x98\x80", 14)
+      == 14);
+  CHECK (wk_utf8_invalid_at ("Caf\xC3 au lait", 12) == 3);
+  CHECK (wk_utf8_invalid_at ("ab\xE6\x9D", 4) == 2);    /* cut short */
+  CHECK (wk_utf8_invalid_at ("a\xE0\x80\x80", 4) == 1); /* overlong */
+  CHECK (wk_utf8_invalid_at ("a\xED\xA0\x80", 4) == 1); /* surrogate */
+  CHECK (wk_utf8_invalid_at ("a\xF4\x90\x80\x80", 5) == 1);     /* > U+10FFFF */
+  CHECK (wk_utf8_invalid_at ("\x80", 1) == 0);
+  CHECK (wk_utf8_invalid_at ("", 0) == 0);
 }
 
 static void

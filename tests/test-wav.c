@@ -440,16 +440,25 @@ test_errors_name_the_file_once (void)
   CHECK (wk_wav_read (path, &wav, err, sizeof err) != WK_OK);
   CHECK_MSG (count_in (err, path) == 1, "%s", err);
   if (tr) {
-    transcriber_stderr (tr, "/nonexistent.knot", path, out, sizeof out);
+    /* a model that loads (the transcriber loads it before the audio) */
+    char model[4096];
+    const char *root = getenv ("WK_BUILD_ROOT");
+    snprintf (model, sizeof model, "%s/knots/model/default.knot",
+        root ? root : ".");
+    transcriber_stderr (tr, model, path, out, sizeof out);
     CHECK_MSG (count_in (out, path) == 1, "%s", out);
     unlink (path);
-    transcriber_stderr (tr, "/nonexistent.knot", path, out, sizeof out);
+    transcriber_stderr (tr, model, path, out, sizeof out);
     CHECK_MSG (count_in (out, path) == 1, "%s", out);
+
     /* a directory as the model, with a WAV that reads */
     {
       char *jfk = getenv ("WK_SHARED_DATA");
       char wavp[4096];
       snprintf (wavp, sizeof wavp, "%s/jfk.wav", jfk ? jfk : ".");
+      /* a model that is not there, with a WAV that reads */
+      transcriber_stderr (tr, "/nonexistent.knot", wavp, out, sizeof out);
+      CHECK_MSG (count_in (out, "/nonexistent.knot") == 1, "%s", out);
       transcriber_stderr (tr, tmp, wavp, out, sizeof out);
       CHECK_MSG (count_in (out, "directory") == 1, "%s", out);
       snprintf (err, sizeof err, "%s: a directory", tmp);

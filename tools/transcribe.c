@@ -1,6 +1,7 @@
-/* whisperknot-transcribe: a WAV file in, its transcript out (plain text,
- * SubRip, WebVTT or JSON), through the same engine and stream API as the
- * GStreamer element. With --stats it prints timings for benchmarks.
+/* whisperknot-transcribe: an audio file in (WAV, or whatever GStreamer
+ * decodes), its transcript out (plain text, SubRip, WebVTT or JSON), through
+ * the same engine and stream API as the GStreamer element. With --stats it
+ * prints timings for benchmarks.
  *
  * Exit status: 0 done, 1 the model, the audio or the output failed,
  * 2 bad command line.
@@ -12,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "audio-decode.h"
 #include "whisperknot.h"
 #include "wav.h"
 
@@ -28,21 +31,85 @@ typedef enum
   FORMAT_JSON,
 } out_format;
 
+/* JSON: the words of the segment being written out. */
+#define WORDS_MAX_TEXT 8192
+#define WORDS_MAX 1024
+
+/* A word for JSON: bytes (with Whisper's leading space; possibly cut
+ * inside a character at a token boundary, see json_string), times in
+ * samples and the mean probability of its tokens. */
+typedef struct
+{
+  size_t off, len;              /* in the writer's word text */
+  int64_t start, end;
+  float p;
+} word;
+
 typedef struct
 {
   FILE *f;
   out_format format;
   int n_segments;
   int tokens;                   /* JSON: list tokens */
+  /* live policy (--latency > 0): the engine gives one segment per
+   * utterance (a line or cue) */
+  int live;
+  /* JSON: the words of the segment being written, their bytes in
+   * word_text */
+  word words[WORDS_MAX];
+  int n_words;
+  char word_text[WORDS_MAX_TEXT];
+  size_t word_len;
+  int64_t shift;                /* samples added to every time (--offset) */
+  /* --vad: the stream heard only the speech, joined: its positions map
+   * back to the file's through these pieces (NULL: no --vad) */
+  const struct piece *map;
+  size_t n_map;
 } writer;
+
+/* --vad: samples [orig, orig + len) of the input (from --offset on) are
+ * at [at, at + len) of the audio the stream heard */
+typedef struct piece
+{
+  int64_t at, orig, len;
+} piece;
+
+/* The file's position (samples) of the stream's position t. */
+static int64_t
+file_time (const writer * w, int64_t t)
+{
+  size_t lo = 0, hi = w->n_map;
+
+  if (!w->map || w->n_map == 0)
+    return t + w->shift;
+  /* the last piece starting at or before t */
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if (w->map[mid].at <= t)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  t -= w->map[lo].at;
+  if (t < 0)
+    t = 0;
+  if (t > w->map[lo].len)
+    t = w->map[lo].len;         /* in the pause after it */
+  return w->map[lo].orig + t + w->shift;
+}
 
 static void
 usage (FILE * f)
 {
   fprintf (f,
-      "usage: " PROGRAM " [OPTION...] FILE.wav\n"
+      "usage: " PROGRAM " [OPTION...] FILE...\n"
       "\n"
-      "Transcribes a 16 kHz WAV file (\"-\" reads standard input).\n"
+      "Transcribes an audio file: WAV, or anything GStreamer decodes (FLAC,\n"
+      "MP3, Opus, ...; \"-\" reads a WAV file from standard input).\n"
+      "Several files are transcribed one after the other with one model\n"
+      "load, as txt (each after a \"==> FILE <==\" line) or json (one\n"
+      "document per file, with \"file\"). On a terminal a progress line\n"
+      "goes to standard error.\n"
       "\n"
       "  -m, --model MODEL     knot file, or the name of one installed by\n"
       "                        whisperknot-model (default: $WHISPERKNOT_MODEL\n"
@@ -55,12 +122,23 @@ usage (FILE * f)
       "      --max-context N   at most N tokens of earlier text as the\n"
       "                        decoder's prompt (default 224; 0: none,\n"
       "                        whisper.cpp's -mc)\n"
+      "      --prompt TEXT     text the decoder reads before the audio:\n"
+      "                        names, spellings, style (openai's\n"
+      "                        initial_prompt)\n"
+      "      --offset MS       start this far into the audio (times stay\n"
+      "                        those of the file)\n"
+      "      --duration MS     transcribe only this much audio\n"
+      "      --vad             transcribe only the speech the voice detector\n"
+      "                        (Silero VAD) finds, joined with short pauses;\n"
+      "                        times stay those of the file\n"
       "      --no-fallback     no temperature fallback: deterministic\n"
       "                        decoding at temperature 0 (whisper.cpp's -nf)\n"
       "      --latency MS      live policy with this target delay (default\n"
       "                        0: 30 s windows); one line or cue per\n"
       "                        utterance\n"
-      "  -f, --format FMT      txt (default), srt, vtt or json\n"
+      "  -f, --format FMT      txt (default), srt, vtt or json (segments\n"
+      "                        with their words: text, start, end,\n"
+      "                        probability; the language's probability)\n"
       "      --tokens          json: list each segment's tokens\n"
       "  -o, --output FILE     write there instead of standard output\n"
       "      --stats           timings and counters on standard error\n"
@@ -141,13 +219,96 @@ json_string (FILE * f, const char *s)
   fputc ('"', f);
 }
 
-static void
-write_begin (writer * w)
+/* Adds a word of len bytes to the writer's word list (false when full). */
+static int
+add_word (writer * w, const char *text, size_t len, int64_t start,
+    int64_t end, float p)
 {
-  if (w->format == FORMAT_VTT)
+  word *wd;
+
+  if (w->n_words == WORDS_MAX || w->word_len + len >= WORDS_MAX_TEXT)
+    return 0;
+  wd = &w->words[w->n_words++];
+  wd->off = w->word_len;
+  wd->len = len;
+  memcpy (w->word_text + w->word_len, text, len);
+  w->word_len += len;
+  wd->start = start;
+  wd->end = end;
+  wd->p = p;
+  return 1;
+}
+
+/* The words of an offline segment: a word starts at a token beginning
+ * with a space (as the live policy splits them); its probability is the
+ * mean of its tokens'. */
+static void
+segment_words (writer * w, const wk_segment * seg)
+{
+  int i, k, n;
+
+  w->n_words = 0;
+  w->word_len = 0;
+  for (i = 0; i < seg->n_tokens; i = k) {
+    size_t len = 0;
+    double p = 0.0;
+    char buf[1024];
+
+    for (k = i; k < seg->n_tokens; k++) {
+      const char *t = seg->tokens[k].text ? seg->tokens[k].text : "";
+      size_t tl = strlen (t);
+      if (k > i && t[0] == ' ')
+        break;
+      if (len + tl < sizeof buf) {
+        memcpy (buf + len, t, tl);
+        len += tl;
+      }
+      p += seg->tokens[k].p;
+    }
+    n = k - i;
+    if (!add_word (w, buf, len, seg->tokens[i].start, seg->tokens[k - 1].end,
+            (float) (p / n)))
+      break;
+  }
+}
+
+static void
+write_words_json (writer * w)
+{
+  char text[WORDS_MAX_TEXT];
+  int i;
+
+  fputs (", \"words\": [", w->f);
+  for (i = 0; i < w->n_words; i++) {
+    const word *wd = &w->words[i];
+    memcpy (text, w->word_text + wd->off, wd->len);
+    text[wd->len] = '\0';
+    fprintf (w->f, "%s\n      {\"text\": ", i ? "," : "");
+    json_string (w->f, text);
+    fprintf (w->f, ", \"start\": %.3f, \"end\": %.3f, \"probability\": "
+        "%.4f}", (double) file_time (w, wd->start) / WK_SAMPLE_RATE,
+        (double) file_time (w, wd->end) / WK_SAMPLE_RATE, wd->p);
+  }
+  fputs (w->n_words ? "\n    ]" : "]", w->f);
+}
+
+/* file: the input's name, when there are several (NULL otherwise) */
+static void
+write_begin (writer * w, const char *file)
+{
+  if (w->format == FORMAT_VTT) {
     fputs ("WEBVTT\n\n", w->f);
-  else if (w->format == FORMAT_JSON)
-    fputs ("{\n  \"segments\": [", w->f);
+  } else if (w->format == FORMAT_JSON) {
+    fputs ("{\n", w->f);
+    if (file) {
+      fputs ("  \"file\": ", w->f);
+      json_string (w->f, file);
+      fputs (",\n", w->f);
+    }
+    fputs ("  \"segments\": [", w->f);
+  } else if (file) {
+    fprintf (w->f, "==> %s <==\n", file);
+  }
 }
 
 static void
@@ -155,6 +316,7 @@ write_segment (writer * w, const wk_segment * seg)
 {
   const char *text = seg->text; /* trimmed by the engine */
   char t0[32], t1[32];
+  int64_t start = file_time (w, seg->start), end = file_time (w, seg->end);
   int i;
 
   switch (w->format) {
@@ -165,32 +327,36 @@ write_segment (writer * w, const wk_segment * seg)
     case FORMAT_SRT:
       if (!*text)
         break;
-      format_time (t0, sizeof t0, seg->start, ',');
-      format_time (t1, sizeof t1, seg->end, ',');
+      format_time (t0, sizeof t0, start, ',');
+      format_time (t1, sizeof t1, end, ',');
       fprintf (w->f, "%d\n%s --> %s\n%s\n\n", w->n_segments + 1, t0, t1, text);
       break;
     case FORMAT_VTT:
       if (!*text)
         break;
-      format_time (t0, sizeof t0, seg->start, '.');
-      format_time (t1, sizeof t1, seg->end, '.');
+      format_time (t0, sizeof t0, start, '.');
+      format_time (t1, sizeof t1, end, '.');
       fprintf (w->f, "%s --> %s\n%s\n\n", t0, t1, text);
       break;
     case FORMAT_JSON:
       fprintf (w->f, "%s\n    {\"start\": %.3f, \"end\": %.3f, \"text\": ",
-          w->n_segments ? "," : "", (double) seg->start / WK_SAMPLE_RATE,
-          (double) seg->end / WK_SAMPLE_RATE);
+          w->n_segments ? "," : "", (double) start / WK_SAMPLE_RATE,
+          (double) end / WK_SAMPLE_RATE);
       json_string (w->f, text);
-      fprintf (w->f, ", \"avg_logprob\": %.4f, \"no_speech_prob\": %.4f",
-          seg->avg_logprob, seg->no_speech_prob);
+      fprintf (w->f, ", \"probability\": %.4f", seg->p);
+      if (!w->live)
+        fprintf (w->f, ", \"avg_logprob\": %.4f, \"no_speech_prob\": "
+            "%.4f", seg->avg_logprob, seg->no_speech_prob);
+      segment_words (w, seg);
+      write_words_json (w);
       if (w->tokens) {
         fputs (", \"tokens\": [", w->f);
         for (i = 0; i < seg->n_tokens; i++) {
           const wk_token *t = &seg->tokens[i];
           fprintf (w->f, "%s{\"id\": %d, \"start\": %.3f, \"end\": %.3f, "
               "\"p\": %.4f, \"text\": ", i ? ", " : "", (int) t->id,
-              (double) t->start / WK_SAMPLE_RATE,
-              (double) t->end / WK_SAMPLE_RATE, t->p);
+              (double) file_time (w, t->start) / WK_SAMPLE_RATE,
+              (double) file_time (w, t->end) / WK_SAMPLE_RATE, t->p);
           json_string (w->f, t->text ? t->text : "");
           fputc ('}', w->f);
         }
@@ -205,17 +371,29 @@ write_segment (writer * w, const wk_segment * seg)
 }
 
 static void
-write_end (writer * w, const char *language)
+write_end (writer * w, wk_stream * stream)
 {
-  if (w->format == FORMAT_JSON) {
-    fputs ("\n  ],\n  \"language\": ", w->f);
-    json_string (w->f, language ? language : "");
-    fputs ("\n}\n", w->f);
+  wk_language_prob lp[5];
+  size_t n, i;
+
+  if (w->format != FORMAT_JSON)
+    return;
+  n = wk_stream_language_probs (stream, lp, 5);
+  fputs ("\n  ],\n  \"language\": ", w->f);
+  json_string (w->f, wk_stream_language (stream) ?
+      wk_stream_language (stream) : "");
+  fprintf (w->f, ",\n  \"language_probability\": %.4f,\n  \"languages\": {",
+      n ? lp[0].p : 0.0f);
+  for (i = 0; i < n; i++) {
+    fputs (i ? ", " : "", w->f);
+    json_string (w->f, lp[i].code);
+    fprintf (w->f, ": %.4f", lp[i].p);
   }
+  fputs ("}\n}\n", w->f);
 }
 
-/* Writes what the stream completed: offline its segments, live (where the
- * engine groups the words) one line or cue per utterance; the markers
+/* Writes what the stream completed: offline its segments, live one
+ * line or cue per utterance (the engine groups the words); the markers
  * that end utterances carry no text. */
 static void
 write_results (writer * w, wk_stream * stream)
@@ -273,6 +451,259 @@ parse_int (const char *s, int min, int max, int *out)
   return 0;
 }
 
+/* One input file and what to do with it. */
+typedef struct
+{
+  const char *path;             /* "-": a WAV file on standard input */
+  int several;                  /* one of several files: name it */
+  int offset_ms, duration_ms;   /* --offset, --duration (-1: all) */
+  int stats;
+  int progress;                 /* a progress line on standard error */
+  wk_vad *vad;                  /* --vad: transcribe only its speech */
+} job;
+
+/* A pause between two stretches of speech joined for --vad (whisper.cpp
+ * puts 0.1 s of silence there) */
+#define VAD_PAUSE (WK_SAMPLE_RATE / 5)
+
+/* --vad: the speech in pcm[0..n-1] joined, a pause after each stretch,
+ * into *out (malloc'd, *n_out samples), with the pieces that map it back.
+ * Returns -1 when out of memory or the detector failed. */
+static int
+join_speech (wk_vad * vad, const float *pcm, size_t n, float **out,
+    size_t *n_out, piece ** map, size_t *n_map)
+{
+  wk_vad_segment *segs = NULL;
+  size_t n_segs = 0, i, total = 0, at = 0;
+  float *buf;
+  piece *pc;
+
+  if (wk_vad_detect (vad, pcm, n, NULL, &segs, &n_segs) != WK_OK)
+    return -1;
+  for (i = 0; i < n_segs; i++)
+    total += (size_t) (segs[i].end - segs[i].start) + VAD_PAUSE;
+  buf = calloc (total ? total : 1, sizeof *buf);
+  pc = calloc (n_segs ? n_segs : 1, sizeof *pc);
+  if (!buf || !pc) {
+    free (buf);
+    free (pc);
+    free (segs);
+    return -1;
+  }
+  for (i = 0; i < n_segs; i++) {
+    int64_t a = segs[i].start < 0 ? 0 : segs[i].start;
+    int64_t b = segs[i].end > (int64_t) n ? (int64_t) n : segs[i].end;
+    if (b < a)
+      b = a;
+    memcpy (buf + at, pcm + a, (size_t) (b - a) * sizeof *buf);
+    pc[i].at = (int64_t) at;
+    pc[i].orig = a;
+    pc[i].len = b - a;
+    at += (size_t) (b - a) + VAD_PAUSE; /* the pause is zeros */
+  }
+  free (segs);
+  *out = buf;
+  *n_out = at;
+  *map = pc;
+  *n_map = n_segs;
+  return 0;
+}
+
+/* Reads the job's audio into wav: a WAV file, or anything GStreamer
+ * decodes. Prints what went wrong. */
+static int
+read_audio (const job * jb, wk_wav * wav)
+{
+  char err[512] = "";
+  wk_status st;
+
+  if (!strcmp (jb->path, "-")) {
+    unsigned char *data;
+    size_t size;
+
+    if (read_all (stdin, &data, &size) < 0) {
+      fprintf (stderr, PROGRAM ": cannot read standard input: %s\n",
+          strerror (errno));
+      return -1;
+    }
+    st = wk_wav_parse (data, size, wav, err, sizeof err);
+    free (data);
+  } else {
+    st = wk_wav_read (jb->path, wav, err, sizeof err);
+    if ((st == WK_OK && wav->rate != WK_SAMPLE_RATE) || st == WK_ERR_FORMAT
+        || st == WK_ERR_UNSUPPORTED) {
+      /* not a 16 kHz WAV file: anything GStreamer decodes */
+      char wav_err[512];
+      wk_status wav_st = st;
+
+      snprintf (wav_err, sizeof wav_err, "%s", err);
+      wk_wav_clear (wav);
+      st = wk_audio_decode (jb->path, wav, err, sizeof err);
+      if (st != WK_OK && wav_st != WK_OK) {
+        /* one message naming the file once: the WAV reader's, and why
+         * GStreamer could not decode it either */
+        size_t n = strlen (jb->path);
+        const char *why = strncmp (err, jb->path, n) == 0
+            && !strncmp (err + n, ": ", 2) ? err + n + 2 : err;
+        char gst_err[sizeof err];
+        snprintf (gst_err, sizeof gst_err, "%s", why);
+        if (snprintf (err, sizeof err, "%s (GStreamer %s)", wav_err,
+                gst_err) >= (int) sizeof err)
+          err[sizeof err - 2] = ')';    /* cut, still closed */
+      }
+    }
+  }
+  if (st != WK_OK) {
+    /* the readers' messages name the file already */
+    fprintf (stderr, PROGRAM ": %s%s\n", strcmp (jb->path, "-") ? "" :
+        "standard input: ", err);
+    return -1;
+  }
+  if (wav->rate != WK_SAMPLE_RATE) {
+    fprintf (stderr, PROGRAM ": %s: the sample rate is %d Hz; whisperknot "
+        "needs 16000 Hz (convert with: gst-launch-1.0 filesrc location=IN "
+        "! decodebin ! audioconvert ! audioresample ! "
+        "audio/x-raw,rate=16000,channels=1 ! wavenc ! filesink "
+        "location=OUT.wav)\n", jb->path, wav->rate);
+    return -1;
+  }
+  return 0;
+}
+
+/* Transcribes one file with stream (fresh or reset) into w. Returns 0,
+ * 1 when the audio or the engine failed (the next file may still work),
+ * 2 when the output failed. */
+static int
+transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
+    writer * w, double load_seconds, const char *model_path)
+{
+  wk_wav wav = { 0 };
+  size_t pos, first, last, len, n_speech = 0;
+  double t0, t_done;
+  wk_status st;
+  const float *pcm;
+  float *speech = NULL;
+  piece *map = NULL;
+
+  if (read_audio (jb, &wav) < 0)
+    return 1;
+  t0 = now_seconds ();
+  /* --offset, --duration: the samples [first, last) */
+  first = (size_t) jb->offset_ms * (WK_SAMPLE_RATE / 1000);
+  if (first > wav.n_samples)
+    first = wav.n_samples;
+  last = wav.n_samples;
+  if (jb->duration_ms >= 0 && (size_t) jb->duration_ms *
+      (WK_SAMPLE_RATE / 1000) < last - first)
+    last = first + (size_t) jb->duration_ms * (WK_SAMPLE_RATE / 1000);
+  w->shift = (int64_t) first;
+  w->map = NULL;
+  w->n_map = 0;
+  pcm = wav.samples + first;
+  len = last - first;
+  if (jb->vad) {
+    if (join_speech (jb->vad, wav.samples + first, last - first, &speech,
+            &n_speech, &map, &w->n_map) < 0) {
+      fprintf (stderr, PROGRAM ": %s: the voice detector failed\n", jb->path);
+      wk_wav_clear (&wav);
+      return 1;
+    }
+    w->map = map;
+    /* the stream hears the joined speech instead */
+    pcm = speech;
+    len = n_speech;
+  }
+  w->n_segments = 0;
+  w->n_words = 0;
+  w->word_len = 0;
+
+  write_begin (w, jb->several ? jb->path : NULL);
+  for (pos = 0; pos < len; pos += CHUNK) {
+    size_t n = len - pos < CHUNK ? len - pos : CHUNK;
+
+    st = wk_stream_feed (stream, pcm + pos, n);
+    if (st != WK_OK)
+      goto engine_failed;
+    write_results (w, stream);
+    if (jb->progress)
+      fprintf (stderr, "\r%s: %.0f of %.0f s (%.0f%%)", jb->path,
+          (double) (pos + n) / WK_SAMPLE_RATE, (double) len / WK_SAMPLE_RATE,
+          100.0 * (double) (pos + n) / (double) len);
+  }
+  st = wk_stream_finish (stream);
+  if (st != WK_OK)
+    goto engine_failed;
+  if (jb->progress && len > 0)
+    fputs ("\r\033[K", stderr); /* the progress line goes */
+  write_results (w, stream);
+  write_end (w, stream);
+  t_done = now_seconds ();
+
+  if (fflush (w->f) != 0 || ferror (w->f)) {
+    fprintf (stderr, PROGRAM ": cannot write the output: %s\n",
+        strerror (errno));
+    wk_wav_clear (&wav);
+    free (speech);
+    free (map);
+    return 2;
+  }
+
+  if (jb->stats) {
+    wk_stream_stats s;
+    wk_model_info info;
+    double audio = (double) len / WK_SAMPLE_RATE;
+    double wall = t_done - t0;
+
+    wk_stream_get_stats (stream, &s);
+    wk_model_get_info (model, &info);
+    fprintf (stderr,
+        "%s%s%s"
+        "model: %s\n"
+        "model_bytes: %" PRIu64 "\n"
+        "model_params: %" PRIu64 "\n"
+        "load_seconds: %.3f\n"
+        "audio_seconds: %.3f\n"
+        "wall_seconds: %.3f\n"
+        "real_time_factor: %.4f\n"
+        "mel_seconds: %.3f\n"
+        "encoder_seconds: %.3f\n"
+        "decoder_seconds: %.3f\n"
+        "windows: %" PRId64 "\n"
+        "tokens: %" PRId64 "\n"
+        "state_bytes: %" PRIu64 "\n"
+        "live_runs: %" PRId64 "\n"
+        "live_words: %" PRId64 "\n"
+        "live_utterances: %" PRId64 "\n"
+        "vad_seconds: %.3f\n"
+        "speech_seconds: %.3f\n"
+        "input_seconds: %.3f\n"
+        "language: %s\n",
+        jb->several ? "file: " : "", jb->several ? jb->path : "",
+        jb->several ? "\n" : "",
+        model_path, info.file_bytes, info.n_params, load_seconds,
+        audio, wall, audio > 0 ? wall / audio : 0.0, s.mel_seconds,
+        s.encoder_seconds, s.decoder_seconds, s.n_windows, s.n_tokens,
+        s.state_bytes, s.n_runs, s.n_committed, s.n_utterances,
+        s.vad_seconds, s.speech_seconds,
+        (double) (last - first) / WK_SAMPLE_RATE,
+        wk_stream_language (stream) ? wk_stream_language (stream) : "");
+  }
+  wk_wav_clear (&wav);
+  free (speech);
+  free (map);
+  return 0;
+
+engine_failed:
+  if (jb->progress)
+    fputs ("\r\033[K", stderr);
+  fprintf (stderr, PROGRAM ": %s: transcription failed: %s\n", jb->path,
+      wk_status_str (st));
+  wk_wav_clear (&wav);
+  free (speech);
+  free (map);
+  return 1;
+}
+
 enum
 {
   OPT_TRANSLATE = 256,
@@ -281,6 +712,10 @@ enum
   OPT_STATS,
   OPT_NO_FALLBACK,
   OPT_MAX_CONTEXT,
+  OPT_PROMPT,
+  OPT_OFFSET,
+  OPT_DURATION,
+  OPT_VAD,
 };
 
 int
@@ -294,6 +729,10 @@ main (int argc, char **argv)
     {"beam-size", required_argument, NULL, 'b'},
     {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
     {"max-context", required_argument, NULL, OPT_MAX_CONTEXT},
+    {"prompt", required_argument, NULL, OPT_PROMPT},
+    {"offset", required_argument, NULL, OPT_OFFSET},
+    {"duration", required_argument, NULL, OPT_DURATION},
+    {"vad", no_argument, NULL, OPT_VAD},
     {"latency", required_argument, NULL, OPT_LATENCY},
     {"format", required_argument, NULL, 'f'},
     {"tokens", no_argument, NULL, OPT_TOKENS},
@@ -302,20 +741,21 @@ main (int argc, char **argv)
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}
   };
-  const char *model_path = NULL, *out_path = NULL, *in_path;
+  const char *model_path = NULL, *out_path = NULL;
   char *resolved_path = NULL;
   int model_given;
   wk_model_params mp = wk_model_default_params ();
   wk_stream_params sp = wk_stream_default_params ();
   wk_model *model = NULL;
   wk_stream *stream = NULL;
-  wk_wav wav = { 0 };
   writer w = { NULL, FORMAT_TXT, 0, 0 };
   wk_status st;
   char err[512] = "";
-  int opt, stats = 0, rc = 1;
-  double t_start, t_loaded, t_done;
-  size_t pos;
+  int opt, stats = 0, rc = 1, offset_ms = 0, duration_ms = -1, n_files, i;
+  int use_vad = 0;
+  wk_vad_model *vad_model = NULL;
+  wk_vad *vad = NULL;
+  double t_start, t_loaded;
 
   while ((opt = getopt_long (argc, argv, "m:l:t:b:f:o:h", options, NULL)) != -1) {
     switch (opt) {
@@ -333,7 +773,7 @@ main (int argc, char **argv)
           goto bad_value;
         break;
       case 'b':
-        if (parse_int (optarg, 1, WK_MAX_BEAM_SIZE, &sp.beam_size) < 0)
+        if (parse_int (optarg, 1, 16, &sp.beam_size) < 0)
           goto bad_value;
         break;
       case OPT_NO_FALLBACK:
@@ -346,6 +786,20 @@ main (int argc, char **argv)
       case OPT_LATENCY:
         if (parse_int (optarg, 0, 30000, &sp.latency_ms) < 0)
           goto bad_value;
+        break;
+      case OPT_PROMPT:
+        sp.initial_prompt = optarg;
+        break;
+      case OPT_OFFSET:
+        if (parse_int (optarg, 0, INT32_MAX, &offset_ms) < 0)
+          goto bad_value;
+        break;
+      case OPT_DURATION:
+        if (parse_int (optarg, 0, INT32_MAX, &duration_ms) < 0)
+          goto bad_value;
+        break;
+      case OPT_VAD:
+        use_vad = 1;
         break;
       case 'f':
         if (!strcmp (optarg, "txt"))
@@ -376,45 +830,29 @@ main (int argc, char **argv)
         return 2;
     }
   }
-  if (optind != argc - 1) {
-    fprintf (stderr, PROGRAM ": expected one WAV file\n");
+  if (optind >= argc) {
+    fprintf (stderr, PROGRAM ": expected an audio file\n");
     usage (stderr);
     return 2;
   }
-  in_path = argv[optind];
+  n_files = argc - optind;
+  if (n_files > 1 && (out_path || w.format == FORMAT_SRT
+          || w.format == FORMAT_VTT)) {
+    fprintf (stderr, PROGRAM ": several files go to standard output as "
+        "txt or json, one after the other; give srt, vtt or -o one file at "
+        "a time\n");
+    return 2;
+  }
+  /* a typo in a file's name should not wait for a model */
+  for (i = optind; i < argc; i++) {
+    if (strcmp (argv[i], "-") && access (argv[i], R_OK) != 0) {
+      fprintf (stderr, PROGRAM ": %s: %s\n", argv[i], strerror (errno));
+      return 1;
+    }
+  }
   model_given = model_path != NULL;
   if (!model_path)
     model_path = wk_default_model_path ();
-
-  /* the audio first: a typo in its name should not wait for a model */
-  if (!strcmp (in_path, "-")) {
-    unsigned char *data;
-    size_t size;
-
-    if (read_all (stdin, &data, &size) < 0) {
-      fprintf (stderr, PROGRAM ": cannot read standard input: %s\n",
-          strerror (errno));
-      return 1;
-    }
-    st = wk_wav_parse (data, size, &wav, err, sizeof err);
-    free (data);
-  } else {
-    st = wk_wav_read (in_path, &wav, err, sizeof err);
-  }
-  if (st != WK_OK) {
-    /* wk_wav_read's messages name the file already */
-    fprintf (stderr, PROGRAM ": %s%s\n", strcmp (in_path, "-") ? "" :
-        "standard input: ", err);
-    return 1;
-  }
-  if (wav.rate != WK_SAMPLE_RATE) {
-    fprintf (stderr, PROGRAM ": %s: the sample rate is %d Hz; whisperknot "
-        "needs 16000 Hz (convert with: gst-launch-1.0 filesrc location=IN "
-        "! decodebin ! audioconvert ! audioresample ! "
-        "audio/x-raw,rate=16000,channels=1 ! wavenc ! filesink "
-        "location=OUT.wav)\n", in_path, wav.rate);
-    goto done;
-  }
 
   t_start = now_seconds ();
   /* a name installed by whisperknot-model, or a path */
@@ -438,6 +876,15 @@ main (int argc, char **argv)
     fprintf (stderr, PROGRAM ": %s\n", err);
     goto done;
   }
+  if (sp.initial_prompt && sp.initial_prompt[0]) {
+    wk_model_info info;
+
+    wk_model_get_info (model, &info);
+    if (info.max_prompt_tokens == 0)
+      fprintf (stderr, PROGRAM ": warning: --prompt is ignored: the model "
+          "was never trained with a prompt (its knot has "
+          "whisperknot.max_text_ctx = 0)\n");
+  }
   t_loaded = now_seconds ();
 
   if (out_path) {
@@ -450,69 +897,34 @@ main (int argc, char **argv)
   } else {
     w.f = stdout;
   }
+  w.live = sp.latency_ms > 0;
+  if (use_vad) {
+    wk_vad_params vp = wk_vad_default_params ();
 
-  write_begin (&w);
-  for (pos = 0; pos < wav.n_samples; pos += CHUNK) {
-    size_t n = wav.n_samples - pos < CHUNK ? wav.n_samples - pos : CHUNK;
-
-    st = wk_stream_feed (stream, wav.samples + pos, n);
-    if (st != WK_OK)
-      goto engine_failed;
-    write_results (&w, stream);
-  }
-  st = wk_stream_finish (stream);
-  if (st != WK_OK)
-    goto engine_failed;
-  write_results (&w, stream);
-  write_end (&w, wk_stream_language (stream));
-  t_done = now_seconds ();
-
-  if (fflush (w.f) != 0 || ferror (w.f)) {
-    fprintf (stderr, PROGRAM ": cannot write '%s': %s\n",
-        out_path ? out_path : "standard output", strerror (errno));
-    goto done;
+    if (wk_vad_model_load (wk_default_vad_model_path (), &vad_model, err,
+            sizeof err) != WK_OK
+        || wk_vad_new (vad_model, &vp, &vad, err, sizeof err) != WK_OK) {
+      fprintf (stderr, PROGRAM ": --vad: %s\n", err);
+      rc = 1;
+      goto done;
+    }
   }
 
-  if (stats) {
-    wk_stream_stats s;
-    wk_model_info info;
-    double audio = (double) wav.n_samples / WK_SAMPLE_RATE;
-    double wall = t_done - t_loaded;
-
-    wk_stream_get_stats (stream, &s);
-    wk_model_get_info (model, &info);
-    fprintf (stderr,
-        "model: %s\n"
-        "model_bytes: %" PRIu64 "\n"
-        "model_params: %" PRIu64 "\n"
-        "load_seconds: %.3f\n"
-        "audio_seconds: %.3f\n"
-        "wall_seconds: %.3f\n"
-        "real_time_factor: %.4f\n"
-        "mel_seconds: %.3f\n"
-        "encoder_seconds: %.3f\n"
-        "decoder_seconds: %.3f\n"
-        "windows: %" PRId64 "\n"
-        "tokens: %" PRId64 "\n"
-        "state_bytes: %" PRIu64 "\n"
-        "live_runs: %" PRId64 "\n"
-        "live_words: %" PRId64 "\n"
-        "live_utterances: %" PRId64 "\n"
-        "vad_seconds: %.3f\n"
-        "speech_seconds: %.3f\n"
-        "language: %s\n",
-        model_path, info.file_bytes, info.n_params, t_loaded - t_start,
-        audio, wall, audio > 0 ? wall / audio : 0.0, s.mel_seconds,
-        s.encoder_seconds, s.decoder_seconds, s.n_windows, s.n_tokens,
-        s.state_bytes, s.n_runs, s.n_committed, s.n_utterances,
-        s.vad_seconds, s.speech_seconds, wk_stream_language (stream) ?
-        wk_stream_language (stream) : "");
-  }
   rc = 0;
-  goto done;
+  for (i = optind; i < argc; i++) {
+    job jb = { argv[i], n_files > 1, offset_ms, duration_ms, stats,
+      isatty (2) && !stats, vad
+    };
+    int r = transcribe_file (&jb, model, stream, &w, t_loaded - t_start,
+        model_path);
 
-engine_failed:
-  fprintf (stderr, PROGRAM ": transcription failed: %s\n", wk_status_str (st));
+    if (r > rc)
+      rc = r;
+    if (r >= 2)
+      break;                    /* the output failed: no use going on */
+    wk_stream_reset (stream);
+  }
+
 done:
   if (w.f && w.f != stdout && fclose (w.f) != 0 && rc == 0) {
     fprintf (stderr, PROGRAM ": cannot write '%s': %s\n", out_path,
@@ -523,9 +935,13 @@ done:
     wk_stream_free (stream);
   if (model)
     wk_model_unref (model);
-  wk_wav_clear (&wav);
+  wk_vad_free (vad);
+  wk_vad_model_unref (vad_model);
+  wk_audio_decode_end ();
   free (resolved_path);
-  return rc;
+  if (!model)
+    return 1;
+  return rc > 1 ? 1 : rc;
 
 bad_value:
   fprintf (stderr, PROGRAM ": bad value '%s'\n", optarg);
