@@ -1,0 +1,807 @@
+/* WebAssembly SIMD128 kernels, held to kernels-ref.c by tests/test-kernels.c
+ * (built for wasm32 and run under Node.js, web/tests).
+ *
+ * wasm has 128-bit vectors and no fused multiply-add (clang 14 has no
+ * relaxed SIMD), so every product is a multiply then an add. The engine
+ * runs single-threaded in the browser: nothing here depends on threads,
+ * but nothing shares state between calls either, except the GEMM's packed
+ * weight panel, which is per call and on the stack.
+ *
+ * - linear, n >= 8 rows (the encoder): a panel of 8 outputs is converted
+ *   to f32 and laid out depth-major, [l][8], in chunks of KC; a 4 x 8
+ *   micro-kernel broadcasts x and adds into 8 accumulators.
+ * - linear, n < 8 rows with q8_0 / q4_0 (the decoder): activations
+ *   quantized per block (wk_quantize_act, bit for bit), then integer
+ *   block dot products: i8 x i8 products widened to i16 (a pair of them
+ *   always fits: |q| <= 128, |x| <= 127), summed pairwise into i32.
+ * - linear, n < 8 rows otherwise: weight rows converted on the fly and
+ *   dotted with up to 4 rows of X.
+ * - attention: 4 queries at a time against chunks of keys, a running
+ *   softmax with a vector exp. */
+#include "kernels-impl.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+#include <wasm_simd128.h>
+
+#define MR 4                    /* rows of X per micro-kernel */
+#define NR 8                    /* outputs per panel */
+#define KC 512                  /* depth per packed chunk (multiple of 32) */
+
+static inline float
+hsum (v128_t v)
+{
+  v128_t s = wasm_f32x4_add (v, wasm_i32x4_shuffle (v, v, 2, 3, 0, 1));
+  s = wasm_f32x4_add (s, wasm_i32x4_shuffle (s, s, 1, 0, 3, 2));
+  return wasm_f32x4_extract_lane (s, 0);
+}
+
+static inline float
+hmax (v128_t v)
+{
+  v128_t s = wasm_f32x4_max (v, wasm_i32x4_shuffle (v, v, 2, 3, 0, 1));
+  s = wasm_f32x4_max (s, wasm_i32x4_shuffle (s, s, 1, 0, 3, 2));
+  return wasm_f32x4_extract_lane (s, 0);
+}
+
+/* e^x: Cody-Waite reduction by ln 2 and a degree-6 polynomial, relative
+ * error about 2e-7; 0 below -87.3, clamped above 88.4. */
+static inline v128_t
+exp4 (v128_t x)
+{
+  const v128_t lo = wasm_f32x4_splat (-87.3365447504f);
+  v128_t under = wasm_f32x4_lt (x, lo);
+  v128_t n, r, y;
+  v128_t e;
+
+  x = wasm_f32x4_min (x, wasm_f32x4_splat (88.3762626647949f));
+  x = wasm_f32x4_max (x, lo);
+  n = wasm_f32x4_nearest (wasm_f32x4_mul (x,
+          wasm_f32x4_splat (1.44269504088896341f)));
+  r = wasm_f32x4_sub (x, wasm_f32x4_mul (n, wasm_f32x4_splat (0.693359375f)));
+  r = wasm_f32x4_sub (r, wasm_f32x4_mul (n,
+          wasm_f32x4_splat (-2.12194440e-4f)));
+  y = wasm_f32x4_splat (1.9875691500E-4f);
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (1.3981999507E-3f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (8.3334519073E-3f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (4.1665795894E-2f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (1.6666665459E-1f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (5.0000001201E-1f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, wasm_f32x4_mul (r, r)),
+      wasm_f32x4_add (r, wasm_f32x4_splat (1.0f)));
+  e = wasm_i32x4_shl (wasm_i32x4_add (wasm_i32x4_trunc_sat_f32x4 (n),
+          wasm_i32x4_splat (127)), 23);
+  y = wasm_f32x4_mul (y, e);
+  return wasm_v128_andnot (y, under);
+}
+
+/* 0.5 x (1 + erf (x / sqrt 2)), erf by Abramowitz & Stegun 7.1.26
+ * (absolute error below 1.5e-7). */
+static inline v128_t
+gelu4 (v128_t x)
+{
+  const v128_t sign = wasm_f32x4_splat (-0.0f);
+  const v128_t one = wasm_f32x4_splat (1.0f);
+  v128_t z = wasm_f32x4_mul (x, wasm_f32x4_splat (0.70710678118654752f));
+  v128_t az = wasm_f32x4_abs (z);
+  v128_t t = wasm_f32x4_div (one, wasm_f32x4_add (wasm_f32x4_mul (az,
+              wasm_f32x4_splat (0.3275911f)), one));
+  v128_t p = wasm_f32x4_splat (1.061405429f);
+  v128_t erf_abs;
+
+  p = wasm_f32x4_add (wasm_f32x4_mul (p, t), wasm_f32x4_splat (-1.453152027f));
+  p = wasm_f32x4_add (wasm_f32x4_mul (p, t), wasm_f32x4_splat (1.421413741f));
+  p = wasm_f32x4_add (wasm_f32x4_mul (p, t), wasm_f32x4_splat (-0.284496736f));
+  p = wasm_f32x4_add (wasm_f32x4_mul (p, t), wasm_f32x4_splat (0.254829592f));
+  p = wasm_f32x4_mul (p, t);
+  erf_abs = wasm_f32x4_sub (one, wasm_f32x4_mul (p,
+          exp4 (wasm_f32x4_neg (wasm_f32x4_mul (az, az)))));
+  return wasm_f32x4_mul (wasm_f32x4_mul (wasm_f32x4_splat (0.5f), x),
+      wasm_f32x4_add (one, wasm_v128_or (erf_abs, wasm_v128_and (z, sign))));
+}
+
+/* Eight IEEE halves to f32, exactly: the magnitude's bits moved into
+ * place are a float 2^-112 times too small (subnormal halves included),
+ * so one multiply rebiases; infinities and NaNs get the full exponent. */
+static inline v128_t
+f16x4_to_f32 (v128_t h32)
+{
+  v128_t mag = wasm_i32x4_shl (wasm_v128_and (h32, wasm_i32x4_splat (0x7fff)),
+      13);
+  v128_t f = wasm_f32x4_mul (mag, wasm_i32x4_splat (0x77800000));       /* 2^112 */
+  v128_t infnan = wasm_i32x4_ge (mag, wasm_i32x4_splat (0x7c00 << 13));
+  f = wasm_v128_or (f, wasm_v128_and (infnan, wasm_i32x4_splat (0x7f800000)));
+  return wasm_v128_or (f, wasm_i32x4_shl (wasm_v128_and (h32,
+              wasm_i32x4_splat (0x8000)), 16));
+}
+
+static inline void
+f16x8_to_f32 (const uint16_t * h, float *out)
+{
+  v128_t v = wasm_v128_load (h);
+  wasm_v128_store (out, f16x4_to_f32 (wasm_u32x4_extend_low_u16x8 (v)));
+  wasm_v128_store (out + 4, f16x4_to_f32 (wasm_u32x4_extend_high_u16x8 (v)));
+}
+
+/* i8 lanes to four f32 vectors. */
+static inline void
+i8x16_to_f32 (v128_t q, v128_t scale, float *out)
+{
+  v128_t lo = wasm_i16x8_extend_low_i8x16 (q);
+  v128_t hi = wasm_i16x8_extend_high_i8x16 (q);
+  wasm_v128_store (out, wasm_f32x4_mul (scale,
+          wasm_f32x4_convert_i32x4 (wasm_i32x4_extend_low_i16x8 (lo))));
+  wasm_v128_store (out + 4, wasm_f32x4_mul (scale,
+          wasm_f32x4_convert_i32x4 (wasm_i32x4_extend_high_i16x8 (lo))));
+  wasm_v128_store (out + 8, wasm_f32x4_mul (scale,
+          wasm_f32x4_convert_i32x4 (wasm_i32x4_extend_low_i16x8 (hi))));
+  wasm_v128_store (out + 12, wasm_f32x4_mul (scale,
+          wasm_f32x4_convert_i32x4 (wasm_i32x4_extend_high_i16x8 (hi))));
+}
+
+/* The q4_0 block's 32 values as i8: low nibbles first, then high. */
+static inline void
+q4_unpack (const uint8_t * qs, v128_t * lo, v128_t * hi)
+{
+  v128_t b = wasm_v128_load (qs);
+  v128_t eight = wasm_i8x16_splat (8);
+  *lo = wasm_i8x16_sub (wasm_v128_and (b, wasm_i8x16_splat (15)), eight);
+  *hi = wasm_i8x16_sub (wasm_u8x16_shr (b, 4), eight);
+}
+
+/* Weights [l0, l0 + len) of a row (len and l0 multiples of WK_QK for the
+ * block types, of 8 for f16) as exact f32. */
+static void
+row_seg_to_f32 (wk_type type, const unsigned char *row, int64_t l0,
+    int64_t len, float *out)
+{
+  int64_t l, b;
+
+  switch (type) {
+    case WK_TYPE_F32:
+      memcpy (out, (const float *) row + l0, (size_t) len * sizeof (float));
+      break;
+    case WK_TYPE_F16:{
+      const uint16_t *h = (const uint16_t *) row + l0;
+      for (l = 0; l + 8 <= len; l += 8)
+        f16x8_to_f32 (h + l, out + l);
+      for (; l < len; l++)
+        out[l] = wk_fp16_to_fp32 (h[l]);
+      break;
+    }
+    case WK_TYPE_Q8_0:
+      for (b = 0; b < len / WK_QK; b++) {
+        const wk_block_q8_0 *blk = (const wk_block_q8_0 *) row + l0 / WK_QK + b;
+        v128_t d = wasm_f32x4_splat (wk_fp16_to_fp32 (blk->d));
+        i8x16_to_f32 (wasm_v128_load (blk->qs), d, out + b * WK_QK);
+        i8x16_to_f32 (wasm_v128_load (blk->qs + 16), d, out + b * WK_QK + 16);
+      }
+      break;
+    case WK_TYPE_Q4_0:
+      for (b = 0; b < len / WK_QK; b++) {
+        const wk_block_q4_0 *blk = (const wk_block_q4_0 *) row + l0 / WK_QK + b;
+        v128_t d = wasm_f32x4_splat (wk_fp16_to_fp32 (blk->d));
+        v128_t lo, hi;
+        q4_unpack (blk->qs, &lo, &hi);
+        i8x16_to_f32 (lo, d, out + b * WK_QK);
+        i8x16_to_f32 (hi, d, out + b * WK_QK + 16);
+      }
+      break;
+    default:
+      wk_row_to_f32 (type, row + wk_type_row_bytes (type, l0), out, len);
+      break;
+  }
+}
+
+/* The epilogue of one output vector (4 outputs j .. j + 3, nj of them
+ * valid). */
+static inline void
+store4 (float *y, v128_t acc, const float *bias, int64_t j, int nj,
+    unsigned flags)
+{
+  float v[4];
+  int c;
+
+  if (bias) {
+    if (nj == 4) {
+      acc = wasm_f32x4_add (acc, wasm_v128_load (bias + j));
+    } else {
+      float b[4] = { 0 };
+      memcpy (b, bias + j, (size_t) nj * sizeof (float));
+      acc = wasm_f32x4_add (acc, wasm_v128_load (b));
+    }
+  }
+  if (flags & WK_LINEAR_GELU)
+    acc = gelu4 (acc);
+  if (nj == 4) {
+    if (flags & WK_LINEAR_ADD)
+      acc = wasm_f32x4_add (acc, wasm_v128_load (y));
+    wasm_v128_store (y, acc);
+    return;
+  }
+  wasm_v128_store (v, acc);
+  for (c = 0; c < nj; c++) {
+    float r = v[c];
+    if (flags & WK_LINEAR_ADD)
+      y[c] += r;
+    else
+      y[c] = r;
+  }
+}
+
+/* ---- GEMM (n >= 8) ---- */
+
+/* Y[i0 .. i0 + mr) [j .. j + nj) for depth chunk [0, kc) of a packed
+ * panel P [kc][NR]; acc holds the running sums across chunks. */
+static inline void
+ukernel (int kc, const float *P, const float *const *x, int mr, v128_t acc[MR]
+    [2])
+{
+  int l, r;
+  v128_t a[MR][2];
+
+  for (r = 0; r < MR; r++)
+    a[r][0] = acc[r][0], a[r][1] = acc[r][1];
+  if (mr == MR) {
+    for (l = 0; l < kc; l++) {
+      v128_t w0 = wasm_v128_load (P + l * NR);
+      v128_t w1 = wasm_v128_load (P + l * NR + 4);
+      v128_t b0 = wasm_f32x4_splat (x[0][l]);
+      v128_t b1 = wasm_f32x4_splat (x[1][l]);
+      v128_t b2 = wasm_f32x4_splat (x[2][l]);
+      v128_t b3 = wasm_f32x4_splat (x[3][l]);
+      a[0][0] = wasm_f32x4_add (a[0][0], wasm_f32x4_mul (b0, w0));
+      a[0][1] = wasm_f32x4_add (a[0][1], wasm_f32x4_mul (b0, w1));
+      a[1][0] = wasm_f32x4_add (a[1][0], wasm_f32x4_mul (b1, w0));
+      a[1][1] = wasm_f32x4_add (a[1][1], wasm_f32x4_mul (b1, w1));
+      a[2][0] = wasm_f32x4_add (a[2][0], wasm_f32x4_mul (b2, w0));
+      a[2][1] = wasm_f32x4_add (a[2][1], wasm_f32x4_mul (b2, w1));
+      a[3][0] = wasm_f32x4_add (a[3][0], wasm_f32x4_mul (b3, w0));
+      a[3][1] = wasm_f32x4_add (a[3][1], wasm_f32x4_mul (b3, w1));
+    }
+  } else {
+    for (l = 0; l < kc; l++) {
+      v128_t w0 = wasm_v128_load (P + l * NR);
+      v128_t w1 = wasm_v128_load (P + l * NR + 4);
+      for (r = 0; r < mr; r++) {
+        v128_t b = wasm_f32x4_splat (x[r][l]);
+        a[r][0] = wasm_f32x4_add (a[r][0], wasm_f32x4_mul (b, w0));
+        a[r][1] = wasm_f32x4_add (a[r][1], wasm_f32x4_mul (b, w1));
+      }
+    }
+  }
+  for (r = 0; r < MR; r++)
+    acc[r][0] = a[r][0], acc[r][1] = a[r][1];
+}
+
+/* Rows of X per pass over a panel: their partial sums stay in this
+ * buffer between depth chunks. */
+#define GEMM_ROWS 64
+
+static void
+gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
+{
+  const int64_t k = W->ne[0];
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  /* the type's block size divides KC, so chunks start on blocks */
+  float row[KC];
+  float panel[KC * NR];
+  v128_t acc[GEMM_ROWS][2];
+  int64_t j, i0, l0;
+
+  for (j = j0; j < j1; j += NR) {
+    int nj = (int) (j1 - j < NR ? j1 - j : NR);
+    for (i0 = 0; i0 < n; i0 += GEMM_ROWS) {
+      int ni = (int) (n - i0 < GEMM_ROWS ? n - i0 : GEMM_ROWS), i, c;
+      for (i = 0; i < ni; i++)
+        acc[i][0] = acc[i][1] = wasm_f32x4_splat (0.0f);
+      for (l0 = 0; l0 < k; l0 += KC) {
+        int kc = (int) (k - l0 < KC ? k - l0 : KC), l;
+        /* pack only once per chunk of rows: weights are reread for every
+         * GEMM_ROWS rows, but converting them is cheap next to the
+         * products */
+        for (c = 0; c < NR; c++) {
+          if (c < nj)
+            row_seg_to_f32 (W->type, data + (size_t) (j + c) * row_bytes, l0,
+                kc, row);
+          else
+            memset (row, 0, sizeof row);
+          for (l = 0; l < kc; l++)
+            panel[l * NR + c] = row[l];
+        }
+        for (i = 0; i < ni; i += MR) {
+          const float *x[MR];
+          int mr = ni - i < MR ? ni - i : MR, r;
+          v128_t a[MR][2];
+          for (r = 0; r < MR; r++) {
+            x[r] = X + (i0 + i + (r < mr ? r : 0)) * ldx + l0;
+            a[r][0] = r < mr ? acc[i + r][0] : wasm_f32x4_splat (0.0f);
+            a[r][1] = r < mr ? acc[i + r][1] : wasm_f32x4_splat (0.0f);
+          }
+          ukernel (kc, panel, x, mr, a);
+          for (r = 0; r < mr; r++)
+            acc[i + r][0] = a[r][0], acc[i + r][1] = a[r][1];
+        }
+      }
+      for (i = 0; i < ni; i++) {
+        float *y = Y + (i0 + i) * ldy + j;
+        store4 (y, acc[i][0], bias, j, nj < 4 ? nj : 4, flags);
+        if (nj > 4)
+          store4 (y + 4, acc[i][1], bias, j + 4, nj - 4, flags);
+      }
+    }
+  }
+}
+
+/* ---- GEMV (n < 8) ---- */
+
+static void
+gemv (const wk_tensor * W, const float *bias, const float *X, int64_t n,
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
+{
+  const int64_t k = W->ne[0];
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  float row[KC];
+  int64_t j, i0, l0;
+
+  for (j = j0; j < j1; j++) {
+    const unsigned char *wrow = data + (size_t) j * row_bytes;
+    for (i0 = 0; i0 < n; i0 += MR) {
+      int nx = (int) (n - i0 < MR ? n - i0 : MR), r;
+      v128_t acc[MR];
+      float tail[MR] = { 0 };
+      for (r = 0; r < MR; r++)
+        acc[r] = wasm_f32x4_splat (0.0f);
+      for (l0 = 0; l0 < k; l0 += KC) {
+        int kc = (int) (k - l0 < KC ? k - l0 : KC), l;
+        row_seg_to_f32 (W->type, wrow, l0, kc, row);
+        for (l = 0; l + 4 <= kc; l += 4) {
+          v128_t w = wasm_v128_load (row + l);
+          for (r = 0; r < nx; r++)
+            acc[r] = wasm_f32x4_add (acc[r], wasm_f32x4_mul (w,
+                    wasm_v128_load (X + (i0 + r) * ldx + l0 + l)));
+        }
+        for (; l < kc; l++)
+          for (r = 0; r < nx; r++)
+            tail[r] += row[l] * X[(i0 + r) * ldx + l0 + l];
+      }
+      for (r = 0; r < nx; r++) {
+        v128_t v = wasm_f32x4_make (hsum (acc[r]) + tail[r], 0, 0, 0);
+        store4 (Y + (i0 + r) * ldy + j, v, bias, j, 1, flags);
+      }
+    }
+  }
+}
+
+/* sum over a 32-block of w * x, i8 x i8 -> i32 lanes */
+static inline v128_t
+dot_i8x32 (v128_t w0, v128_t w1, v128_t x0, v128_t x1)
+{
+  v128_t p0 = wasm_i16x8_add (wasm_i16x8_extmul_low_i8x16 (w0, x0),
+      wasm_i16x8_extmul_high_i8x16 (w0, x0));
+  v128_t p1 = wasm_i16x8_add (wasm_i16x8_extmul_low_i8x16 (w1, x1),
+      wasm_i16x8_extmul_high_i8x16 (w1, x1));
+  return wasm_i32x4_add (wasm_i32x4_extadd_pairwise_i16x8 (p0),
+      wasm_i32x4_extadd_pairwise_i16x8 (p1));
+}
+
+static void
+gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
+{
+  /* 66 KiB on the stack (web/meson.build gives the module 8 MiB) */
+  int8_t xq[MR][WK_LINEAR_QMAX_K];
+  float xd[MR][WK_LINEAR_QMAX_K / WK_QK];
+  const int64_t k = W->ne[0], nb = k / WK_QK;
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  int64_t i0, j, b;
+  int r;
+
+  for (i0 = 0; i0 < n; i0 += MR) {
+    int nx = (int) (n - i0 < MR ? n - i0 : MR);
+    for (r = 0; r < nx; r++)
+      wk_quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
+    for (j = j0; j < j1; j++) {
+      const unsigned char *wrow = data + (size_t) j * row_bytes;
+      v128_t acc[MR];
+      for (r = 0; r < MR; r++)
+        acc[r] = wasm_f32x4_splat (0.0f);
+      for (b = 0; b < nb; b++) {
+        v128_t w0, w1;
+        float dw;
+        if (W->type == WK_TYPE_Q8_0) {
+          const wk_block_q8_0 *blk = (const wk_block_q8_0 *) wrow + b;
+          w0 = wasm_v128_load (blk->qs);
+          w1 = wasm_v128_load (blk->qs + 16);
+          dw = wk_fp16_to_fp32 (blk->d);
+        } else {
+          const wk_block_q4_0 *blk = (const wk_block_q4_0 *) wrow + b;
+          q4_unpack (blk->qs, &w0, &w1);
+          dw = wk_fp16_to_fp32 (blk->d);
+        }
+        for (r = 0; r < nx; r++) {
+          const int8_t *x = xq[r] + b * WK_QK;
+          v128_t s = dot_i8x32 (w0, w1, wasm_v128_load (x),
+              wasm_v128_load (x + 16));
+          acc[r] =
+              wasm_f32x4_add (acc[r],
+              wasm_f32x4_mul (wasm_f32x4_convert_i32x4 (s),
+                  wasm_f32x4_splat (dw * xd[r][b])));
+        }
+      }
+      for (r = 0; r < nx; r++) {
+        v128_t v = wasm_f32x4_make (hsum (acc[r]), 0, 0, 0);
+        store4 (Y + (i0 + r) * ldy + j, v, bias, j, 1, flags);
+      }
+    }
+  }
+}
+
+static void
+wasm_linear (const wk_tensor * W, const float *bias, const float *X,
+    int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags, int act_q8)
+{
+  const int64_t k = W->ne[0];
+  int block = W->type == WK_TYPE_Q8_0 || W->type == WK_TYPE_Q4_0;
+
+  if (wk_type_row_bytes (W->type, k) == 0 || j0 >= j1)
+    return;
+  /* types this file does not convert, and ragged f16 depths inside a
+   * chunk, take the reference */
+  if (W->type != WK_TYPE_F32 && W->type != WK_TYPE_F16 && !block) {
+    wk_kernels_ref.linear (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, act_q8);
+    return;
+  }
+  if (act_q8)
+    gemv_q8 (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+  else if (n >= WK_LINEAR_GEMM_ROWS)
+    gemm (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+  else
+    gemv (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+}
+
+/* ---- f32 products ---- */
+
+static void
+wasm_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+    int64_t k, float alpha, const float *A, int64_t lda, const float *B,
+    int64_t ldb, float *C, int64_t ldc)
+{
+  int64_t i, j, l;
+
+  for (i = i0; i < i1; i++) {
+    const float *a = A + i * lda;
+    float *c = C + i * ldc;
+    if (b_trans) {
+      for (j = j0; j < j1; j++) {
+        const float *b = B + j * ldb;
+        v128_t acc = wasm_f32x4_splat (0.0f);
+        float s;
+        for (l = 0; l + 4 <= k; l += 4)
+          acc = wasm_f32x4_add (acc, wasm_f32x4_mul (wasm_v128_load (a + l),
+                  wasm_v128_load (b + l)));
+        s = hsum (acc);
+        for (; l < k; l++)
+          s += a[l] * b[l];
+        c[j] = s * alpha;
+      }
+    } else {
+      for (j = j0; j + 4 <= j1; j += 4) {
+        v128_t acc = wasm_f32x4_splat (0.0f);
+        for (l = 0; l < k; l++)
+          acc = wasm_f32x4_add (acc, wasm_f32x4_mul (wasm_f32x4_splat (a[l]),
+                  wasm_v128_load (B + l * ldb + j)));
+        wasm_v128_store (c + j, wasm_f32x4_mul (acc, wasm_f32x4_splat (alpha)));
+      }
+      for (; j < j1; j++) {
+        float s = 0.0f;
+        for (l = 0; l < k; l++)
+          s += a[l] * B[l * ldb + j];
+        c[j] = s * alpha;
+      }
+    }
+  }
+}
+
+/* ---- attention ---- */
+
+#define AQ 4                    /* queries per pass over the keys */
+#define AK 64                   /* keys per chunk */
+
+/* Row t of K or V as f32 (d_head a multiple of 4; f16 rows converted
+ * into buf). */
+static inline const float *
+kv_row (const void *p, int64_t t, int64_t ld, int64_t d, int kv16, float *buf)
+{
+  int64_t l;
+
+  if (!kv16)
+    return (const float *) p + t * ld;
+  {
+    const uint16_t *h = (const uint16_t *) p + t * ld;
+    for (l = 0; l + 8 <= d; l += 8)
+      f16x8_to_f32 (h + l, buf + l);
+    for (; l < d; l++)
+      buf[l] = wk_fp16_to_fp32 (h[l]);
+  }
+  return buf;
+}
+
+static void
+attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
+    const void *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo, int kv16)
+{
+  float acc[AQ][256];
+  float s[AQ][AK];
+  float kbuf[256];
+  float mx[AQ], sum[AQ];
+  int64_t last[AQ], max_last = -1, t0, l;
+  int r;
+
+  for (r = 0; r < nq; r++) {
+    last[r] = wk_attention_last_key (q0 + r, n_q, n_kv, causal);
+    if (last[r] > max_last)
+      max_last = last[r];
+    mx[r] = -INFINITY;
+    sum[r] = 0.0f;
+    memset (acc[r], 0, (size_t) d_head * sizeof (float));
+  }
+
+  for (t0 = 0; t0 <= max_last; t0 += AK) {
+    int nk = (int) (max_last + 1 - t0 < AK ? max_last + 1 - t0 : AK), c;
+
+    /* scores */
+    for (c = 0; c < nk; c++) {
+      const float *kr = kv_row (K, t0 + c, ldk, d_head, kv16, kbuf);
+      v128_t a[AQ];
+      for (r = 0; r < AQ; r++)
+        a[r] = wasm_f32x4_splat (0.0f);
+      for (l = 0; l < d_head; l += 4) {
+        v128_t kv = wasm_v128_load (kr + l);
+        for (r = 0; r < nq; r++)
+          a[r] = wasm_f32x4_add (a[r], wasm_f32x4_mul (kv,
+                  wasm_v128_load (Q + (q0 + r) * ldq + l)));
+      }
+      for (r = 0; r < nq; r++)
+        s[r][c] = t0 + c <= last[r] ? hsum (a[r]) * scale : -INFINITY;
+    }
+
+    /* running softmax: rescale by the new maximum, p = exp (s - max) */
+    for (r = 0; r < nq; r++) {
+      float cmax = -INFINITY, rs;
+      v128_t m4, ps = wasm_f32x4_splat (0.0f);
+      for (c = 0; c < nk; c++)
+        cmax = s[r][c] > cmax ? s[r][c] : cmax;
+      if (cmax == -INFINITY) {
+        /* no key of this chunk is visible to this query */
+        for (c = 0; c < nk; c++)
+          s[r][c] = 0.0f;
+        continue;
+      }
+      if (cmax > mx[r]) {
+        rs = mx[r] == -INFINITY ? 0.0f : expf (mx[r] - cmax);
+        for (l = 0; l < d_head; l += 4)
+          wasm_v128_store (acc[r] + l, wasm_f32x4_mul (wasm_v128_load (acc[r]
+                      + l), wasm_f32x4_splat (rs)));
+        sum[r] *= rs;
+        mx[r] = cmax;
+      }
+      m4 = wasm_f32x4_splat (mx[r]);
+      for (c = 0; c + 4 <= nk; c += 4) {
+        v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (s[r] + c), m4));
+        wasm_v128_store (s[r] + c, p);
+        ps = wasm_f32x4_add (ps, p);
+      }
+      sum[r] += hsum (ps);
+      for (; c < nk; c++) {
+        s[r][c] = s[r][c] == -INFINITY ? 0.0f : expf (s[r][c] - mx[r]);
+        sum[r] += s[r][c];
+      }
+    }
+
+    /* acc += p V */
+    for (c = 0; c < nk; c++) {
+      const float *vr = kv_row (V, t0 + c, ldv, d_head, kv16, kbuf);
+      for (r = 0; r < nq; r++) {
+        v128_t p;
+        if (s[r][c] == 0.0f)
+          continue;
+        p = wasm_f32x4_splat (s[r][c]);
+        for (l = 0; l < d_head; l += 4)
+          wasm_v128_store (acc[r] + l, wasm_f32x4_add (wasm_v128_load (acc[r]
+                      + l), wasm_f32x4_mul (p, wasm_v128_load (vr + l))));
+      }
+    }
+  }
+
+  for (r = 0; r < nq; r++) {
+    float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
+    for (l = 0; l < d_head; l++)
+      O[(q0 + r) * ldo + l] = acc[r][l] * inv;
+  }
+}
+
+static void
+attention_any (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
+    const void *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo, int kv16)
+{
+  int64_t i;
+
+  for (i = q0; i < q1; i += AQ) {
+    int nq = (int) (q1 - i < AQ ? q1 - i : AQ);
+    attention_block (d_head, i, nq, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+        causal, O, ldo, kv16);
+  }
+}
+
+static void
+wasm_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
+{
+  if (d_head % 4 != 0) {
+    wk_kernels_ref.attention_head (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk,
+        V, ldv, scale, causal, O, ldo);
+    return;
+  }
+  attention_any (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+      causal, O, ldo, 0);
+}
+
+static void
+wasm_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+    const uint16_t * K, int64_t ldk, const uint16_t * V, int64_t ldv,
+    float scale, int causal, float *O, int64_t ldo)
+{
+  if (d_head % 4 != 0) {
+    wk_kernels_ref.attention_head_f16kv (d_head, q0, q1, n_q, n_kv, Q, ldq,
+        K, ldk, V, ldv, scale, causal, O, ldo);
+    return;
+  }
+  attention_any (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+      causal, O, ldo, 1);
+}
+
+/* ---- element-wise ---- */
+
+/* Rounding to half bit for bit as the reference: some thousand values per
+ * window, not worth a second definition. */
+static void
+wasm_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
+{
+  int64_t i;
+
+  for (i = 0; i < n; i++)
+    y[i] = wk_fp32_to_fp16 (x[i]);
+}
+
+static void
+wasm_layer_norm_row (const float *x, int64_t d, const float *gamma,
+    const float *beta, float eps, float *y)
+{
+  v128_t s4 = wasm_f32x4_splat (0.0f), v4 = wasm_f32x4_splat (0.0f), m4;
+  float mean, var, inv;
+  int64_t l;
+
+  for (l = 0; l + 4 <= d; l += 4)
+    s4 = wasm_f32x4_add (s4, wasm_v128_load (x + l));
+  mean = hsum (s4);
+  for (; l < d; l++)
+    mean += x[l];
+  mean /= (float) d;
+  m4 = wasm_f32x4_splat (mean);
+  for (l = 0; l + 4 <= d; l += 4) {
+    v128_t c = wasm_f32x4_sub (wasm_v128_load (x + l), m4);
+    v4 = wasm_f32x4_add (v4, wasm_f32x4_mul (c, c));
+  }
+  var = hsum (v4);
+  for (; l < d; l++)
+    var += (x[l] - mean) * (x[l] - mean);
+  var /= (float) d;
+  inv = 1.0f / sqrtf (var + eps);
+  for (l = 0; l + 4 <= d; l += 4) {
+    v128_t v = wasm_f32x4_mul (wasm_f32x4_sub (wasm_v128_load (x + l), m4),
+        wasm_f32x4_splat (inv));
+    if (gamma)
+      v = wasm_f32x4_mul (v, wasm_v128_load (gamma + l));
+    if (beta)
+      v = wasm_f32x4_add (v, wasm_v128_load (beta + l));
+    wasm_v128_store (y + l, v);
+  }
+  for (; l < d; l++) {
+    float v = (x[l] - mean) * inv;
+    if (gamma)
+      v *= gamma[l];
+    if (beta)
+      v += beta[l];
+    y[l] = v;
+  }
+}
+
+static void
+wasm_gelu (float *x, int64_t n)
+{
+  int64_t i;
+
+  for (i = 0; i + 4 <= n; i += 4)
+    wasm_v128_store (x + i, gelu4 (wasm_v128_load (x + i)));
+  if (i < n) {
+    float t[4] = { 0 };
+    memcpy (t, x + i, (size_t) (n - i) * sizeof (float));
+    wasm_v128_store (t, gelu4 (wasm_v128_load (t)));
+    memcpy (x + i, t, (size_t) (n - i) * sizeof (float));
+  }
+}
+
+static void
+wasm_softmax (float *x, int64_t n)
+{
+  v128_t m4 = wasm_f32x4_splat (-INFINITY), s4 = wasm_f32x4_splat (0.0f);
+  float mx, sum, inv;
+  int64_t i;
+
+  for (i = 0; i + 4 <= n; i += 4)
+    m4 = wasm_f32x4_max (m4, wasm_v128_load (x + i));
+  mx = hmax (m4);
+  for (; i < n; i++)
+    mx = x[i] > mx ? x[i] : mx;
+  m4 = wasm_f32x4_splat (mx);
+  for (i = 0; i + 4 <= n; i += 4) {
+    v128_t e = exp4 (wasm_f32x4_sub (wasm_v128_load (x + i), m4));
+    wasm_v128_store (x + i, e);
+    s4 = wasm_f32x4_add (s4, e);
+  }
+  sum = hsum (s4);
+  for (; i < n; i++) {
+    x[i] = expf (x[i] - mx);
+    sum += x[i];
+  }
+  inv = 1.0f / sum;
+  for (i = 0; i + 4 <= n; i += 4)
+    wasm_v128_store (x + i, wasm_f32x4_mul (wasm_v128_load (x + i),
+            wasm_f32x4_splat (inv)));
+  for (; i < n; i++)
+    x[i] *= inv;
+}
+
+static void
+wasm_add (float *y, const float *x, int64_t n)
+{
+  int64_t i;
+
+  for (i = 0; i + 4 <= n; i += 4)
+    wasm_v128_store (y + i, wasm_f32x4_add (wasm_v128_load (y + i),
+            wasm_v128_load (x + i)));
+  for (; i < n; i++)
+    y[i] += x[i];
+}
+
+const wk_kernel_set wk_kernels_wasm = {
+  .name = "wasm",
+  .linear = wasm_linear,
+  .gemm_f32 = wasm_gemm_f32,
+  .attention_head = wasm_attention_head,
+  .attention_head_f16kv = wasm_attention_head_f16kv,
+  .f32_to_f16 = wasm_f32_to_f16,
+  .layer_norm_row = wasm_layer_norm_row,
+  .quantize_act = wk_quantize_act,
+  .gelu = wasm_gelu,
+  .softmax = wasm_softmax,
+  .add = wasm_add,
+};
