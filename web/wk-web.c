@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "kernels.h"
+#include "wav.h"
 #include "whisperknot.h"
 
 #define WKW_EXPORT __attribute__ ((visibility ("default")))
@@ -22,6 +23,8 @@ WKW_EXPORT wk_status wkw_stream_new (wk_model * model, const char *language,
 WKW_EXPORT void wkw_stream_stats (const wk_stream * stream, double *out);
 WKW_EXPORT const int32_t *wkw_layout (void);
 WKW_EXPORT const char *wkw_kernels_name (void);
+WKW_EXPORT wk_status wkw_wav_parse (const void *data, size_t size,
+    int32_t * out, char *err, int err_size);
 
 /* wasi-libc's emulated mmap has no madvise; the engine's
  * MADV_WILLNEED is a hint, and a "mapping" here is memory already read. */
@@ -166,4 +169,24 @@ const char *
 wkw_kernels_name (void)
 {
   return wk_kernels_name ();
+}
+
+/* tools/wav.c's reader, so that the module's callers get the samples the
+ * native tools get: out[0] the malloc'd mono samples (free() them),
+ * out[1] their number, out[2] the rate, out[3] the file's channels. */
+wk_status
+wkw_wav_parse (const void *data, size_t size, int32_t * out, char *err,
+    int err_size)
+{
+  wk_wav wav;
+  wk_status st = wk_wav_parse (data, size, &wav, err,
+      err_size > 0 ? (size_t) err_size : 0);
+
+  if (st != WK_OK)
+    return st;
+  out[0] = (int32_t) (uintptr_t) wav.samples;
+  out[1] = (int32_t) wav.n_samples;
+  out[2] = wav.rate;
+  out[3] = wav.channels;
+  return WK_OK;
 }
