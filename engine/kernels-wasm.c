@@ -129,6 +129,27 @@ f16x8_to_f32 (const uint16_t * h, float *out)
   wasm_v128_store (out + 4, f16x4_to_f32 (wasm_u32x4_extend_high_u16x8 (v)));
 }
 
+/* An IEEE half as f32, inline (the block scales of every q8_0 / q4_0
+ * block): the same trick as f16x4_to_f32, exact. */
+static inline float
+h2f (uint16_t h)
+{
+  union
+  {
+    uint32_t u;
+    float f;
+  } m, r;
+  uint32_t mag = (uint32_t) (h & 0x7fff) << 13;
+
+  m.u = mag;
+  r.u = 0x77800000u;            /* 2^112 */
+  r.f = m.f * r.f;
+  if (mag >= (0x7c00u << 13))
+    r.u |= 0x7f800000u;
+  r.u |= (uint32_t) (h & 0x8000) << 16;
+  return r.f;
+}
+
 /* i8 lanes to four f32 vectors. */
 static inline void
 i8x16_to_f32 (v128_t q, v128_t scale, float *out)
@@ -178,7 +199,7 @@ row_seg_to_f32 (wk_type type, const unsigned char *row, int64_t l0,
     case WK_TYPE_Q8_0:
       for (b = 0; b < len / WK_QK; b++) {
         const wk_block_q8_0 *blk = (const wk_block_q8_0 *) row + l0 / WK_QK + b;
-        v128_t d = wasm_f32x4_splat (wk_fp16_to_fp32 (blk->d));
+        v128_t d = wasm_f32x4_splat (h2f (blk->d));
         i8x16_to_f32 (wasm_v128_load (blk->qs), d, out + b * WK_QK);
         i8x16_to_f32 (wasm_v128_load (blk->qs + 16), d, out + b * WK_QK + 16);
       }
@@ -186,7 +207,7 @@ row_seg_to_f32 (wk_type type, const unsigned char *row, int64_t l0,
     case WK_TYPE_Q4_0:
       for (b = 0; b < len / WK_QK; b++) {
         const wk_block_q4_0 *blk = (const wk_block_q4_0 *) row + l0 / WK_QK + b;
-        v128_t d = wasm_f32x4_splat (wk_fp16_to_fp32 (blk->d));
+        v128_t d = wasm_f32x4_splat (h2f (blk->d));
         v128_t lo, hi;
         q4_unpack (blk->qs, &lo, &hi);
         i8x16_to_f32 (lo, d, out + b * WK_QK);
@@ -394,6 +415,27 @@ dot_i8x32 (v128_t w0, v128_t w1, v128_t x0, v128_t x1)
       wasm_i32x4_extadd_pairwise_i16x8 (p1));
 }
 
+/* The 32 weights of block b of a q8_0 / q4_0 row as i8, and its scale. */
+static inline float
+block_i8 (wk_type type, const unsigned char *wrow, int64_t b, v128_t * w0,
+    v128_t * w1)
+{
+  if (type == WK_TYPE_Q8_0) {
+    const wk_block_q8_0 *blk = (const wk_block_q8_0 *) wrow + b;
+    *w0 = wasm_v128_load (blk->qs);
+    *w1 = wasm_v128_load (blk->qs + 16);
+    return h2f (blk->d);
+  } else {
+    const wk_block_q4_0 *blk = (const wk_block_q4_0 *) wrow + b;
+    q4_unpack (blk->qs, w0, w1);
+    return h2f (blk->d);
+  }
+}
+
+/* Weight rows per pass: independent sums for the adder's latency, and
+ * each activation block loaded once for all of them. */
+#define QROWS 4
+
 static void
 gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
@@ -405,44 +447,40 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
   const size_t row_bytes = wk_type_row_bytes (W->type, k);
   const unsigned char *data = W->data;
   int64_t i0, j, b;
-  int r;
+  int r, q;
 
   for (i0 = 0; i0 < n; i0 += MR) {
     int nx = (int) (n - i0 < MR ? n - i0 : MR);
     for (r = 0; r < nx; r++)
       wk_quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
-    for (j = j0; j < j1; j++) {
-      const unsigned char *wrow = data + (size_t) j * row_bytes;
-      v128_t acc[MR];
-      for (r = 0; r < MR; r++)
-        acc[r] = wasm_f32x4_splat (0.0f);
+    for (j = j0; j < j1; j += QROWS) {
+      int nj = (int) (j1 - j < QROWS ? j1 - j : QROWS);
+      v128_t acc[QROWS][MR];
+      for (q = 0; q < QROWS; q++)
+        for (r = 0; r < MR; r++)
+          acc[q][r] = wasm_f32x4_splat (0.0f);
       for (b = 0; b < nb; b++) {
-        v128_t w0, w1;
-        float dw;
-        if (W->type == WK_TYPE_Q8_0) {
-          const wk_block_q8_0 *blk = (const wk_block_q8_0 *) wrow + b;
-          w0 = wasm_v128_load (blk->qs);
-          w1 = wasm_v128_load (blk->qs + 16);
-          dw = wk_fp16_to_fp32 (blk->d);
-        } else {
-          const wk_block_q4_0 *blk = (const wk_block_q4_0 *) wrow + b;
-          q4_unpack (blk->qs, &w0, &w1);
-          dw = wk_fp16_to_fp32 (blk->d);
-        }
+        v128_t w0[QROWS], w1[QROWS];
+        float dw[QROWS];
+        for (q = 0; q < nj; q++)
+          dw[q] = block_i8 (W->type, data + (size_t) (j + q) * row_bytes, b,
+              &w0[q], &w1[q]);
         for (r = 0; r < nx; r++) {
           const int8_t *x = xq[r] + b * WK_QK;
-          v128_t s = dot_i8x32 (w0, w1, wasm_v128_load (x),
-              wasm_v128_load (x + 16));
-          acc[r] =
-              wasm_f32x4_add (acc[r],
-              wasm_f32x4_mul (wasm_f32x4_convert_i32x4 (s),
-                  wasm_f32x4_splat (dw * xd[r][b])));
+          v128_t x0 = wasm_v128_load (x), x1 = wasm_v128_load (x + 16);
+          for (q = 0; q < nj; q++)
+            acc[q][r] =
+                wasm_f32x4_add (acc[q][r],
+                wasm_f32x4_mul (wasm_f32x4_convert_i32x4 (dot_i8x32 (w0[q],
+                            w1[q], x0, x1)),
+                    wasm_f32x4_splat (dw[q] * xd[r][b])));
         }
       }
-      for (r = 0; r < nx; r++) {
-        v128_t v = wasm_f32x4_make (hsum (acc[r]), 0, 0, 0);
-        store4 (Y + (i0 + r) * ldy + j, v, bias, j, 1, flags);
-      }
+      for (q = 0; q < nj; q++)
+        for (r = 0; r < nx; r++) {
+          v128_t v = wasm_f32x4_make (hsum (acc[q][r]), 0, 0, 0);
+          store4 (Y + (i0 + r) * ldy + j + q, v, bias, j + q, 1, flags);
+        }
     }
   }
 }
@@ -634,6 +672,176 @@ attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
   }
 }
 
+/* C[r][0 .. 8) += sum_t a[r][t] B[t][0 .. 8) for r < 4 (rows of a past mr
+ * are not read, their C not written), t < kc; B rows ldb floats apart. */
+static inline void
+mk4x8 (int kc, const float *a0, const float *a1, const float *a2,
+    const float *a3, int mr, const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+  v128_t c00 = wasm_v128_load (C), c01 = wasm_v128_load (C + 4);
+  v128_t c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
+  int t;
+
+  if (mr > 1)
+    c10 = wasm_v128_load (C + ldc), c11 = wasm_v128_load (C + ldc + 4);
+  if (mr > 2)
+    c20 = wasm_v128_load (C + 2 * ldc), c21 = wasm_v128_load (C + 2 * ldc + 4);
+  if (mr > 3)
+    c30 = wasm_v128_load (C + 3 * ldc), c31 = wasm_v128_load (C + 3 * ldc + 4);
+  for (t = 0; t < kc; t++) {
+    v128_t b0 = wasm_v128_load (B + t * ldb);
+    v128_t b1 = wasm_v128_load (B + t * ldb + 4);
+    v128_t x0 = wasm_f32x4_splat (a0[t]);
+    v128_t x1 = wasm_f32x4_splat (a1[t]);
+    v128_t x2 = wasm_f32x4_splat (a2[t]);
+    v128_t x3 = wasm_f32x4_splat (a3[t]);
+    c00 = wasm_f32x4_add (c00, wasm_f32x4_mul (x0, b0));
+    c01 = wasm_f32x4_add (c01, wasm_f32x4_mul (x0, b1));
+    c10 = wasm_f32x4_add (c10, wasm_f32x4_mul (x1, b0));
+    c11 = wasm_f32x4_add (c11, wasm_f32x4_mul (x1, b1));
+    c20 = wasm_f32x4_add (c20, wasm_f32x4_mul (x2, b0));
+    c21 = wasm_f32x4_add (c21, wasm_f32x4_mul (x2, b1));
+    c30 = wasm_f32x4_add (c30, wasm_f32x4_mul (x3, b0));
+    c31 = wasm_f32x4_add (c31, wasm_f32x4_mul (x3, b1));
+  }
+  wasm_v128_store (C, c00);
+  wasm_v128_store (C + 4, c01);
+  if (mr > 1)
+    wasm_v128_store (C + ldc, c10), wasm_v128_store (C + ldc + 4, c11);
+  if (mr > 2)
+    wasm_v128_store (C + 2 * ldc, c20), wasm_v128_store (C + 2 * ldc + 4, c21);
+  if (mr > 3)
+    wasm_v128_store (C + 3 * ldc, c30), wasm_v128_store (C + 3 * ldc + 4, c31);
+}
+
+/* C [nr][nc] += A [nr][kc] (rows lda apart) . B [kc][nc] (rows ldb apart),
+ * nc a multiple of 8. */
+static void
+small_gemm (int nr, int nc, int kc, const float *A, int64_t lda,
+    const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+  int r, c;
+
+  for (r = 0; r < nr; r += 4) {
+    int mr = nr - r < 4 ? nr - r : 4;
+    const float *a0 = A + r * lda;
+    const float *a1 = mr > 1 ? a0 + lda : a0;
+    const float *a2 = mr > 2 ? a0 + 2 * lda : a0;
+    const float *a3 = mr > 3 ? a0 + 3 * lda : a0;
+    for (c = 0; c < nc; c += 8)
+      mk4x8 (kc, a0, a1, a2, a3, mr, B + c, ldb, C + r * ldc + c, ldc);
+  }
+}
+
+#define BQ 32                   /* queries per block (many-query case) */
+#define BK 64                   /* keys per chunk */
+
+/* Many queries (the encoder): per block of BQ queries and chunk of BK
+ * keys, S = Q K^T and acc += P V are small GEMMs on the 4 x 8 kernel (K
+ * transposed per chunk, so that keys are the vector lanes), with the
+ * running softmax in between. d_head a multiple of 8. */
+static void
+attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
+    const void *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo, int kv16)
+{
+  float acc[BQ][256];
+  float S[BQ][BK];
+  float Kt[256][BK];            /* the chunk's keys, transposed */
+  float Vb[BK][256];            /* f16 values as f32 */
+  float kbuf[256];
+  float mx[BQ], sum[BQ];
+  int64_t last[BQ], max_last = -1, t0, l;
+  const int d = (int) d_head;
+  int r;
+
+  for (r = 0; r < nq; r++) {
+    last[r] = wk_attention_last_key (q0 + r, n_q, n_kv, causal);
+    if (last[r] > max_last)
+      max_last = last[r];
+    mx[r] = -INFINITY;
+    sum[r] = 0.0f;
+    memset (acc[r], 0, (size_t) d * sizeof (float));
+  }
+
+  for (t0 = 0; t0 <= max_last; t0 += BK) {
+    int nk = (int) (max_last + 1 - t0 < BK ? max_last + 1 - t0 : BK);
+    int nk8 = (nk + 7) & ~7, c;
+    const float *vsrc;
+    int64_t vld;
+
+    for (c = 0; c < nk; c++) {
+      const float *kr = kv_row (K, t0 + c, ldk, d_head, kv16, kbuf);
+      for (l = 0; l < d; l++)
+        Kt[l][c] = kr[l];
+    }
+    for (; c < nk8; c++)
+      for (l = 0; l < d; l++)
+        Kt[l][c] = 0.0f;
+
+    for (r = 0; r < nq; r++)
+      memset (S[r], 0, (size_t) nk8 * sizeof (float));
+    small_gemm (nq, nk8, d, Q + q0 * ldq, ldq, &Kt[0][0], BK, &S[0][0], BK);
+
+    for (r = 0; r < nq; r++) {
+      float cmax = -INFINITY, rs;
+      v128_t sc = wasm_f32x4_splat (scale), m4, ps = wasm_f32x4_splat (0.0f);
+      int vis = (int) (last[r] - t0 + 1 < nk ? last[r] - t0 + 1 : nk);
+      if (vis < 0)
+        vis = 0;
+      for (c = 0; c < nk8; c += 4)
+        wasm_v128_store (S[r] + c, wasm_f32x4_mul (wasm_v128_load (S[r] + c),
+                sc));
+      for (c = vis; c < nk8; c++)
+        S[r][c] = -INFINITY;
+      for (c = 0; c < vis; c++)
+        cmax = S[r][c] > cmax ? S[r][c] : cmax;
+      if (cmax == -INFINITY) {
+        memset (S[r], 0, (size_t) nk8 * sizeof (float));
+        continue;
+      }
+      if (cmax > mx[r]) {
+        rs = mx[r] == -INFINITY ? 0.0f : expf (mx[r] - cmax);
+        for (l = 0; l < d; l += 4)
+          wasm_v128_store (acc[r] + l, wasm_f32x4_mul (wasm_v128_load (acc[r]
+                      + l), wasm_f32x4_splat (rs)));
+        sum[r] *= rs;
+        mx[r] = cmax;
+      }
+      m4 = wasm_f32x4_splat (mx[r]);
+      for (c = 0; c < nk8; c += 4) {
+        v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (S[r] + c), m4));
+        wasm_v128_store (S[r] + c, p);
+        ps = wasm_f32x4_add (ps, p);
+      }
+      sum[r] += hsum (ps);
+    }
+
+    if (kv16 || nk8 != nk) {
+      for (c = 0; c < nk; c++) {
+        const float *vr = kv_row (V, t0 + c, ldv, d_head, kv16, Vb[c]);
+        if (vr != Vb[c])
+          memcpy (Vb[c], vr, (size_t) d * sizeof (float));
+      }
+      for (; c < nk8; c++)
+        memset (Vb[c], 0, (size_t) d * sizeof (float));
+      vsrc = &Vb[0][0];
+      vld = 256;
+    } else {
+      vsrc = (const float *) V + t0 * ldv;
+      vld = ldv;
+    }
+    small_gemm (nq, d, nk8, &S[0][0], BK, vsrc, vld, &acc[0][0], 256);
+  }
+
+  for (r = 0; r < nq; r++) {
+    float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
+    for (l = 0; l < d; l++)
+      O[(q0 + r) * ldo + l] = acc[r][l] * inv;
+  }
+}
+
 static void
 attention_any (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
@@ -642,6 +850,12 @@ attention_any (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
 {
   int64_t i;
 
+  if (d_head % 8 == 0 && q1 - q0 > AQ) {
+    for (i = q0; i < q1; i += BQ)
+      attention_gemm_block (d_head, i, (int) (q1 - i < BQ ? q1 - i : BQ),
+          n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale, causal, O, ldo, kv16);
+    return;
+  }
   for (i = q0; i < q1; i += AQ) {
     int nq = (int) (q1 - i < AQ ? q1 - i : AQ);
     attention_block (d_head, i, nq, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
