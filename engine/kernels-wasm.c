@@ -27,7 +27,8 @@
 
 #define MR 4                    /* rows of X per micro-kernel */
 #define NR 8                    /* outputs per panel */
-#define KC 512                  /* depth per packed chunk (multiple of 32) */
+#define KC 512                  /* depth per converted chunk (GEMV; multiple
+                                 * of 32) */
 
 static inline float
 hsum (v128_t v)
@@ -258,53 +259,67 @@ store4 (float *y, v128_t acc, const float *bias, int64_t j, int nj,
 
 /* ---- GEMM (n >= 8) ---- */
 
-/* Y[i0 .. i0 + mr) [j .. j + nj) for depth chunk [0, kc) of a packed
- * panel P [kc][NR]; acc holds the running sums across chunks. */
-static inline void
-ukernel (int kc, const float *P, const float *const *x, int mr, v128_t acc[MR]
-    [2])
-{
-  int l, r;
-  v128_t a[MR][2];
+/* Rows of X per block: with a depth chunk of GEMM_KC they stay in the
+ * cache (96 KiB) while every weight panel passes over them. */
+#define GEMM_ROWS 96
+#define GEMM_KC 256
 
-  for (r = 0; r < MR; r++)
-    a[r][0] = acc[r][0], a[r][1] = acc[r][1];
-  if (mr == MR) {
-    for (l = 0; l < kc; l++) {
-      v128_t w0 = wasm_v128_load (P + l * NR);
-      v128_t w1 = wasm_v128_load (P + l * NR + 4);
-      v128_t b0 = wasm_f32x4_splat (x[0][l]);
-      v128_t b1 = wasm_f32x4_splat (x[1][l]);
-      v128_t b2 = wasm_f32x4_splat (x[2][l]);
-      v128_t b3 = wasm_f32x4_splat (x[3][l]);
-      a[0][0] = wasm_f32x4_add (a[0][0], wasm_f32x4_mul (b0, w0));
-      a[0][1] = wasm_f32x4_add (a[0][1], wasm_f32x4_mul (b0, w1));
-      a[1][0] = wasm_f32x4_add (a[1][0], wasm_f32x4_mul (b1, w0));
-      a[1][1] = wasm_f32x4_add (a[1][1], wasm_f32x4_mul (b1, w1));
-      a[2][0] = wasm_f32x4_add (a[2][0], wasm_f32x4_mul (b2, w0));
-      a[2][1] = wasm_f32x4_add (a[2][1], wasm_f32x4_mul (b2, w1));
-      a[3][0] = wasm_f32x4_add (a[3][0], wasm_f32x4_mul (b3, w0));
-      a[3][1] = wasm_f32x4_add (a[3][1], wasm_f32x4_mul (b3, w1));
-    }
+/* C [4][8] (rows ldc apart) += x[r][0 .. kc) . P [kc][8] for r < mr;
+ * first: C starts from 0 instead of its contents. */
+static inline void
+gemm_tile (int kc, const float *P, const float *x0, int64_t ldx, int mr,
+    float *C, int64_t ldc, int first)
+{
+  const float *x1 = mr > 1 ? x0 + ldx : x0;
+  const float *x2 = mr > 2 ? x0 + 2 * ldx : x0;
+  const float *x3 = mr > 3 ? x0 + 3 * ldx : x0;
+  v128_t c00, c01, c10, c11, c20, c21, c30, c31;
+  int l;
+
+  if (first) {
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = wasm_f32x4_splat (0.0f);
   } else {
-    for (l = 0; l < kc; l++) {
-      v128_t w0 = wasm_v128_load (P + l * NR);
-      v128_t w1 = wasm_v128_load (P + l * NR + 4);
-      for (r = 0; r < mr; r++) {
-        v128_t b = wasm_f32x4_splat (x[r][l]);
-        a[r][0] = wasm_f32x4_add (a[r][0], wasm_f32x4_mul (b, w0));
-        a[r][1] = wasm_f32x4_add (a[r][1], wasm_f32x4_mul (b, w1));
-      }
-    }
+    c00 = wasm_v128_load (C), c01 = wasm_v128_load (C + 4);
+    c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
+    if (mr > 1)
+      c10 = wasm_v128_load (C + ldc), c11 = wasm_v128_load (C + ldc + 4);
+    if (mr > 2)
+      c20 = wasm_v128_load (C + 2 * ldc), c21 = wasm_v128_load (C + 2 * ldc
+          + 4);
+    if (mr > 3)
+      c30 = wasm_v128_load (C + 3 * ldc), c31 = wasm_v128_load (C + 3 * ldc
+          + 4);
   }
-  for (r = 0; r < MR; r++)
-    acc[r][0] = a[r][0], acc[r][1] = a[r][1];
+  for (l = 0; l < kc; l++) {
+    v128_t w0 = wasm_v128_load (P + l * NR);
+    v128_t w1 = wasm_v128_load (P + l * NR + 4);
+    v128_t b0 = wasm_f32x4_splat (x0[l]);
+    v128_t b1 = wasm_f32x4_splat (x1[l]);
+    v128_t b2 = wasm_f32x4_splat (x2[l]);
+    v128_t b3 = wasm_f32x4_splat (x3[l]);
+    c00 = wasm_f32x4_add (c00, wasm_f32x4_mul (b0, w0));
+    c01 = wasm_f32x4_add (c01, wasm_f32x4_mul (b0, w1));
+    c10 = wasm_f32x4_add (c10, wasm_f32x4_mul (b1, w0));
+    c11 = wasm_f32x4_add (c11, wasm_f32x4_mul (b1, w1));
+    c20 = wasm_f32x4_add (c20, wasm_f32x4_mul (b2, w0));
+    c21 = wasm_f32x4_add (c21, wasm_f32x4_mul (b2, w1));
+    c30 = wasm_f32x4_add (c30, wasm_f32x4_mul (b3, w0));
+    c31 = wasm_f32x4_add (c31, wasm_f32x4_mul (b3, w1));
+  }
+  wasm_v128_store (C, c00);
+  wasm_v128_store (C + 4, c01);
+  if (mr > 1)
+    wasm_v128_store (C + ldc, c10), wasm_v128_store (C + ldc + 4, c11);
+  if (mr > 2)
+    wasm_v128_store (C + 2 * ldc, c20), wasm_v128_store (C + 2 * ldc + 4, c21);
+  if (mr > 3)
+    wasm_v128_store (C + 3 * ldc, c30), wasm_v128_store (C + 3 * ldc + 4, c31);
 }
 
-/* Rows of X per pass over a panel: their partial sums stay in this
- * buffer between depth chunks. */
-#define GEMM_ROWS 64
-
+/* Blocks of GEMM_ROWS rows of X and GEMM_KC of depth; for each, every
+ * panel of 8 outputs is converted to f32, depth-major, and the 4 x 8 tiles
+ * add into Y itself (a ragged last panel into a side buffer). The bias,
+ * GELU or residual come in a last pass over the block. */
 static void
 gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
@@ -312,23 +327,22 @@ gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
   const int64_t k = W->ne[0];
   const size_t row_bytes = wk_type_row_bytes (W->type, k);
   const unsigned char *data = W->data;
-  /* the type's block size divides KC, so chunks start on blocks */
-  float row[KC];
-  float panel[KC * NR];
-  v128_t acc[GEMM_ROWS][2];
-  int64_t j, i0, l0;
+  float row[GEMM_KC];
+  float panel[GEMM_KC * NR];
+  float edge[GEMM_ROWS][NR];    /* the ragged panel's sums */
+  int64_t i0, l0, j, i, c;
 
-  for (j = j0; j < j1; j += NR) {
-    int nj = (int) (j1 - j < NR ? j1 - j : NR);
-    for (i0 = 0; i0 < n; i0 += GEMM_ROWS) {
-      int ni = (int) (n - i0 < GEMM_ROWS ? n - i0 : GEMM_ROWS), i, c;
-      for (i = 0; i < ni; i++)
-        acc[i][0] = acc[i][1] = wasm_f32x4_splat (0.0f);
-      for (l0 = 0; l0 < k; l0 += KC) {
-        int kc = (int) (k - l0 < KC ? k - l0 : KC), l;
-        /* pack only once per chunk of rows: weights are reread for every
-         * GEMM_ROWS rows, but converting them is cheap next to the
-         * products */
+  for (i0 = 0; i0 < n; i0 += GEMM_ROWS) {
+    const int ni = (int) (n - i0 < GEMM_ROWS ? n - i0 : GEMM_ROWS);
+    /* the residual: the sums start from Y's contents */
+    const int add = (flags & WK_LINEAR_ADD) != 0;
+
+    for (l0 = 0; l0 < k; l0 += GEMM_KC) {
+      const int kc = (int) (k - l0 < GEMM_KC ? k - l0 : GEMM_KC);
+      const int first = l0 == 0 && !add;
+      for (j = j0; j < j1; j += NR) {
+        const int nj = (int) (j1 - j < NR ? j1 - j : NR);
+        int l;
         for (c = 0; c < NR; c++) {
           if (c < nj)
             row_seg_to_f32 (W->type, data + (size_t) (j + c) * row_bytes, l0,
@@ -338,27 +352,47 @@ gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
           for (l = 0; l < kc; l++)
             panel[l * NR + c] = row[l];
         }
-        for (i = 0; i < ni; i += MR) {
-          const float *x[MR];
-          int mr = ni - i < MR ? ni - i : MR, r;
-          v128_t a[MR][2];
-          for (r = 0; r < MR; r++) {
-            x[r] = X + (i0 + i + (r < mr ? r : 0)) * ldx + l0;
-            a[r][0] = r < mr ? acc[i + r][0] : wasm_f32x4_splat (0.0f);
-            a[r][1] = r < mr ? acc[i + r][1] : wasm_f32x4_splat (0.0f);
-          }
-          ukernel (kc, panel, x, mr, a);
-          for (r = 0; r < mr; r++)
-            acc[i + r][0] = a[r][0], acc[i + r][1] = a[r][1];
+        if (nj == NR) {
+          for (i = 0; i < ni; i += MR)
+            gemm_tile (kc, panel, X + (i0 + i) * ldx + l0, ldx,
+                ni - i < MR ? (int) (ni - i) : MR, Y + (i0 + i) * ldy + j,
+                ldy, first);
+        } else {
+          if (l0 == 0)
+            for (i = 0; i < ni; i++)
+              for (c = 0; c < NR; c++)
+                edge[i][c] = add && c < nj ? Y[(i0 + i) * ldy + j + c] : 0.0f;
+          for (i = 0; i < ni; i += MR)
+            gemm_tile (kc, panel, X + (i0 + i) * ldx + l0, ldx,
+                ni - i < MR ? (int) (ni - i) : MR, edge[i], NR, 0);
+          if (l0 + kc >= k)
+            for (i = 0; i < ni; i++)
+              for (c = 0; c < nj; c++)
+                Y[(i0 + i) * ldy + j + c] = edge[i][c];
         }
       }
-      for (i = 0; i < ni; i++) {
-        float *y = Y + (i0 + i) * ldy + j;
-        store4 (y, acc[i][0], bias, j, nj < 4 ? nj : 4, flags);
-        if (nj > 4)
-          store4 (y + 4, acc[i][1], bias, j + 4, nj - 4, flags);
-      }
     }
+
+    /* the epilogue: Y = f (sum + bias); with ADD the sum already holds
+     * Y's old value */
+    if (bias || (flags & WK_LINEAR_GELU))
+      for (i = 0; i < ni; i++) {
+        float *y = Y + (i0 + i) * ldy;
+        for (j = j0; j + 4 <= j1; j += 4) {
+          v128_t v = wasm_v128_load (y + j);
+          if (bias)
+            v = wasm_f32x4_add (v, wasm_v128_load (bias + j));
+          if (flags & WK_LINEAR_GELU)
+            v = gelu4 (v);
+          wasm_v128_store (y + j, v);
+        }
+        for (; j < j1; j++) {
+          float t[4] = { y[j] + (bias ? bias[j] : 0.0f), 0, 0, 0 };
+          if (flags & WK_LINEAR_GELU)
+            wasm_v128_store (t, gelu4 (wasm_v128_load (t)));
+          y[j] = t[0];
+        }
+      }
   }
 }
 
