@@ -18,9 +18,10 @@ BUILD_DEPS=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   liborc-0.4-dev liborc-0.4-dev-bin libkissfft-dev zlib1g-dev
 )
-# the WebAssembly engine (web/): clang + wasm-ld + wasi-libc, Node.js
+# the WebAssembly engine (web/): clang + wasm-ld + wasi-libc, Node.js, and
+# Chromium for the page's test
 TEST_DEPS=(clang libclang-rt-14-dev indent
-  lld llvm wasi-libc libclang-rt-14-dev-wasm32 nodejs)
+  lld llvm wasi-libc libclang-rt-14-dev-wasm32 nodejs chromium)
 
 install_deps () {
   local sudo=""

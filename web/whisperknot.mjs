@@ -247,6 +247,13 @@ class Wasi {
 
 let defaultModule = null;
 
+/** The engine's clock (wk_clock_seconds): seconds on the monotonic clock
+ * this module gives it, performance.timeOrigin + performance.now(), which
+ * a page's main thread and its workers share. */
+export function clockSeconds() {
+  return (performance.timeOrigin + performance.now()) / 1000;
+}
+
 /** One instance of the WebAssembly engine: its memory holds the models and
  * streams made from it. */
 export class Whisperknot {
@@ -497,8 +504,12 @@ export class Stream {
     if (st !== 0) this.#wk.fail(st, false);
   }
 
-  /** Appends mono 16 kHz samples in [-1, 1]. */
-  feed(samples) {
+  /**
+   * Appends mono 16 kHz samples in [-1, 1]. dueSeconds (optional): when the
+   * first sample was captured, on Whisperknot.clockSeconds()'s clock (the
+   * live policy's deadlines count from it; wk_stream_feed_at).
+   */
+  feed(samples, dueSeconds) {
     const wk = this.#wk, x = wk.exports, p = this.#p;
     if (!(samples instanceof Float32Array)) samples = Float32Array.from(samples);
     const chunk = 16000 * 4; // the staging buffer never grows past 4 s
@@ -511,7 +522,10 @@ export class Stream {
         if (!this.#buf) { this.#bufLen = 0; throw new WhisperknotError('out of memory', 4); }
       }
       new Float32Array(x.memory.buffer, this.#buf, part.length).set(part);
-      this.#check(x.wk_stream_feed(p, this.#buf, part.length));
+      if (dueSeconds === undefined)
+        this.#check(x.wk_stream_feed(p, this.#buf, part.length));
+      else
+        this.#check(x.wk_stream_feed_at(p, this.#buf, part.length, dueSeconds + off / 16000));
     }
   }
 
