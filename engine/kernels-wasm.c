@@ -487,7 +487,37 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int nx = (int) (n - i0 < MR ? n - i0 : MR);
     for (r = 0; r < nx; r++)
       wk_quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
-    for (j = j0; j < j1; j += QROWS) {
+    j = j0;
+    if (nx == 1) {
+      /* one row of X (greedy decoding): four weight rows with their sums
+       * in registers */
+      const int8_t *x = xq[0];
+      for (; j + 4 <= j1; j += 4) {
+        const unsigned char *r0 = data + (size_t) j * row_bytes;
+        v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, a2 = a0, a3 = a0;
+        for (b = 0; b < nb; b++) {
+          v128_t x0 = wasm_v128_load (x + b * WK_QK);
+          v128_t x1 = wasm_v128_load (x + b * WK_QK + 16);
+          v128_t w0, w1;
+          float d0, d1, d2, d3, dx = xd[0][b];
+          d0 = block_i8 (W->type, r0, b, &w0, &w1);
+          a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
+                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d0 * dx)));
+          d1 = block_i8 (W->type, r0 + row_bytes, b, &w0, &w1);
+          a1 = wasm_f32x4_add (a1, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
+                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d1 * dx)));
+          d2 = block_i8 (W->type, r0 + 2 * row_bytes, b, &w0, &w1);
+          a2 = wasm_f32x4_add (a2, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
+                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d2 * dx)));
+          d3 = block_i8 (W->type, r0 + 3 * row_bytes, b, &w0, &w1);
+          a3 = wasm_f32x4_add (a3, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
+                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d3 * dx)));
+        }
+        store4 (Y + i0 * ldy + j, wasm_f32x4_make (hsum (a0), hsum (a1),
+                hsum (a2), hsum (a3)), bias, j, 4, flags);
+      }
+    }
+    for (; j < j1; j += QROWS) {
       int nj = (int) (j1 - j < QROWS ? j1 - j : QROWS);
       v128_t acc[QROWS][MR];
       for (q = 0; q < QROWS; q++)
