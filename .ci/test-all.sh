@@ -94,7 +94,7 @@ if WK_WASM_BUILD=ci-build-wasm WK_WASM_MESON_ARGS=--werror web/build.sh; then
   # node:wasi needs this flag before Node.js 20 (Debian 12 has 18)
   [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ] && \
     node_flags+=(--experimental-wasi-unstable-preview1)
-  WK_WASM_BUILD=ci-build-wasm WK_NATIVE_BUILD=ci-build \
+  WK_WASM_BUILD=ci-build-wasm WK_NATIVE_BUILD=${WK_NATIVE_BUILD:-ci-build} \
     node "${node_flags[@]}" --test web/tests/ > ci-build-wasm/node-test.log 2>&1
   node_rc=$?
   grep -E '^(not )?ok |^# (pass|fail|skipped) ' ci-build-wasm/node-test.log
