@@ -60,6 +60,8 @@ worker.onmessage = ({ data: m }) => {
     }
     partialEl.textContent = m.partial.map((w) => w.text).join('');
     showStats(m.stats);
+    // for tests and tools: the engine's own word delays
+    document.body.dataset.maxDelay = m.stats.maxDelaySeconds;
     if (m.final) status('Stopped.');
   } else if (m.type === 'file-segment') {
     lineEl.textContent += m.text;
