@@ -814,7 +814,8 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
   float S[BQ][BK];
   float Kt[256][BK];            /* the chunk's keys, transposed */
   float Vb[BK][256];            /* f16 values as f32 */
-  float kbuf[256];
+  float kbuf4[4][256];          /* f16 keys as f32 */
+  static const float zeros[256];
   float mx[BQ], sum[BQ];
   int64_t last[BQ], max_last = -1, t0, l;
   const int d = (int) d_head;
@@ -835,14 +836,31 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
     const float *vsrc;
     int64_t vld;
 
-    for (c = 0; c < nk; c++) {
-      const float *kr = kv_row (K, t0 + c, ldk, d_head, kv16, kbuf);
-      for (l = 0; l < d; l++)
-        Kt[l][c] = kr[l];
+    /* Kt = the chunk's keys transposed, 4 x 4 at a time (rows past nk
+     * are zeros: zero scores, masked below) */
+    for (c = 0; c < nk8; c += 4) {
+      const float *kr[4];
+      int u;
+      for (u = 0; u < 4; u++)
+        kr[u] = c + u < nk ? kv_row (K, t0 + c + u, ldk, d_head, kv16,
+            kbuf4[u]) : zeros;
+      for (l = 0; l < d; l += 4) {
+        v128_t a = wasm_v128_load (kr[0] + l), b = wasm_v128_load (kr[1] + l);
+        v128_t e = wasm_v128_load (kr[2] + l), f = wasm_v128_load (kr[3] + l);
+        v128_t ab_lo = wasm_i32x4_shuffle (a, b, 0, 4, 1, 5);
+        v128_t ab_hi = wasm_i32x4_shuffle (a, b, 2, 6, 3, 7);
+        v128_t ef_lo = wasm_i32x4_shuffle (e, f, 0, 4, 1, 5);
+        v128_t ef_hi = wasm_i32x4_shuffle (e, f, 2, 6, 3, 7);
+        wasm_v128_store (&Kt[l][c], wasm_i32x4_shuffle (ab_lo, ef_lo, 0, 1, 4,
+                5));
+        wasm_v128_store (&Kt[l + 1][c], wasm_i32x4_shuffle (ab_lo, ef_lo, 2,
+                3, 6, 7));
+        wasm_v128_store (&Kt[l + 2][c], wasm_i32x4_shuffle (ab_hi, ef_hi, 0,
+                1, 4, 5));
+        wasm_v128_store (&Kt[l + 3][c], wasm_i32x4_shuffle (ab_hi, ef_hi, 2,
+                3, 6, 7));
+      }
     }
-    for (; c < nk8; c++)
-      for (l = 0; l < d; l++)
-        Kt[l][c] = 0.0f;
 
     for (r = 0; r < nq; r++)
       memset (S[r], 0, (size_t) nk8 * sizeof (float));
@@ -859,8 +877,12 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
                 sc));
       for (c = vis; c < nk8; c++)
         S[r][c] = -INFINITY;
-      for (c = 0; c < vis; c++)
-        cmax = S[r][c] > cmax ? S[r][c] : cmax;
+      {
+        v128_t mv = wasm_f32x4_splat (-INFINITY);
+        for (c = 0; c < nk8; c += 4)
+          mv = wasm_f32x4_max (mv, wasm_v128_load (S[r] + c));
+        cmax = hmax (mv);
+      }
       if (cmax == -INFINITY) {
         memset (S[r], 0, (size_t) nk8 * sizeof (float));
         continue;
