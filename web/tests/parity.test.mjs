@@ -19,10 +19,10 @@ function nativeSegments(model, wav, env = {}) {
   return JSON.parse(out).segments.map((s) => ({ text: s.text, ids: s.tokens.map((t) => t.id) }));
 }
 
-let wk;
-async function wasmSegments(model, wav) {
-  const m = await wk.loadModel(model);
-  const { samples } = wk.parseWav(readFileSync(wav));
+let wk, wkRef;
+async function wasmSegments(model, wav, ref = false) {
+  const m = await (ref ? wkRef : wk).loadModel(model);
+  const { samples } = (ref ? wkRef : wk).parseWav(readFileSync(wav));
   const s = m.createStream({ beamSize: 1 });
   const segs = [];
   // 1 s per feed, as whisperknot-transcribe
@@ -38,7 +38,11 @@ async function wasmSegments(model, wav) {
     .filter((g) => g.text !== '' || g.ids.length);
 }
 
-before(async () => { wk = await Whisperknot.create(); });
+before(async () => {
+  wk = await Whisperknot.create();
+  // the portable reference kernels, as WK_KERNELS=ref natively
+  wkRef = await Whisperknot.create({ env: { WK_KERNELS: 'ref' } });
+});
 
 const skip = transcribe ? false : 'no native build (set WK_NATIVE_BUILD)';
 
@@ -75,14 +79,35 @@ const convert = nativeTool('knots/whisperknot-convert');
 const vocab = path.join(sharedData, 'for-tests-ggml-tiny.en.bin');
 const rskip = skip || ((!makeModel || !convert || !existsSync(vocab)) && 'no model generator or vocabulary');
 
-for (const type of ['f16', 'q8_0']) {
-  test(`random test model (${type}), sample.wav: the native tokens`, { skip: rskip }, async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'wk-web-parity-'));
-    const bin = path.join(dir, 'rnd.bin'), knot = path.join(dir, `rnd-${type}.knot`);
-    execFileSync(makeModel, ['--vocab', vocab, bin], { stdio: 'ignore' });
-    execFileSync(convert, ['--quiet', '--type', type, bin, knot], { stdio: 'ignore' });
-    const native = nativeSegments(knot, sampleWav);
+// Random weights give flat distributions (a token's p ~ 1e-4): a tie
+// breaks differently under another summation order. The reference kernels
+// (double sums) must agree exactly, wasm and native: that holds the whole
+// port (loader, mel and FFT, decoding, the compat layer) but the SIMD
+// kernels. The SIMD kernels are compared too; on the q4_0 model the wasm
+// encoder's f32 sums pick another first token than AVX2 and the reference
+// do (with the reference encoder they agree): an open item, reported as a
+// todo rather than hidden.
+const knots = {};
+async function randomKnot(type) {
+  if (knots[type]) return knots[type];
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wk-web-parity-'));
+  const bin = path.join(dir, 'rnd.bin'), knot = path.join(dir, `rnd-${type}.knot`);
+  execFileSync(makeModel, ['--vocab', vocab, bin], { stdio: 'ignore' });
+  execFileSync(convert, ['--quiet', '--type', type, bin, knot], { stdio: 'ignore' });
+  return (knots[type] = knot);
+}
+
+for (const type of ['f16', 'q8_0', 'q4_0']) {
+  test(`random test model (${type}), sample.wav, reference kernels: the native reference tokens`, { skip: rskip }, async () => {
+    const knot = await randomKnot(type);
+    const native = nativeSegments(knot, sampleWav, { WK_KERNELS: 'ref' });
     assert.ok(native.some((s) => s.ids.length > 0), 'the random model says something');
-    assert.deepEqual(await wasmSegments(knot, sampleWav), native);
+    assert.deepEqual(await wasmSegments(knot, sampleWav, true), native);
   });
+  test(`random test model (${type}), sample.wav, SIMD kernels: the native tokens`,
+    { skip: rskip, todo: type === 'q4_0' && 'a near-tie the wasm q4_0 encoder breaks otherwise (see above)' }, async () => {
+      const knot = await randomKnot(type);
+      const native = nativeSegments(knot, sampleWav);
+      assert.deepEqual(await wasmSegments(knot, sampleWav), native);
+    });
 }
