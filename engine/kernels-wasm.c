@@ -640,6 +640,96 @@ kv_row (const void *p, int64_t t, int64_t ld, int64_t d, int kv16, float *buf)
   return buf;
 }
 
+/* Eight K or V values of row t from column l as two f32 vectors (f16
+ * converted in registers). */
+static inline void
+kv_load8 (const void *p, int64_t off, int kv16, v128_t * lo, v128_t * hi)
+{
+  if (kv16) {
+    v128_t h = wasm_v128_load ((const uint16_t *) p + off);
+    *lo = f16x4_to_f32 (wasm_u32x4_extend_low_u16x8 (h));
+    *hi = f16x4_to_f32 (wasm_u32x4_extend_high_u16x8 (h));
+  } else {
+    *lo = wasm_v128_load ((const float *) p + off);
+    *hi = wasm_v128_load ((const float *) p + off + 4);
+  }
+}
+
+/* One query (a greedy decoder step), d_head a multiple of 8: f16 keys and
+ * values converted as they are used, two keys per pass over the sums. */
+static void
+attention_one (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
+    const float *Q, int64_t ldq, const void *K, int64_t ldk, const void *V,
+    int64_t ldv, float scale, int causal, float *O, int64_t ldo, int kv16)
+{
+  float acc[256];
+  float s[AK];
+  const float *q = Q + i * ldq;
+  const int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+  float mx = -INFINITY, sum = 0.0f;
+  int64_t t0, l;
+
+  memset (acc, 0, (size_t) d_head * sizeof (float));
+  for (t0 = 0; t0 <= last; t0 += AK) {
+    int nk = (int) (last + 1 - t0 < AK ? last + 1 - t0 : AK), c;
+    float cmax = -INFINITY;
+    v128_t m4, ps = wasm_f32x4_splat (0.0f);
+
+    for (c = 0; c < nk; c++) {
+      v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, k0, k1;
+      for (l = 0; l < d_head; l += 8) {
+        kv_load8 (K, (t0 + c) * ldk + l, kv16, &k0, &k1);
+        a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (k0, wasm_v128_load (q + l)));
+        a1 = wasm_f32x4_add (a1, wasm_f32x4_mul (k1, wasm_v128_load (q + l +
+                    4)));
+      }
+      s[c] = hsum (wasm_f32x4_add (a0, a1)) * scale;
+      cmax = s[c] > cmax ? s[c] : cmax;
+    }
+    if (cmax > mx) {
+      float rs = mx == -INFINITY ? 0.0f : expf (mx - cmax);
+      for (l = 0; l < d_head; l += 4)
+        wasm_v128_store (acc + l, wasm_f32x4_mul (wasm_v128_load (acc + l),
+                wasm_f32x4_splat (rs)));
+      sum *= rs;
+      mx = cmax;
+    }
+    m4 = wasm_f32x4_splat (mx);
+    for (c = 0; c + 4 <= nk; c += 4) {
+      v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (s + c), m4));
+      wasm_v128_store (s + c, p);
+      ps = wasm_f32x4_add (ps, p);
+    }
+    sum += hsum (ps);
+    for (; c < nk; c++) {
+      s[c] = expf (s[c] - mx);
+      sum += s[c];
+    }
+
+    for (c = 0; c < nk; c += 2) {
+      v128_t p0 = wasm_f32x4_splat (s[c]);
+      v128_t p1 = wasm_f32x4_splat (c + 1 < nk ? s[c + 1] : 0.0f);
+      int64_t t1 = c + 1 < nk ? t0 + c + 1 : t0 + c;
+      for (l = 0; l < d_head; l += 8) {
+        v128_t u0, u1, w0, w1;
+        kv_load8 (V, (t0 + c) * ldv + l, kv16, &u0, &u1);
+        kv_load8 (V, t1 * ldv + l, kv16, &w0, &w1);
+        wasm_v128_store (acc + l, wasm_f32x4_add (wasm_v128_load (acc + l),
+                wasm_f32x4_add (wasm_f32x4_mul (p0, u0), wasm_f32x4_mul (p1,
+                        w0))));
+        wasm_v128_store (acc + l + 4, wasm_f32x4_add (wasm_v128_load (acc + l
+                    + 4), wasm_f32x4_add (wasm_f32x4_mul (p0, u1),
+                    wasm_f32x4_mul (p1, w1))));
+      }
+    }
+  }
+  {
+    float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (l = 0; l < d_head; l++)
+      O[i * ldo + l] = acc[l] * inv;
+  }
+}
+
 static void
 attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
@@ -936,6 +1026,11 @@ attention_any (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
 {
   int64_t i;
 
+  if (d_head % 8 == 0 && q1 - q0 == 1) {
+    attention_one (d_head, q0, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+        causal, O, ldo, kv16);
+    return;
+  }
   if (d_head % 8 == 0 && q1 - q0 > AQ) {
     for (i = q0; i < q1; i += BQ)
       attention_gemm_block (d_head, i, (int) (q1 - i < BQ ? q1 - i : BQ),

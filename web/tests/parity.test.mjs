@@ -83,10 +83,10 @@ const rskip = skip || ((!makeModel || !convert || !existsSync(vocab)) && 'no mod
 // breaks differently under another summation order. The reference kernels
 // (double sums) must agree exactly, wasm and native: that holds the whole
 // port (loader, mel and FFT, decoding, the compat layer) but the SIMD
-// kernels. The SIMD kernels are compared too; on the q4_0 model the wasm
-// encoder's f32 sums pick another first token than AVX2 and the reference
-// do (with the reference encoder they agree): an open item, reported as a
-// todo rather than hidden.
+// kernels. The SIMD kernels are compared too; on the q4_0 model the first
+// token is such a tie that the wasm kernels' f32 sums have decided it both
+// ways between builds (once against AVX2 and the reference; with the
+// reference encoder they agreed): reported as a todo rather than hidden.
 const knots = {};
 async function randomKnot(type) {
   if (knots[type]) return knots[type];
@@ -105,7 +105,7 @@ for (const type of ['f16', 'q8_0', 'q4_0']) {
     assert.deepEqual(await wasmSegments(knot, sampleWav, true), native);
   });
   test(`random test model (${type}), sample.wav, SIMD kernels: the native tokens`,
-    { skip: rskip, todo: type === 'q4_0' && 'a near-tie the wasm q4_0 encoder breaks otherwise (see above)' }, async () => {
+    { skip: rskip, todo: type === 'q4_0' && 'a near-tie that summation order decides (see above)' }, async () => {
       const knot = await randomKnot(type);
       const native = nativeSegments(knot, sampleWav);
       assert.deepEqual(await wasmSegments(knot, sampleWav), native);
