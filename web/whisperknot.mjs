@@ -360,7 +360,11 @@ export class Whisperknot {
    */
   async loadModel(source) {
     const bytes = await readSource(source);
-    const path = `${FS_ROOT}model-${this.#nextId++}.knot`;
+    // the engine's messages name the file: keep its name where it has one
+    const name = typeof source === 'string' || source instanceof URL
+      ? String(source instanceof URL ? source.pathname : source).split('/').pop() || 'model.knot'
+      : 'model.knot';
+    const path = `${FS_ROOT}${this.#nextId++}/${name.replace(/[^\w.-]/g, '_')}`;
     this.#wasi.addFile(path, bytes);
     const x = this.#x;
     const p = this.allocStr(path);
@@ -589,12 +593,12 @@ export class Stream {
 
   /** wk_stream_stats (seconds, counts, bytes). */
   stats() {
-    const x = this.#wk.exports, out = this.#wk.scratch;
+    const x = this.#wk.exports;
     const tmp = x.malloc(24 * 8);
+    if (!tmp) throw new WhisperknotError('out of memory', 4);
     x.wkw_stream_stats(this.#p, tmp);
     const v = Array.from(new Float64Array(x.memory.buffer, tmp, 23));
     x.free(tmp);
-    void out;
     const names = ['audioSeconds', 'melSeconds', 'encoderSeconds', 'decoderSeconds', 'nWindows',
       'nTokens', 'stateBytes', 'nRuns', 'vadSeconds', 'speechSeconds', 'stepSeconds',
       'lastRunSeconds', 'maxRunSeconds', 'lastDelaySeconds', 'maxDelaySeconds', 'nCommitted',
