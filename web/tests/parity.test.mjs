@@ -1,5 +1,5 @@
 // The WebAssembly engine gives the native engine's tokens: greedy decoding
-// (beam 1) of examples/data/sample.wav and jfk.wav with the default model,
+// (beam 1, and beam search) of examples/data/sample.wav and jfk.wav with the default model,
 // and of sample.wav with random-weight test models (f16 and q8_0, made by
 // wk-make-test-model + whisperknot-convert as tests/meson.build does).
 import { test, before } from 'node:test';
@@ -13,17 +13,17 @@ import { defaultModel, jfkWav, nativeTool, sampleWav, sharedData } from './helpe
 
 const transcribe = nativeTool('tools/whisperknot-transcribe');
 
-function nativeSegments(model, wav, env = {}) {
-  const out = execFileSync(transcribe, ['-m', model, '-b', '1', '-t', '1', '-f', 'json', '--tokens', wav],
+function nativeSegments(model, wav, env = {}, beam = 1) {
+  const out = execFileSync(transcribe, ['-m', model, '-b', String(beam), '-t', '1', '-f', 'json', '--tokens', wav],
     { encoding: 'utf8', maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...env } });
   return JSON.parse(out).segments.map((s) => ({ text: s.text, ids: s.tokens.map((t) => t.id) }));
 }
 
 let wk, wkRef;
-async function wasmSegments(model, wav, ref = false) {
+async function wasmSegments(model, wav, ref = false, beam = 1) {
   const m = await (ref ? wkRef : wk).loadModel(model);
   const { samples } = (ref ? wkRef : wk).parseWav(readFileSync(wav));
-  const s = m.createStream({ beamSize: 1 });
+  const s = m.createStream({ beamSize: beam });
   const segs = [];
   // 1 s per feed, as whisperknot-transcribe
   for (let p = 0; p < samples.length; p += 16000) {
@@ -50,6 +50,12 @@ test('default model, sample.wav: the native tokens', { skip }, async () => {
   const native = nativeSegments(defaultModel, sampleWav);
   assert.ok(native.length > 0);
   assert.deepEqual(await wasmSegments(defaultModel, sampleWav), native);
+});
+
+test('default model, sample.wav, beam search (5): the native tokens', { skip }, async () => {
+  const native = nativeSegments(defaultModel, sampleWav, {}, 5);
+  assert.ok(native.length > 0);
+  assert.deepEqual(await wasmSegments(defaultModel, sampleWav, false, 5), native);
 });
 
 // jfk.wav is real speech the default model (trained on synthesized
