@@ -23,17 +23,25 @@ function newLine() {
   partialEl.textContent = '';
 }
 
-function showStats(s, extra = {}) {
+// live: the live policy's figures; otherwise a file's (stages, tokens)
+function showStats(s, extra = {}, live = true) {
   const busy = s.melSeconds + s.encoderSeconds + s.decoderSeconds + s.vadSeconds;
   const items = {
     'real-time factor': s.audioSeconds > 0 ? (busy / s.audioSeconds).toFixed(3) : '–',
     'audio': `${s.audioSeconds.toFixed(1)} s`,
-    'last word delay': `${s.lastDelaySeconds.toFixed(2)} s`,
-    'max word delay': `${s.maxDelaySeconds.toFixed(2)} s`,
-    'last run': `${s.lastRunSeconds.toFixed(2)} s`,
-    'model runs': s.nRuns,
-    'words': s.nCommitted,
-    'speech heard': `${s.speechSeconds.toFixed(1)} s`,
+    ...(live ? {
+      'last word delay': `${s.lastDelaySeconds.toFixed(2)} s`,
+      'max word delay': `${s.maxDelaySeconds.toFixed(2)} s`,
+      'last run': `${s.lastRunSeconds.toFixed(2)} s`,
+      'model runs': s.nRuns,
+      'words': s.nCommitted,
+      'speech heard': `${s.speechSeconds.toFixed(1)} s`,
+    } : {
+      'encoder': `${s.encoderSeconds.toFixed(2)} s`,
+      'decoder': `${s.decoderSeconds.toFixed(2)} s`,
+      'windows': s.nWindows,
+      'tokens': s.nTokens,
+    }),
     ...extra,
   };
   $('stats').replaceChildren(...Object.entries(items).map(([k, v]) => {
@@ -68,7 +76,7 @@ worker.onmessage = ({ data: m }) => {
   } else if (m.type === 'file-done') {
     const s = m.stats;
     showStats(s, { 'wall time': `${m.seconds.toFixed(2)} s`,
-      'speed': `${(s.audioSeconds / m.seconds).toFixed(1)}x real time` });
+      'speed': `${(s.audioSeconds / m.seconds).toFixed(1)}x real time` }, false);
     status(`Transcribed ${s.audioSeconds.toFixed(1)} s of audio in ${m.seconds.toFixed(2)} s.`);
     document.body.dataset.fileDone = '1';
   } else if (m.type === 'error') {

@@ -43,7 +43,7 @@ self.onmessage = async ({ data: m }) => {
         for (const g of s.take()) { segments.push(g); post('file-segment', { text: g.text, start: g.start, end: g.end }); }
       }
       s.finish();
-      segments.push(...s.take());
+      for (const g of s.take()) { segments.push(g); post('file-segment', { text: g.text, start: g.start, end: g.end }); }
       post('file-done', {
         segments: segments.map((g) => ({ text: g.text, start: g.start, end: g.end })),
         stats: s.stats(), seconds: (performance.now() - t0) / 1000,

@@ -1,8 +1,9 @@
 // The web page in headless Chromium (Debian's chromium, driven by
 // playwright-core) with examples/data/sample.wav as a fake microphone: the
 // live captions on the page become the sample's words, partial words
-// showing before they are committed. A screenshot is kept
-// ($WK_WASM_BUILD/page.png). Skipped where no Chromium is installed.
+// showing before they are committed; then the file picker transcribes
+// sample.wav. Screenshots are kept ($WK_WASM_BUILD/page.png,
+// page-file.png). Skipped where no Chromium is installed.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -83,4 +84,28 @@ test('live captions from a fake microphone become the sample text', { skip: !chr
   const maxDelay = +(await page.getAttribute('body', 'data-max-delay'));
   t.diagnostic(`largest word delay ${maxDelay.toFixed(2)} s`);
   assert.ok(maxDelay <= 10.0, `a word took ${maxDelay} s to be committed`);
+});
+
+test('the file picker transcribes a WAV file', { skip: !chromium && 'no chromium', timeout: 240000 }, async () => {
+  const { chromium: pw } = await import('playwright-core');
+  const b = await pw.launch({ executablePath: chromium, args: ['--no-sandbox'] });
+  try {
+    const page = await b.newPage();
+    await page.goto(`${base}/web/`);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 120000 });
+    await page.setInputFiles('#file', sampleWav);
+    await page.waitForSelector('body[data-file-done="1"]', { timeout: 180000 });
+    await page.screenshot({ path: path.join(wasmBuild, 'page-file.png'), fullPage: true });
+    const text = await page.evaluate(() =>
+      [...document.querySelectorAll('#captions .committed')].map((e) => e.textContent).join(' '));
+    // the browser resamples the file itself (OfflineAudioContext), so the
+    // samples are not the native reader's: the words, not the tokens
+    const want = words(readFileSync(path.join(root, 'examples/data/sample.txt'), 'utf8'));
+    const got = new Set(words(text));
+    const hit = want.filter((w) => got.has(w));
+    assert.ok(hit.length >= Math.ceil(want.length * 0.6), `"${text}": ${hit.length} of ${want.length} words`);
+    assert.match(await page.textContent('#status'), /Transcribed 15\.\d s of audio/);
+  } finally {
+    await b.close();
+  }
 });
