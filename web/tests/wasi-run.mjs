@@ -13,5 +13,7 @@ const wasi = new WASI({
   env: { WK_TEST_DATA: '/tests-data', WK_SHARED_DATA: '/shared' },
   preopens: { '/tests-data': path.join(root, 'tests/data'), '/shared': sharedData },
 });
-const inst = await WebAssembly.instantiate(await WebAssembly.compile(readFileSync(file)), wasi.getImportObject());
+// getImportObject came with Node.js 18.17 / 19.8
+const imports = wasi.getImportObject ? wasi.getImportObject() : { wasi_snapshot_preview1: wasi.wasiImport };
+const inst = await WebAssembly.instantiate(await WebAssembly.compile(readFileSync(file)), imports);
 process.exitCode = wasi.start(inst);
