@@ -18,7 +18,10 @@ BUILD_DEPS=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   liborc-0.4-dev liborc-0.4-dev-bin libkissfft-dev zlib1g-dev
 )
-TEST_DEPS=(clang libclang-rt-14-dev indent)
+# the WebAssembly engine (web/): clang + wasm-ld + wasi-libc, Node.js, and
+# Chromium for the page's test
+TEST_DEPS=(clang libclang-rt-14-dev indent
+  lld llvm wasi-libc libclang-rt-14-dev-wasm32 nodejs chromium)
 
 install_deps () {
   local sudo=""
@@ -60,6 +63,8 @@ case "$what" in
     ;;
   test)
     install_deps "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"
+    # Debian packages npm apart from nodejs; other Node.js builds bring it
+    command -v npm >/dev/null || install_deps npm
     exec bash .ci/test-all.sh
     ;;
   *)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, normal build, sanitizer builds
-# (ASan+UBSan, TSan), ORC-less build, fuzz smoke run.
+# (ASan+UBSan, TSan), ORC-less build, fuzz smoke run, the WebAssembly
+# engine's build and Node.js tests.
 # Prints one summary line "N passed, N failed" at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -81,6 +82,33 @@ if CC=clang meson setup ci-build-fuzz -Dfuzzing=true -Dtests=disabled >/dev/null
   done
 else
   echo "fuzz build failed"; failed=$((failed + 1)); status=1
+fi
+
+# The WebAssembly engine (web/README.md): the cross build with warnings
+# fatal, then Node's test runner over web/tests, which compares its tokens
+# with ci-build's native tools; each Node test counts.
+echo "== wasm (web/build.sh; node --test web/tests) =="
+rm -rf ci-build-wasm
+if WK_WASM_BUILD=ci-build-wasm WK_WASM_MESON_ARGS=--werror web/build.sh; then
+  node_flags=()
+  # node:wasi needs this flag before Node.js 20 (Debian 12 has 18)
+  [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ] && \
+    node_flags+=(--experimental-wasi-unstable-preview1)
+  WK_WASM_BUILD=ci-build-wasm WK_NATIVE_BUILD=${WK_NATIVE_BUILD:-ci-build} \
+    node "${node_flags[@]}" --test web/tests/ > ci-build-wasm/node-test.log 2>&1
+  node_rc=$?
+  grep -E '^(not )?ok |^# (pass|fail|skipped) ' ci-build-wasm/node-test.log
+  p=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' ci-build-wasm/node-test.log | tail -1)
+  f=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' ci-build-wasm/node-test.log | tail -1)
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0}))
+  if [ "$node_rc" != 0 ] || [ -z "$p" ]; then
+    grep -B2 -A30 '^not ok' ci-build-wasm/node-test.log | head -150
+    [ -n "$f" ] && [ "$f" != 0 ] || failed=$((failed + 1))
+    status=1
+  fi
+else
+  echo "wasm build failed"; failed=$((failed + 1)); status=1
 fi
 
 echo

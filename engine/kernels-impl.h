@@ -72,6 +72,9 @@ extern const wk_kernel_set wk_kernels_ref;
 #ifdef WK_HAVE_AVX2_KERNELS
 extern const wk_kernel_set wk_kernels_avx2;
 #endif
+#ifdef WK_HAVE_WASM_KERNELS
+extern const wk_kernel_set wk_kernels_wasm;
+#endif
 #ifdef WK_HAVE_AVX512_KERNELS
 /* Fills *ks: the AVX2 set with the AVX-512 matrix products. */
 void wk_kernels_avx512_init (wk_kernel_set * ks);

@@ -97,13 +97,18 @@ wk_kernels_simd_sets (const wk_kernel_set ** sets, int max)
   if (n < max && wk_kernels_avx512_get ())
     sets[n++] = wk_kernels_avx512_get ();
 #endif
+#ifdef WK_HAVE_WASM_KERNELS
+  /* the module does not instantiate without SIMD128 */
+  if (n < max)
+    sets[n++] = &wk_kernels_wasm;
+#endif
   (void) sets;
   (void) max;
   return n;
 }
 
-/* The widest usable set; WK_KERNELS=ref, avx2 or avx512 picks one (when
- * usable). */
+/* The widest usable set; WK_KERNELS=ref, avx2, avx512 or wasm picks one
+ * (when usable). */
 static const wk_kernel_set *
 wk_kernels_choose (void)
 {

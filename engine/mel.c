@@ -3,7 +3,8 @@
  * Per frame: 400 samples centred on f * 160 (reflected at the start of the
  * signal, zero past its end, as torch.stft(center=True, pad_mode='reflect')
  * sees Whisper's zero-padded audio), times a periodic Hann window, a real
- * FFT (kissfft), the power of the 201 bins. Frames are handled in blocks:
+ * FFT (kissfft, or engine/fft.c where there is none: the WebAssembly
+ * build), the power of the 201 bins. Frames are handled in blocks:
  * the power spectra of a block are stored bin-major so that the mel
  * filterbank becomes, for each non-zero filter weight, one multiply-add
  * along the block's frames straight into the output row (ORC loops). Each
@@ -17,7 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef WK_HAVE_KISSFFT
 #include <kiss_fftr.h>
+#else
+#include "fft.h"
+#endif
 
 #include "mel-orc.h"
 
@@ -26,12 +31,14 @@
  * mean fewer, longer ORC calls in the filterbank. */
 #define MEL_BLOCK 64
 
+#ifdef WK_HAVE_KISSFFT
 /* kiss_fftr() writes into a work buffer inside its plan, so a plan can
  * serve one caller at a time. The model keeps a few plans, each taken with
  * an atomic flag; a caller that finds them all busy builds one on its
  * stack (a few microseconds). */
 #define MEL_N_PLANS 4
 #define MEL_PLAN_BYTES 8192
+#endif
 
 struct wk_mel
 {
@@ -42,11 +49,15 @@ struct wk_mel
   int *lo, *hi;
   size_t *off;
   float *weights;
+#ifdef WK_HAVE_KISSFFT
   size_t plan_bytes;
   atomic_flag plan_busy[MEL_N_PLANS];
   kiss_fftr_cfg plan[MEL_N_PLANS];
   /* kiss_fftr_alloc() lays each plan out in this caller-owned memory. */
   unsigned char _Alignas (16) plan_mem[MEL_N_PLANS][MEL_PLAN_BYTES];
+#else
+  wk_fft *fft;                  /* read-only: shared by every caller */
+#endif
 };
 
 /* orcc's generated functions test their `static volatile int p_inited`
@@ -84,16 +95,24 @@ wk_mel_new (int n_mels, const float *filters, wk_mel ** out)
   if (n_mels <= 0 || n_mels > 1024 || !filters)
     return WK_ERR_ARG;
 
+#ifdef WK_HAVE_KISSFFT
   len = 0;
   kiss_fftr_alloc (WK_N_FFT, 0, NULL, &len);
   if (len == 0 || len > MEL_PLAN_BYTES)
     return WK_ERR_INTERNAL;
+#else
+  len = 0;
+#endif
 
   mel = calloc (1, sizeof *mel);
   if (!mel)
     return WK_ERR_NOMEM;
   mel->n_mels = n_mels;
+#ifdef WK_HAVE_KISSFFT
   mel->plan_bytes = len;
+#else
+  (void) len;
+#endif
   mel->lo = calloc ((size_t) n_mels, sizeof *mel->lo);
   mel->hi = calloc ((size_t) n_mels, sizeof *mel->hi);
   mel->off = calloc ((size_t) n_mels, sizeof *mel->off);
@@ -129,6 +148,7 @@ wk_mel_new (int n_mels, const float *filters, wk_mel ** out)
         filters + (size_t) m * WK_N_BINS + mel->lo[m],
         (size_t) (mel->hi[m] - mel->lo[m]) * sizeof (float));
 
+#ifdef WK_HAVE_KISSFFT
   for (i = 0; i < MEL_N_PLANS; i++) {
     size_t plan_len = MEL_PLAN_BYTES;
     atomic_flag_clear (&mel->plan_busy[i]);
@@ -138,6 +158,12 @@ wk_mel_new (int n_mels, const float *filters, wk_mel ** out)
       return WK_ERR_INTERNAL;
     }
   }
+#else
+  if (wk_fft_new (WK_N_FFT, &mel->fft) != WK_OK) {
+    wk_mel_free (mel);
+    return WK_ERR_NOMEM;
+  }
+#endif
 
   *out = mel;
   return WK_OK;
@@ -152,7 +178,10 @@ wk_mel_free (wk_mel * mel)
 {
   if (!mel)
     return;
-  /* The plans live in plan_mem: nothing to free for them. */
+  /* kissfft's plans live in plan_mem: nothing to free for them. */
+#ifndef WK_HAVE_KISSFFT
+  wk_fft_free (mel->fft);
+#endif
   free (mel->lo);
   free (mel->hi);
   free (mel->off);
@@ -190,19 +219,26 @@ void
 wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
     int64_t first, int n, float *out, int ld)
 {
+#ifdef WK_HAVE_KISSFFT
   wk_mel *m_mut = (wk_mel *) mel;       /* only the plan flags change */
   _Alignas (16) unsigned char local_mem[MEL_PLAN_BYTES];
-  float power_t[WK_N_BINS][MEL_BLOCK];  /* bin-major powers of a block */
-  float frame[WK_N_FFT], windowed[WK_N_FFT], power[WK_N_BINS];
   kiss_fft_cpx spec[WK_N_BINS];
   kiss_fftr_cfg plan = NULL;
-  int plan_index = -1, b0, i, m;
+  int plan_index = -1, i;
+#else
+  float spec[2 * WK_N_BINS];    /* (re, im) of each bin */
+  float fft_work[WK_FFT_WORK_FLOATS (WK_N_FFT)];
+#endif
+  float power_t[WK_N_BINS][MEL_BLOCK];  /* bin-major powers of a block */
+  float frame[WK_N_FFT], windowed[WK_N_FFT], power[WK_N_BINS];
+  int b0, m;
 
   if (!mel || !out || n <= 0 || ld < n)
     return;
   if (!audio)
     n_audio = 0;
 
+#ifdef WK_HAVE_KISSFFT
   for (i = 0; i < MEL_N_PLANS; i++) {
     if (!atomic_flag_test_and_set_explicit (&m_mut->plan_busy[i],
             memory_order_acquire)) {
@@ -223,6 +259,7 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
       return;
     }
   }
+#endif
 
   for (b0 = 0; b0 < n; b0 += MEL_BLOCK) {
     int nb = n - b0 < MEL_BLOCK ? n - b0 : MEL_BLOCK;
@@ -234,7 +271,11 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
       if (!src)
         src = audio + ((first + b0 + b) * WK_HOP - WK_N_FFT / 2);
       wk_orc_mel_window (windowed, src, mel->window, WK_N_FFT);
+#ifdef WK_HAVE_KISSFFT
       kiss_fftr (plan, windowed, spec);
+#else
+      wk_fft_real (mel->fft, windowed, spec, fft_work);
+#endif
       wk_orc_mel_power (power, (const void *) spec, WK_N_BINS);
       for (k = 0; k < WK_N_BINS; k++)
         power_t[k][b] = power[k];
@@ -260,9 +301,11 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
     }
   }
 
+#ifdef WK_HAVE_KISSFFT
   if (plan_index >= 0)
     atomic_flag_clear_explicit (&m_mut->plan_busy[plan_index],
         memory_order_release);
+#endif
 }
 
 float

@@ -1,0 +1,1202 @@
+/* WebAssembly SIMD128 kernels, held to kernels-ref.c by tests/test-kernels.c
+ * (built for wasm32 and run under Node.js, web/tests).
+ *
+ * wasm has 128-bit vectors and no fused multiply-add (clang 14 has no
+ * relaxed SIMD), so every product is a multiply then an add. The engine
+ * runs single-threaded in the browser: nothing here depends on threads,
+ * but nothing shares state between calls either, except the GEMM's packed
+ * weight panel, which is per call and on the stack.
+ *
+ * - linear, n >= 8 rows (the encoder): a panel of 8 outputs is converted
+ *   to f32 and laid out depth-major, [l][8], in chunks of KC; a 4 x 8
+ *   micro-kernel broadcasts x and adds into 8 accumulators.
+ * - linear, n < 8 rows with q8_0 / q4_0 (the decoder): activations
+ *   quantized per block (wk_quantize_act, bit for bit), then integer
+ *   block dot products: i8 x i8 products widened to i16 (a pair of them
+ *   always fits: |q| <= 128, |x| <= 127), summed pairwise into i32.
+ * - linear, n < 8 rows otherwise: weight rows converted on the fly and
+ *   dotted with up to 4 rows of X.
+ * - attention: 4 queries at a time against chunks of keys, a running
+ *   softmax with a vector exp. */
+#include "kernels-impl.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+#include <wasm_simd128.h>
+
+#define MR 4                    /* rows of X per micro-kernel */
+#define NR 8                    /* outputs per panel */
+#define KC 512                  /* depth per converted chunk (GEMV; multiple
+                                 * of 32) */
+
+static inline float
+hsum (v128_t v)
+{
+  v128_t s = wasm_f32x4_add (v, wasm_i32x4_shuffle (v, v, 2, 3, 0, 1));
+  s = wasm_f32x4_add (s, wasm_i32x4_shuffle (s, s, 1, 0, 3, 2));
+  return wasm_f32x4_extract_lane (s, 0);
+}
+
+static inline float
+hmax (v128_t v)
+{
+  v128_t s = wasm_f32x4_max (v, wasm_i32x4_shuffle (v, v, 2, 3, 0, 1));
+  s = wasm_f32x4_max (s, wasm_i32x4_shuffle (s, s, 1, 0, 3, 2));
+  return wasm_f32x4_extract_lane (s, 0);
+}
+
+/* e^x: Cody-Waite reduction by ln 2 and a degree-6 polynomial, relative
+ * error about 2e-7; 0 below -87.3, clamped above 88.4. */
+static inline v128_t
+exp4 (v128_t x)
+{
+  const v128_t lo = wasm_f32x4_splat (-87.3365447504f);
+  v128_t under = wasm_f32x4_lt (x, lo);
+  v128_t n, r, y;
+  v128_t e;
+
+  x = wasm_f32x4_min (x, wasm_f32x4_splat (88.3762626647949f));
+  x = wasm_f32x4_max (x, lo);
+  n = wasm_f32x4_nearest (wasm_f32x4_mul (x,
+          wasm_f32x4_splat (1.44269504088896341f)));
+  r = wasm_f32x4_sub (x, wasm_f32x4_mul (n, wasm_f32x4_splat (0.693359375f)));
+  r = wasm_f32x4_sub (r, wasm_f32x4_mul (n,
+          wasm_f32x4_splat (-2.12194440e-4f)));
+  y = wasm_f32x4_splat (1.9875691500E-4f);
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (1.3981999507E-3f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (8.3334519073E-3f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (4.1665795894E-2f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (1.6666665459E-1f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (5.0000001201E-1f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, wasm_f32x4_mul (r, r)),
+      wasm_f32x4_add (r, wasm_f32x4_splat (1.0f)));
+  e = wasm_i32x4_shl (wasm_i32x4_add (wasm_i32x4_trunc_sat_f32x4 (n),
+          wasm_i32x4_splat (127)), 23);
+  y = wasm_f32x4_mul (y, e);
+  return wasm_v128_andnot (y, under);
+}
+
+/* 0.5 x (1 + erf (x / sqrt 2)), erf by Abramowitz & Stegun 7.1.26
+ * (absolute error below 1.5e-7). */
+static inline v128_t
+gelu4 (v128_t x)
+{
+  const v128_t sign = wasm_f32x4_splat (-0.0f);
+  const v128_t one = wasm_f32x4_splat (1.0f);
+  v128_t z = wasm_f32x4_mul (x, wasm_f32x4_splat (0.70710678118654752f));
+  v128_t az = wasm_f32x4_abs (z);
+  v128_t t = wasm_f32x4_div (one, wasm_f32x4_add (wasm_f32x4_mul (az,
+              wasm_f32x4_splat (0.3275911f)), one));
+  v128_t p = wasm_f32x4_splat (1.061405429f);
+  v128_t erf_abs;
+
+  p = wasm_f32x4_add (wasm_f32x4_mul (p, t), wasm_f32x4_splat (-1.453152027f));
+  p = wasm_f32x4_add (wasm_f32x4_mul (p, t), wasm_f32x4_splat (1.421413741f));
+  p = wasm_f32x4_add (wasm_f32x4_mul (p, t), wasm_f32x4_splat (-0.284496736f));
+  p = wasm_f32x4_add (wasm_f32x4_mul (p, t), wasm_f32x4_splat (0.254829592f));
+  p = wasm_f32x4_mul (p, t);
+  erf_abs = wasm_f32x4_sub (one, wasm_f32x4_mul (p,
+          exp4 (wasm_f32x4_neg (wasm_f32x4_mul (az, az)))));
+  return wasm_f32x4_mul (wasm_f32x4_mul (wasm_f32x4_splat (0.5f), x),
+      wasm_f32x4_add (one, wasm_v128_or (erf_abs, wasm_v128_and (z, sign))));
+}
+
+/* Eight IEEE halves to f32, exactly: the magnitude's bits moved into
+ * place are a float 2^-112 times too small (subnormal halves included),
+ * so one multiply rebiases; infinities and NaNs get the full exponent. */
+static inline v128_t
+f16x4_to_f32 (v128_t h32)
+{
+  v128_t mag = wasm_i32x4_shl (wasm_v128_and (h32, wasm_i32x4_splat (0x7fff)),
+      13);
+  v128_t f = wasm_f32x4_mul (mag, wasm_i32x4_splat (0x77800000));       /* 2^112 */
+  v128_t infnan = wasm_i32x4_ge (mag, wasm_i32x4_splat (0x7c00 << 13));
+  f = wasm_v128_or (f, wasm_v128_and (infnan, wasm_i32x4_splat (0x7f800000)));
+  return wasm_v128_or (f, wasm_i32x4_shl (wasm_v128_and (h32,
+              wasm_i32x4_splat (0x8000)), 16));
+}
+
+static inline void
+f16x8_to_f32 (const uint16_t * h, float *out)
+{
+  v128_t v = wasm_v128_load (h);
+  wasm_v128_store (out, f16x4_to_f32 (wasm_u32x4_extend_low_u16x8 (v)));
+  wasm_v128_store (out + 4, f16x4_to_f32 (wasm_u32x4_extend_high_u16x8 (v)));
+}
+
+/* An IEEE half as f32, inline (the block scales of every q8_0 / q4_0
+ * block): the same trick as f16x4_to_f32, exact. */
+static inline float
+h2f (uint16_t h)
+{
+  union
+  {
+    uint32_t u;
+    float f;
+  } m, r;
+  uint32_t mag = (uint32_t) (h & 0x7fff) << 13;
+
+  m.u = mag;
+  r.u = 0x77800000u;            /* 2^112 */
+  r.f = m.f * r.f;
+  if (mag >= (0x7c00u << 13))
+    r.u |= 0x7f800000u;
+  r.u |= (uint32_t) (h & 0x8000) << 16;
+  return r.f;
+}
+
+/* i8 lanes to four f32 vectors. */
+static inline void
+i8x16_to_f32 (v128_t q, v128_t scale, float *out)
+{
+  v128_t lo = wasm_i16x8_extend_low_i8x16 (q);
+  v128_t hi = wasm_i16x8_extend_high_i8x16 (q);
+  wasm_v128_store (out, wasm_f32x4_mul (scale,
+          wasm_f32x4_convert_i32x4 (wasm_i32x4_extend_low_i16x8 (lo))));
+  wasm_v128_store (out + 4, wasm_f32x4_mul (scale,
+          wasm_f32x4_convert_i32x4 (wasm_i32x4_extend_high_i16x8 (lo))));
+  wasm_v128_store (out + 8, wasm_f32x4_mul (scale,
+          wasm_f32x4_convert_i32x4 (wasm_i32x4_extend_low_i16x8 (hi))));
+  wasm_v128_store (out + 12, wasm_f32x4_mul (scale,
+          wasm_f32x4_convert_i32x4 (wasm_i32x4_extend_high_i16x8 (hi))));
+}
+
+/* The q4_0 block's 32 values as i8: low nibbles first, then high. */
+static inline void
+q4_unpack (const uint8_t * qs, v128_t * lo, v128_t * hi)
+{
+  v128_t b = wasm_v128_load (qs);
+  v128_t eight = wasm_i8x16_splat (8);
+  *lo = wasm_i8x16_sub (wasm_v128_and (b, wasm_i8x16_splat (15)), eight);
+  *hi = wasm_i8x16_sub (wasm_u8x16_shr (b, 4), eight);
+}
+
+/* Weights [l0, l0 + len) of a row (len and l0 multiples of WK_QK for the
+ * block types, of 8 for f16) as exact f32. */
+static void
+row_seg_to_f32 (wk_type type, const unsigned char *row, int64_t l0,
+    int64_t len, float *out)
+{
+  int64_t l, b;
+
+  switch (type) {
+    case WK_TYPE_F32:
+      memcpy (out, (const float *) row + l0, (size_t) len * sizeof (float));
+      break;
+    case WK_TYPE_F16:{
+      const uint16_t *h = (const uint16_t *) row + l0;
+      for (l = 0; l + 8 <= len; l += 8)
+        f16x8_to_f32 (h + l, out + l);
+      for (; l < len; l++)
+        out[l] = wk_fp16_to_fp32 (h[l]);
+      break;
+    }
+    case WK_TYPE_Q8_0:
+      for (b = 0; b < len / WK_QK; b++) {
+        const wk_block_q8_0 *blk = (const wk_block_q8_0 *) row + l0 / WK_QK + b;
+        v128_t d = wasm_f32x4_splat (h2f (blk->d));
+        i8x16_to_f32 (wasm_v128_load (blk->qs), d, out + b * WK_QK);
+        i8x16_to_f32 (wasm_v128_load (blk->qs + 16), d, out + b * WK_QK + 16);
+      }
+      break;
+    case WK_TYPE_Q4_0:
+      for (b = 0; b < len / WK_QK; b++) {
+        const wk_block_q4_0 *blk = (const wk_block_q4_0 *) row + l0 / WK_QK + b;
+        v128_t d = wasm_f32x4_splat (h2f (blk->d));
+        v128_t lo, hi;
+        q4_unpack (blk->qs, &lo, &hi);
+        i8x16_to_f32 (lo, d, out + b * WK_QK);
+        i8x16_to_f32 (hi, d, out + b * WK_QK + 16);
+      }
+      break;
+    default:
+      wk_row_to_f32 (type, row + wk_type_row_bytes (type, l0), out, len);
+      break;
+  }
+}
+
+/* The epilogue of one output vector (4 outputs j .. j + 3, nj of them
+ * valid). */
+static inline void
+store4 (float *y, v128_t acc, const float *bias, int64_t j, int nj,
+    unsigned flags)
+{
+  float v[4];
+  int c;
+
+  if (bias) {
+    if (nj == 4) {
+      acc = wasm_f32x4_add (acc, wasm_v128_load (bias + j));
+    } else {
+      float b[4] = { 0 };
+      memcpy (b, bias + j, (size_t) nj * sizeof (float));
+      acc = wasm_f32x4_add (acc, wasm_v128_load (b));
+    }
+  }
+  if (flags & WK_LINEAR_GELU)
+    acc = gelu4 (acc);
+  if (nj == 4) {
+    if (flags & WK_LINEAR_ADD)
+      acc = wasm_f32x4_add (acc, wasm_v128_load (y));
+    wasm_v128_store (y, acc);
+    return;
+  }
+  wasm_v128_store (v, acc);
+  for (c = 0; c < nj; c++) {
+    float r = v[c];
+    if (flags & WK_LINEAR_ADD)
+      y[c] += r;
+    else
+      y[c] = r;
+  }
+}
+
+/* ---- GEMM (n >= 8) ---- */
+
+/* Rows of X per block: with a depth chunk of GEMM_KC they stay in the
+ * cache (96 KiB) while every weight panel passes over them. */
+#define GEMM_ROWS 96
+#define GEMM_KC 256
+
+/* C [4][8] (rows ldc apart) += x[r][0 .. kc) . P [kc][8] for r < mr;
+ * first: C starts from 0 instead of its contents. */
+static inline void
+gemm_tile (int kc, const float *P, const float *x0, int64_t ldx, int mr,
+    float *C, int64_t ldc, int first)
+{
+  const float *x1 = mr > 1 ? x0 + ldx : x0;
+  const float *x2 = mr > 2 ? x0 + 2 * ldx : x0;
+  const float *x3 = mr > 3 ? x0 + 3 * ldx : x0;
+  v128_t c00, c01, c10, c11, c20, c21, c30, c31;
+  int l;
+
+  if (first) {
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = wasm_f32x4_splat (0.0f);
+  } else {
+    c00 = wasm_v128_load (C), c01 = wasm_v128_load (C + 4);
+    c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
+    if (mr > 1)
+      c10 = wasm_v128_load (C + ldc), c11 = wasm_v128_load (C + ldc + 4);
+    if (mr > 2)
+      c20 = wasm_v128_load (C + 2 * ldc), c21 = wasm_v128_load (C + 2 * ldc
+          + 4);
+    if (mr > 3)
+      c30 = wasm_v128_load (C + 3 * ldc), c31 = wasm_v128_load (C + 3 * ldc
+          + 4);
+  }
+  for (l = 0; l < kc; l++) {
+    v128_t w0 = wasm_v128_load (P + l * NR);
+    v128_t w1 = wasm_v128_load (P + l * NR + 4);
+    v128_t b0 = wasm_f32x4_splat (x0[l]);
+    v128_t b1 = wasm_f32x4_splat (x1[l]);
+    v128_t b2 = wasm_f32x4_splat (x2[l]);
+    v128_t b3 = wasm_f32x4_splat (x3[l]);
+    c00 = wasm_f32x4_add (c00, wasm_f32x4_mul (b0, w0));
+    c01 = wasm_f32x4_add (c01, wasm_f32x4_mul (b0, w1));
+    c10 = wasm_f32x4_add (c10, wasm_f32x4_mul (b1, w0));
+    c11 = wasm_f32x4_add (c11, wasm_f32x4_mul (b1, w1));
+    c20 = wasm_f32x4_add (c20, wasm_f32x4_mul (b2, w0));
+    c21 = wasm_f32x4_add (c21, wasm_f32x4_mul (b2, w1));
+    c30 = wasm_f32x4_add (c30, wasm_f32x4_mul (b3, w0));
+    c31 = wasm_f32x4_add (c31, wasm_f32x4_mul (b3, w1));
+  }
+  wasm_v128_store (C, c00);
+  wasm_v128_store (C + 4, c01);
+  if (mr > 1)
+    wasm_v128_store (C + ldc, c10), wasm_v128_store (C + ldc + 4, c11);
+  if (mr > 2)
+    wasm_v128_store (C + 2 * ldc, c20), wasm_v128_store (C + 2 * ldc + 4, c21);
+  if (mr > 3)
+    wasm_v128_store (C + 3 * ldc, c30), wasm_v128_store (C + 3 * ldc + 4, c31);
+}
+
+/* Blocks of GEMM_ROWS rows of X and GEMM_KC of depth; for each, every
+ * panel of 8 outputs is converted to f32, depth-major, and the 4 x 8 tiles
+ * add into Y itself (a ragged last panel into a side buffer). The bias,
+ * GELU or residual come in a last pass over the block. */
+static void
+gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
+{
+  const int64_t k = W->ne[0];
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  float row[GEMM_KC];
+  float panel[GEMM_KC * NR];
+  float edge[GEMM_ROWS][NR];    /* the ragged panel's sums */
+  int64_t i0, l0, j, i, c;
+
+  for (i0 = 0; i0 < n; i0 += GEMM_ROWS) {
+    const int ni = (int) (n - i0 < GEMM_ROWS ? n - i0 : GEMM_ROWS);
+    /* the residual: the sums start from Y's contents */
+    const int add = (flags & WK_LINEAR_ADD) != 0;
+
+    for (l0 = 0; l0 < k; l0 += GEMM_KC) {
+      const int kc = (int) (k - l0 < GEMM_KC ? k - l0 : GEMM_KC);
+      const int first = l0 == 0 && !add;
+      for (j = j0; j < j1; j += NR) {
+        const int nj = (int) (j1 - j < NR ? j1 - j : NR);
+        int l;
+        for (c = 0; c < NR; c++) {
+          if (c < nj)
+            row_seg_to_f32 (W->type, data + (size_t) (j + c) * row_bytes, l0,
+                kc, row);
+          else
+            memset (row, 0, sizeof row);
+          for (l = 0; l < kc; l++)
+            panel[l * NR + c] = row[l];
+        }
+        if (nj == NR) {
+          for (i = 0; i < ni; i += MR)
+            gemm_tile (kc, panel, X + (i0 + i) * ldx + l0, ldx,
+                ni - i < MR ? (int) (ni - i) : MR, Y + (i0 + i) * ldy + j,
+                ldy, first);
+        } else {
+          if (l0 == 0)
+            for (i = 0; i < ni; i++)
+              for (c = 0; c < NR; c++)
+                edge[i][c] = add && c < nj ? Y[(i0 + i) * ldy + j + c] : 0.0f;
+          for (i = 0; i < ni; i += MR)
+            gemm_tile (kc, panel, X + (i0 + i) * ldx + l0, ldx,
+                ni - i < MR ? (int) (ni - i) : MR, edge[i], NR, 0);
+          if (l0 + kc >= k)
+            for (i = 0; i < ni; i++)
+              for (c = 0; c < nj; c++)
+                Y[(i0 + i) * ldy + j + c] = edge[i][c];
+        }
+      }
+    }
+
+    /* the epilogue: Y = f (sum + bias); with ADD the sum already holds
+     * Y's old value */
+    if (bias || (flags & WK_LINEAR_GELU))
+      for (i = 0; i < ni; i++) {
+        float *y = Y + (i0 + i) * ldy;
+        for (j = j0; j + 4 <= j1; j += 4) {
+          v128_t v = wasm_v128_load (y + j);
+          if (bias)
+            v = wasm_f32x4_add (v, wasm_v128_load (bias + j));
+          if (flags & WK_LINEAR_GELU)
+            v = gelu4 (v);
+          wasm_v128_store (y + j, v);
+        }
+        for (; j < j1; j++) {
+          float t[4] = { y[j] + (bias ? bias[j] : 0.0f), 0, 0, 0 };
+          if (flags & WK_LINEAR_GELU)
+            wasm_v128_store (t, gelu4 (wasm_v128_load (t)));
+          y[j] = t[0];
+        }
+      }
+  }
+}
+
+/* ---- GEMV (n < 8) ---- */
+
+static void
+gemv (const wk_tensor * W, const float *bias, const float *X, int64_t n,
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
+{
+  const int64_t k = W->ne[0];
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  float row[KC];
+  int64_t j, i0, l0;
+
+  for (j = j0; j < j1; j++) {
+    const unsigned char *wrow = data + (size_t) j * row_bytes;
+    for (i0 = 0; i0 < n; i0 += MR) {
+      int nx = (int) (n - i0 < MR ? n - i0 : MR), r;
+      v128_t acc[MR];
+      float tail[MR] = { 0 };
+      for (r = 0; r < MR; r++)
+        acc[r] = wasm_f32x4_splat (0.0f);
+      for (l0 = 0; l0 < k; l0 += KC) {
+        int kc = (int) (k - l0 < KC ? k - l0 : KC), l;
+        row_seg_to_f32 (W->type, wrow, l0, kc, row);
+        for (l = 0; l + 4 <= kc; l += 4) {
+          v128_t w = wasm_v128_load (row + l);
+          for (r = 0; r < nx; r++)
+            acc[r] = wasm_f32x4_add (acc[r], wasm_f32x4_mul (w,
+                    wasm_v128_load (X + (i0 + r) * ldx + l0 + l)));
+        }
+        for (; l < kc; l++)
+          for (r = 0; r < nx; r++)
+            tail[r] += row[l] * X[(i0 + r) * ldx + l0 + l];
+      }
+      for (r = 0; r < nx; r++) {
+        v128_t v = wasm_f32x4_make (hsum (acc[r]) + tail[r], 0, 0, 0);
+        store4 (Y + (i0 + r) * ldy + j, v, bias, j, 1, flags);
+      }
+    }
+  }
+}
+
+/* sum over a 32-block of w * x, i8 x i8 -> i32 lanes */
+static inline v128_t
+dot_i8x32 (v128_t w0, v128_t w1, v128_t x0, v128_t x1)
+{
+  v128_t p0 = wasm_i16x8_add (wasm_i16x8_extmul_low_i8x16 (w0, x0),
+      wasm_i16x8_extmul_high_i8x16 (w0, x0));
+  v128_t p1 = wasm_i16x8_add (wasm_i16x8_extmul_low_i8x16 (w1, x1),
+      wasm_i16x8_extmul_high_i8x16 (w1, x1));
+  return wasm_i32x4_add (wasm_i32x4_extadd_pairwise_i16x8 (p0),
+      wasm_i32x4_extadd_pairwise_i16x8 (p1));
+}
+
+/* The 32 weights of block b of a q8_0 / q4_0 row as i8, and its scale. */
+static inline float
+block_i8 (wk_type type, const unsigned char *wrow, int64_t b, v128_t * w0,
+    v128_t * w1)
+{
+  if (type == WK_TYPE_Q8_0) {
+    const wk_block_q8_0 *blk = (const wk_block_q8_0 *) wrow + b;
+    *w0 = wasm_v128_load (blk->qs);
+    *w1 = wasm_v128_load (blk->qs + 16);
+    return h2f (blk->d);
+  } else {
+    const wk_block_q4_0 *blk = (const wk_block_q4_0 *) wrow + b;
+    q4_unpack (blk->qs, w0, w1);
+    return h2f (blk->d);
+  }
+}
+
+/* Weight rows per pass: independent sums for the adder's latency, and
+ * each activation block loaded once for all of them. */
+#define QROWS 4
+
+static void
+gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
+{
+  /* 66 KiB on the stack (web/meson.build gives the module 8 MiB) */
+  int8_t xq[MR][WK_LINEAR_QMAX_K];
+  float xd[MR][WK_LINEAR_QMAX_K / WK_QK];
+  const int64_t k = W->ne[0], nb = k / WK_QK;
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  int64_t i0, j, b;
+  int r, q;
+
+  for (i0 = 0; i0 < n; i0 += MR) {
+    int nx = (int) (n - i0 < MR ? n - i0 : MR);
+    for (r = 0; r < nx; r++)
+      wk_quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
+    j = j0;
+    if (nx == 1) {
+      /* one row of X (greedy decoding): four weight rows with their sums
+       * in registers */
+      const int8_t *x = xq[0];
+      for (; j + 4 <= j1; j += 4) {
+        const unsigned char *r0 = data + (size_t) j * row_bytes;
+        v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, a2 = a0, a3 = a0;
+        for (b = 0; b < nb; b++) {
+          v128_t x0 = wasm_v128_load (x + b * WK_QK);
+          v128_t x1 = wasm_v128_load (x + b * WK_QK + 16);
+          v128_t w0, w1;
+          float d0, d1, d2, d3, dx = xd[0][b];
+          d0 = block_i8 (W->type, r0, b, &w0, &w1);
+          a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
+                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d0 * dx)));
+          d1 = block_i8 (W->type, r0 + row_bytes, b, &w0, &w1);
+          a1 = wasm_f32x4_add (a1, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
+                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d1 * dx)));
+          d2 = block_i8 (W->type, r0 + 2 * row_bytes, b, &w0, &w1);
+          a2 = wasm_f32x4_add (a2, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
+                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d2 * dx)));
+          d3 = block_i8 (W->type, r0 + 3 * row_bytes, b, &w0, &w1);
+          a3 = wasm_f32x4_add (a3, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
+                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d3 * dx)));
+        }
+        store4 (Y + i0 * ldy + j, wasm_f32x4_make (hsum (a0), hsum (a1),
+                hsum (a2), hsum (a3)), bias, j, 4, flags);
+      }
+    }
+    for (; j < j1; j += QROWS) {
+      int nj = (int) (j1 - j < QROWS ? j1 - j : QROWS);
+      v128_t acc[QROWS][MR];
+      for (q = 0; q < QROWS; q++)
+        for (r = 0; r < MR; r++)
+          acc[q][r] = wasm_f32x4_splat (0.0f);
+      for (b = 0; b < nb; b++) {
+        v128_t w0[QROWS], w1[QROWS];
+        float dw[QROWS];
+        for (q = 0; q < nj; q++)
+          dw[q] = block_i8 (W->type, data + (size_t) (j + q) * row_bytes, b,
+              &w0[q], &w1[q]);
+        for (r = 0; r < nx; r++) {
+          const int8_t *x = xq[r] + b * WK_QK;
+          v128_t x0 = wasm_v128_load (x), x1 = wasm_v128_load (x + 16);
+          for (q = 0; q < nj; q++)
+            acc[q][r] =
+                wasm_f32x4_add (acc[q][r],
+                wasm_f32x4_mul (wasm_f32x4_convert_i32x4 (dot_i8x32 (w0[q],
+                            w1[q], x0, x1)),
+                    wasm_f32x4_splat (dw[q] * xd[r][b])));
+        }
+      }
+      for (q = 0; q < nj; q++)
+        for (r = 0; r < nx; r++) {
+          v128_t v = wasm_f32x4_make (hsum (acc[q][r]), 0, 0, 0);
+          store4 (Y + (i0 + r) * ldy + j + q, v, bias, j + q, 1, flags);
+        }
+    }
+  }
+}
+
+static void
+wasm_linear (const wk_tensor * W, const float *bias, const float *X,
+    int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags, int act_q8)
+{
+  const int64_t k = W->ne[0];
+  int block = W->type == WK_TYPE_Q8_0 || W->type == WK_TYPE_Q4_0;
+
+  if (wk_type_row_bytes (W->type, k) == 0 || j0 >= j1)
+    return;
+  /* types this file does not convert, and ragged f16 depths inside a
+   * chunk, take the reference */
+  if (W->type != WK_TYPE_F32 && W->type != WK_TYPE_F16 && !block) {
+    wk_kernels_ref.linear (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, act_q8);
+    return;
+  }
+  if (act_q8)
+    gemv_q8 (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+  else if (n >= WK_LINEAR_GEMM_ROWS)
+    gemm (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+  else
+    gemv (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+}
+
+/* ---- f32 products ---- */
+
+static void
+wasm_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+    int64_t k, float alpha, const float *A, int64_t lda, const float *B,
+    int64_t ldb, float *C, int64_t ldc)
+{
+  int64_t i, j, l;
+
+  for (i = i0; i < i1; i++) {
+    const float *a = A + i * lda;
+    float *c = C + i * ldc;
+    if (b_trans) {
+      for (j = j0; j < j1; j++) {
+        const float *b = B + j * ldb;
+        v128_t acc = wasm_f32x4_splat (0.0f);
+        float s;
+        for (l = 0; l + 4 <= k; l += 4)
+          acc = wasm_f32x4_add (acc, wasm_f32x4_mul (wasm_v128_load (a + l),
+                  wasm_v128_load (b + l)));
+        s = hsum (acc);
+        for (; l < k; l++)
+          s += a[l] * b[l];
+        c[j] = s * alpha;
+      }
+    } else {
+      for (j = j0; j + 4 <= j1; j += 4) {
+        v128_t acc = wasm_f32x4_splat (0.0f);
+        for (l = 0; l < k; l++)
+          acc = wasm_f32x4_add (acc, wasm_f32x4_mul (wasm_f32x4_splat (a[l]),
+                  wasm_v128_load (B + l * ldb + j)));
+        wasm_v128_store (c + j, wasm_f32x4_mul (acc, wasm_f32x4_splat (alpha)));
+      }
+      for (; j < j1; j++) {
+        float s = 0.0f;
+        for (l = 0; l < k; l++)
+          s += a[l] * B[l * ldb + j];
+        c[j] = s * alpha;
+      }
+    }
+  }
+}
+
+/* ---- attention ---- */
+
+#define AQ 4                    /* queries per pass over the keys */
+#define AK 64                   /* keys per chunk */
+
+/* Row t of K or V as f32 (d_head a multiple of 4; f16 rows converted
+ * into buf). */
+static inline const float *
+kv_row (const void *p, int64_t t, int64_t ld, int64_t d, int kv16, float *buf)
+{
+  int64_t l;
+
+  if (!kv16)
+    return (const float *) p + t * ld;
+  {
+    const uint16_t *h = (const uint16_t *) p + t * ld;
+    for (l = 0; l + 8 <= d; l += 8)
+      f16x8_to_f32 (h + l, buf + l);
+    for (; l < d; l++)
+      buf[l] = wk_fp16_to_fp32 (h[l]);
+  }
+  return buf;
+}
+
+/* Eight K or V values of row t from column l as two f32 vectors (f16
+ * converted in registers). */
+static inline void
+kv_load8 (const void *p, int64_t off, int kv16, v128_t * lo, v128_t * hi)
+{
+  if (kv16) {
+    v128_t h = wasm_v128_load ((const uint16_t *) p + off);
+    *lo = f16x4_to_f32 (wasm_u32x4_extend_low_u16x8 (h));
+    *hi = f16x4_to_f32 (wasm_u32x4_extend_high_u16x8 (h));
+  } else {
+    *lo = wasm_v128_load ((const float *) p + off);
+    *hi = wasm_v128_load ((const float *) p + off + 4);
+  }
+}
+
+/* One query (a greedy decoder step), d_head a multiple of 8: f16 keys and
+ * values converted as they are used, two keys per pass over the sums. */
+static void
+attention_one (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
+    const float *Q, int64_t ldq, const void *K, int64_t ldk, const void *V,
+    int64_t ldv, float scale, int causal, float *O, int64_t ldo, int kv16)
+{
+  float acc[256];
+  float s[AK];
+  const float *q = Q + i * ldq;
+  const int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+  float mx = -INFINITY, sum = 0.0f;
+  int64_t t0, l;
+
+  memset (acc, 0, (size_t) d_head * sizeof (float));
+  for (t0 = 0; t0 <= last; t0 += AK) {
+    int nk = (int) (last + 1 - t0 < AK ? last + 1 - t0 : AK), c;
+    float cmax = -INFINITY;
+    v128_t m4, ps = wasm_f32x4_splat (0.0f);
+
+    for (c = 0; c < nk; c++) {
+      v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, k0, k1;
+      for (l = 0; l < d_head; l += 8) {
+        kv_load8 (K, (t0 + c) * ldk + l, kv16, &k0, &k1);
+        a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (k0, wasm_v128_load (q + l)));
+        a1 = wasm_f32x4_add (a1, wasm_f32x4_mul (k1, wasm_v128_load (q + l +
+                    4)));
+      }
+      s[c] = hsum (wasm_f32x4_add (a0, a1)) * scale;
+      cmax = s[c] > cmax ? s[c] : cmax;
+    }
+    if (cmax > mx) {
+      float rs = mx == -INFINITY ? 0.0f : expf (mx - cmax);
+      for (l = 0; l < d_head; l += 4)
+        wasm_v128_store (acc + l, wasm_f32x4_mul (wasm_v128_load (acc + l),
+                wasm_f32x4_splat (rs)));
+      sum *= rs;
+      mx = cmax;
+    }
+    m4 = wasm_f32x4_splat (mx);
+    for (c = 0; c + 4 <= nk; c += 4) {
+      v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (s + c), m4));
+      wasm_v128_store (s + c, p);
+      ps = wasm_f32x4_add (ps, p);
+    }
+    sum += hsum (ps);
+    for (; c < nk; c++) {
+      s[c] = expf (s[c] - mx);
+      sum += s[c];
+    }
+
+    for (c = 0; c < nk; c += 2) {
+      v128_t p0 = wasm_f32x4_splat (s[c]);
+      v128_t p1 = wasm_f32x4_splat (c + 1 < nk ? s[c + 1] : 0.0f);
+      int64_t t1 = c + 1 < nk ? t0 + c + 1 : t0 + c;
+      for (l = 0; l < d_head; l += 8) {
+        v128_t u0, u1, w0, w1;
+        kv_load8 (V, (t0 + c) * ldv + l, kv16, &u0, &u1);
+        kv_load8 (V, t1 * ldv + l, kv16, &w0, &w1);
+        wasm_v128_store (acc + l, wasm_f32x4_add (wasm_v128_load (acc + l),
+                wasm_f32x4_add (wasm_f32x4_mul (p0, u0), wasm_f32x4_mul (p1,
+                        w0))));
+        wasm_v128_store (acc + l + 4, wasm_f32x4_add (wasm_v128_load (acc + l
+                    + 4), wasm_f32x4_add (wasm_f32x4_mul (p0, u1),
+                    wasm_f32x4_mul (p1, w1))));
+      }
+    }
+  }
+  {
+    float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (l = 0; l < d_head; l++)
+      O[i * ldo + l] = acc[l] * inv;
+  }
+}
+
+static void
+attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
+    const void *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo, int kv16)
+{
+  float acc[AQ][256];
+  float s[AQ][AK];
+  float kbuf[256];
+  float mx[AQ], sum[AQ];
+  int64_t last[AQ], max_last = -1, t0, l;
+  int r;
+
+  for (r = 0; r < nq; r++) {
+    last[r] = wk_attention_last_key (q0 + r, n_q, n_kv, causal);
+    if (last[r] > max_last)
+      max_last = last[r];
+    mx[r] = -INFINITY;
+    sum[r] = 0.0f;
+    memset (acc[r], 0, (size_t) d_head * sizeof (float));
+  }
+
+  for (t0 = 0; t0 <= max_last; t0 += AK) {
+    int nk = (int) (max_last + 1 - t0 < AK ? max_last + 1 - t0 : AK), c;
+
+    /* scores */
+    for (c = 0; c < nk; c++) {
+      const float *kr = kv_row (K, t0 + c, ldk, d_head, kv16, kbuf);
+      v128_t a[AQ];
+      for (r = 0; r < AQ; r++)
+        a[r] = wasm_f32x4_splat (0.0f);
+      for (l = 0; l < d_head; l += 4) {
+        v128_t kv = wasm_v128_load (kr + l);
+        for (r = 0; r < nq; r++)
+          a[r] = wasm_f32x4_add (a[r], wasm_f32x4_mul (kv,
+                  wasm_v128_load (Q + (q0 + r) * ldq + l)));
+      }
+      for (r = 0; r < nq; r++)
+        s[r][c] = t0 + c <= last[r] ? hsum (a[r]) * scale : -INFINITY;
+    }
+
+    /* running softmax: rescale by the new maximum, p = exp (s - max) */
+    for (r = 0; r < nq; r++) {
+      float cmax = -INFINITY, rs;
+      v128_t m4, ps = wasm_f32x4_splat (0.0f);
+      for (c = 0; c < nk; c++)
+        cmax = s[r][c] > cmax ? s[r][c] : cmax;
+      if (cmax == -INFINITY) {
+        /* no key of this chunk is visible to this query */
+        for (c = 0; c < nk; c++)
+          s[r][c] = 0.0f;
+        continue;
+      }
+      if (cmax > mx[r]) {
+        rs = mx[r] == -INFINITY ? 0.0f : expf (mx[r] - cmax);
+        for (l = 0; l < d_head; l += 4)
+          wasm_v128_store (acc[r] + l, wasm_f32x4_mul (wasm_v128_load (acc[r]
+                      + l), wasm_f32x4_splat (rs)));
+        sum[r] *= rs;
+        mx[r] = cmax;
+      }
+      m4 = wasm_f32x4_splat (mx[r]);
+      for (c = 0; c + 4 <= nk; c += 4) {
+        v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (s[r] + c), m4));
+        wasm_v128_store (s[r] + c, p);
+        ps = wasm_f32x4_add (ps, p);
+      }
+      sum[r] += hsum (ps);
+      for (; c < nk; c++) {
+        s[r][c] = s[r][c] == -INFINITY ? 0.0f : expf (s[r][c] - mx[r]);
+        sum[r] += s[r][c];
+      }
+    }
+
+    /* acc += p V */
+    for (c = 0; c < nk; c++) {
+      const float *vr = kv_row (V, t0 + c, ldv, d_head, kv16, kbuf);
+      for (r = 0; r < nq; r++) {
+        v128_t p;
+        if (s[r][c] == 0.0f)
+          continue;
+        p = wasm_f32x4_splat (s[r][c]);
+        for (l = 0; l < d_head; l += 4)
+          wasm_v128_store (acc[r] + l, wasm_f32x4_add (wasm_v128_load (acc[r]
+                      + l), wasm_f32x4_mul (p, wasm_v128_load (vr + l))));
+      }
+    }
+  }
+
+  for (r = 0; r < nq; r++) {
+    float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
+    for (l = 0; l < d_head; l++)
+      O[(q0 + r) * ldo + l] = acc[r][l] * inv;
+  }
+}
+
+/* C[r][0 .. 8) += sum_t a[r][t] B[t][0 .. 8) for r < 4 (rows of a past mr
+ * are not read, their C not written), t < kc; B rows ldb floats apart. */
+static inline void
+mk4x8 (int kc, const float *a0, const float *a1, const float *a2,
+    const float *a3, int mr, const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+  v128_t c00 = wasm_v128_load (C), c01 = wasm_v128_load (C + 4);
+  v128_t c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
+  int t;
+
+  if (mr > 1)
+    c10 = wasm_v128_load (C + ldc), c11 = wasm_v128_load (C + ldc + 4);
+  if (mr > 2)
+    c20 = wasm_v128_load (C + 2 * ldc), c21 = wasm_v128_load (C + 2 * ldc + 4);
+  if (mr > 3)
+    c30 = wasm_v128_load (C + 3 * ldc), c31 = wasm_v128_load (C + 3 * ldc + 4);
+  for (t = 0; t < kc; t++) {
+    v128_t b0 = wasm_v128_load (B + t * ldb);
+    v128_t b1 = wasm_v128_load (B + t * ldb + 4);
+    v128_t x0 = wasm_f32x4_splat (a0[t]);
+    v128_t x1 = wasm_f32x4_splat (a1[t]);
+    v128_t x2 = wasm_f32x4_splat (a2[t]);
+    v128_t x3 = wasm_f32x4_splat (a3[t]);
+    c00 = wasm_f32x4_add (c00, wasm_f32x4_mul (x0, b0));
+    c01 = wasm_f32x4_add (c01, wasm_f32x4_mul (x0, b1));
+    c10 = wasm_f32x4_add (c10, wasm_f32x4_mul (x1, b0));
+    c11 = wasm_f32x4_add (c11, wasm_f32x4_mul (x1, b1));
+    c20 = wasm_f32x4_add (c20, wasm_f32x4_mul (x2, b0));
+    c21 = wasm_f32x4_add (c21, wasm_f32x4_mul (x2, b1));
+    c30 = wasm_f32x4_add (c30, wasm_f32x4_mul (x3, b0));
+    c31 = wasm_f32x4_add (c31, wasm_f32x4_mul (x3, b1));
+  }
+  wasm_v128_store (C, c00);
+  wasm_v128_store (C + 4, c01);
+  if (mr > 1)
+    wasm_v128_store (C + ldc, c10), wasm_v128_store (C + ldc + 4, c11);
+  if (mr > 2)
+    wasm_v128_store (C + 2 * ldc, c20), wasm_v128_store (C + 2 * ldc + 4, c21);
+  if (mr > 3)
+    wasm_v128_store (C + 3 * ldc, c30), wasm_v128_store (C + 3 * ldc + 4, c31);
+}
+
+/* C [nr][nc] += A [nr][kc] (rows lda apart) . B [kc][nc] (rows ldb apart),
+ * nc a multiple of 8. */
+static void
+small_gemm (int nr, int nc, int kc, const float *A, int64_t lda,
+    const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+  int r, c;
+
+  for (r = 0; r < nr; r += 4) {
+    int mr = nr - r < 4 ? nr - r : 4;
+    const float *a0 = A + r * lda;
+    const float *a1 = mr > 1 ? a0 + lda : a0;
+    const float *a2 = mr > 2 ? a0 + 2 * lda : a0;
+    const float *a3 = mr > 3 ? a0 + 3 * lda : a0;
+    for (c = 0; c < nc; c += 8)
+      mk4x8 (kc, a0, a1, a2, a3, mr, B + c, ldb, C + r * ldc + c, ldc);
+  }
+}
+
+#define BQ 32                   /* queries per block (many-query case) */
+#define BK 64                   /* keys per chunk */
+
+/* Many queries (the encoder): per block of BQ queries and chunk of BK
+ * keys, S = Q K^T and acc += P V are small GEMMs on the 4 x 8 kernel (K
+ * transposed per chunk, so that keys are the vector lanes), with the
+ * running softmax in between. d_head a multiple of 8. */
+static void
+attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
+    const void *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo, int kv16)
+{
+  float acc[BQ][256];
+  float S[BQ][BK];
+  float Kt[256][BK];            /* the chunk's keys, transposed */
+  float Vb[BK][256];            /* f16 values as f32 */
+  float kbuf4[4][256];          /* f16 keys as f32 */
+  static const float zeros[256];
+  float mx[BQ], sum[BQ];
+  int64_t last[BQ], max_last = -1, t0, l;
+  const int d = (int) d_head;
+  int r;
+
+  for (r = 0; r < nq; r++) {
+    last[r] = wk_attention_last_key (q0 + r, n_q, n_kv, causal);
+    if (last[r] > max_last)
+      max_last = last[r];
+    mx[r] = -INFINITY;
+    sum[r] = 0.0f;
+    memset (acc[r], 0, (size_t) d * sizeof (float));
+  }
+
+  for (t0 = 0; t0 <= max_last; t0 += BK) {
+    int nk = (int) (max_last + 1 - t0 < BK ? max_last + 1 - t0 : BK);
+    int nk8 = (nk + 7) & ~7, c;
+    const float *vsrc;
+    int64_t vld;
+
+    /* Kt = the chunk's keys transposed, 4 x 4 at a time (rows past nk
+     * are zeros: zero scores, masked below) */
+    for (c = 0; c < nk8; c += 4) {
+      const float *kr[4];
+      int u;
+      for (u = 0; u < 4; u++)
+        kr[u] = c + u < nk ? kv_row (K, t0 + c + u, ldk, d_head, kv16,
+            kbuf4[u]) : zeros;
+      for (l = 0; l < d; l += 4) {
+        v128_t a = wasm_v128_load (kr[0] + l), b = wasm_v128_load (kr[1] + l);
+        v128_t e = wasm_v128_load (kr[2] + l), f = wasm_v128_load (kr[3] + l);
+        v128_t ab_lo = wasm_i32x4_shuffle (a, b, 0, 4, 1, 5);
+        v128_t ab_hi = wasm_i32x4_shuffle (a, b, 2, 6, 3, 7);
+        v128_t ef_lo = wasm_i32x4_shuffle (e, f, 0, 4, 1, 5);
+        v128_t ef_hi = wasm_i32x4_shuffle (e, f, 2, 6, 3, 7);
+        wasm_v128_store (&Kt[l][c], wasm_i32x4_shuffle (ab_lo, ef_lo, 0, 1, 4,
+                5));
+        wasm_v128_store (&Kt[l + 1][c], wasm_i32x4_shuffle (ab_lo, ef_lo, 2,
+                3, 6, 7));
+        wasm_v128_store (&Kt[l + 2][c], wasm_i32x4_shuffle (ab_hi, ef_hi, 0,
+                1, 4, 5));
+        wasm_v128_store (&Kt[l + 3][c], wasm_i32x4_shuffle (ab_hi, ef_hi, 2,
+                3, 6, 7));
+      }
+    }
+
+    for (r = 0; r < nq; r++)
+      memset (S[r], 0, (size_t) nk8 * sizeof (float));
+    small_gemm (nq, nk8, d, Q + q0 * ldq, ldq, &Kt[0][0], BK, &S[0][0], BK);
+
+    for (r = 0; r < nq; r++) {
+      float cmax = -INFINITY, rs;
+      v128_t sc = wasm_f32x4_splat (scale), m4, ps = wasm_f32x4_splat (0.0f);
+      int vis = (int) (last[r] - t0 + 1 < nk ? last[r] - t0 + 1 : nk);
+      if (vis < 0)
+        vis = 0;
+      for (c = 0; c < nk8; c += 4)
+        wasm_v128_store (S[r] + c, wasm_f32x4_mul (wasm_v128_load (S[r] + c),
+                sc));
+      for (c = vis; c < nk8; c++)
+        S[r][c] = -INFINITY;
+      {
+        v128_t mv = wasm_f32x4_splat (-INFINITY);
+        for (c = 0; c < nk8; c += 4)
+          mv = wasm_f32x4_max (mv, wasm_v128_load (S[r] + c));
+        cmax = hmax (mv);
+      }
+      if (cmax == -INFINITY) {
+        memset (S[r], 0, (size_t) nk8 * sizeof (float));
+        continue;
+      }
+      if (cmax > mx[r]) {
+        rs = mx[r] == -INFINITY ? 0.0f : expf (mx[r] - cmax);
+        for (l = 0; l < d; l += 4)
+          wasm_v128_store (acc[r] + l, wasm_f32x4_mul (wasm_v128_load (acc[r]
+                      + l), wasm_f32x4_splat (rs)));
+        sum[r] *= rs;
+        mx[r] = cmax;
+      }
+      m4 = wasm_f32x4_splat (mx[r]);
+      for (c = 0; c < nk8; c += 4) {
+        v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (S[r] + c), m4));
+        wasm_v128_store (S[r] + c, p);
+        ps = wasm_f32x4_add (ps, p);
+      }
+      sum[r] += hsum (ps);
+    }
+
+    if (kv16 || nk8 != nk) {
+      for (c = 0; c < nk; c++) {
+        const float *vr = kv_row (V, t0 + c, ldv, d_head, kv16, Vb[c]);
+        if (vr != Vb[c])
+          memcpy (Vb[c], vr, (size_t) d * sizeof (float));
+      }
+      for (; c < nk8; c++)
+        memset (Vb[c], 0, (size_t) d * sizeof (float));
+      vsrc = &Vb[0][0];
+      vld = 256;
+    } else {
+      vsrc = (const float *) V + t0 * ldv;
+      vld = ldv;
+    }
+    small_gemm (nq, d, nk8, &S[0][0], BK, vsrc, vld, &acc[0][0], 256);
+  }
+
+  for (r = 0; r < nq; r++) {
+    float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
+    for (l = 0; l < d; l++)
+      O[(q0 + r) * ldo + l] = acc[r][l] * inv;
+  }
+}
+
+static void
+attention_any (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
+    const void *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo, int kv16)
+{
+  int64_t i;
+
+  if (d_head % 8 == 0 && q1 - q0 == 1) {
+    attention_one (d_head, q0, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+        causal, O, ldo, kv16);
+    return;
+  }
+  if (d_head % 8 == 0 && q1 - q0 > AQ) {
+    for (i = q0; i < q1; i += BQ)
+      attention_gemm_block (d_head, i, (int) (q1 - i < BQ ? q1 - i : BQ),
+          n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale, causal, O, ldo, kv16);
+    return;
+  }
+  for (i = q0; i < q1; i += AQ) {
+    int nq = (int) (q1 - i < AQ ? q1 - i : AQ);
+    attention_block (d_head, i, nq, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+        causal, O, ldo, kv16);
+  }
+}
+
+static void
+wasm_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
+{
+  if (d_head % 4 != 0) {
+    wk_kernels_ref.attention_head (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk,
+        V, ldv, scale, causal, O, ldo);
+    return;
+  }
+  attention_any (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+      causal, O, ldo, 0);
+}
+
+static void
+wasm_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+    const uint16_t * K, int64_t ldk, const uint16_t * V, int64_t ldv,
+    float scale, int causal, float *O, int64_t ldo)
+{
+  if (d_head % 4 != 0) {
+    wk_kernels_ref.attention_head_f16kv (d_head, q0, q1, n_q, n_kv, Q, ldq,
+        K, ldk, V, ldv, scale, causal, O, ldo);
+    return;
+  }
+  attention_any (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+      causal, O, ldo, 1);
+}
+
+/* ---- element-wise ---- */
+
+/* Rounding to half bit for bit as the reference: some thousand values per
+ * window, not worth a second definition. */
+static void
+wasm_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
+{
+  int64_t i;
+
+  for (i = 0; i < n; i++)
+    y[i] = wk_fp32_to_fp16 (x[i]);
+}
+
+static void
+wasm_layer_norm_row (const float *x, int64_t d, const float *gamma,
+    const float *beta, float eps, float *y)
+{
+  v128_t s4 = wasm_f32x4_splat (0.0f), v4 = wasm_f32x4_splat (0.0f), m4;
+  float mean, var, inv;
+  int64_t l;
+
+  for (l = 0; l + 4 <= d; l += 4)
+    s4 = wasm_f32x4_add (s4, wasm_v128_load (x + l));
+  mean = hsum (s4);
+  for (; l < d; l++)
+    mean += x[l];
+  mean /= (float) d;
+  m4 = wasm_f32x4_splat (mean);
+  for (l = 0; l + 4 <= d; l += 4) {
+    v128_t c = wasm_f32x4_sub (wasm_v128_load (x + l), m4);
+    v4 = wasm_f32x4_add (v4, wasm_f32x4_mul (c, c));
+  }
+  var = hsum (v4);
+  for (; l < d; l++)
+    var += (x[l] - mean) * (x[l] - mean);
+  var /= (float) d;
+  inv = 1.0f / sqrtf (var + eps);
+  for (l = 0; l + 4 <= d; l += 4) {
+    v128_t v = wasm_f32x4_mul (wasm_f32x4_sub (wasm_v128_load (x + l), m4),
+        wasm_f32x4_splat (inv));
+    if (gamma)
+      v = wasm_f32x4_mul (v, wasm_v128_load (gamma + l));
+    if (beta)
+      v = wasm_f32x4_add (v, wasm_v128_load (beta + l));
+    wasm_v128_store (y + l, v);
+  }
+  for (; l < d; l++) {
+    float v = (x[l] - mean) * inv;
+    if (gamma)
+      v *= gamma[l];
+    if (beta)
+      v += beta[l];
+    y[l] = v;
+  }
+}
+
+static void
+wasm_gelu (float *x, int64_t n)
+{
+  int64_t i;
+
+  for (i = 0; i + 4 <= n; i += 4)
+    wasm_v128_store (x + i, gelu4 (wasm_v128_load (x + i)));
+  if (i < n) {
+    float t[4] = { 0 };
+    memcpy (t, x + i, (size_t) (n - i) * sizeof (float));
+    wasm_v128_store (t, gelu4 (wasm_v128_load (t)));
+    memcpy (x + i, t, (size_t) (n - i) * sizeof (float));
+  }
+}
+
+static void
+wasm_softmax (float *x, int64_t n)
+{
+  v128_t m4 = wasm_f32x4_splat (-INFINITY), s4 = wasm_f32x4_splat (0.0f);
+  float mx, sum, inv;
+  int64_t i;
+
+  for (i = 0; i + 4 <= n; i += 4)
+    m4 = wasm_f32x4_max (m4, wasm_v128_load (x + i));
+  mx = hmax (m4);
+  for (; i < n; i++)
+    mx = x[i] > mx ? x[i] : mx;
+  m4 = wasm_f32x4_splat (mx);
+  for (i = 0; i + 4 <= n; i += 4) {
+    v128_t e = exp4 (wasm_f32x4_sub (wasm_v128_load (x + i), m4));
+    wasm_v128_store (x + i, e);
+    s4 = wasm_f32x4_add (s4, e);
+  }
+  sum = hsum (s4);
+  for (; i < n; i++) {
+    x[i] = expf (x[i] - mx);
+    sum += x[i];
+  }
+  inv = 1.0f / sum;
+  for (i = 0; i + 4 <= n; i += 4)
+    wasm_v128_store (x + i, wasm_f32x4_mul (wasm_v128_load (x + i),
+            wasm_f32x4_splat (inv)));
+  for (; i < n; i++)
+    x[i] *= inv;
+}
+
+static void
+wasm_add (float *y, const float *x, int64_t n)
+{
+  int64_t i;
+
+  for (i = 0; i + 4 <= n; i += 4)
+    wasm_v128_store (y + i, wasm_f32x4_add (wasm_v128_load (y + i),
+            wasm_v128_load (x + i)));
+  for (; i < n; i++)
+    y[i] += x[i];
+}
+
+const wk_kernel_set wk_kernels_wasm = {
+  .name = "wasm",
+  .linear = wasm_linear,
+  .gemm_f32 = wasm_gemm_f32,
+  .attention_head = wasm_attention_head,
+  .attention_head_f16kv = wasm_attention_head_f16kv,
+  .f32_to_f16 = wasm_f32_to_f16,
+  .layer_norm_row = wasm_layer_norm_row,
+  .quantize_act = wk_quantize_act,
+  .gelu = wasm_gelu,
+  .softmax = wasm_softmax,
+  .add = wasm_add,
+};

@@ -1,0 +1,144 @@
+// The page: a worker runs the engine (worker.mjs), an AudioWorklet
+// (capture-worklet.js) brings the microphone at 16 kHz; committed words
+// are shown as final, the partial hypothesis in grey after them.
+const params = new URLSearchParams(location.search);
+const MODEL = params.get('model') ?? '../knots/model/default.knot';
+const LATENCY_MS = +(params.get('latency') ?? 2000);
+
+const $ = (id) => document.getElementById(id);
+const worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
+let ctx = null, source = null, node = null, stream = null, clockOffsetMs = 0;
+let lineEl = $('line');
+const partialEl = $('partial');
+
+function status(s) { $('status').textContent = s; }
+
+function newLine() {
+  partialEl.remove();
+  const p = document.createElement('p');
+  lineEl = document.createElement('span');
+  lineEl.className = 'committed';
+  p.append(lineEl, ' ', partialEl);
+  $('captions').append(p);
+  partialEl.textContent = '';
+}
+
+// live: the live policy's figures; otherwise a file's (stages, tokens)
+function showStats(s, extra = {}, live = true) {
+  const busy = s.melSeconds + s.encoderSeconds + s.decoderSeconds + s.vadSeconds;
+  const items = {
+    'real-time factor': s.audioSeconds > 0 ? (busy / s.audioSeconds).toFixed(3) : '–',
+    'audio': `${s.audioSeconds.toFixed(1)} s`,
+    ...(live ? {
+      'last word delay': `${s.lastDelaySeconds.toFixed(2)} s`,
+      'max word delay': `${s.maxDelaySeconds.toFixed(2)} s`,
+      'last run': `${s.lastRunSeconds.toFixed(2)} s`,
+      'model runs': s.nRuns,
+      'words': s.nCommitted,
+      'speech heard': `${s.speechSeconds.toFixed(1)} s`,
+    } : {
+      'encoder': `${s.encoderSeconds.toFixed(2)} s`,
+      'decoder': `${s.decoderSeconds.toFixed(2)} s`,
+      'windows': s.nWindows,
+      'tokens': s.nTokens,
+    }),
+    ...extra,
+  };
+  $('stats').replaceChildren(...Object.entries(items).map(([k, v]) => {
+    const d = document.createElement('div');
+    d.innerHTML = `<b></b><span></span>`;
+    d.firstChild.textContent = v;
+    d.lastChild.textContent = k;
+    return d;
+  }));
+}
+
+worker.onmessage = ({ data: m }) => {
+  if (m.type === 'ready') {
+    $('mic').disabled = false;
+    const i = m.info;
+    $('modelinfo').textContent = `${(i.fileBytes / 1e6).toFixed(1)} MB, ${i.nAudioLayer}+${i.nTextLayer} layers, ` +
+      `width ${i.nAudioState}, ${i.multilingual ? 'multilingual' : 'English'}; kernels ${m.kernels}`;
+    status('Ready.');
+    document.body.dataset.ready = '1';
+  } else if (m.type === 'words') {
+    for (const w of m.committed) {
+      if (w.utteranceEnd) newLine();
+      else lineEl.textContent += w.text;
+    }
+    partialEl.textContent = m.partial.map((w) => w.text).join('');
+    showStats(m.stats);
+    // for tests and tools: the engine's own word delays
+    document.body.dataset.maxDelay = m.stats.maxDelaySeconds;
+    if (m.final) status('Stopped.');
+  } else if (m.type === 'file-segment') {
+    lineEl.textContent += m.text;
+  } else if (m.type === 'file-done') {
+    const s = m.stats;
+    showStats(s, { 'wall time': `${m.seconds.toFixed(2)} s`,
+      'speed': `${(s.audioSeconds / m.seconds).toFixed(1)}x real time` }, false);
+    status(`Transcribed ${s.audioSeconds.toFixed(1)} s of audio in ${m.seconds.toFixed(2)} s.`);
+    document.body.dataset.fileDone = '1';
+  } else if (m.type === 'error') {
+    status(`Error: ${m.message}`);
+  }
+};
+worker.postMessage({ type: 'load', model: new URL(MODEL, location.href).href });
+
+async function startMic() {
+  stream = await navigator.mediaDevices.getUserMedia({
+    audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false },
+  });
+  ctx = new AudioContext();
+  await ctx.audioWorklet.addModule(new URL('./capture-worklet.js', import.meta.url));
+  source = ctx.createMediaStreamSource(stream);
+  node = new AudioWorkletNode(ctx, 'whisperknot-capture', { numberOfInputs: 1, numberOfOutputs: 0 });
+  const syncClock = () => {
+    const ts = ctx.getOutputTimestamp();
+    if (ts.performanceTime) clockOffsetMs = ts.performanceTime - ts.contextTime * 1000;
+  };
+  syncClock();
+  node.port.onmessage = ({ data }) => {
+    syncClock();
+    // capture time on the engine's clock (whisperknot.mjs clockSeconds)
+    const due = (performance.timeOrigin + data.due * 1000 + clockOffsetMs) / 1000;
+    worker.postMessage({ type: 'audio', samples: data.samples, due }, [data.samples.buffer]);
+  };
+  source.connect(node);
+  worker.postMessage({ type: 'live', latencyMs: LATENCY_MS });
+  newLine();
+  $('mic').textContent = 'Stop';
+  status(`Listening (${ctx.sampleRate} Hz → 16 kHz)…`);
+  document.body.dataset.listening = '1';
+}
+
+function stopMic() {
+  source?.disconnect();
+  node?.disconnect();
+  stream?.getTracks().forEach((t) => t.stop());
+  ctx?.close();
+  ctx = source = node = stream = null;
+  worker.postMessage({ type: 'stop' });
+  $('mic').textContent = 'Start microphone';
+}
+
+$('mic').onclick = () => (ctx ? stopMic() : startMic().catch((e) => status(`Microphone: ${e.message}`)));
+
+$('file').onchange = async (ev) => {
+  const f = ev.target.files[0];
+  if (!f) return;
+  status(`Decoding ${f.name}…`);
+  // the browser decodes any format it knows and resamples to 16 kHz
+  const tmp = new AudioContext();
+  const buf = await tmp.decodeAudioData(await f.arrayBuffer());
+  tmp.close();
+  const off = new OfflineAudioContext(1, Math.ceil(buf.duration * 16000), 16000);
+  const src = off.createBufferSource();
+  src.buffer = buf;
+  src.connect(off.destination);
+  src.start();
+  const samples = (await off.startRendering()).getChannelData(0);
+  newLine();
+  status(`Transcribing ${f.name} (${buf.duration.toFixed(1)} s)…`);
+  worker.postMessage({ type: 'file', samples }, [samples.buffer]);
+};

@@ -1,0 +1,28 @@
+// Paths the Node.js tests share: the wasm build, the native build whose
+// tools give the reference results, the shared test data.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const inRoot = (p) => path.resolve(root, p);
+
+export const wasmBuild = inRoot(process.env.WK_WASM_BUILD ?? 'build-wasm');
+
+// WK_NATIVE_BUILD names it (CI: ci-build); otherwise the first one there
+export const nativeBuild = process.env.WK_NATIVE_BUILD
+  ? inRoot(process.env.WK_NATIVE_BUILD)
+  : ['ci-build', 'build-wasm-native', 'build'].map(inRoot)
+    .find((d) => existsSync(path.join(d, 'tools/whisperknot-transcribe')));
+
+export const sharedData = inRoot(process.env.WK_SHARED_DATA ?? '../shared/data');
+
+export const defaultModel = inRoot('knots/model/default.knot');
+export const sampleWav = inRoot('examples/data/sample.wav');
+export const jfkWav = path.join(sharedData, 'jfk.wav');
+
+export function nativeTool(rel) {
+  if (!nativeBuild) return null;
+  const p = path.join(nativeBuild, rel);
+  return existsSync(p) ? p : null;
+}

@@ -1,0 +1,119 @@
+// The WebAssembly engine gives the native engine's tokens: greedy decoding
+// (beam 1, and beam search) of examples/data/sample.wav and jfk.wav with the default model,
+// and of sample.wav with random-weight test models (f16 and q8_0, made by
+// wk-make-test-model + whisperknot-convert as tests/meson.build does).
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Whisperknot } from '../whisperknot.mjs';
+import { defaultModel, jfkWav, nativeTool, sampleWav, sharedData } from './helpers.mjs';
+
+const transcribe = nativeTool('tools/whisperknot-transcribe');
+
+function nativeSegments(model, wav, env = {}, beam = 1) {
+  const out = execFileSync(transcribe, ['-m', model, '-b', String(beam), '-t', '1', '-f', 'json', '--tokens', wav],
+    { encoding: 'utf8', maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...env } });
+  return JSON.parse(out).segments.map((s) => ({ text: s.text, ids: s.tokens.map((t) => t.id) }));
+}
+
+let wk, wkRef;
+async function wasmSegments(model, wav, ref = false, beam = 1) {
+  const m = await (ref ? wkRef : wk).loadModel(model);
+  const { samples } = (ref ? wkRef : wk).parseWav(readFileSync(wav));
+  const s = m.createStream({ beamSize: beam });
+  const segs = [];
+  // 1 s per feed, as whisperknot-transcribe
+  for (let p = 0; p < samples.length; p += 16000) {
+    s.feed(samples.subarray(p, p + 16000));
+    segs.push(...s.take());
+  }
+  s.finish();
+  segs.push(...s.take());
+  s.free();
+  m.free();
+  return segs.map((g) => ({ text: g.text.trim(), ids: g.tokens.map((t) => t.id) }))
+    .filter((g) => g.text !== '' || g.ids.length);
+}
+
+before(async () => {
+  wk = await Whisperknot.create();
+  // the portable reference kernels, as WK_KERNELS=ref natively
+  wkRef = await Whisperknot.create({ env: { WK_KERNELS: 'ref' } });
+});
+
+const skip = transcribe ? false : 'no native build (set WK_NATIVE_BUILD)';
+
+test('default model, sample.wav: the native tokens', { skip }, async () => {
+  const native = nativeSegments(defaultModel, sampleWav);
+  assert.ok(native.length > 0);
+  assert.deepEqual(await wasmSegments(defaultModel, sampleWav), native);
+});
+
+test('default model, sample.wav, beam search (5): the native tokens', { skip }, async () => {
+  const native = nativeSegments(defaultModel, sampleWav, {}, 5);
+  assert.ok(native.length > 0);
+  assert.deepEqual(await wasmSegments(defaultModel, sampleWav, false, 5), native);
+});
+
+// jfk.wav is real speech the default model (trained on synthesized
+// voices) is unsure of: its greedy tokens hang on near-ties, so that even
+// the native reference and AVX2 kernels part ways at the first segment.
+// There the wasm tokens are held to the native ones only where both native
+// kernel sets agree; where they do not, the test says so and checks that
+// the wasm engine still transcribes the whole file.
+test('default model, jfk.wav: the native tokens where native kernels agree',
+  { skip: skip || (!existsSync(jfkWav) && 'no jfk.wav') }, async (t) => {
+    const native = nativeSegments(defaultModel, jfkWav);
+    const ref = nativeSegments(defaultModel, jfkWav, { WK_KERNELS: 'ref' });
+    assert.ok(native.length > 0);
+    const wasm = await wasmSegments(defaultModel, jfkWav);
+    let agree = 0;
+    while (agree < native.length && agree < ref.length
+      && JSON.stringify(native[agree]) === JSON.stringify(ref[agree])) agree++;
+    assert.deepEqual(wasm.slice(0, agree), native.slice(0, agree));
+    if (agree < native.length)
+      t.diagnostic(`native ref and SIMD kernels agree on ${agree} of ${native.length} segments; ` +
+        `wasm compared on those (wasm: ${JSON.stringify(wasm.map((g) => g.text).join(' '))})`);
+    assert.ok(wasm.length > 0 && wasm.at(-1).ids.length > 0, 'wasm transcribed the file');
+  });
+
+const makeModel = nativeTool('tools/wk-make-test-model');
+const convert = nativeTool('knots/whisperknot-convert');
+const vocab = path.join(sharedData, 'for-tests-ggml-tiny.en.bin');
+const rskip = skip || ((!makeModel || !convert || !existsSync(vocab)) && 'no model generator or vocabulary');
+
+// Random weights give flat distributions (a token's p ~ 1e-4): a tie
+// breaks differently under another summation order. The reference kernels
+// (double sums) must agree exactly, wasm and native: that holds the whole
+// port (loader, mel and FFT, decoding, the compat layer) but the SIMD
+// kernels. The SIMD kernels are compared too; on the q4_0 model the first
+// token is such a tie that the wasm kernels' f32 sums have decided it both
+// ways between builds (once against AVX2 and the reference; with the
+// reference encoder they agreed): reported as a todo rather than hidden.
+const knots = {};
+async function randomKnot(type) {
+  if (knots[type]) return knots[type];
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wk-web-parity-'));
+  const bin = path.join(dir, 'rnd.bin'), knot = path.join(dir, `rnd-${type}.knot`);
+  execFileSync(makeModel, ['--vocab', vocab, bin], { stdio: 'ignore' });
+  execFileSync(convert, ['--quiet', '--type', type, bin, knot], { stdio: 'ignore' });
+  return (knots[type] = knot);
+}
+
+for (const type of ['f16', 'q8_0', 'q4_0']) {
+  test(`random test model (${type}), sample.wav, reference kernels: the native reference tokens`, { skip: rskip }, async () => {
+    const knot = await randomKnot(type);
+    const native = nativeSegments(knot, sampleWav, { WK_KERNELS: 'ref' });
+    assert.ok(native.some((s) => s.ids.length > 0), 'the random model says something');
+    assert.deepEqual(await wasmSegments(knot, sampleWav, true), native);
+  });
+  test(`random test model (${type}), sample.wav, SIMD kernels: the native tokens`,
+    { skip: rskip, todo: type === 'q4_0' && 'a near-tie that summation order decides (see above)' }, async () => {
+      const knot = await randomKnot(type);
+      const native = nativeSegments(knot, sampleWav);
+      assert.deepEqual(await wasmSegments(knot, sampleWav), native);
+    });
+}

@@ -1,0 +1,24 @@
+// whisperknot.d.ts against a program that uses every part of the module
+// (types-check.ts), with TypeScript's strictest checks; and the module's
+// size bound (issue 19: at most 600 KB).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const web = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const tsc = path.join(web, 'node_modules/typescript/bin/tsc');
+
+test('whisperknot.d.ts types a program using the whole module', { skip: !existsSync(tsc) && 'no typescript (npm ci in web/)' }, () => {
+  const r = spawnSync(process.execPath, [tsc, '--noEmit', '--strict', '--module', 'nodenext',
+    '--moduleResolution', 'nodenext', '--target', 'es2022', '--lib', 'es2022,dom',
+    path.join(web, 'tests/types-check.ts')], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+});
+
+test('whisperknot.wasm is at most 600 KB', () => {
+  const size = statSync(path.join(web, 'whisperknot.wasm')).size;
+  assert.ok(size <= 600 * 1024, `${size} bytes`);
+});

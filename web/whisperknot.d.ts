@@ -1,0 +1,170 @@
+// Types of whisperknot.mjs: the WebAssembly engine's JavaScript API, the
+// same in Node.js and in browsers. Times of segments and tokens are in
+// samples at 16 kHz, as in whisperknot.h.
+
+/** Where a file comes from: bytes, a fetch Response, a URL, or (Node.js)
+ * a file path. */
+export type Source = ArrayBuffer | ArrayBufferView | Response | URL | string;
+
+/** An engine status other than WK_OK, with the engine's message. */
+export class WhisperknotError extends Error {
+  readonly name: 'WhisperknotError';
+  /** wk_status: 1 io, 2 format, 3 unsupported, 4 nomem, 5 arg, 6 state,
+   * 7 internal */
+  readonly status: number;
+}
+
+/** wk_status names by value ("ok", "io", "format", ...). */
+export const statusNames: readonly string[];
+
+/** wk_clock_seconds: the clock of Stream.feed's dueSeconds. */
+export function clockSeconds(): number;
+
+export interface CreateOptions {
+  /** The module (default: whisperknot.wasm next to whisperknot.mjs). */
+  wasm?: WebAssembly.Module | Source;
+  /** Environment the engine sees, e.g. { WK_KERNELS: 'ref' }. */
+  env?: Record<string, string>;
+  /** Receives the engine's standard error, line by line. */
+  log?: (line: string) => void;
+}
+
+/** wk_model_info */
+export interface ModelInfo {
+  nVocab: number;
+  nMels: number;
+  nAudioCtx: number;
+  nAudioState: number;
+  nAudioHead: number;
+  nAudioLayer: number;
+  nTextCtx: number;
+  nTextState: number;
+  nTextHead: number;
+  nTextLayer: number;
+  multilingual: boolean;
+  nParams: number;
+  fileBytes: number;
+}
+
+/** wk_stream_params; every field left out keeps the engine's default. */
+export interface StreamParams {
+  /** ISO 639-1 code, or 'auto' / undefined to detect. */
+  language?: string;
+  translate?: boolean;
+  /** 1 = greedy; default 5 offline, 3 with the live policy. */
+  beamSize?: number;
+  /** > 0: the live policy with this target delay (ms). */
+  latencyMs?: number;
+  /** Live policy: Silero VAD (default true; needs Whisperknot.loadVad). */
+  useVad?: boolean;
+  vadThreshold?: number;
+  vadMinSilenceMs?: number;
+  /** Encoder positions per live run: 0 the window's, -1 all 1500. */
+  audioCtx?: number;
+  commit?: 'deadline' | 'agreement';
+  /** Temperature fallback step; 0 disables fallback. */
+  temperatureInc?: number;
+  noTimestamps?: boolean;
+  suppressBlank?: boolean;
+}
+
+/** wk_token */
+export interface Token {
+  id: number;
+  p: number;
+  start: number;
+  end: number;
+  text: string;
+}
+
+/** wk_segment */
+export interface Segment {
+  start: number;
+  end: number;
+  text: string;
+  tokens: Token[];
+  avgLogprob: number;
+  noSpeechProb: number;
+  /** Live policy: a marker that the utterance before it ended. */
+  utteranceEnd: boolean;
+  /** 1 for committed words; for partial ones the chance they stay. */
+  stability: number;
+}
+
+/** wk_stream_stats (seconds, counts, bytes). */
+export interface StreamStats {
+  audioSeconds: number;
+  melSeconds: number;
+  encoderSeconds: number;
+  decoderSeconds: number;
+  nWindows: number;
+  nTokens: number;
+  stateBytes: number;
+  nRuns: number;
+  vadSeconds: number;
+  speechSeconds: number;
+  stepSeconds: number;
+  lastRunSeconds: number;
+  maxRunSeconds: number;
+  lastDelaySeconds: number;
+  maxDelaySeconds: number;
+  nCommitted: number;
+  nUtterances: number;
+  nClipped: number;
+  nZeroed: number;
+  nDeadlineCommits: number;
+  nLate: number;
+  maxLateSeconds: number;
+  runEstimateSeconds: number;
+}
+
+/** A recognition stream (wk_stream). */
+export class Stream {
+  private constructor();
+  /** Mono 16 kHz samples in [-1, 1]; dueSeconds: the first sample's
+   * capture time on clockSeconds()'s clock (live deadlines). */
+  feed(samples: Float32Array | ArrayLike<number>, dueSeconds?: number): void;
+  flush(): void;
+  finish(): void;
+  reset(): void;
+  /** Segments completed since the previous take. */
+  take(): Segment[];
+  /** Live policy: the words not committed yet; serial changes with them. */
+  partial(): Segment[] & { serial: number };
+  readonly language: string | null;
+  stats(): StreamStats;
+  free(): void;
+}
+
+/** A loaded knot. */
+export class Model {
+  private constructor();
+  readonly info: ModelInfo;
+  createStream(params?: StreamParams): Stream;
+  free(): void;
+}
+
+/** One instance of the WebAssembly engine and its memory. */
+export class Whisperknot {
+  private constructor();
+  static create(opts?: CreateOptions): Promise<Whisperknot>;
+  /** "wasm" (SIMD128) or "ref". */
+  readonly kernels: string;
+  /** Bytes of WebAssembly memory (it only grows). */
+  readonly memoryBytes: number;
+  /** Copies the knot once, into WebAssembly memory. */
+  loadModel(source: Source): Promise<Model>;
+  /** The Silero VAD model the live policy needs (default: the one in
+   * knots/vad of this tree, or next to whisperknot.mjs). */
+  loadVad(source?: Source): Promise<void>;
+  /** A WAV file's samples as the native tools read it (16 kHz, mixed to
+   * mono). */
+  parseWav(bytes: ArrayBuffer | Uint8Array): {
+    samples: Float32Array;
+    rate: number;
+    channels: number;
+  };
+}
+
+/** Whisperknot.create(opts), then loadModel(source). */
+export function loadModel(source: Source, opts?: CreateOptions): Promise<Model>;

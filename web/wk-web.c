@@ -1,0 +1,192 @@
+/* The WebAssembly module's own exports: what a JavaScript caller cannot do
+ * through whisperknot.h alone without knowing C struct layouts. Every
+ * struct the module hands out is described by wkw_layout (offsets from
+ * offsetof), so web/whisperknot.mjs reads them without guessing; stream
+ * parameters come in as plain arguments. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "kernels.h"
+#include "wav.h"
+#include "whisperknot.h"
+
+#define WKW_EXPORT __attribute__ ((visibility ("default")))
+
+WKW_EXPORT void wkw_model_info (const wk_model * model, double *out);
+WKW_EXPORT wk_status wkw_stream_new (wk_model * model, const char *language,
+    int translate, int beam_size, int latency_ms, int use_vad,
+    float vad_threshold, int vad_min_silence_ms, int audio_ctx, int commit,
+    float temperature_inc, int no_timestamps, int suppress_blank,
+    const char *vad_model, wk_stream ** out, char *err, int err_size);
+WKW_EXPORT void wkw_stream_stats (const wk_stream * stream, double *out);
+WKW_EXPORT const int32_t *wkw_layout (void);
+WKW_EXPORT const char *wkw_kernels_name (void);
+WKW_EXPORT wk_status wkw_wav_parse (const void *data, size_t size,
+    int32_t * out, char *err, int err_size);
+
+/* wasi-libc's emulated mmap has no madvise; the engine's
+ * MADV_WILLNEED is a hint, and a "mapping" here is memory already read. */
+int
+madvise (void *addr, size_t len, int advice)
+{
+  (void) addr;
+  (void) len;
+  (void) advice;
+  return 0;
+}
+
+/* out[12]: n_vocab, n_mels, n_audio_ctx, n_audio_state, n_audio_head,
+ * n_audio_layer, n_text_ctx, n_text_state, n_text_head, n_text_layer,
+ * multilingual, n_params, file_bytes */
+void
+wkw_model_info (const wk_model * model, double *out)
+{
+  wk_model_info info;
+
+  wk_model_get_info (model, &info);
+  out[0] = info.n_vocab;
+  out[1] = info.n_mels;
+  out[2] = info.n_audio_ctx;
+  out[3] = info.n_audio_state;
+  out[4] = info.n_audio_head;
+  out[5] = info.n_audio_layer;
+  out[6] = info.n_text_ctx;
+  out[7] = info.n_text_state;
+  out[8] = info.n_text_head;
+  out[9] = info.n_text_layer;
+  out[10] = info.multilingual;
+  out[11] = (double) info.n_params;
+  out[12] = (double) info.file_bytes;
+}
+
+/* wk_stream_new with wk_stream_default_params () changed by the arguments;
+ * a negative number (or NaN) keeps the default. One thread: the module has
+ * none to start. */
+wk_status
+wkw_stream_new (wk_model * model, const char *language, int translate,
+    int beam_size, int latency_ms, int use_vad, float vad_threshold,
+    int vad_min_silence_ms, int audio_ctx, int commit, float temperature_inc,
+    int no_timestamps, int suppress_blank, const char *vad_model,
+    wk_stream ** out, char *err, int err_size)
+{
+  wk_stream_params p = wk_stream_default_params ();
+
+  p.n_threads = 1;
+  p.language = language;
+  if (translate >= 0)
+    p.translate = translate != 0;
+  if (beam_size >= 0)
+    p.beam_size = beam_size;
+  if (latency_ms >= 0)
+    p.latency_ms = latency_ms;
+  if (use_vad >= 0)
+    p.use_vad = use_vad != 0;
+  if (vad_threshold >= 0.0f)
+    p.vad_threshold = vad_threshold;
+  if (vad_min_silence_ms >= 0)
+    p.vad_min_silence_ms = vad_min_silence_ms;
+  /* -1 is a meaningful value here (the full 30 s context) */
+  if (audio_ctx >= -1)
+    p.audio_ctx = audio_ctx;
+  if (commit >= 0)
+    p.commit = (wk_commit_policy) commit;
+  if (temperature_inc >= 0.0f)
+    p.temperature_inc = temperature_inc;
+  if (no_timestamps >= 0)
+    p.no_timestamps = no_timestamps != 0;
+  if (suppress_blank >= 0)
+    p.suppress_blank = suppress_blank != 0;
+  p.vad_model = vad_model;
+  return wk_stream_new (model, &p, out, err,
+      err_size > 0 ? (size_t) err_size : 0);
+}
+
+/* out[23]: the fields of wk_stream_stats in their order in whisperknot.h */
+void
+wkw_stream_stats (const wk_stream * stream, double *out)
+{
+  wk_stream_stats s;
+  int i = 0;
+
+  wk_stream_get_stats (stream, &s);
+  out[i++] = s.audio_seconds;
+  out[i++] = s.mel_seconds;
+  out[i++] = s.encoder_seconds;
+  out[i++] = s.decoder_seconds;
+  out[i++] = (double) s.n_windows;
+  out[i++] = (double) s.n_tokens;
+  out[i++] = (double) s.state_bytes;
+  out[i++] = (double) s.n_runs;
+  out[i++] = s.vad_seconds;
+  out[i++] = s.speech_seconds;
+  out[i++] = s.step_seconds;
+  out[i++] = s.last_run_seconds;
+  out[i++] = s.max_run_seconds;
+  out[i++] = s.last_delay_seconds;
+  out[i++] = s.max_delay_seconds;
+  out[i++] = (double) s.n_committed;
+  out[i++] = (double) s.n_utterances;
+  out[i++] = (double) s.n_clipped;
+  out[i++] = (double) s.n_zeroed;
+  out[i++] = (double) s.n_deadline_commits;
+  out[i++] = (double) s.n_late;
+  out[i++] = s.max_late_seconds;
+  out[i++] = s.run_estimate_seconds;
+}
+
+/* Sizes and offsets (bytes) of wk_segment and wk_token:
+ * [0] sizeof (wk_segment), start, end, text, tokens, n_tokens,
+ * avg_logprob, no_speech_prob, utterance_end, stability,
+ * [10] sizeof (wk_token), id, p, start, end, text */
+static const int32_t wkw_layout_table[] = {
+  sizeof (wk_segment),
+  offsetof (wk_segment, start),
+  offsetof (wk_segment, end),
+  offsetof (wk_segment, text),
+  offsetof (wk_segment, tokens),
+  offsetof (wk_segment, n_tokens),
+  offsetof (wk_segment, avg_logprob),
+  offsetof (wk_segment, no_speech_prob),
+  offsetof (wk_segment, utterance_end),
+  offsetof (wk_segment, stability),
+  sizeof (wk_token),
+  offsetof (wk_token, id),
+  offsetof (wk_token, p),
+  offsetof (wk_token, start),
+  offsetof (wk_token, end),
+  offsetof (wk_token, text),
+};
+
+const int32_t *
+wkw_layout (void)
+{
+  return wkw_layout_table;
+}
+
+const char *
+wkw_kernels_name (void)
+{
+  return wk_kernels_name ();
+}
+
+/* tools/wav.c's reader, so that the module's callers get the samples the
+ * native tools get: out[0] the malloc'd mono samples (free() them),
+ * out[1] their number, out[2] the rate, out[3] the file's channels. */
+wk_status
+wkw_wav_parse (const void *data, size_t size, int32_t * out, char *err,
+    int err_size)
+{
+  wk_wav wav;
+  wk_status st = wk_wav_parse (data, size, &wav, err,
+      err_size > 0 ? (size_t) err_size : 0);
+
+  if (st != WK_OK)
+    return st;
+  out[0] = (int32_t) (uintptr_t) wav.samples;
+  out[1] = (int32_t) wav.n_samples;
+  out[2] = wav.rate;
+  out[3] = wav.channels;
+  return WK_OK;
+}

@@ -1,0 +1,56 @@
+// The recognizer's thread: the WebAssembly engine runs here, so that a
+// model run (up to a second or two) never blocks the page. Messages in:
+// {type: 'load', model, vad}, {type: 'live', latencyMs}, {type: 'audio',
+// samples, due}, {type: 'stop'}, {type: 'file', samples}. Messages out:
+// {type: 'ready', info, kernels}, {type: 'words', committed, partial,
+// stats}, {type: 'file-done', segments, stats, seconds}, {type: 'error'}.
+import { Whisperknot } from './whisperknot.mjs';
+
+let wk = null, model = null, live = null;
+
+function post(type, data = {}) { self.postMessage({ type, ...data }); }
+
+function words(stream) {
+  const committed = stream.take().map((s) => ({ text: s.text, start: s.start, end: s.end, utteranceEnd: s.utteranceEnd }));
+  const partial = stream.partial().map((s) => ({ text: s.text, stability: s.stability }));
+  return { committed, partial, stats: stream.stats() };
+}
+
+self.onmessage = async ({ data: m }) => {
+  try {
+    if (m.type === 'load') {
+      wk = await Whisperknot.create();
+      model = await wk.loadModel(new URL(m.model, self.location.href));
+      await wk.loadVad(m.vad ? new URL(m.vad, self.location.href) : undefined);
+      post('ready', { info: model.info, kernels: wk.kernels, memory: wk.memoryBytes });
+    } else if (m.type === 'live') {
+      if (live) live.free();
+      live = model.createStream({ latencyMs: m.latencyMs ?? 2000 });
+    } else if (m.type === 'audio' && live) {
+      live.feed(m.samples, m.due);
+      post('words', words(live));
+    } else if (m.type === 'stop' && live) {
+      live.finish();
+      post('words', { ...words(live), final: true });
+      live.free();
+      live = null;
+    } else if (m.type === 'file') {
+      const s = model.createStream({ beamSize: m.beamSize });
+      const t0 = performance.now();
+      const segments = [];
+      for (let p = 0; p < m.samples.length; p += 16000) {
+        s.feed(m.samples.subarray(p, p + 16000));
+        for (const g of s.take()) { segments.push(g); post('file-segment', { text: g.text, start: g.start, end: g.end }); }
+      }
+      s.finish();
+      for (const g of s.take()) { segments.push(g); post('file-segment', { text: g.text, start: g.start, end: g.end }); }
+      post('file-done', {
+        segments: segments.map((g) => ({ text: g.text, start: g.start, end: g.end })),
+        stats: s.stats(), seconds: (performance.now() - t0) / 1000,
+      });
+      s.free();
+    }
+  } catch (e) {
+    post('error', { message: e.message });
+  }
+};
