@@ -62,17 +62,19 @@ worker.onmessage = ({ data: m }) => {
     status('Ready.');
     document.body.dataset.ready = '1';
   } else if (m.type === 'words') {
+    // segment text is trimmed: a space goes where the model put one
     for (const w of m.committed) {
       if (w.utteranceEnd) newLine();
-      else lineEl.textContent += w.text;
+      else lineEl.textContent += (lineEl.textContent && w.spaceBefore ? ' ' : '') + w.text;
     }
-    partialEl.textContent = m.partial.map((w) => w.text).join('');
+    partialEl.textContent = m.partial.map((w, i) =>
+      ((i > 0 || lineEl.textContent) && w.spaceBefore ? ' ' : '') + w.text).join('');
     showStats(m.stats);
     // for tests and tools: the engine's own word delays
     document.body.dataset.maxDelay = m.stats.maxDelaySeconds;
     if (m.final) status('Stopped.');
   } else if (m.type === 'file-segment') {
-    lineEl.textContent += m.text;
+    lineEl.textContent += (lineEl.textContent && m.spaceBefore ? ' ' : '') + m.text;
   } else if (m.type === 'file-done') {
     const s = m.stats;
     showStats(s, { 'wall time': `${m.seconds.toFixed(2)} s`,

@@ -58,7 +58,7 @@ try {
   const write = (segs) => {
     for (const s of segs) {
       if (live) {
-        if (s.utteranceEnd) { if (utt) console.log(skipSpace(utt)); utt = ''; } else utt += s.text;
+        if (s.utteranceEnd) { if (utt) console.log(skipSpace(utt)); utt = ''; } else utt += (utt && s.spaceBefore ? ' ' : '') + s.text;
       } else if (skipSpace(s.text)) {
         console.log(skipSpace(s.text));
       }

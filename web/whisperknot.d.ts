@@ -89,6 +89,11 @@ export interface Segment {
   utteranceEnd: boolean;
   /** 1 for committed words; for partial ones the chance they stay. */
   stability: number;
+  /** text is trimmed; whether the model put a space before it (join
+   * segments with a space exactly where this is true). */
+  spaceBefore: boolean;
+  /** The mean probability of its tokens. */
+  p: number;
 }
 
 /** wk_stream_stats (seconds, counts, bytes). */

@@ -305,7 +305,7 @@ export class Whisperknot {
     this.#scratch = x.malloc(64);
     this.#err = x.malloc(1024);
     const p = x.wkw_layout();
-    this.#layout = Array.from(new Int32Array(x.memory.buffer, p, 16));
+    this.#layout = Array.from(new Int32Array(x.memory.buffer, p, 18));
   }
 
   #deflate(src, n, dst, cap, level) {
@@ -567,6 +567,8 @@ export class Stream {
         noSpeechProb: dv.getFloat32(s + L[7], true),
         utteranceEnd: dv.getUint8(s + L[8]) !== 0,
         stability: dv.getFloat32(s + L[9], true),
+        spaceBefore: dv.getUint8(s + L[16]) !== 0,
+        p: dv.getFloat32(s + L[17], true),
       });
     }
     return out;

@@ -139,7 +139,8 @@ wkw_stream_stats (const wk_stream * stream, double *out)
 /* Sizes and offsets (bytes) of wk_segment and wk_token:
  * [0] sizeof (wk_segment), start, end, text, tokens, n_tokens,
  * avg_logprob, no_speech_prob, utterance_end, stability,
- * [10] sizeof (wk_token), id, p, start, end, text */
+ * [10] sizeof (wk_token), id, p, start, end, text,
+ * [16] wk_segment's space_before, p */
 static const int32_t wkw_layout_table[] = {
   sizeof (wk_segment),
   offsetof (wk_segment, start),
@@ -157,6 +158,8 @@ static const int32_t wkw_layout_table[] = {
   offsetof (wk_token, start),
   offsetof (wk_token, end),
   offsetof (wk_token, text),
+  offsetof (wk_segment, space_before),
+  offsetof (wk_segment, p),
 };
 
 const int32_t *

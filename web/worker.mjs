@@ -11,8 +11,8 @@ let wk = null, model = null, live = null;
 function post(type, data = {}) { self.postMessage({ type, ...data }); }
 
 function words(stream) {
-  const committed = stream.take().map((s) => ({ text: s.text, start: s.start, end: s.end, utteranceEnd: s.utteranceEnd }));
-  const partial = stream.partial().map((s) => ({ text: s.text, stability: s.stability }));
+  const committed = stream.take().map((s) => ({ text: s.text, start: s.start, end: s.end, utteranceEnd: s.utteranceEnd, spaceBefore: s.spaceBefore }));
+  const partial = stream.partial().map((s) => ({ text: s.text, stability: s.stability, spaceBefore: s.spaceBefore }));
   return { committed, partial, stats: stream.stats() };
 }
 
@@ -40,10 +40,10 @@ self.onmessage = async ({ data: m }) => {
       const segments = [];
       for (let p = 0; p < m.samples.length; p += 16000) {
         s.feed(m.samples.subarray(p, p + 16000));
-        for (const g of s.take()) { segments.push(g); post('file-segment', { text: g.text, start: g.start, end: g.end }); }
+        for (const g of s.take()) { segments.push(g); post('file-segment', { text: g.text, start: g.start, end: g.end, spaceBefore: g.spaceBefore }); }
       }
       s.finish();
-      for (const g of s.take()) { segments.push(g); post('file-segment', { text: g.text, start: g.start, end: g.end }); }
+      for (const g of s.take()) { segments.push(g); post('file-segment', { text: g.text, start: g.start, end: g.end, spaceBefore: g.spaceBefore }); }
       post('file-done', {
         segments: segments.map((g) => ({ text: g.text, start: g.start, end: g.end })),
         stats: s.stats(), seconds: (performance.now() - t0) / 1000,
