@@ -1264,9 +1264,11 @@ have_result:
   if (dt > l->max_run_s)
     l->max_run_s = dt;
   l->run_ema_s = l->n_runs == 1 ? dt : 0.7 * l->run_ema_s + 0.3 * dt;
-  {
+  if (isfinite (due_at (l, l->total))) {
     /* adapt: step at least as long as a run takes (keeps up with real
-     * time), never shorter than the configured step */
+     * time), never shorter than the configured step; only for audio that
+     * says when it was captured: audio fed without times (a file) is not
+     * real time, and its text must not depend on run times */
     int64_t want = (int64_t) (l->run_ema_s * WK_SAMPLE_RATE * 1.1);
     l->step_eff = want > l->step ? want : l->step;
     if (l->step_eff > LIVE_MAX_STEP)

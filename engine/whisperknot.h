@@ -265,10 +265,12 @@ typedef struct
    * the last committed word. A voice activity detector (Silero VAD) runs
    * on every 32 ms of audio; while it hears no speech nothing else runs
    * and the window is trimmed. During speech the model re-runs on the
-   * window every step (latency_ms / 3, at least 200 ms of audio; longer
-   * when a run takes longer than that, so the stream keeps up with real
-   * time without dropping audio; sooner when a word's deadline needs it,
-   * see wk_commit_policy). A word is committed once two consecutive runs
+   * window every step (latency_ms / 3, at least 200 ms of audio; for
+   * audio fed with capture times (wk_stream_feed_at), longer when a run
+   * takes longer than that, so the stream keeps up with real time without
+   * dropping audio, and sooner when a word's deadline needs it, see
+   * wk_commit_policy; audio fed without times gives the same text however
+   * fast the machine is). A word is committed once two consecutive runs
    * agree on it (the longest common prefix, in words, of the last two
    * hypotheses: LocalAgreement-2), or when its deadline comes
    * (WK_COMMIT_DEADLINE), or when the utterance ends (the detector hears

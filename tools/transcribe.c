@@ -547,9 +547,9 @@ read_audio (const job * jb, wk_wav * wav)
             && !strncmp (err + n, ": ", 2) ? err + n + 2 : err;
         char gst_err[sizeof err];
         snprintf (gst_err, sizeof gst_err, "%s", why);
-        if (snprintf (err, sizeof err, "%s (GStreamer %s)", wav_err,
-                gst_err) >= (int) sizeof err)
-          err[sizeof err - 2] = ')';    /* cut, still closed */
+        if (snprintf (err, sizeof err, "%s; %s", wav_err, gst_err)
+            >= (int) sizeof err)
+          err[sizeof err - 2] = '.';    /* cut */
       }
     }
   }
