@@ -2001,14 +2001,6 @@ gst_whisperknot_end_line (GstWhisperKnot * self)
   return gst_pad_push (self->srcpad, buf);
 }
 
-/* At an utterance's end or a drain: the newline that ends a line of
- * words. */
-static GstFlowReturn
-gst_whisperknot_end_utterance_text (GstWhisperKnot * self)
-{
-  return gst_whisperknot_end_line (self);
-}
-
 /* The end of an utterance (live policy): text before it is complete, so
  * GAP up to it, then the event caption elements that know
  * gst-plugins-rs' transcribers react to. */
@@ -2020,7 +2012,7 @@ gst_whisperknot_push_utterance_end (GstWhisperKnot * self,
       samples_to_time (self->fed));
   GstFlowReturn ret;
 
-  ret = gst_whisperknot_end_utterance_text (self);
+  ret = gst_whisperknot_end_line (self);
   if (ret != GST_FLOW_OK)
     return ret;
   gst_whisperknot_push_gap (self, at, 0);
@@ -2212,7 +2204,7 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
   gst_whisperknot_update_stats (self);
 
   if (finished) {
-    ret = gst_whisperknot_end_utterance_text (self);
+    ret = gst_whisperknot_end_line (self);
     if (ret != GST_FLOW_OK)
       return ret;
     gst_whisperknot_post_partial (self);
