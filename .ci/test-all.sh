@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 passed=0
 failed=0
 status=0
+# What failed, repeated at the end so that the tail of the log names it.
+failures=()
 
 count_results () {
   # meson's test log: one JSON object per test
@@ -20,6 +22,16 @@ count_results () {
   f=$(grep -c -E '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)
   passed=$((passed + p))
   failed=$((failed + f))
+  local name
+  while IFS= read -r name; do
+    [ -n "$name" ] && failures+=("$1: $name")
+  done < <(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    if t.get("result") in ("FAIL", "TIMEOUT", "ERROR", "UNEXPECTEDPASS"):
+        print(t["name"], t["result"])
+' "$log" 2>/dev/null)
 }
 
 run_suite () {
@@ -28,6 +40,7 @@ run_suite () {
   rm -rf "$dir"
   if ! meson setup "$dir" --werror "$@" || ! ninja -C "$dir"; then
     echo "build $dir failed"
+    failures+=("build $dir")
     failed=$((failed + 1))
     status=1
     return
@@ -46,6 +59,7 @@ if tools/gst-indent --check; then
   echo "ok formatting"; passed=$((passed + 1))
 else
   echo "FAIL formatting: run tools/gst-indent"
+  failures+=("formatting")
   failed=$((failed + 1)); status=1
 fi
 
@@ -77,11 +91,12 @@ if CC=clang meson setup ci-build-fuzz -Dfuzzing=true -Dtests=disabled >/dev/null
       echo "ok $name"; passed=$((passed + 1))
     else
       echo "FAIL $name"; tail -40 "ci-build-fuzz/$name.log"
+      failures+=("fuzz: $name")
       failed=$((failed + 1)); status=1
     fi
   done
 else
-  echo "fuzz build failed"; failed=$((failed + 1)); status=1
+  echo "fuzz build failed"; failures+=("fuzz build"); failed=$((failed + 1)); status=1
 fi
 
 # The WebAssembly engine (web/README.md): the cross build with warnings
@@ -104,13 +119,17 @@ if WK_WASM_BUILD=ci-build-wasm WK_WASM_MESON_ARGS=--werror web/build.sh; then
   failed=$((failed + ${f:-0}))
   if [ "$node_rc" != 0 ] || [ -z "$p" ]; then
     grep -B2 -A30 '^not ok' ci-build-wasm/node-test.log | head -150
+    while IFS= read -r name; do failures+=("wasm: $name"); done \
+      < <(grep -E '^not ok ' ci-build-wasm/node-test.log | grep -v '# TODO')
+    [ "$node_rc" != 0 ] && failures+=("wasm: node exited $node_rc")
     [ -n "$f" ] && [ "$f" != 0 ] || failed=$((failed + 1))
     status=1
   fi
 else
-  echo "wasm build failed"; failed=$((failed + 1)); status=1
+  echo "wasm build failed"; failures+=("wasm build"); failed=$((failed + 1)); status=1
 fi
 
 echo
+for f in "${failures[@]}"; do echo "FAILED: $f"; done
 echo "$passed passed, $failed failed"
 exit $status
