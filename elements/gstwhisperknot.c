@@ -252,6 +252,7 @@ enum
   PROP_ALIGNMENT_THRESHOLD,
   PROP_DISCONT_WAIT,
   PROP_PROMPT,
+  PROP_AUDIO_CTX,
 };
 
 GType
@@ -493,6 +494,25 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
           G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
 
   /**
+   * GstWhisperKnot:audio-ctx:
+   *
+   * Live policy: the encoder positions of each run (wk_stream_params'
+   * audio_ctx). 0, the default, is what the model was trained for (its
+   * knot's whisperknot.live_audio_ctx): only the window's own audio for
+   * whisperknot's own model, the full 30 s context for OpenAI's models,
+   * which lose accuracy and hallucinate on a shortened one but cost a 30 s
+   * encoder run each time. -1 always the full context, -2 always only the
+   * window's audio, N > 0 the window's audio but at least N positions.
+   */
+  g_object_class_install_property (gobject_class, PROP_AUDIO_CTX,
+      g_param_spec_int ("audio-ctx", "Audio context",
+          "Live policy: encoder positions per run: 0 = as the model was "
+          "trained, -1 = the full 30 s, -2 = only the window's audio, "
+          "N = at least N", WK_AUDIO_CTX_SHORT, 1 << 14, WK_AUDIO_CTX_AUTO,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  /**
    * GstWhisperKnot:output:
    *
    * Live policy: one text buffer per committed word, or per phrase (the
@@ -665,6 +685,7 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->use_vad = DEFAULT_VAD;
   self->vad_threshold = DEFAULT_VAD_THRESHOLD;
   self->vad_min_silence_ms = DEFAULT_VAD_MIN_SILENCE;
+  self->audio_ctx = WK_AUDIO_CTX_AUTO;
   self->output = DEFAULT_OUTPUT;
   self->text_lines = DEFAULT_TEXT_LINES;
   self->commit = DEFAULT_COMMIT;
@@ -761,6 +782,9 @@ gst_whisperknot_set_property (GObject * object, guint prop_id,
     case PROP_VAD_MIN_SILENCE:
       self->vad_min_silence_ms = g_value_get_uint (value);
       break;
+    case PROP_AUDIO_CTX:
+      self->audio_ctx = g_value_get_int (value);
+      break;
     case PROP_COMMIT:
       self->commit = g_value_get_enum (value);
       break;
@@ -830,6 +854,9 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
       break;
     case PROP_VAD_MIN_SILENCE:
       g_value_set_uint (value, self->vad_min_silence_ms);
+      break;
+    case PROP_AUDIO_CTX:
+      g_value_set_int (value, self->audio_ctx);
       break;
     case PROP_COMMIT:
       g_value_set_enum (value, self->commit);
@@ -1071,6 +1098,7 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   params.use_vad = self->use_vad;
   params.vad_threshold = self->vad_threshold;
   params.vad_min_silence_ms = self->vad_min_silence_ms;
+  params.audio_ctx = self->audio_ctx;
   params.commit = self->commit == GST_WHISPERKNOT_COMMIT_AGREEMENT ?
       WK_COMMIT_AGREEMENT : WK_COMMIT_DEADLINE;
   self->stream_output = self->output;

@@ -101,6 +101,7 @@ struct _GstWhisperKnot
   gboolean use_vad;
   gfloat vad_threshold;
   guint vad_min_silence_ms;
+  gint audio_ctx;               /* wk_stream_params.audio_ctx */
   GstWhisperKnotOutput output;
   GstWhisperKnotCommit commit;
   gboolean text_lines;          /* text as lines for a terminal or file */

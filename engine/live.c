@@ -309,8 +309,12 @@ wk_live_audio_ctx (const wk_model * model, int param, int n_frames)
 {
   int A = model->hp.n_audio_ctx, need;
 
-  if (param < 0)
+  if (param == WK_AUDIO_CTX_AUTO)
+    param = model->live_short_ctx ? WK_AUDIO_CTX_SHORT : WK_AUDIO_CTX_FULL;
+  if (param == WK_AUDIO_CTX_FULL)
     return 0;
+  if (param < 0)
+    param = 0;
   /* the frames' positions (conv2 has stride 2) plus 0.64 s of padding
    * (the model saw padded windows in training), in blocks of 64 */
   need = (n_frames + 1) / 2 + 32;

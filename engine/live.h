@@ -83,7 +83,8 @@ int wk_live_common_prefix (const char *const *a, int n_a,
     const char *const *b, int n_b);
 
 /* Encoder positions a live run uses for n_frames mel frames of audio
- * (see wk_stream_params.audio_ctx); 0 = the model's full context. */
+ * (see wk_stream_params.audio_ctx; the caller has checked it); 0 = the
+ * model's full context. */
 int wk_live_audio_ctx (const wk_model * model, int audio_ctx_param,
     int n_frames);
 

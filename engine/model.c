@@ -726,7 +726,9 @@ read_hparams (wk_model * m, char *err, size_t err_size)
   if (!read_choice (m, "whisperknot.pad_window", "zeros", "silence",
           &m->pad_silence, err, err_size)
       || !read_choice (m, "whisperknot.timestamp_rule", "sum", "max",
-          &m->ts_rule_max, err, err_size))
+          &m->ts_rule_max, err, err_size)
+      || !read_choice (m, "whisperknot.live_audio_ctx", "full", "short",
+          &m->live_short_ctx, err, err_size))
     return WK_ERR_FORMAT;
   return WK_OK;
 }

@@ -117,6 +117,11 @@ struct wk_model
    * ApplyTimestampRules does) whenever all timestamps together are; for a
    * model whose timestamp probabilities are spread thin (see decode.c) */
   bool ts_rule_max;
+  /* whisperknot.live_audio_ctx = "short": the model was trained with the
+   * encoder run on only a short window's own positions, so the live
+   * policy's default (WK_AUDIO_CTX_AUTO) shortens its context; models
+   * trained on 30 s windows only (OpenAI's) get the full context */
+  bool live_short_ctx;
   uint64_t n_params;
 
   /* encoder */

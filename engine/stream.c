@@ -124,7 +124,7 @@ wk_stream_default_params (void)
   p.vad_threshold = 0.5f;
   p.vad_min_silence_ms = 300;
   p.vad_model = NULL;
-  p.audio_ctx = 0;
+  p.audio_ctx = WK_AUDIO_CTX_AUTO;
   p.commit = WK_COMMIT_DEADLINE;
   return p;
 }
@@ -262,6 +262,11 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
       || p.max_text_ctx < 0) {
     wk_set_err (err, err_size, "stream: temperature_inc must be in [0, 1] and "
         "max_text_ctx >= 0");
+    return WK_ERR_ARG;
+  }
+  if (p.audio_ctx < WK_AUDIO_CTX_SHORT) {
+    wk_set_err (err, err_size, "stream: audio_ctx must be WK_AUDIO_CTX_AUTO, "
+        "_FULL, _SHORT or a number of positions");
     return WK_ERR_ARG;
   }
 

@@ -211,6 +211,11 @@ typedef enum
 /* The widest beam search a stream takes (wk_stream_params.beam_size). */
 #define WK_MAX_BEAM_SIZE 16
 
+/* wk_stream_params.audio_ctx's choices besides a number of positions */
+#define WK_AUDIO_CTX_AUTO 0
+#define WK_AUDIO_CTX_FULL (-1)
+#define WK_AUDIO_CTX_SHORT (-2)
+
 typedef struct
 {
   /* ISO 639-1 code ("en", "de") or NULL/"" / "auto" to detect (multilingual
@@ -289,11 +294,17 @@ typedef struct
   const char *vad_model;        /* Silero VAD file; NULL = the shipped one
                                  * (wk_default_vad_model_path()). Read
                                  * by wk_stream_new() only. */
-  /* Encoder positions per live run: 0 = only the window's audio (its
-   * frames rounded up to a multiple of 64 positions, as whisper.cpp's
-   * audio_ctx does; much cheaper for short windows), -1 = the model's
-   * full 30 s context (the window zero-padded, as Whisper was trained),
-   * > 0 = at least this many. */
+  /* Encoder positions per live run (offline windows always use the full
+   * context): WK_AUDIO_CTX_AUTO (0, the default) = what the model was
+   * trained for (its knot's whisperknot.live_audio_ctx: short for
+   * whisperknot's own model, full for OpenAI's, which saw 30 s windows
+   * only and lose accuracy and hallucinate on shortened ones),
+   * WK_AUDIO_CTX_FULL = the model's full 30 s context (the window padded,
+   * as Whisper was trained; an encoder run costs as much as for 30 s),
+   * WK_AUDIO_CTX_SHORT = only the window's audio (its frames plus 0.64 s,
+   * rounded up to a multiple of 64 positions, as whisper.cpp's audio_ctx
+   * is used; much cheaper for short windows), > 0 = short, but at least
+   * this many positions. */
   int audio_ctx;
   /* When a word is committed (see wk_commit_policy): WK_COMMIT_DEADLINE
    * (the default) keeps latency_ms as a bound, WK_COMMIT_AGREEMENT waits

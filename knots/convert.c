@@ -885,7 +885,9 @@ usage (FILE * f)
       "[--keep NAME=TYPE ...]\n"
       "                           [--vocab FILE] [--pad-window MODE] "
       "[--max-text-ctx N]\n"
-      "                           [--timestamp-rule sum|max] [--quiet]\n"
+      "                           [--timestamp-rule sum|max] "
+      "[--live-audio-ctx full|short]\n"
+      "                           [--quiet]\n"
       "                           INPUT OUTPUT.knot\n\n"
       "INPUT: a whisper.cpp ggml .bin, or a Hugging Face model directory "
       "(or its\n"
@@ -921,14 +923,23 @@ usage (FILE * f)
       "--max-text-ctx N  the most earlier-text prompt tokens the model was "
       "trained with\n"
       "               (0: it never saw <|startofprev|>); the engine's prompt "
-      "is no longer\n");
+      "is never longer\n"
+      "--timestamp-rule R  sum (openai's rule, the default) or max (a "
+      "timestamp only\n"
+      "               when it is itself the likeliest token)\n"
+      "--live-audio-ctx C  full (the default: the model saw 30 s windows "
+      "only, as\n"
+      "               OpenAI's did) or short (trained with the encoder on "
+      "short windows'\n"
+      "               own positions, as whisperknot's own model): the live "
+      "policy's context\n");
 }
 
 int
 main (int argc, char **argv)
 {
   const char *input = NULL, *output = NULL, *vocab_path = NULL;
-  const char *pad_window = NULL, *ts_rule = NULL;
+  const char *pad_window = NULL, *ts_rule = NULL, *live_ctx = NULL;
   int max_text_ctx = -1;
   int target = -1, n_keep = 0, rc = 1;
   keep_rule *keep = calloc ((size_t) argc, sizeof *keep);
@@ -995,6 +1006,14 @@ main (int argc, char **argv)
       if (strcmp (ts_rule, "sum") && strcmp (ts_rule, "max")) {
         fprintf (stderr, "whisperknot-convert: --timestamp-rule is sum or "
             "max, got '%s'\n", ts_rule);
+        free (keep);
+        return 2;
+      }
+    } else if (!strcmp (a, "--live-audio-ctx") && i + 1 < argc) {
+      live_ctx = argv[++i];
+      if (strcmp (live_ctx, "full") && strcmp (live_ctx, "short")) {
+        fprintf (stderr, "whisperknot-convert: --live-audio-ctx is full or "
+            "short, got '%s'\n", live_ctx);
         free (keep);
         return 2;
       }
@@ -1081,6 +1100,9 @@ main (int argc, char **argv)
     if (ts_rule)
       wk_knot_writer_set_str (w, "whisperknot.timestamp_rule", ts_rule,
           strlen (ts_rule));
+    if (live_ctx)
+      wk_knot_writer_set_str (w, "whisperknot.live_audio_ctx", live_ctx,
+          strlen (live_ctx));
   }
 
   /* tensors: decide types, convert, collect statistics */

@@ -569,6 +569,29 @@ test_pad_window (void)
     CHECK_MSG (run (tr) == 0, "%s", out_text);
     check_bad_choice (zk, "timestamp_rule", "max", "min");
   }
+  /* --live-audio-ctx short reaches the model (the live policy's default
+   * context follows it); without it a knot is "full" */
+  {
+    char *lc[] = { (char *) conv, (char *) "--live-audio-ctx",
+      (char *) "short", (char *) bin, (char *) zk, NULL
+    };
+    char *plain[] = { (char *) conv, (char *) bin, (char *) zk, NULL };
+    for (int pass = 0; pass < 2; pass++) {
+      CHECK_MSG (run (pass == 0 ? lc : plain) == 0, "%s", out_text);
+      m = NULL;
+      CHECK_MSG (wk_model_load (zk, &mp, &m, err, sizeof err) == WK_OK, "%s",
+          err);
+      if (m)
+        CHECK (m->live_short_ctx == (pass == 0));
+      wk_model_unref (m);
+    }
+    lc[2] = (char *) "tiny";
+    CHECK (run (lc) == 2);
+    CHECK (strstr (out_text, "--live-audio-ctx") != NULL);
+    lc[2] = (char *) "short";
+    CHECK_MSG (run (lc) == 0, "%s", out_text);
+    check_bad_choice (zk, "live_audio_ctx", "short", "shirt");
+  }
   unlink (bin);
   unlink (zk);
   unlink (sk);

@@ -421,6 +421,18 @@ GST_START_TEST (test_properties_have_defaults)
     fail_unless (prompt == NULL);
   }
 
+  /* the live encoder context: the model's choice unless set */
+  {
+    gint actx = 5;
+
+    g_object_get (e, "audio-ctx", &actx, NULL);
+    fail_unless_equals_int (actx, 0);
+    g_object_set (e, "audio-ctx", -1, NULL);
+    g_object_get (e, "audio-ctx", &actx, NULL);
+    fail_unless_equals_int (actx, -1);
+    g_object_set (e, "audio-ctx", 0, NULL);
+  }
+
   /* transcriberbin's name for it, with a region */
   g_object_set (e, "language-code", "fr-CA", NULL);
   g_object_get (e, "language", &language, NULL);

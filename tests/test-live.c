@@ -57,6 +57,9 @@ live_params (int latency_ms)
   p.beam_size = 1;              /* greedy: random weights decode to the
                                  * token limit, a beam would triple that */
   p.latency_ms = latency_ms;
+  /* the random test model's knot has no whisperknot.live_audio_ctx, so
+   * it would get the full context; the runs here are about the policy */
+  p.audio_ctx = WK_AUDIO_CTX_SHORT;
   return p;
 }
 
@@ -202,12 +205,21 @@ test_helpers (void)
   CHECK (wk_live_common_prefix (a, 0, b, 4) == 0);
 
   /* 1 s = 100 frames = 50 positions + 32 padding -> 128 */
-  CHECK (wk_live_audio_ctx (model, 0, 100) == 128);
-  CHECK (wk_live_audio_ctx (model, 0, 0) == 64);
-  CHECK (wk_live_audio_ctx (model, -1, 100) == 0);
+  CHECK (wk_live_audio_ctx (model, WK_AUDIO_CTX_SHORT, 100) == 128);
+  CHECK (wk_live_audio_ctx (model, WK_AUDIO_CTX_SHORT, 0) == 64);
+  CHECK (wk_live_audio_ctx (model, WK_AUDIO_CTX_FULL, 100) == 0);
   CHECK (wk_live_audio_ctx (model, 512, 100) == 512);
-  CHECK (wk_live_audio_ctx (model, 0, 3000) == 0);      /* full */
-  CHECK (wk_live_audio_ctx (model, 0, 2900) == 0);
+  CHECK (wk_live_audio_ctx (model, 100, 100) == 128);
+  CHECK (wk_live_audio_ctx (model, WK_AUDIO_CTX_SHORT, 3000) == 0);     /* full */
+  CHECK (wk_live_audio_ctx (model, WK_AUDIO_CTX_SHORT, 2900) == 0);
+  /* the default follows the knot: no whisperknot.live_audio_ctx (as in
+   * OpenAI's models) is the full context, "short" the window's audio */
+  CHECK (!model->live_short_ctx);
+  CHECK (wk_live_audio_ctx (model, WK_AUDIO_CTX_AUTO, 100) == 0);
+  model->live_short_ctx = true;
+  CHECK (wk_live_audio_ctx (model, WK_AUDIO_CTX_AUTO, 100) == 128);
+  CHECK (wk_live_audio_ctx (model, WK_AUDIO_CTX_FULL, 100) == 0);
+  model->live_short_ctx = false;
 }
 
 static void
@@ -233,7 +245,12 @@ test_params (void)
   /* defaults */
   p = wk_stream_default_params ();
   CHECK (p.latency_ms == 0 && p.use_vad && p.vad_threshold == 0.5f
-      && p.vad_min_silence_ms == 300 && !p.vad_model && p.audio_ctx == 0);
+      && p.vad_min_silence_ms == 300 && !p.vad_model
+      && p.audio_ctx == WK_AUDIO_CTX_AUTO);
+  p = live_params (1000);
+  p.audio_ctx = -3;
+  CHECK (wk_stream_new (model, &p, &s, err, sizeof err) == WK_ERR_ARG);
+  CHECK (s == NULL && strstr (err, "audio_ctx") != NULL);
 
   /* offline streams have no partial result */
   p = live_params (0);

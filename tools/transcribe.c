@@ -136,6 +136,10 @@ usage (FILE * f)
       "      --latency MS      live policy with this target delay (default\n"
       "                        0: 30 s windows); one line or cue per\n"
       "                        utterance\n"
+      "      --audio-ctx N     live: encoder positions per run: 0 as the\n"
+      "                        model was trained (default), -1 the full\n"
+      "                        30 s, -2 only the window's audio, N at\n"
+      "                        least N (wk_stream_params.audio_ctx)\n"
       "  -f, --format FMT      txt (default), srt, vtt or json (segments\n"
       "                        with their words: text, start, end,\n"
       "                        probability; the language's probability)\n"
@@ -716,6 +720,7 @@ enum
   OPT_OFFSET,
   OPT_DURATION,
   OPT_VAD,
+  OPT_AUDIO_CTX,
 };
 
 int
@@ -734,6 +739,7 @@ main (int argc, char **argv)
     {"duration", required_argument, NULL, OPT_DURATION},
     {"vad", no_argument, NULL, OPT_VAD},
     {"latency", required_argument, NULL, OPT_LATENCY},
+    {"audio-ctx", required_argument, NULL, OPT_AUDIO_CTX},
     {"format", required_argument, NULL, 'f'},
     {"tokens", no_argument, NULL, OPT_TOKENS},
     {"output", required_argument, NULL, 'o'},
@@ -785,6 +791,10 @@ main (int argc, char **argv)
         break;
       case OPT_LATENCY:
         if (parse_int (optarg, 0, 30000, &sp.latency_ms) < 0)
+          goto bad_value;
+        break;
+      case OPT_AUDIO_CTX:
+        if (parse_int (optarg, WK_AUDIO_CTX_SHORT, 1 << 14, &sp.audio_ctx) < 0)
           goto bad_value;
         break;
       case OPT_PROMPT:

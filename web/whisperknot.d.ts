@@ -59,7 +59,9 @@ export interface StreamParams {
   useVad?: boolean;
   vadThreshold?: number;
   vadMinSilenceMs?: number;
-  /** Encoder positions per live run: 0 the window's, -1 all 1500. */
+  /** Encoder positions per live run: 0 as the model was trained (its
+   * knot's whisperknot.live_audio_ctx; the default), -1 the full 30 s,
+   * -2 only the window's audio, N at least N. */
   audioCtx?: number;
   commit?: 'deadline' | 'agreement';
   /** Temperature fallback step; 0 disables fallback. */

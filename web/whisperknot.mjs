@@ -468,7 +468,7 @@ export class Model {
       wk.u8.fill(0, wk.errPtr, wk.errPtr + 1);
       const st = x.wkw_stream_new(this.ptr, lang, bool(params.translate), int(params.beamSize),
         int(params.latencyMs), bool(params.useVad), num(params.vadThreshold),
-        int(params.vadMinSilenceMs), int(params.audioCtx, -2), commit, num(params.temperatureInc),
+        int(params.vadMinSilenceMs), int(params.audioCtx, -3), commit, num(params.temperatureInc),
         bool(params.noTimestamps), bool(params.suppressBlank), 0, wk.scratch, wk.errPtr, 1024);
       if (st !== 0) wk.fail(st, true);
       return new Stream(wk, wk.dv.getUint32(wk.scratch, true), lang);

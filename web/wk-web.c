@@ -62,7 +62,7 @@ wkw_model_info (const wk_model * model, double *out)
 }
 
 /* wk_stream_new with wk_stream_default_params () changed by the arguments;
- * a negative number (or NaN) keeps the default. One thread: the module has
+ * a negative number (or NaN) keeps the default (audio_ctx: below -2). One thread: the module has
  * none to start. */
 wk_status
 wkw_stream_new (wk_model * model, const char *language, int translate,
@@ -87,8 +87,8 @@ wkw_stream_new (wk_model * model, const char *language, int translate,
     p.vad_threshold = vad_threshold;
   if (vad_min_silence_ms >= 0)
     p.vad_min_silence_ms = vad_min_silence_ms;
-  /* -1 is a meaningful value here (the full 30 s context) */
-  if (audio_ctx >= -1)
+  /* -1 and -2 are meaningful here (WK_AUDIO_CTX_FULL, _SHORT) */
+  if (audio_ctx >= WK_AUDIO_CTX_SHORT)
     p.audio_ctx = audio_ctx;
   if (commit >= 0)
     p.commit = (wk_commit_policy) commit;

@@ -509,8 +509,11 @@ def ckpt_info(path):
 def convert(tool, src, dst, qtype, pad_window, ts_rule="max"):
     # our model never saw a <|startofprev|> prompt: --max-text-ctx 0 (ignored by
     # single-window utterances; long files and the live policy need it); its
-    # timestamps decode better without openai's sum rule (--timestamp-rule max)
-    extra = (["--max-text-ctx", "0", "--timestamp-rule", ts_rule]
+    # timestamps decode better without openai's sum rule (--timestamp-rule max);
+    # it was trained on short windows with a shortened encoder context
+    # (--live-audio-ctx short)
+    extra = (["--max-text-ctx", "0", "--timestamp-rule", ts_rule,
+              "--live-audio-ctx", "short"]
              if pad_window == "silence" else [])
     r = subprocess.run([tool, "--type", qtype, "--pad-window", pad_window] + extra + [src, dst],
                        capture_output=True, text=True, timeout=3600)
