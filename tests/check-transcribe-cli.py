@@ -16,8 +16,10 @@ Prints TAP. Checks:
   - --prompt: a UTF-8 prompt runs, one that is not UTF-8 is refused
     (exit 1) with a message saying so;
   - jfk.flac and jfk.mp3 (FLAC 44.1 kHz stereo, MP3) decode through
-    GStreamer to the same length as jfk.wav; skipped when the system's
-    GStreamer plugins (decodebin, flacdec, mpg123audiodec) are missing.
+    GStreamer to the same length as jfk.wav, from a file and from standard
+    input ("-"); bytes that are no audio on standard input fail (exit 1)
+    with both readers' reasons; skipped when the system's GStreamer
+    plugins (decodebin, flacdec, mpg123audiodec) are missing.
 """
 import json
 import os
@@ -33,10 +35,10 @@ def check(name, ok, detail=""):
     tests.append((name, bool(ok), detail))
 
 
-def run(args, env=None):
+def run(args, env=None, stdin=None):
     p = subprocess.run([TRANSCRIBE, "-m", MODEL, "-t", "1"] + args,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       env=env)
+                       env=env, stdin=stdin)
     return p.returncode, p.stdout.decode("utf-8", "replace"), \
         p.stderr.decode("utf-8", "replace")
 
@@ -170,6 +172,20 @@ def main():
         dur = float(secs[0].split()[1]) if secs else -1
         check(name + " decodes to 11 s", rc == 0 and abs(dur - 11.0) < 0.1,
               "rc %d, %.3f s: %s" % (rc, dur, err[-300:]))
+        with open(path, "rb") as f:
+            rc, out2, err = run(["--stats", "-"], env, stdin=f)
+        secs = [l for l in err.splitlines() if l.startswith("audio_seconds:")]
+        dur = float(secs[0].split()[1]) if secs else -1
+        check(name + " on standard input decodes to 11 s, the same text",
+              rc == 0 and abs(dur - 11.0) < 0.1 and out2 == out,
+              "rc %d, %.3f s: %s\n%r\n%r" % (rc, dur, err[-300:], out, out2))
+    with tempfile.TemporaryFile() as f:
+        f.write(b"these bytes are no audio file at all\n" * 20)
+        f.seek(0)
+        rc, out, err = run(["-"], env, stdin=f)
+    check("no audio on standard input: exit 1, both readers' reasons",
+          rc == 1 and "standard input" in err and "RIFF" in err
+          and "decode" in err, "rc %d: %s" % (rc, err))
 
     print("1..%d" % len(tests))
     failed = 0

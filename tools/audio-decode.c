@@ -82,24 +82,21 @@ wk_audio_decode_end (void)
   gst_started = FALSE;
 }
 
-wk_status
-wk_audio_decode (const char *path, wk_wav * wav, char *err, size_t err_size)
+/* src: a source element, not yet in a bin (floating): it is sunk here.
+ * bytes/size: pushed into src (an appsrc) once the pipeline runs, then
+ * end-of-stream; NULL for a source that reads by itself. */
+static wk_status
+decode_from (GstElement * src, const void *bytes, size_t size,
+    const char *name, wk_wav * wav, char *err, size_t err_size)
 {
-  GstElement *pipeline, *src, *dec, *conv, *res, *filter, *sink;
+  GstElement *pipeline, *dec, *conv, *res, *filter, *sink;
   GstCaps *caps;
   GstBus *bus;
   GstMessage *msg;
   decode_state ds = { 0 };
   wk_status st = WK_OK;
 
-  memset (wav, 0, sizeof *wav);
-  if (!gst_init_check (NULL, NULL, NULL)) {
-    snprintf (err, err_size, "%s: GStreamer cannot start", path);
-    return WK_ERR_UNSUPPORTED;
-  }
-  gst_started = TRUE;
   pipeline = gst_pipeline_new ("decode");
-  src = gst_element_factory_make ("filesrc", NULL);
   dec = gst_element_factory_make ("decodebin", NULL);
   conv = gst_element_factory_make ("audioconvert", NULL);
   res = gst_element_factory_make ("audioresample", NULL);
@@ -108,7 +105,7 @@ wk_audio_decode (const char *path, wk_wav * wav, char *err, size_t err_size)
   if (!pipeline || !src || !dec || !conv || !res || !filter || !sink) {
     snprintf (err, err_size, "%s: not a 16 kHz WAV file, and GStreamer's "
         "decodebin, audioconvert and audioresample (gst-plugins-base) are "
-        "not installed to decode it", path);
+        "not installed to decode it", name);
     if (pipeline)
       gst_object_unref (pipeline);
     /* elements not yet in a bin are floating */
@@ -126,7 +123,6 @@ wk_audio_decode (const char *path, wk_wav * wav, char *err, size_t err_size)
       gst_object_unref (gst_object_ref_sink (sink));
     return WK_ERR_UNSUPPORTED;
   }
-  g_object_set (src, "location", path, NULL);
   caps = gst_caps_from_string (DECODE_CAPS);
   g_object_set (filter, "caps", caps, NULL);
   gst_caps_unref (caps);
@@ -143,6 +139,17 @@ wk_audio_decode (const char *path, wk_wav * wav, char *err, size_t err_size)
   bus = gst_element_get_bus (pipeline);
   /* a failure posts its reason on the bus */
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  if (bytes) {
+    /* the whole file as one buffer that borrows the caller's bytes (the
+     * pipeline is stopped before this returns), then end-of-stream */
+    GstBuffer *buf = gst_buffer_new_wrapped_full (GST_MEMORY_FLAG_READONLY,
+        (gpointer) bytes, size, 0, size, NULL, NULL);
+    GstFlowReturn fr = GST_FLOW_OK;
+
+    g_signal_emit_by_name (src, "push-buffer", buf, &fr);
+    gst_buffer_unref (buf);
+    g_signal_emit_by_name (src, "end-of-stream", &fr);
+  }
   msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
       GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
   if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
@@ -150,16 +157,16 @@ wk_audio_decode (const char *path, wk_wav * wav, char *err, size_t err_size)
     gchar *debug = NULL;
 
     gst_message_parse_error (msg, &error, &debug);
-    snprintf (err, err_size, "%s: cannot decode it: %s", path,
+    snprintf (err, err_size, "%s: cannot decode it: %s", name,
         error ? error->message : "unknown error");
     g_clear_error (&error);
     g_free (debug);
     st = WK_ERR_FORMAT;
   } else if (ds.failed) {
-    snprintf (err, err_size, "%s: out of memory decoding it", path);
+    snprintf (err, err_size, "%s: out of memory decoding it", name);
     st = WK_ERR_NOMEM;
   } else if (ds.channels == 0) {
-    snprintf (err, err_size, "%s: no audio in it", path);
+    snprintf (err, err_size, "%s: no audio in it", name);
     st = WK_ERR_FORMAT;
   }
   if (msg)
@@ -176,4 +183,50 @@ wk_audio_decode (const char *path, wk_wav * wav, char *err, size_t err_size)
   wav->rate = WK_SAMPLE_RATE;
   wav->channels = ds.channels;
   return WK_OK;
+}
+
+static gboolean
+start_gst (const char *name, wk_wav * wav, char *err, size_t err_size)
+{
+  memset (wav, 0, sizeof *wav);
+  if (!gst_init_check (NULL, NULL, NULL)) {
+    snprintf (err, err_size, "%s: GStreamer cannot start", name);
+    return FALSE;
+  }
+  gst_started = TRUE;
+  return TRUE;
+}
+
+wk_status
+wk_audio_decode (const char *path, wk_wav * wav, char *err, size_t err_size)
+{
+  GstElement *src;
+
+  if (!start_gst (path, wav, err, err_size))
+    return WK_ERR_UNSUPPORTED;
+  src = gst_element_factory_make ("filesrc", NULL);
+  if (src)
+    g_object_set (src, "location", path, NULL);
+  return decode_from (src, NULL, 0, path, wav, err, err_size);
+}
+
+wk_status
+wk_audio_decode_bytes (const void *data, size_t size, const char *name,
+    wk_wav * wav, char *err, size_t err_size)
+{
+  GstElement *src;
+
+  if (!start_gst (name, wav, err, err_size))
+    return WK_ERR_UNSUPPORTED;
+  if (size == 0) {
+    snprintf (err, err_size, "%s: empty", name);
+    return WK_ERR_FORMAT;
+  }
+  src = gst_element_factory_make ("appsrc", NULL);
+  if (src)
+    /* a byte stream of known size; the one buffer goes in whatever
+     * appsrc's queue limit */
+    g_object_set (src, "size", (gint64) size, "format", GST_FORMAT_BYTES,
+        "max-bytes", (guint64) size, "block", FALSE, NULL);
+  return decode_from (src, data, size, name, wav, err, err_size);
 }

@@ -105,7 +105,7 @@ usage (FILE * f)
       "usage: " PROGRAM " [OPTION...] FILE...\n"
       "\n"
       "Transcribes an audio file: WAV, or anything GStreamer decodes (FLAC,\n"
-      "MP3, Opus, ...; \"-\" reads a WAV file from standard input).\n"
+      "MP3, Opus, ...; \"-\" reads any of them from standard input).\n"
       "Several files are transcribed one after the other with one model\n"
       "load, as txt (each after a \"==> FILE <==\" line) or json (one\n"
       "document per file, with \"file\"). On a terminal a progress line\n"
@@ -458,7 +458,7 @@ parse_int (const char *s, int min, int max, int *out)
 /* One input file and what to do with it. */
 typedef struct
 {
-  const char *path;             /* "-": a WAV file on standard input */
+  const char *path;             /* "-": standard input */
   int several;                  /* one of several files: name it */
   int offset_ms, duration_ms;   /* --offset, --duration (-1: all) */
   int stats;
@@ -513,8 +513,23 @@ join_speech (wk_vad * vad, const float *pcm, size_t n, float **out,
   return 0;
 }
 
+/* err = "<wav_err>; <why GStreamer failed>": one message naming the
+ * input once (GStreamer's message starts with "<name>: "). */
+static void
+join_errors (char *err, size_t err_size, const char *wav_err, const char *name)
+{
+  size_t n = strlen (name);
+  const char *why = strncmp (err, name, n) == 0
+      && !strncmp (err + n, ": ", 2) ? err + n + 2 : err;
+  char gst_err[512];
+
+  snprintf (gst_err, sizeof gst_err, "%s", why);
+  if (snprintf (err, err_size, "%s; %s", wav_err, gst_err) >= (int) err_size)
+    err[err_size - 2] = '.';    /* cut */
+}
+
 /* Reads the job's audio into wav: a WAV file, or anything GStreamer
- * decodes. Prints what went wrong. */
+ * decodes (from standard input too). Prints what went wrong. */
 static int
 read_audio (const job * jb, wk_wav * wav)
 {
@@ -531,6 +546,19 @@ read_audio (const job * jb, wk_wav * wav)
       return -1;
     }
     st = wk_wav_parse (data, size, wav, err, sizeof err);
+    if ((st == WK_OK && wav->rate != WK_SAMPLE_RATE) || st == WK_ERR_FORMAT
+        || st == WK_ERR_UNSUPPORTED) {
+      /* not a 16 kHz WAV file: anything GStreamer decodes */
+      char wav_err[512];
+      wk_status wav_st = st;
+
+      snprintf (wav_err, sizeof wav_err, "%s", err);
+      wk_wav_clear (wav);
+      st = wk_audio_decode_bytes (data, size, "standard input", wav, err,
+          sizeof err);
+      if (st != WK_OK && wav_st != WK_OK)
+        join_errors (err, sizeof err, wav_err, "standard input");
+    }
     free (data);
   } else {
     st = wk_wav_read (jb->path, wav, err, sizeof err);
@@ -543,24 +571,15 @@ read_audio (const job * jb, wk_wav * wav)
       snprintf (wav_err, sizeof wav_err, "%s", err);
       wk_wav_clear (wav);
       st = wk_audio_decode (jb->path, wav, err, sizeof err);
-      if (st != WK_OK && wav_st != WK_OK) {
-        /* one message naming the file once: the WAV reader's, and why
-         * GStreamer could not decode it either */
-        size_t n = strlen (jb->path);
-        const char *why = strncmp (err, jb->path, n) == 0
-            && !strncmp (err + n, ": ", 2) ? err + n + 2 : err;
-        char gst_err[sizeof err];
-        snprintf (gst_err, sizeof gst_err, "%s", why);
-        if (snprintf (err, sizeof err, "%s; %s", wav_err, gst_err)
-            >= (int) sizeof err)
-          err[sizeof err - 2] = '.';    /* cut */
-      }
+      if (st != WK_OK && wav_st != WK_OK)
+        join_errors (err, sizeof err, wav_err, jb->path);
     }
   }
   if (st != WK_OK) {
     /* the readers' messages name the file already */
-    fprintf (stderr, PROGRAM ": %s%s\n", strcmp (jb->path, "-") ? "" :
-        "standard input: ", err);
+    fprintf (stderr, PROGRAM ": %s%s\n", strcmp (jb->path, "-")
+        || !strncmp (err, "standard input: ", 16) ? "" : "standard input: ",
+        err);
     return -1;
   }
   if (wav->rate != WK_SAMPLE_RATE) {
