@@ -3,7 +3,9 @@
 //
 // Transcribes a 16 kHz WAV file with the WebAssembly engine and prints one
 // line per segment, as whisperknot-transcribe does (plain text). Options,
-// as whisperknot-transcribe's: -b N (beam size, 1 = greedy), -l LANG,
+// as whisperknot-transcribe's: -b N (beam size; default 1, greedy: the
+// WebAssembly engine runs on one thread, where five beams cost about three
+// times the decoding; whisperknot-transcribe's default is 5), -l LANG,
 // --latency MS (the live policy), --stats (timings on standard error).
 import { readFile } from 'node:fs/promises';
 import { Whisperknot, WhisperknotError } from './whisperknot.mjs';
@@ -17,7 +19,7 @@ function usage(code) {
   process.exit(code);
 }
 
-const args = process.argv.slice(2), pos = [], params = {};
+const args = process.argv.slice(2), pos = [], params = { beamSize: 1 };
 let stats = false;
 for (let i = 0; i < args.length; i++) {
   const a = args[i];

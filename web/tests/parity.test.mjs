@@ -46,6 +46,18 @@ before(async () => {
 
 const skip = transcribe ? false : 'no native build (set WK_NATIVE_BUILD)';
 
+// The command-line check: web/transcribe.mjs (greedy by default) prints
+// what whisperknot-transcribe -b 1 prints for the same file.
+test('node web/transcribe.mjs prints the text of whisperknot-transcribe -b 1', { skip }, () => {
+  const here = path.dirname(new URL(import.meta.url).pathname);
+  const js = execFileSync(process.execPath, [path.join(here, '..', 'transcribe.mjs'), defaultModel, sampleWav],
+    { encoding: 'utf8', maxBuffer: 1 << 24, env: process.env });
+  const native = execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', sampleWav],
+    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'] });
+  assert.ok(native.trim().length > 0);
+  assert.equal(js, native);
+});
+
 test('default model, sample.wav: the native tokens', { skip }, async () => {
   const native = nativeSegments(defaultModel, sampleWav);
   assert.ok(native.length > 0);
