@@ -7,7 +7,7 @@
  * whisper.cpp is committed here.
  *
  *   wk-whispercpp-stages -m MODEL.bin -a AUDIO.f32 -t THREADS -r RUNS \
- *       [-p PAST] [-s STEPS]
+ *       [-p PAST] [-s STEPS] [-e]
  *
  * AUDIO.f32 is raw native-endian float32 mono 16 kHz samples (whisperknot-
  * bench writes it from the WAV). The first 30 s of it (zero-padded) is the
@@ -20,7 +20,15 @@
  *                       calls at n_past = PAST .. PAST+STEPS-1 (the KV cache
  *                       is first filled with PAST tokens in one call)
  *
- * and once "WKB load_ms X". Logging from whisper.cpp is silenced.
+ * and once "WKB load_ms X". With -e, each run is instead one whisper_full
+ * over the whole audio (greedy, the library's other defaults, as
+ * whisper-cli -bs 1 -bo 1), printed as
+ *
+ *   WKB full_ms X       wall time of whisper_full
+ *   WKB text T          the segments' text, joined (last run only)
+ *
+ * The same program is built for WebAssembly by tools/whispercpp-wasm-
+ * build.sh (then run by Node.js). Logging from whisper.cpp is silenced.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -95,14 +103,14 @@ static void
 usage (void)
 {
   fprintf (stderr, "usage: wk-whispercpp-stages -m MODEL.bin -a AUDIO.f32 "
-      "[-t THREADS] [-r RUNS] [-p PAST] [-s STEPS]\n");
+      "[-t THREADS] [-r RUNS] [-p PAST] [-s STEPS] [-e]\n");
 }
 
 int
 main (int argc, char **argv)
 {
   const char *model_path = NULL, *audio_path = NULL;
-  int n_threads = 2, n_runs = 5, n_past = 96, n_steps = 32;
+  int n_threads = 2, n_runs = 5, n_past = 96, n_steps = 32, full = 0;
   struct whisper_context_params cparams;
   struct whisper_context *ctx;
   whisper_token *tokens;
@@ -115,6 +123,10 @@ main (int argc, char **argv)
     const char *a = argv[i];
     int bad = 0;
 
+    if (strcmp (a, "-e") == 0) {
+      full = 1;
+      continue;
+    }
     if (i + 1 >= argc) {
       usage ();
       return 2;
@@ -165,6 +177,32 @@ main (int argc, char **argv)
     return 1;
   }
   printf ("WKB load_ms %.3f\n", now_ms () - t0);
+
+  if (full) {
+    struct whisper_full_params fp =
+        whisper_full_default_params (WHISPER_SAMPLING_GREEDY);
+
+    fp.n_threads = n_threads;
+    fp.print_progress = false;
+    fp.print_realtime = false;
+    fp.print_timestamps = false;
+    fp.print_special = false;
+    for (r = 0; r < n_runs; r++) {
+      t0 = now_ms ();
+      if (whisper_full (ctx, fp, audio, (int) n_audio) != 0)
+        goto failed;
+      printf ("WKB full_ms %.3f\n", now_ms () - t0);
+      fflush (stdout);
+    }
+    printf ("WKB text");
+    for (i = 0; i < whisper_full_n_segments (ctx); i++)
+      printf ("%s", whisper_full_get_segment_text (ctx, i));
+    printf ("\n");
+    whisper_free (ctx);
+    free (window);
+    free (audio);
+    return 0;
+  }
 
   n_text_ctx = whisper_n_text_ctx (ctx);
   n_vocab = whisper_n_vocab (ctx);

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // node web/bench.mjs [MODEL.knot] [FILE.wav] [-b N] [--runs N]
+//                    [--whispercpp STAGES.js --ggml MODEL.bin]
 //
 // The WebAssembly engine (in this Node.js) against the native engine (one
 // thread, the build's whisperknot-transcribe: $WK_NATIVE_BUILD, else
@@ -7,17 +8,34 @@
 // encoder window, the decoder step, end to end, and the real-time factor,
 // side by side with their ratios. Figures only, no assertions; the best of
 // --runs (default 3) runs of each, as the machine may be busy.
+//
+// With --whispercpp, also whisper.cpp's own WebAssembly build (the
+// wk-whispercpp-stages.js that tools/whispercpp-wasm-build.sh makes) on
+// MODEL.bin, the ggml file the knot was converted from, in the same
+// Node.js, one thread, greedy: whisper_full over the same audio (end to
+// end), its encoder on a 30 s window and its decoder step (positions 16 to
+// 47, about where a segment's tokens are), as column "whisper.cpp wasm"
+// with the ratio whisper.cpp / ours (run with --no-experimental-fetch: see
+// tools/whispercpp-wasm-build.sh).
 import { execFileSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Whisperknot } from './whisperknot.mjs';
 import { defaultModel, nativeTool, sampleWav } from './tests/helpers.mjs';
 
 const args = process.argv.slice(2), pos = [];
-let beam = 1, runs = 3;
+let beam = 1, runs = 3, wcpp = null, ggml = null;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '-b') beam = parseInt(args[++i], 10);
   else if (args[i] === '--runs') runs = parseInt(args[++i], 10);
+  else if (args[i] === '--whispercpp') wcpp = args[++i];
+  else if (args[i] === '--ggml') ggml = args[++i];
   else pos.push(args[i]);
+}
+if (wcpp && !ggml) {
+  process.stderr.write('bench.mjs: --whispercpp needs --ggml MODEL.bin (the same model as ggml)\n');
+  process.exit(2);
 }
 const model = pos[0] ?? defaultModel, wav = pos[1] ?? sampleWav;
 
@@ -53,6 +71,31 @@ const exe = nativeTool('tools/whisperknot-transcribe');
 const n = [];
 if (exe) for (let i = 0; i < runs; i++) n.push(nativeStats(exe));
 
+// whisper.cpp's wasm build: WKB lines, best of the runs
+function whispercppStages(extra) {
+  const f32 = path.join(os.tmpdir(), `wk-bench-${process.pid}.f32`);
+  writeFileSync(f32, new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength));
+  try {
+    const out = execFileSync(process.execPath, ['--no-experimental-fetch', wcpp, '-m', ggml, '-a', f32, '-t', '1', '-r', String(runs), ...extra],
+      { encoding: 'utf8', maxBuffer: 1 << 24 });
+    const kv = {};
+    for (const l of out.split('\n')) {
+      const m = /^WKB (\S+) ?(.*)$/.exec(l);
+      if (!m) continue;
+      if (m[1] === 'text') kv.text = m[2].trim();
+      else kv[m[1]] = Math.min(kv[m[1]] ?? Infinity, +m[2]);
+    }
+    return kv;
+  } finally {
+    unlinkSync(f32);
+  }
+}
+let c = null;
+if (wcpp) {
+  const full = whispercppStages(['-e']), st = whispercppStages(['-p', '16', '-s', '32']);
+  c = { wall: full.full_ms / 1000, enc: st.encoder_ms / 1000, dec: st.decstep_ms / 1000, text: full.text };
+}
+
 const audio = samples.length / 16000;
 const wasmSize = statSync(new URL('./whisperknot.wasm', import.meta.url)).size;
 console.log(`model: ${model} (${(m.info.fileBytes / 1e6).toFixed(1)} MB), audio: ${wav} (${audio.toFixed(2)} s), beam ${beam}, best of ${runs}`);
@@ -61,14 +104,20 @@ const rows = [
   ['encoder window (s)', 'enc'], ['decoder step (ms)', 'dec', 1000], ['mel (s)', 'mel'],
   ['encoder total (s)', 'encTotal'], ['decoder total (s)', 'decTotal'], ['end to end (s)', 'wall'],
 ];
-console.log('figure'.padEnd(22) + 'wasm'.padStart(10) + 'native'.padStart(10) + 'wasm/native'.padStart(13));
+if (c) console.log(`whisper.cpp wasm: ${wcpp} on ${ggml}, 1 thread, greedy`);
+const cpp = (key) => (c && c[key] !== undefined && Number.isFinite(c[key]) ? c[key] : null);
+console.log('figure'.padEnd(22) + 'wasm'.padStart(10) + 'native'.padStart(10) + 'wasm/native'.padStart(13) +
+  (c ? 'whisper.cpp wasm'.padStart(18) + 'w.cpp/wasm'.padStart(12) : ''));
 for (const [name, key, scale = 1] of rows) {
-  const a = best(w, key) * scale, b = n.length ? best(n, key) * scale : NaN;
+  const a = best(w, key) * scale, b = n.length ? best(n, key) * scale : NaN, x = cpp(key);
   console.log(name.padEnd(22) + a.toFixed(3).padStart(10) + (n.length ? b.toFixed(3) : '-').padStart(10) +
-    (n.length ? (a / b).toFixed(2) + 'x' : '-').padStart(13));
+    (n.length ? (a / b).toFixed(2) + 'x' : '-').padStart(13) +
+    (c ? (x !== null ? (x * scale).toFixed(3) : '-').padStart(18) + (x !== null ? (x * scale / a).toFixed(2) + 'x' : '-').padStart(12) : ''));
 }
 const rtfW = best(w, 'wall') / audio, rtfN = n.length ? best(n, 'wall') / audio : NaN;
 console.log('real-time factor'.padEnd(22) + rtfW.toFixed(4).padStart(10) + (n.length ? rtfN.toFixed(4) : '-').padStart(10) +
-  (n.length ? (rtfW / rtfN).toFixed(2) + 'x' : '-').padStart(13));
+  (n.length ? (rtfW / rtfN).toFixed(2) + 'x' : '-').padStart(13) +
+  (c ? (c.wall / audio).toFixed(4).padStart(18) + (c.wall / audio / rtfW).toFixed(2).concat('x').padStart(12) : ''));
 console.log(`text (wasm): ${w[0].text}`);
+if (c) console.log(`text (whisper.cpp wasm): ${c.text}`);
 m.free();
