@@ -1944,7 +1944,8 @@ gst_whisperknot_add_text_meta (GstWhisperKnot * self, GstBuffer * buf,
 }
 
 static GstFlowReturn
-gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
+gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg,
+    gboolean finished)
 {
   GstClockTime start, end, limit;
   GstBuffer *buf;
@@ -1988,12 +1989,19 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
   /* a word the model gave no time of its own, or that the clamps above
    * squeezed, still shows for one Whisper timestamp step, within the
    * audio (moved earlier when it sits at the end, but never before what
-   * was pushed) */
+   * was pushed). Where no room is left while more audio is to come (a
+   * live word committed right at the end of what the engine heard, after
+   * a word that ends there) it reaches that far past the audio fed, so
+   * that no caption cue lasts 0; the next word starts after it. Only at
+   * the end of the stream, for words the model put at or after the end
+   * of the audio, is there no time left to give. */
   if (end < start + MIN_TEXT_DURATION) {
     if (start + MIN_TEXT_DURATION > limit && limit >= MIN_TEXT_DURATION)
       start = MAX (limit - MIN_TEXT_DURATION, GST_CLOCK_TIME_IS_VALID
           (self->out_pos) ? self->out_pos : 0);
-    end = MIN (start + MIN_TEXT_DURATION, MAX (limit, start));
+    end = start + MIN_TEXT_DURATION;
+    if (finished)
+      end = MIN (end, MAX (limit, start));
   }
 
   GST_BUFFER_PTS (buf) = start;
@@ -2225,7 +2233,7 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
     if (segs[i].utterance_end)
       ret = gst_whisperknot_push_utterance_end (self, &segs[i]);
     else
-      ret = gst_whisperknot_push_segment (self, &segs[i]);
+      ret = gst_whisperknot_push_segment (self, &segs[i], finished);
   }
   if (ret != GST_FLOW_OK)
     return ret;
