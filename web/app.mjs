@@ -8,6 +8,11 @@ const LATENCY_MS = +(params.get('latency') ?? 2000);
 const $ = (id) => document.getElementById(id);
 const worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
 let ctx = null, source = null, node = null, stream = null, clockOffsetMs = 0;
+// the capture time (engine clock, s) of the live stream's first sample, and
+// how far behind the speech each shown partial was: now minus the capture
+// time of the end of its last word
+let firstDue = null;
+const partialLags = [];
 let lineEl = $('line');
 const partialEl = $('partial');
 
@@ -67,9 +72,19 @@ worker.onmessage = ({ data: m }) => {
       if (w.utteranceEnd) newLine();
       else lineEl.textContent += (lineEl.textContent && w.spaceBefore ? ' ' : '') + w.text;
     }
-    partialEl.textContent = m.partial.map((w, i) =>
+    const shown = m.partial.map((w, i) =>
       ((i > 0 || lineEl.textContent) && w.spaceBefore ? ' ' : '') + w.text).join('');
-    showStats(m.stats);
+    if (shown && shown !== partialEl.textContent && firstDue !== null) {
+      const lag = (performance.timeOrigin + performance.now()) / 1000 - (firstDue + m.partial.at(-1).end / 16000);
+      partialLags.push(lag);
+      if (partialLags.length > 10000) partialLags.shift();
+    }
+    partialEl.textContent = shown;
+    const sorted = [...partialLags].sort((a, b) => a - b);
+    const q = (f) => sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))];
+    showStats(m.stats, sorted.length ? { 'partial lag (median / 95%)': `${q(0.5).toFixed(2)} / ${q(0.95).toFixed(2)} s` } : {});
+    // for tests and tools: how far behind the speech partials were shown
+    if (sorted.length) document.body.dataset.partialLag = JSON.stringify({ n: sorted.length, median: q(0.5), p95: q(0.95), first: partialLags[0] });
     // for tests and tools: the engine's own word delays
     document.body.dataset.maxDelay = m.stats.maxDelaySeconds;
     if (m.final) status('Stopped.');
@@ -104,9 +119,12 @@ async function startMic() {
     syncClock();
     // capture time on the engine's clock (whisperknot.mjs clockSeconds)
     const due = (performance.timeOrigin + data.due * 1000 + clockOffsetMs) / 1000;
+    if (firstDue === null) firstDue = due;
     worker.postMessage({ type: 'audio', samples: data.samples, due }, [data.samples.buffer]);
   };
   source.connect(node);
+  firstDue = null;
+  partialLags.length = 0;
   worker.postMessage({ type: 'live', latencyMs: LATENCY_MS });
   newLine();
   $('mic').textContent = 'Stop';

@@ -12,7 +12,7 @@ function post(type, data = {}) { self.postMessage({ type, ...data }); }
 
 function words(stream) {
   const committed = stream.take().map((s) => ({ text: s.text, start: s.start, end: s.end, utteranceEnd: s.utteranceEnd, spaceBefore: s.spaceBefore }));
-  const partial = stream.partial().map((s) => ({ text: s.text, stability: s.stability, spaceBefore: s.spaceBefore }));
+  const partial = stream.partial().map((s) => ({ text: s.text, end: s.end, stability: s.stability, spaceBefore: s.spaceBefore }));
   return { committed, partial, stats: stream.stats() };
 }
 

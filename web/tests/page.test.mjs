@@ -77,6 +77,12 @@ test('live captions from a fake microphone become the sample text', { skip: !chr
   assert.match(stats, /real-time factor/);
   t.diagnostic(`page stats: ${stats}`);
   t.diagnostic(`from the microphone's start: first partial ${firstPartial} s, first committed word ${firstWord} s`);
+  // the page's own measure: how far behind the speech (the end of its last
+  // word's audio) each partial was when shown
+  const lag = JSON.parse((await page.getAttribute('body', 'data-partial-lag')) ?? 'null');
+  assert.ok(lag && lag.n > 0, 'the page measured its partials');
+  t.diagnostic(`partials behind the speech: median ${lag.median.toFixed(2)} s, 95% ${lag.p95.toFixed(2)} s, ` +
+    `first ${lag.first.toFixed(2)} s, over ${lag.n} updates`);
   // The live policy aims at latency (2 s) from a word's end to its
   // commit; on a loaded 2-core machine (the engine near real time) runs
   // come late and so do some words (seen: 5.7 s). A stalled pipeline is
