@@ -535,49 +535,38 @@ read_audio (const job * jb, wk_wav * wav)
 {
   char err[512] = "";
   wk_status st;
+  bool from_stdin = !strcmp (jb->path, "-");
+  const char *name = from_stdin ? "standard input" : jb->path;
+  unsigned char *data = NULL;   /* standard input's bytes */
+  size_t size = 0;
 
-  if (!strcmp (jb->path, "-")) {
-    unsigned char *data;
-    size_t size;
-
+  if (from_stdin) {
     if (read_all (stdin, &data, &size) < 0) {
       fprintf (stderr, PROGRAM ": cannot read standard input: %s\n",
           strerror (errno));
       return -1;
     }
     st = wk_wav_parse (data, size, wav, err, sizeof err);
-    if ((st == WK_OK && wav->rate != WK_SAMPLE_RATE) || st == WK_ERR_FORMAT
-        || st == WK_ERR_UNSUPPORTED) {
-      /* not a 16 kHz WAV file: anything GStreamer decodes */
-      char wav_err[512];
-      wk_status wav_st = st;
-
-      snprintf (wav_err, sizeof wav_err, "%s", err);
-      wk_wav_clear (wav);
-      st = wk_audio_decode_bytes (data, size, "standard input", wav, err,
-          sizeof err);
-      if (st != WK_OK && wav_st != WK_OK)
-        join_errors (err, sizeof err, wav_err, "standard input");
-    }
-    free (data);
   } else {
     st = wk_wav_read (jb->path, wav, err, sizeof err);
-    if ((st == WK_OK && wav->rate != WK_SAMPLE_RATE) || st == WK_ERR_FORMAT
-        || st == WK_ERR_UNSUPPORTED) {
-      /* not a 16 kHz WAV file: anything GStreamer decodes */
-      char wav_err[512];
-      wk_status wav_st = st;
-
-      snprintf (wav_err, sizeof wav_err, "%s", err);
-      wk_wav_clear (wav);
-      st = wk_audio_decode (jb->path, wav, err, sizeof err);
-      if (st != WK_OK && wav_st != WK_OK)
-        join_errors (err, sizeof err, wav_err, jb->path);
-    }
   }
+  if ((st == WK_OK && wav->rate != WK_SAMPLE_RATE) || st == WK_ERR_FORMAT
+      || st == WK_ERR_UNSUPPORTED) {
+    /* not a 16 kHz WAV file: anything GStreamer decodes */
+    char wav_err[512];
+    wk_status wav_st = st;
+
+    snprintf (wav_err, sizeof wav_err, "%s", err);
+    wk_wav_clear (wav);
+    st = from_stdin ? wk_audio_decode_bytes (data, size, name, wav, err,
+        sizeof err) : wk_audio_decode (jb->path, wav, err, sizeof err);
+    if (st != WK_OK && wav_st != WK_OK)
+      join_errors (err, sizeof err, wav_err, name);
+  }
+  free (data);
   if (st != WK_OK) {
     /* the readers' messages name the file already */
-    fprintf (stderr, PROGRAM ": %s%s\n", strcmp (jb->path, "-")
+    fprintf (stderr, PROGRAM ": %s%s\n", !from_stdin
         || !strncmp (err, "standard input: ", 16) ? "" : "standard input: ",
         err);
     return -1;
