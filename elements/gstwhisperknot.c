@@ -1991,17 +1991,17 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg,
    * audio (moved earlier when it sits at the end, but never before what
    * was pushed). Where no room is left while more audio is to come (a
    * live word committed right at the end of what the engine heard, after
-   * a word that ends there) it reaches that far past the audio fed, so
-   * that no caption cue lasts 0; the next word starts after it. Only at
-   * the end of the stream, for words the model put at or after the end
-   * of the audio, is there no time left to give. */
+   * a word that ends there) it may reach one step past the audio fed, so
+   * that its caption cue does not last 0; the next word starts after it.
+   * Never further: the audio fed may be all there is. Only words squeezed
+   * in after that, or put at the end of the stream at or after the end of
+   * the audio, have no time left to give. */
   if (end < start + MIN_TEXT_DURATION) {
     if (start + MIN_TEXT_DURATION > limit && limit >= MIN_TEXT_DURATION)
       start = MAX (limit - MIN_TEXT_DURATION, GST_CLOCK_TIME_IS_VALID
           (self->out_pos) ? self->out_pos : 0);
-    end = start + MIN_TEXT_DURATION;
-    if (finished)
-      end = MIN (end, MAX (limit, start));
+    end = MIN (start + MIN_TEXT_DURATION, MAX (limit + (finished ? 0 :
+                MIN_TEXT_DURATION), start));
   }
 
   GST_BUFFER_PTS (buf) = start;
