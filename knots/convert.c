@@ -935,6 +935,18 @@ usage (FILE * f)
       "policy's context\n");
 }
 
+/* The value of option opt when it is one of its two choices; else says
+ * so and returns NULL. */
+static const char *
+choice_arg (const char *opt, const char *value, const char *a, const char *b)
+{
+  if (!strcmp (value, a) || !strcmp (value, b))
+    return value;
+  fprintf (stderr, "whisperknot-convert: %s is %s or %s, got '%s'\n", opt, a,
+      b, value);
+  return NULL;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -994,26 +1006,17 @@ main (int argc, char **argv)
       }
       max_text_ctx = (int) v;
     } else if (!strcmp (a, "--pad-window") && i + 1 < argc) {
-      pad_window = argv[++i];
-      if (strcmp (pad_window, "zeros") && strcmp (pad_window, "silence")) {
-        fprintf (stderr, "whisperknot-convert: --pad-window is zeros or "
-            "silence, got '%s'\n", pad_window);
+      if (!(pad_window = choice_arg (a, argv[++i], "zeros", "silence"))) {
         free (keep);
         return 2;
       }
     } else if (!strcmp (a, "--timestamp-rule") && i + 1 < argc) {
-      ts_rule = argv[++i];
-      if (strcmp (ts_rule, "sum") && strcmp (ts_rule, "max")) {
-        fprintf (stderr, "whisperknot-convert: --timestamp-rule is sum or "
-            "max, got '%s'\n", ts_rule);
+      if (!(ts_rule = choice_arg (a, argv[++i], "sum", "max"))) {
         free (keep);
         return 2;
       }
     } else if (!strcmp (a, "--live-audio-ctx") && i + 1 < argc) {
-      live_ctx = argv[++i];
-      if (strcmp (live_ctx, "full") && strcmp (live_ctx, "short")) {
-        fprintf (stderr, "whisperknot-convert: --live-audio-ctx is full or "
-            "short, got '%s'\n", live_ctx);
+      if (!(live_ctx = choice_arg (a, argv[++i], "full", "short"))) {
         free (keep);
         return 2;
       }

@@ -62,8 +62,8 @@ wkw_model_info (const wk_model * model, double *out)
 }
 
 /* wk_stream_new with wk_stream_default_params () changed by the arguments;
- * a negative number (or NaN) keeps the default (audio_ctx: below -2). One thread: the module has
- * none to start. */
+ * a negative number (or NaN) keeps the default (audio_ctx: below -2).
+ * One thread: the module has none to start. */
 wk_status
 wkw_stream_new (wk_model * model, const char *language, int translate,
     int beam_size, int latency_ms, int use_vad, float vad_threshold,
