@@ -1026,7 +1026,7 @@ parse_heads (const char *spec, const int32_t * hp, uint32_t * v, int *n,
       goto bad;
     p = end + 1;
     h = strtol (p, &end, 10);
-    if (end == p || (*end && *end != ',') || h < 0)
+    if (end == p || (*end && *end != ',') || h < 0 || (*end == ',' && !end[1]))
       goto bad;
     p = *end ? end + 1 : end;
     if (l >= hp[HP_TLAYER] || h >= hp[HP_THEAD]) {
