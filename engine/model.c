@@ -1149,6 +1149,7 @@ wk_model_get_info (const wk_model * model, wk_model_info * info)
       model->max_text_ctx : model->hp.n_text_ctx / 2 - 1;
   info->n_params = model->n_params;
   info->file_bytes = wk_knot_size (model->knot);
+  info->n_alignment_heads = model->n_align_heads;
 }
 
 /* ---- the encoder's input window ---------------------------------------- */

@@ -506,7 +506,7 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
     if (k + nt <= T1
         && wk_align_segment (ctx, ids, nt, f0, f1, offset, start, end)) {
       for (i = 0; i < nt; i++) {
-        wk_token *t = (wk_token *) & seg->tokens[i];
+        wk_token *t = &s->toks[s->n_toks - nt + i];
         t->start = offset + (int64_t) f0[i] * WK_ALIGN_POS_SAMPLES;
         t->end = offset + (int64_t) f1[i] * WK_ALIGN_POS_SAMPLES;
         if (t->start < start)

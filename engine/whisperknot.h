@@ -144,6 +144,10 @@ typedef struct
   int max_prompt_tokens;
   uint64_t n_params;            /* weights in the file */
   uint64_t file_bytes;          /* bytes mapped */
+  /* decoder heads word times come from (wk_stream_params.word_times): its
+   * knot's whisperknot.alignment_heads, or all heads of the last half of
+   * the decoder layers without the key; 0: none (byte-share times) */
+  int n_alignment_heads;
 } wk_model_info;
 
 WK_API void wk_model_get_info (const wk_model * model, wk_model_info * info);

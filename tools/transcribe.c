@@ -133,6 +133,9 @@ usage (FILE * f)
       "                        times stay those of the file\n"
       "      --no-fallback     no temperature fallback: deterministic\n"
       "                        decoding at temperature 0 (whisper.cpp's -nf)\n"
+      "      --no-word-times   word and token times shared out over each\n"
+      "                        segment by byte length, not taken from the\n"
+      "                        model's alignment heads (faster, rougher)\n"
       "      --latency MS      live policy with this target delay (default\n"
       "                        0: 30 s windows); one line or cue per\n"
       "                        utterance\n"
@@ -715,6 +718,7 @@ enum
   OPT_TOKENS,
   OPT_STATS,
   OPT_NO_FALLBACK,
+  OPT_NO_WORD_TIMES,
   OPT_MAX_CONTEXT,
   OPT_PROMPT,
   OPT_OFFSET,
@@ -733,6 +737,7 @@ main (int argc, char **argv)
     {"threads", required_argument, NULL, 't'},
     {"beam-size", required_argument, NULL, 'b'},
     {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
+    {"no-word-times", no_argument, NULL, OPT_NO_WORD_TIMES},
     {"max-context", required_argument, NULL, OPT_MAX_CONTEXT},
     {"prompt", required_argument, NULL, OPT_PROMPT},
     {"offset", required_argument, NULL, OPT_OFFSET},
@@ -784,6 +789,9 @@ main (int argc, char **argv)
         break;
       case OPT_NO_FALLBACK:
         sp.temperature_inc = 0.0f;
+        break;
+      case OPT_NO_WORD_TIMES:
+        sp.word_times = false;
         break;
       case OPT_MAX_CONTEXT:
         if (parse_int (optarg, 0, 224, &sp.max_text_ctx) < 0)
