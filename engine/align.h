@@ -68,8 +68,8 @@ void wk_align_fix_words (int32_t * t0, int32_t * t1, const bool *word_start,
 /* ---- the pass ----------------------------------------------------------- */
 
 /* Scratch for wk_align_window, sized once by wk_stream_new for a stream
- * that wants word times from a model with heads (about 4 (T + 1) (A + 1)
- * floats: 9 MB for T = 448, A = 1500); wk_ctx_free frees it. */
+ * that wants word times from a model with heads (about 2.25 (T + 1) (A + 1)
+ * floats: 6.5 MB for T = 448, A = 1500); wk_ctx_free frees it. */
 bool wk_align_ctx_alloc (wk_ctx * ctx);
 void wk_align_ctx_free (wk_ctx * ctx);
 

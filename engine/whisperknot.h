@@ -325,7 +325,7 @@ typedef struct
    * audio, as openai's word_timestamps does. Default true; false, or a
    * model without heads, shares the span between two timestamps out by
    * the tokens' byte lengths. Costs one more decoder pass per window
-   * (per run, live) and about 9 MB of state for a 30 s context. Every
+   * (per run, live) and about 6.5 MB of state for a 30 s context. Every
    * word gets at least 20 ms, inside its segment. */
   bool word_times;
 } wk_stream_params;
