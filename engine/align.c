@@ -197,8 +197,8 @@ wk_align_fix_words (int32_t * t0, int32_t * t1, const bool *word_start,
       int32_t s = t0[i], e = t1[i];
       if (i == a || s < ws)
         s = ws;
-      if (i > a && s < t0[i - 1])
-        s = t0[i - 1];
+      if (i > a && s < t1[i - 1])
+        s = t1[i - 1];          /* after the token before (>= its start) */
       if (s > we)
         s = we;
       if (i == b - 1 || e > we)
@@ -314,12 +314,12 @@ wk_align_capture (wk_ctx * ctx, int l, int n, float scale)
 }
 
 wk_status
-wk_align_window (wk_ctx * ctx, int lang, bool translate,
+wk_align_window (wk_ctx * ctx, int lang, bool translate, bool lead_row,
     const int32_t * text, int n_text, int n_pos, int32_t * t0, int32_t * t1)
 {
   const wk_model *m;
   const wk_special_tokens *sp;
-  int n = 0, sot_len, rows, i, n_path, A;
+  int n = 0, sot_len, rows, i, n_path, A, lead;
   int *path_r, *path_c, *first;
   float *cost, inv;
   double t_dec, t_start;
@@ -370,11 +370,14 @@ wk_align_window (wk_ctx * ctx, int lang, bool translate,
   if (st != WK_OK)
     return st;
 
-  /* rows: the positions that predict text token 0 .. n_text-1 and EOT,
-   * i.e. <|notimestamps|> .. the last text token; a token's row is the
-   * one that predicts it */
-  rows = n_text + 1;
-  cost = ctx->al_acc + (size_t) sot_len *n_pos;
+  /* rows: the positions that predict [<|notimestamps|>,] text token 0 ..
+   * n_text-1 and EOT, i.e. the token before <|notimestamps|> .. the last
+   * text token (without lead_row from <|notimestamps|>, as openai does:
+   * then the path gives the first token all the audio before it); a
+   * token's row is the one that predicts it */
+  lead = lead_row ? 1 : 0;
+  rows = n_text + 1 + lead;
+  cost = ctx->al_acc + (size_t) (sot_len - lead) * n_pos;
   inv = -1.0f / (float) m->n_align_heads;
   for (i = 0; i < rows * n_pos; i++)
     cost[i] *= inv;
@@ -385,8 +388,8 @@ wk_align_window (wk_ctx * ctx, int lang, bool translate,
       path_r, path_c);
   wk_align_first_cols (path_r, path_c, n_path, rows, first);
   for (i = 0; i < n_text; i++) {
-    t0[i] = first[i];
-    t1[i] = first[i + 1];
+    t0[i] = first[i + lead];
+    t1[i] = first[i + 1 + lead];
   }
   ctx->t_align += wk_now_s () - t_start;
   ctx->n_aligned++;

@@ -6,7 +6,10 @@
  * each head's weights are standardised over the tokens and median-
  * filtered along time, the heads averaged, and dynamic time warping on
  * the negated matrix gives a monotonic token -> encoder-position path.
- * A token starts at the first position its row takes on that path.
+ * A token starts at the first position its row (the position that
+ * predicts it) takes on that path; with lead_row the row before the
+ * first text token's (predicting <|notimestamps|>) takes the audio
+ * before it.
  *
  * The matrix helpers are plain functions on row-major [rows][cols]
  * float matrices, exposed for the unit tests (tests/test-align.c).
@@ -59,9 +62,9 @@ void wk_align_first_cols (const int *path_r, const int *path_c, int n_path,
  * (positions); word_start[i] says that token i starts a word (token 0
  * always does). Makes words monotonic and non-overlapping, each at
  * least one position long and inside [lo, hi) (hi > lo), and the
- * tokens of a word inside its span, monotonic. When hi - lo is less
- * than the number of words, the last words share the final position's
- * end. */
+ * tokens of a word inside its span, in order, none overlapping the one
+ * before. When hi - lo is less than the number of words, the last words
+ * share the final position. */
 void wk_align_fix_words (int32_t * t0, int32_t * t1, const bool *word_start,
     int n, int32_t lo, int32_t hi);
 
@@ -83,12 +86,16 @@ void wk_align_capture (wk_ctx * ctx, int l, int n, float scale);
  * of the window last encoded, whose audio fills its first n_pos encoder
  * positions: t0[i] / t1[i] receive token i's start and end, in encoder
  * positions (20 ms) from the window's start, t0[i] <= t1[i] <= n_pos.
- * lang and translate as the window was decoded with. Overwrites the KV
+ * lang and translate as the window was decoded with. lead_row: the
+ * path starts on the row before the first text token's, which takes the
+ * audio before the first word (else, as openai does, the first token
+ * starts at position 0). Overwrites the KV
  * cache of beam 0. WK_ERR_ARG when the sequence does not fit the
  * context; WK_ERR_STATE when the model has no heads or the run was
  * cancelled. */
 wk_status wk_align_window (wk_ctx * ctx, int lang, bool translate,
-    const int32_t * text, int n_text, int n_pos, int32_t * t0, int32_t * t1);
+    bool lead_row, const int32_t * text, int n_text, int n_pos,
+    int32_t * t0, int32_t * t1);
 
 /* Whether wk_align_window can run on ctx: the model has heads and the
  * scratch is there. */

@@ -1017,8 +1017,11 @@ build_hyp (wk_live * l, live_hyp * h, int n_pre, const wk_window_result * r,
     for (i = 0; i < n && k < l->hyp_cap && k < T1; i++)
       if (tok[i] < tb && tok[i] < m->sp.eot)
         al_ids[k++] = tok[i];
-    if (k == 0 || wk_align_window (l->ctx, lang, l->p.translate, al_ids, k,
-            n_pos, al_ids + T1, al_ids + 2 * T1) != WK_OK)
+    /* no lead row: a live window starts where the last committed word
+     * ended, mostly on speech (on the development set the lead row gave
+     * 0.059 s mean error live, 0.056 s without) */
+    if (k == 0 || wk_align_window (l->ctx, lang, l->p.translate, false,
+            al_ids, k, n_pos, al_ids + T1, al_ids + 2 * T1) != WK_OK)
       al_ids = NULL;
     else {
       f0 = al_ids + T1;

