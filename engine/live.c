@@ -1113,9 +1113,9 @@ build_hyp (wk_live * l, live_hyp * h, int n_pre, const wk_window_result * r,
   /* words with no letters at all (stray spaces) stay attached: fine */
 }
 
-/* Every word of h at least one timestamp step (20 ms) long and after the
- * previous one, its tokens inside it: a word of no length would be a
- * caption cue of no length. */
+/* Every word of h at least one timestamp step (20 ms) long, after the
+ * previous one and not past h's audio, its tokens inside it: a word of
+ * no length would be a caption cue of no length. */
 static void
 hyp_space_words (live_hyp * h)
 {
@@ -1124,10 +1124,20 @@ hyp_space_words (live_hyp * h)
 
   for (i = 0; i < h->n_w; i++) {
     live_word *w = &h->w[i];
+    int64_t prev_start = i > 0 ? h->w[i - 1].start : INT64_MIN;
     if (w->start < prev_end)
       w->start = prev_end;
     if (w->end < w->start + LIVE_TS_SAMPLES)
       w->end = w->start + LIVE_TS_SAMPLES;
+    /* never past the audio: at its very end a word keeps its 20 ms by
+     * starting earlier (overlapping the one before rather than empty) */
+    if (w->end > h->end) {
+      w->end = h->end;
+      if (w->start > w->end - LIVE_TS_SAMPLES)
+        w->start = w->end - LIVE_TS_SAMPLES;
+      if (w->start < prev_start)
+        w->start = prev_start;
+    }
     for (t = w->tok0; t < w->tok0 + w->n_tok; t++) {
       if (h->t0[t] < w->start)
         h->t0[t] = w->start;
@@ -1301,6 +1311,10 @@ have_result:
      * the first new words inside the committed ones: they start after;
      * and no new word starts before what was promised settled */
     int64_t floor = l->settled > l->win_start ? l->settled : l->win_start;
+    /* the window starts on a 10 ms step at or before the last committed
+     * word's end: new words start after that end itself */
+    if (floor < l->last_word_end)
+      floor = l->last_word_end;
     for (i = 0; i < h->n_w && h->w[i].start < floor; i++) {
       live_word *w = &h->w[i];
       int t;
