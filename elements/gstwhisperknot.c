@@ -159,6 +159,7 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define DEFAULT_BEAM_SIZE 0
 #define DEFAULT_LATENESS 0
 #define DEFAULT_VAD TRUE
+#define DEFAULT_WORD_TIMES TRUE
 #define DEFAULT_VAD_THRESHOLD 0.5f
 #define DEFAULT_VAD_MIN_SILENCE 300
 #define DEFAULT_OUTPUT GST_WHISPERKNOT_OUTPUT_WORD
@@ -253,6 +254,7 @@ enum
   PROP_DISCONT_WAIT,
   PROP_PROMPT,
   PROP_AUDIO_CTX,
+  PROP_WORD_TIMES,
 };
 
 GType
@@ -481,6 +483,22 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
           "detector", DEFAULT_VAD, G_PARAM_READWRITE |
           G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
 
+  /**
+   * GstWhisperKnot:word-times:
+   *
+   * Word times (the PTS and duration of live word buffers, the tokens'
+   * times) from the model's alignment heads: the decoder reads each
+   * window's text once more and dynamic time warping over those heads'
+   * cross-attention gives each word its audio. Off, or for a model with
+   * no heads, the span between two timestamps is shared out by byte
+   * length (cheaper, rougher).
+   */
+  g_object_class_install_property (gobject_class, PROP_WORD_TIMES,
+      g_param_spec_boolean ("word-times", "Word times",
+          "Word times from the model's alignment heads (else shared out "
+          "by byte length)", DEFAULT_WORD_TIMES, G_PARAM_READWRITE |
+          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+
   g_object_class_install_property (gobject_class, PROP_VAD_THRESHOLD,
       g_param_spec_float ("vad-threshold", "Voice detection threshold",
           "Live policy: speech probability at which speech starts",
@@ -683,6 +701,7 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->beam_size = DEFAULT_BEAM_SIZE;
   self->lateness_ms = DEFAULT_LATENESS;
   self->use_vad = DEFAULT_VAD;
+  self->word_times = DEFAULT_WORD_TIMES;
   self->vad_threshold = DEFAULT_VAD_THRESHOLD;
   self->vad_min_silence_ms = DEFAULT_VAD_MIN_SILENCE;
   self->audio_ctx = WK_AUDIO_CTX_AUTO;
@@ -776,6 +795,9 @@ gst_whisperknot_set_property (GObject * object, guint prop_id,
     case PROP_VAD:
       self->use_vad = g_value_get_boolean (value);
       break;
+    case PROP_WORD_TIMES:
+      self->word_times = g_value_get_boolean (value);
+      break;
     case PROP_VAD_THRESHOLD:
       self->vad_threshold = g_value_get_float (value);
       break;
@@ -848,6 +870,9 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
       break;
     case PROP_VAD:
       g_value_set_boolean (value, self->use_vad);
+      break;
+    case PROP_WORD_TIMES:
+      g_value_set_boolean (value, self->word_times);
       break;
     case PROP_VAD_THRESHOLD:
       g_value_set_float (value, self->vad_threshold);
@@ -1096,6 +1121,7 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   params.n_threads = self->n_threads;
   params.beam_size = (int) self->beam_size;
   params.use_vad = self->use_vad;
+  params.word_times = self->word_times;
   params.vad_threshold = self->vad_threshold;
   params.vad_min_silence_ms = self->vad_min_silence_ms;
   params.audio_ctx = self->audio_ctx;

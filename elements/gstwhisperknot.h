@@ -99,6 +99,7 @@ struct _GstWhisperKnot
   guint max_observed_delay_ms;  /* read-only, from the engine's stats */
   guint lateness_ms;            /* added to the reported latency */
   gboolean use_vad;
+  gboolean word_times;          /* from the alignment heads */
   gfloat vad_threshold;
   guint vad_min_silence_ms;
   gint audio_ctx;               /* wk_stream_params.audio_ctx */

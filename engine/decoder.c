@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "align.h"
 #include "kernels.h"
 #include "model.h"
 #include "wk-time.h"
@@ -153,6 +154,8 @@ decode_rows (wk_ctx * ctx, const int32_t * tokens, int n, const int *slots,
         L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
     wk_linear (ctx->pool, L->cross_q, L->cross_q_b, ctx->d_xn, n, dt,
         ctx->d_q, dt);
+    if (ctx->al_capture)
+      wk_align_capture (ctx, l, n, scale);
     if (!cross_attention (ctx, l, n, scale))
       return WK_ERR_STATE;
     wk_linear_ex (ctx->pool, L->cross_o, L->cross_o_b, ctx->d_att, n, dt,

@@ -907,6 +907,25 @@ wk_knot_copy_f32_arr (const wk_knot * knot, const char *key, float *dst,
 }
 
 bool
+wk_knot_copy_u32_arr (const wk_knot * knot, const char *key, uint32_t * dst,
+    size_t n)
+{
+  const knot_kv *kv = find_kv (knot, key);
+
+  if (!kv || kv->type != GGUF_ARRAY || n > kv->n)
+    return false;
+  if (kv->arr_type != GGUF_U32 && kv->arr_type != GGUF_I32)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v = le32 (kv->val + 4 * i);
+    if (kv->arr_type == GGUF_I32 && (int32_t) v < 0)
+      return false;
+    dst[i] = v;
+  }
+  return true;
+}
+
+bool
 wk_knot_get_str_at (const wk_knot * knot, const char *key, size_t i,
     const char **str, size_t *len)
 {

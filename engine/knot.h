@@ -55,6 +55,10 @@ bool wk_knot_get_arr_len (const wk_knot * knot, const char *key, size_t *n);
  * aligned, so no pointer into the file is handed out). */
 bool wk_knot_copy_f32_arr (const wk_knot * knot, const char *key,
     float *dst, size_t n);
+/* Copies n elements of a u32 (or non-negative i32) array into dst; false
+ * for another element type, a negative element or n past the end. */
+bool wk_knot_copy_u32_arr (const wk_knot * knot, const char *key,
+    uint32_t * dst, size_t n);
 /* The i-th string of a string array. */
 bool wk_knot_get_str_at (const wk_knot * knot, const char *key, size_t i,
     const char **str, size_t *len);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "align.h"
 #include "kernels.h"
 #include "model.h"
 #include "wk-err.h"
@@ -146,6 +147,7 @@ model_destroy (wk_model * m)
   free (m->suppress);
   free (m->enc);
   free (m->dec);
+  free (m->align_heads);
   free (m->path);
   if (m->knot)
     wk_knot_close (m->knot);
@@ -630,6 +632,99 @@ read_choice (wk_model * m, const char *key, const char *first,
   return false;
 }
 
+#define ALIGN_KEY "whisperknot.alignment_heads"
+
+/* whisperknot.alignment_heads: u32 pairs (layer, head), every pair inside
+ * the decoder and none repeated; absent: all heads of the last half of
+ * the layers (openai's default); empty: none. */
+static wk_status
+read_align_heads (wk_model * m, char *err, size_t err_size)
+{
+  const wk_hparams *hp = &m->hp;
+  size_t n, i, j;
+  uint32_t *v;
+
+  free (m->align_heads);
+  m->align_heads = NULL;
+  m->n_align_heads = 0;
+  m->align_heads_default = false;
+  if (!wk_knot_get_arr_len (m->knot, ALIGN_KEY, &n)) {
+    int l, h, k = 0;
+    const char *str;
+    size_t len;
+    uint32_t u;
+    float f;
+    if (wk_knot_get_u32 (m->knot, ALIGN_KEY, &u)
+        || wk_knot_get_str (m->knot, ALIGN_KEY, &str, &len)
+        || wk_knot_get_f32 (m->knot, ALIGN_KEY, &f)) {
+      wk_set_err (err, err_size, "model: " ALIGN_KEY " is not an array");
+      return WK_ERR_FORMAT;
+    }
+    m->n_align_heads = (hp->n_text_layer - hp->n_text_layer / 2)
+        * hp->n_text_head;
+    m->align_heads = malloc ((size_t) m->n_align_heads * 2 * sizeof (int32_t));
+    if (!m->align_heads) {
+      wk_set_err (err, err_size, "model: out of memory");
+      return WK_ERR_NOMEM;
+    }
+    for (l = hp->n_text_layer / 2; l < hp->n_text_layer; l++)
+      for (h = 0; h < hp->n_text_head; h++) {
+        m->align_heads[k++] = l;
+        m->align_heads[k++] = h;
+      }
+    m->align_heads_default = true;
+    return WK_OK;
+  }
+  if (n % 2 != 0) {
+    wk_set_err (err, err_size, "model: " ALIGN_KEY " has %zu elements, not "
+        "(layer, head) pairs", n);
+    return WK_ERR_FORMAT;
+  }
+  if (n / 2 > (size_t) hp->n_text_layer * (size_t) hp->n_text_head) {
+    wk_set_err (err, err_size, "model: " ALIGN_KEY " has %zu pairs, more "
+        "than the decoder's %d heads", n / 2,
+        hp->n_text_layer * hp->n_text_head);
+    return WK_ERR_FORMAT;
+  }
+  if (n == 0)
+    return WK_OK;
+  v = malloc (n * sizeof (uint32_t));
+  m->align_heads = malloc (n * sizeof (int32_t));
+  if (!v || !m->align_heads) {
+    free (v);
+    wk_set_err (err, err_size, "model: out of memory");
+    return WK_ERR_NOMEM;
+  }
+  if (!wk_knot_copy_u32_arr (m->knot, ALIGN_KEY, v, n)) {
+    free (v);
+    wk_set_err (err, err_size, "model: " ALIGN_KEY " is not an array of "
+        "non-negative 32-bit integers");
+    return WK_ERR_FORMAT;
+  }
+  for (i = 0; i < n; i += 2) {
+    if (v[i] >= (uint32_t) hp->n_text_layer
+        || v[i + 1] >= (uint32_t) hp->n_text_head) {
+      wk_set_err (err, err_size, "model: " ALIGN_KEY " pair %zu (%u, %u) is "
+          "outside the decoder's %d layers x %d heads", i / 2, v[i],
+          v[i + 1], hp->n_text_layer, hp->n_text_head);
+      free (v);
+      return WK_ERR_FORMAT;
+    }
+    for (j = 0; j < i; j += 2)
+      if (v[j] == v[i] && v[j + 1] == v[i + 1]) {
+        wk_set_err (err, err_size, "model: " ALIGN_KEY " names (%u, %u) "
+            "twice", v[i], v[i + 1]);
+        free (v);
+        return WK_ERR_FORMAT;
+      }
+  }
+  for (i = 0; i < n; i++)
+    m->align_heads[i] = (int32_t) v[i];
+  m->n_align_heads = (int) (n / 2);
+  free (v);
+  return WK_OK;
+}
+
 static wk_status
 read_hparams (wk_model * m, char *err, size_t err_size)
 {
@@ -730,7 +825,7 @@ read_hparams (wk_model * m, char *err, size_t err_size)
       || !read_choice (m, "whisperknot.live_audio_ctx", "full", "short",
           &m->live_short_ctx, err, err_size))
     return WK_ERR_FORMAT;
-  return WK_OK;
+  return read_align_heads (m, err, err_size);
 }
 
 /* ---- vocabulary and logit filters ---------------------------------------- */
@@ -1054,6 +1149,7 @@ wk_model_get_info (const wk_model * model, wk_model_info * info)
       model->max_text_ctx : model->hp.n_text_ctx / 2 - 1;
   info->n_params = model->n_params;
   info->file_bytes = wk_knot_size (model->knot);
+  info->n_alignment_heads = model->n_align_heads;
 }
 
 /* ---- the encoder's input window ---------------------------------------- */
@@ -1287,6 +1383,7 @@ wk_ctx_free (wk_ctx * ctx)
   free (ctx->zarena);
   free (ctx->beam_seq);
   free (ctx->beam_p);
+  wk_align_ctx_free (ctx);
   wk_model_unref (ctx->model);
   free (ctx);
 }

@@ -122,6 +122,14 @@ struct wk_model
    * policy's default (WK_AUDIO_CTX_AUTO) shortens its context; models
    * trained on 30 s windows only (OpenAI's) get the full context */
   bool live_short_ctx;
+  /* whisperknot.alignment_heads: the decoder's (layer, head) pairs whose
+   * cross-attention follows the audio, [n_align_heads][2]; word
+   * times come from them (align.h). Without the key: every head of the
+   * last half of the layers (align_heads_default); an empty array: none
+   * (word times are the segment's span shared out by bytes). */
+  int32_t *align_heads;
+  int n_align_heads;
+  bool align_heads_default;
   uint64_t n_params;
 
   /* encoder */
@@ -372,6 +380,21 @@ struct wk_ctx
   uint64_t state_bytes;
   double t_encoder, t_decoder;  /* wall seconds, accumulated */
   int64_t n_decoder_tokens;
+  double t_align;               /* wk_align_window: wall seconds, runs */
+  int64_t n_aligned;
+
+  /* word alignment (align.c), allocated only for a model with heads */
+  bool al_capture;              /* the decoder adds the heads' weights */
+  int al_pos;                   /* encoder positions of the audio */
+  float *al_acc;                /* [T][A] heads' processed weights, summed */
+  float *al_w;                  /* [T + 1][A + 1] one head; DTW costs */
+  uint8_t *al_trace;            /* [T + 1][A + 1] DTW steps */
+  float *al_k;                  /* [A][dh] a head's keys + filter scratch */
+  int32_t *al_seq;              /* [T + 1] the aligned tokens */
+  int *al_path;                 /* DTW path rows, columns; first columns */
+  int32_t *al_text;             /* [3][T + 1] a window's text tokens and
+                                 * their start / end positions (callers') */
+  bool *al_ws;                  /* [T + 1] which tokens start a word */
 
   /* live policy (live.c) */
   int audio_ctx;                /* encoder positions for the next

@@ -144,6 +144,10 @@ typedef struct
   int max_prompt_tokens;
   uint64_t n_params;            /* weights in the file */
   uint64_t file_bytes;          /* bytes mapped */
+  /* decoder heads word times come from (wk_stream_params.word_times): its
+   * knot's whisperknot.alignment_heads, or all heads of the last half of
+   * the decoder layers without the key; 0: none (byte-share times) */
+  int n_alignment_heads;
 } wk_model_info;
 
 WK_API void wk_model_get_info (const wk_model * model, wk_model_info * info);
@@ -313,6 +317,17 @@ typedef struct
   /* What one committed segment holds (see wk_group_by); offline segments
    * are the model's own whatever this says. */
   wk_group_by group;
+  /* Token and word times (wk_segment.start/.end of live words, wk_token
+   * times offline) from the decoder's cross-attention: once a window's
+   * text is decoded, the decoder reads it again and dynamic time warping
+   * over the attention of the model's alignment heads (its knot's
+   * whisperknot.alignment_heads, knots/FORMAT.md) gives each token its
+   * audio, as openai's word_timestamps does. Default true; false, or a
+   * model without heads, shares the span between two timestamps out by
+   * the tokens' byte lengths. Costs one more decoder pass per window
+   * (per run, live) and about 6.5 MB of state for a 30 s context. Every
+   * word gets at least 20 ms, inside its segment. */
+  bool word_times;
 } wk_stream_params;
 
 WK_API wk_stream_params wk_stream_default_params (void);
@@ -495,6 +510,11 @@ typedef struct
   /* the expected wall time of the next run (the largest of the last
    * eight), which the deadline policy plans with */
   double run_estimate_seconds;
+  /* word times (wk_stream_params.word_times): wall time of the
+   * alignment passes (decoder pass, attention, DTW), not counted in
+   * decoder_seconds or n_tokens */
+  double align_seconds;
+  int64_t n_aligned;            /* windows (live: runs) aligned */
 } wk_stream_stats;
 
 WK_API void wk_stream_get_stats (const wk_stream * stream,

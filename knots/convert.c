@@ -877,6 +877,185 @@ convert_tensor (const src_tensor * t, int dst, size_t *nbytes, qstats * qs)
   return out;
 }
 
+/* ---- alignment heads ---------------------------------------------------- */
+
+/* The decoder heads whose cross-attention follows the audio, per OpenAI
+ * model: data published by OpenAI (openai/whisper, whisper/__init__.py,
+ * _ALIGNMENT_HEADS), here as whisper.cpp lists them (src/whisper.cpp,
+ * g_aheads_*), (layer, head) pairs. Recognised by the vocabulary, mel
+ * bands and decoder shape; large-v1 and large-v2 share them all, so a
+ * model of that shape gets large-v2's set unless --alignment-heads
+ * large-v1 says otherwise. */
+typedef struct
+{
+  const char *name;
+  int n_vocab, n_mels, n_text_state, n_text_head, n_text_layer;
+  int n;                        /* pairs */
+  const uint8_t (*heads)[2];
+} ahead_set;
+
+static const uint8_t ah_tiny_en[][2] = { {1, 0}, {2, 0}, {2, 5}, {3, 0},
+{3, 1}, {3, 2}, {3, 3}, {3, 4}
+};
+static const uint8_t ah_tiny[][2] = { {2, 2}, {3, 0}, {3, 2}, {3, 3}, {3, 4},
+{3, 5}
+};
+static const uint8_t ah_base_en[][2] = { {3, 3}, {4, 7}, {5, 1}, {5, 5},
+{5, 7}
+};
+static const uint8_t ah_base[][2] = { {3, 1}, {4, 2}, {4, 3}, {4, 7}, {5, 1},
+{5, 2}, {5, 4}, {5, 6}
+};
+static const uint8_t ah_small_en[][2] = { {6, 6}, {7, 0}, {7, 3}, {7, 8},
+{8, 2}, {8, 5}, {8, 7}, {9, 0}, {9, 4}, {9, 8}, {9, 10}, {10, 0}, {10, 1},
+{10, 2}, {10, 3}, {10, 6}, {10, 11}, {11, 2}, {11, 4}
+};
+static const uint8_t ah_small[][2] = { {5, 3}, {5, 9}, {8, 0}, {8, 4},
+{8, 7}, {8, 8}, {9, 0}, {9, 7}, {9, 9}, {10, 5}
+};
+static const uint8_t ah_medium_en[][2] = { {11, 4}, {14, 1}, {14, 12},
+{14, 14}, {15, 4}, {16, 0}, {16, 4}, {16, 9}, {17, 12}, {17, 14}, {18, 7},
+{18, 10}, {18, 15}, {20, 0}, {20, 3}, {20, 9}, {20, 14}, {21, 12}
+};
+static const uint8_t ah_medium[][2] = { {13, 15}, {15, 4}, {15, 15},
+{16, 1}, {20, 0}, {23, 4}
+};
+static const uint8_t ah_large_v1[][2] = { {9, 19}, {11, 2}, {11, 4},
+{11, 17}, {22, 7}, {22, 11}, {22, 17}, {23, 2}, {23, 15}
+};
+static const uint8_t ah_large_v2[][2] = { {10, 12}, {13, 17}, {16, 11},
+{16, 12}, {16, 13}, {17, 15}, {17, 16}, {18, 4}, {18, 11}, {18, 19},
+{19, 11}, {21, 2}, {21, 3}, {22, 3}, {22, 9}, {22, 12}, {23, 5}, {23, 7},
+{23, 13}, {25, 5}, {26, 1}, {26, 12}, {27, 15}
+};
+static const uint8_t ah_large_v3[][2] = { {7, 0}, {10, 17}, {12, 18},
+{13, 12}, {16, 1}, {17, 14}, {19, 11}, {21, 4}, {24, 1}, {25, 6}
+};
+static const uint8_t ah_turbo[][2] = { {2, 4}, {2, 11}, {3, 3}, {3, 6},
+{3, 11}, {3, 14}
+};
+
+#define AH(name, v, mels, d, h, l, t) \
+  { name, v, mels, d, h, l, (int) (sizeof t / sizeof t[0]), t }
+/* the first set of a shape is the one recognised */
+static const ahead_set ahead_sets[] = {
+  AH ("tiny.en", 51864, 80, 384, 6, 4, ah_tiny_en),
+  AH ("tiny", 51865, 80, 384, 6, 4, ah_tiny),
+  AH ("base.en", 51864, 80, 512, 8, 6, ah_base_en),
+  AH ("base", 51865, 80, 512, 8, 6, ah_base),
+  AH ("small.en", 51864, 80, 768, 12, 12, ah_small_en),
+  AH ("small", 51865, 80, 768, 12, 12, ah_small),
+  AH ("medium.en", 51864, 80, 1024, 16, 24, ah_medium_en),
+  AH ("medium", 51865, 80, 1024, 16, 24, ah_medium),
+  AH ("large-v2", 51865, 80, 1280, 20, 32, ah_large_v2),
+  AH ("large-v1", 51865, 80, 1280, 20, 32, ah_large_v1),
+  AH ("large-v3", 51866, 128, 1280, 20, 32, ah_large_v3),
+  AH ("large-v3-turbo", 51866, 128, 1280, 20, 4, ah_turbo),
+};
+
+#undef AH
+
+static bool
+ahead_fits (const ahead_set * a, const int32_t * hp)
+{
+  return a->n_vocab == hp[HP_VOCAB] && a->n_mels == hp[HP_MELS]
+      && a->n_text_state == hp[HP_TSTATE] && a->n_text_head == hp[HP_THEAD]
+      && a->n_text_layer == hp[HP_TLAYER];
+}
+
+/* The set OpenAI publishes for a model of this shape, or NULL. */
+static const ahead_set *
+ahead_set_for (const int32_t * hp)
+{
+  for (size_t i = 0; i < sizeof ahead_sets / sizeof ahead_sets[0]; i++)
+    if (ahead_fits (&ahead_sets[i], hp))
+      return &ahead_sets[i];
+  return NULL;
+}
+
+/* --alignment-heads SPEC for the model hp into v[0..2 *n - 1] (room for
+ * 2 * WK_CONVERT_MAX_HEADS): "auto" (the model's published set, if any:
+ * *n = -1 when none, no key written), "none" (an empty set: byte-share
+ * word times), a set's name (which must fit the model), or a list
+ * "L:H,L:H,..." of pairs inside the decoder, none repeated. Non-zero
+ * with a message in err when SPEC is wrong for this model. */
+#define WK_CONVERT_MAX_HEADS 1024
+static int
+parse_heads (const char *spec, const int32_t * hp, uint32_t * v, int *n,
+    char *err, size_t err_size)
+{
+  const char *p = spec;
+
+  *n = 0;
+  if (!strcmp (spec, "auto")) {
+    const ahead_set *a = ahead_set_for (hp);
+    if (!a) {
+      *n = -1;
+      return 0;
+    }
+    for (int i = 0; i < a->n; i++) {
+      v[2 * i] = a->heads[i][0];
+      v[2 * i + 1] = a->heads[i][1];
+    }
+    *n = a->n;
+    return 0;
+  }
+  if (!strcmp (spec, "none"))
+    return 0;
+  for (size_t i = 0; i < sizeof ahead_sets / sizeof ahead_sets[0]; i++) {
+    const ahead_set *a = &ahead_sets[i];
+    if (strcmp (spec, a->name))
+      continue;
+    if (!ahead_fits (a, hp)) {
+      snprintf (err, err_size, "--alignment-heads %s: this model is not "
+          "shaped as %s (vocabulary, mel bands, decoder)", spec, a->name);
+      return 1;
+    }
+    for (int k = 0; k < a->n; k++) {
+      v[2 * k] = a->heads[k][0];
+      v[2 * k + 1] = a->heads[k][1];
+    }
+    *n = a->n;
+    return 0;
+  }
+  while (*p) {
+    char *end;
+    long l, h;
+    l = strtol (p, &end, 10);
+    if (end == p || *end != ':' || l < 0)
+      goto bad;
+    p = end + 1;
+    h = strtol (p, &end, 10);
+    if (end == p || (*end && *end != ',') || h < 0 || (*end == ',' && !end[1]))
+      goto bad;
+    p = *end ? end + 1 : end;
+    if (l >= hp[HP_TLAYER] || h >= hp[HP_THEAD]) {
+      snprintf (err, err_size, "--alignment-heads: %ld:%ld is outside the "
+          "decoder's %d layers x %d heads", l, h, (int) hp[HP_TLAYER],
+          (int) hp[HP_THEAD]);
+      return 1;
+    }
+    for (int k = 0; k < *n; k++)
+      if (v[2 * k] == (uint32_t) l && v[2 * k + 1] == (uint32_t) h) {
+        snprintf (err, err_size, "--alignment-heads: %ld:%ld is named twice",
+            l, h);
+        return 1;
+      }
+    if (*n == WK_CONVERT_MAX_HEADS)
+      goto bad;
+    v[2 * *n] = (uint32_t) l;
+    v[2 * *n + 1] = (uint32_t) h;
+    (*n)++;
+  }
+  if (*n > 0)
+    return 0;
+bad:
+  snprintf (err, err_size, "--alignment-heads wants auto, none, an OpenAI "
+      "model's name (tiny.en .. large-v3-turbo) or LAYER:HEAD,..., got "
+      "'%s'", spec);
+  return 1;
+}
+
 static void
 usage (FILE * f)
 {
@@ -887,7 +1066,7 @@ usage (FILE * f)
       "[--max-text-ctx N]\n"
       "                           [--timestamp-rule sum|max] "
       "[--live-audio-ctx full|short]\n"
-      "                           [--quiet]\n"
+      "                           [--alignment-heads SPEC] [--quiet]\n"
       "                           INPUT OUTPUT.knot\n\n"
       "INPUT: a whisper.cpp ggml .bin, or a Hugging Face model directory "
       "(or its\n"
@@ -932,7 +1111,19 @@ usage (FILE * f)
       "               OpenAI's did) or short (trained with the encoder on "
       "short windows'\n"
       "               own positions, as whisperknot's own model): the live "
-      "policy's context\n");
+      "policy's context\n"
+      "--alignment-heads SPEC  the decoder heads word times are taken "
+      "from\n"
+      "               (whisperknot.alignment_heads): auto (the default: "
+      "OpenAI's\n"
+      "               published set when the model is shaped as one of "
+      "its models,\n"
+      "               else no key), none (no heads: word times shared out "
+      "by bytes),\n"
+      "               a model's name (tiny.en, tiny, base.en, base, "
+      "small.en, small,\n"
+      "               medium.en, medium, large-v1, large-v2, large-v3, "
+      "large-v3-turbo)\n" "               or LAYER:HEAD,LAYER:HEAD,...\n");
 }
 
 /* The value of option opt when it is one of its two choices; else says
@@ -952,6 +1143,9 @@ main (int argc, char **argv)
 {
   const char *input = NULL, *output = NULL, *vocab_path = NULL;
   const char *pad_window = NULL, *ts_rule = NULL, *live_ctx = NULL;
+  const char *heads_spec = "auto";
+  static uint32_t heads[2 * WK_CONVERT_MAX_HEADS];
+  int n_heads = -1;
   int max_text_ctx = -1;
   int target = -1, n_keep = 0, rc = 1;
   keep_rule *keep = calloc ((size_t) argc, sizeof *keep);
@@ -1020,6 +1214,8 @@ main (int argc, char **argv)
         free (keep);
         return 2;
       }
+    } else if (!strcmp (a, "--alignment-heads") && i + 1 < argc) {
+      heads_spec = argv[++i];
     } else if (!strcmp (a, "--quiet")) {
       quiet = true;
     } else if (a[0] == '-' && a[1]) {
@@ -1068,6 +1264,10 @@ main (int argc, char **argv)
   if (check_model (&m, err, sizeof err))
     goto fail;
   warn_lossy_vocab (&m, vocab_path ? vocab_path : input);
+  if (parse_heads (heads_spec, m.hp, heads, &n_heads, err, sizeof err)) {
+    rc = 2;
+    goto fail;
+  }
   for (int i = 0; i < n_keep; i++)
     if (!find (&m, keep[i].name)) {
       snprintf (err, sizeof err, "--keep: no tensor named '%s'", keep[i].name);
@@ -1106,6 +1306,9 @@ main (int argc, char **argv)
     if (live_ctx)
       wk_knot_writer_set_str (w, "whisperknot.live_audio_ctx", live_ctx,
           strlen (live_ctx));
+    if (n_heads >= 0)
+      wk_knot_writer_set_u32_array (w, "whisperknot.alignment_heads", heads,
+          2 * (size_t) n_heads);
   }
 
   /* tensors: decide types, convert, collect statistics */

@@ -155,6 +155,20 @@ wk_knot_writer_set_f32_array (wk_knot_writer * w, const char *key,
 }
 
 wk_status
+wk_knot_writer_set_u32_array (wk_knot_writer * w, const char *key,
+    const uint32_t * v, size_t n)
+{
+  if (!meta_str (w, key, strlen (key)) || !meta_u32 (w, GGUF_ARRAY)
+      || !meta_u32 (w, GGUF_U32) || !meta_u64 (w, n))
+    return WK_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++)
+    if (!meta_u32 (w, v[i]))
+      return WK_ERR_NOMEM;
+  w->n_kv++;
+  return WK_OK;
+}
+
+wk_status
 wk_knot_writer_set_str_array (wk_knot_writer * w, const char *key,
     const char *const *strs, const size_t *lens, size_t n)
 {

@@ -29,6 +29,8 @@ wk_status wk_knot_writer_set_str (wk_knot_writer * w, const char *key,
     const char *s, size_t len);
 wk_status wk_knot_writer_set_f32_array (wk_knot_writer * w, const char *key,
     const float *v, size_t n);
+wk_status wk_knot_writer_set_u32_array (wk_knot_writer * w, const char *key,
+    const uint32_t * v, size_t n);
 wk_status wk_knot_writer_set_str_array (wk_knot_writer * w, const char *key,
     const char *const *strs, const size_t *lens, size_t n);
 

@@ -477,6 +477,186 @@ check_bad_choice (const char *path, const char *key, const char *value,
   CHECK_MSG (strstr (err, key) != NULL, "%s", err);
 }
 
+/* ---- alignment heads ---------------------------------------------------- */
+
+#define AH_KEY "whisperknot.alignment_heads"
+
+/* Rewrites the knot at src into dst with the key's array header and first
+ * four elements set: array element type, element count, elements. */
+static bool
+patch_heads (const char *src, const char *dst, uint32_t arr_type,
+    uint64_t n, const uint32_t v[4])
+{
+  size_t size = 0, kl = strlen (AH_KEY), i;
+  char *data = slurp (src, &size);
+  bool done = false;
+  FILE *f;
+
+  if (!data)
+    return false;
+  for (i = 0; !done && i + kl + 16 + 16 <= size; i++)
+    if (!memcmp (data + i, AH_KEY, kl)) {
+      unsigned char *p = (unsigned char *) data + i + kl + 4;
+      for (int b = 0; b < 4; b++)
+        p[b] = (unsigned char) (arr_type >> (8 * b));
+      for (int b = 0; b < 8; b++)
+        p[4 + b] = (unsigned char) (n >> (8 * b));
+      for (int e = 0; e < 4; e++)
+        for (int b = 0; b < 4; b++)
+          p[12 + 4 * e + b] = (unsigned char) (v[e] >> (8 * b));
+      done = true;
+    }
+  f = done ? fopen (dst, "wb") : NULL;
+  if (f) {
+    done = fwrite (data, 1, size, f) == size;
+    fclose (f);
+  }
+  free (data);
+  return done;
+}
+
+static void
+check_heads_refused (const char *path, const char *what)
+{
+  wk_model_params mp = wk_model_default_params ();
+  wk_model *m = NULL;
+  char err[512] = "";
+
+  CHECK_MSG (wk_model_load (path, &mp, &m, err, sizeof err) == WK_ERR_FORMAT,
+      "%s", what);
+  CHECK (m == NULL);
+  CHECK_MSG (strstr (err, "alignment_heads") != NULL, "%s: %s", what, err);
+  if (m)
+    wk_model_unref (m);
+}
+
+/* The converter writes OpenAI's published heads for a model of tiny.en's
+ * shape, none (so the engine's default) for another shape, a set given
+ * with --alignment-heads; the loader takes good values and refuses bad,
+ * truncated and mistyped ones. */
+static void
+test_alignment_heads (void)
+{
+  /* openai/whisper's tiny.en set (whisper.cpp's g_aheads_tiny_en) */
+  static const uint32_t tiny_en[16] = { 1, 0, 2, 0, 2, 5, 3, 0, 3, 1, 3, 2,
+    3, 3, 3, 4
+  };
+  const char *bin = wpath ("ah.bin"), *knot = wpath ("ah.knot"),
+      *bad = wpath ("ah-bad.knot");
+  wk_model_params mp = wk_model_default_params ();
+  wk_model *m = NULL;
+  wk_knot *k = NULL;
+  char err[512] = "";
+  uint32_t v[16];
+  size_t n = 0;
+
+  if (make_model ("tiny", "q8_0", "3", bin) == 0) {
+    CHECK_MSG (convert (NULL, NULL, bin, knot) == 0, "%s", out_text);
+    CHECK (wk_knot_open (knot, &k, err, sizeof err) == WK_OK);
+    if (k) {
+      CHECK (wk_knot_get_arr_len (k, AH_KEY, &n) && n == 16);
+      CHECK (n == 16 && wk_knot_copy_u32_arr (k, AH_KEY, v, 16)
+          && !memcmp (v, tiny_en, sizeof tiny_en));
+      wk_knot_close (k);
+      k = NULL;
+    }
+    CHECK_MSG (wk_model_load (knot, &mp, &m, err, sizeof err) == WK_OK, "%s",
+        err);
+    if (m) {
+      CHECK (m->n_align_heads == 8 && !m->align_heads_default);
+      for (int i = 0; m->n_align_heads == 8 && i < 16; i++)
+        CHECK (m->align_heads[i] == (int32_t) tiny_en[i]);
+      wk_model_unref (m);
+      m = NULL;
+    }
+    /* another model's set does not fit this shape */
+    {
+      char *argv[] = { (char *) conv, (char *) "--alignment-heads",
+        (char *) "base.en", (char *) bin, (char *) knot, NULL
+      };
+      CHECK (run (argv) == 2);
+      CHECK_MSG (strstr (out_text, "base.en") != NULL, "%s", out_text);
+    }
+    unlink (bin);
+    unlink (knot);
+  }
+
+  if (make_model ("small-test", "f32", "3", bin) != 0)
+    return;
+  /* no known shape: no key, the engine's default (the last half) */
+  CHECK_MSG (convert (NULL, NULL, bin, knot) == 0, "%s", out_text);
+  CHECK_MSG (wk_model_load (knot, &mp, &m, err, sizeof err) == WK_OK, "%s",
+      err);
+  if (m) {
+    CHECK (m->align_heads_default && m->n_align_heads == 2);
+    CHECK (m->n_align_heads == 2 && m->align_heads[0] == 1
+        && m->align_heads[1] == 0 && m->align_heads[2] == 1
+        && m->align_heads[3] == 1);
+    wk_model_unref (m);
+    m = NULL;
+  }
+  {
+    char *argv[] = { (char *) conv, (char *) "--alignment-heads",
+      (char *) "none", (char *) bin, (char *) knot, NULL
+    };
+    static const char *refused[] = { "2:0", "0:2", "0:1,0:1", "0:1,", "x",
+      "1", "-1:0", "tiny.en", ""
+    };
+    const uint32_t good[4] = { 0, 1, 1, 0 };
+    CHECK_MSG (run (argv) == 0, "%s", out_text);
+    CHECK_MSG (wk_model_load (knot, &mp, &m, err, sizeof err) == WK_OK, "%s",
+        err);
+    if (m) {
+      CHECK (m->n_align_heads == 0 && !m->align_heads_default);
+      wk_model_unref (m);
+      m = NULL;
+    }
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+      argv[2] = (char *) refused[i];
+      CHECK_MSG (run (argv) == 2, "--alignment-heads '%s'", refused[i]);
+    }
+    argv[2] = (char *) "0:1,1:0";
+    CHECK_MSG (run (argv) == 0, "%s", out_text);
+    CHECK_MSG (wk_model_load (knot, &mp, &m, err, sizeof err) == WK_OK, "%s",
+        err);
+    if (m) {
+      CHECK (m->n_align_heads == 2 && !m->align_heads_default);
+      CHECK (m->n_align_heads == 2 && !memcmp (m->align_heads,
+              (const int32_t[]) { 0, 1, 1, 0 }, 4 * sizeof (int32_t)));
+      wk_model_unref (m);
+      m = NULL;
+    }
+    /* the same bytes written back load the same (the patcher is right) */
+    CHECK (patch_heads (knot, bad, 4, 4, good));
+    CHECK_MSG (wk_model_load (bad, &mp, &m, err, sizeof err) == WK_OK, "%s",
+        err);
+    if (m) {
+      CHECK (m->n_align_heads == 2);
+      wk_model_unref (m);
+      m = NULL;
+    }
+    /* bad values */
+    CHECK (patch_heads (knot, bad, 4, 4, (const uint32_t[]) { 0, 1, 2, 0 }));
+    check_heads_refused (bad, "layer 2 of 2");
+    CHECK (patch_heads (knot, bad, 4, 4, (const uint32_t[]) { 0, 1, 1, 2 }));
+    check_heads_refused (bad, "head 2 of 2");
+    CHECK (patch_heads (knot, bad, 4, 4, (const uint32_t[]) { 0, 1, 0, 1 }));
+    check_heads_refused (bad, "a pair twice");
+    CHECK (patch_heads (knot, bad, 5, 4, (const uint32_t[]) { 0, 1,
+              0xffffffffu, 0
+            }));
+    check_heads_refused (bad, "a negative i32");
+    CHECK (patch_heads (knot, bad, 6, 4, good));
+    check_heads_refused (bad, "f32 elements");
+    /* truncated: more elements than the file holds */
+    CHECK (patch_heads (knot, bad, 4, (uint64_t) 1 << 40, good));
+    check_heads_refused (bad, "2^40 elements");
+  }
+  unlink (bin);
+  unlink (knot);
+  unlink (bad);
+}
+
 /* --pad-window: the key reaches the knot and the engine pads accordingly;
  * a bad option value is refused, a bad key value fails the load cleanly.
  * The same for --max-text-ctx. */
@@ -2164,6 +2344,7 @@ main (void)
   RUN (test_tiktoken_vocab);
   RUN (test_tiny_models_convert);
   RUN (test_pad_window);
+  RUN (test_alignment_heads);
   CHECK_MSG (count_files (work_dir) == 0, "files left in %s", work_dir);
   rmdir (work_dir);
   free ((void *) vocab_bin);

@@ -437,6 +437,18 @@ GST_START_TEST (test_properties_have_defaults)
     g_object_set (e, "audio-ctx", 0, NULL);
   }
 
+  /* word times from the alignment heads unless turned off */
+  {
+    gboolean wt = FALSE;
+
+    g_object_get (e, "word-times", &wt, NULL);
+    fail_unless (wt);
+    g_object_set (e, "word-times", FALSE, NULL);
+    g_object_get (e, "word-times", &wt, NULL);
+    fail_unless (!wt);
+    g_object_set (e, "word-times", TRUE, NULL);
+  }
+
   /* transcriberbin's name for it, with a region */
   g_object_set (e, "language-code", "fr-CA", NULL);
   g_object_get (e, "language", &language, NULL);

@@ -133,6 +133,9 @@ usage (FILE * f)
       "                        times stay those of the file\n"
       "      --no-fallback     no temperature fallback: deterministic\n"
       "                        decoding at temperature 0 (whisper.cpp's -nf)\n"
+      "      --no-word-times   word and token times shared out over each\n"
+      "                        segment by byte length, not taken from the\n"
+      "                        model's alignment heads (faster, rougher)\n"
       "      --latency MS      live policy with this target delay (default\n"
       "                        0: 30 s windows); one line or cue per\n"
       "                        utterance\n"
@@ -680,6 +683,8 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
         "mel_seconds: %.3f\n"
         "encoder_seconds: %.3f\n"
         "decoder_seconds: %.3f\n"
+        "align_seconds: %.3f\n"
+        "aligned_windows: %" PRId64 "\n"
         "windows: %" PRId64 "\n"
         "tokens: %" PRId64 "\n"
         "state_bytes: %" PRIu64 "\n"
@@ -694,7 +699,8 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
         jb->several ? "\n" : "",
         model_path, info.file_bytes, info.n_params, load_seconds,
         audio, wall, audio > 0 ? wall / audio : 0.0, s.mel_seconds,
-        s.encoder_seconds, s.decoder_seconds, s.n_windows, s.n_tokens,
+        s.encoder_seconds, s.decoder_seconds, s.align_seconds, s.n_aligned,
+        s.n_windows, s.n_tokens,
         s.state_bytes, s.n_runs, s.n_committed, s.n_utterances,
         s.vad_seconds, s.speech_seconds,
         (double) (last - first) / WK_SAMPLE_RATE,
@@ -723,6 +729,7 @@ enum
   OPT_TOKENS,
   OPT_STATS,
   OPT_NO_FALLBACK,
+  OPT_NO_WORD_TIMES,
   OPT_MAX_CONTEXT,
   OPT_PROMPT,
   OPT_OFFSET,
@@ -741,6 +748,7 @@ main (int argc, char **argv)
     {"threads", required_argument, NULL, 't'},
     {"beam-size", required_argument, NULL, 'b'},
     {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
+    {"no-word-times", no_argument, NULL, OPT_NO_WORD_TIMES},
     {"max-context", required_argument, NULL, OPT_MAX_CONTEXT},
     {"prompt", required_argument, NULL, OPT_PROMPT},
     {"offset", required_argument, NULL, OPT_OFFSET},
@@ -792,6 +800,9 @@ main (int argc, char **argv)
         break;
       case OPT_NO_FALLBACK:
         sp.temperature_inc = 0.0f;
+        break;
+      case OPT_NO_WORD_TIMES:
+        sp.word_times = false;
         break;
       case OPT_MAX_CONTEXT:
         if (parse_int (optarg, 0, 224, &sp.max_text_ctx) < 0)

@@ -68,6 +68,9 @@ export interface StreamParams {
   temperatureInc?: number;
   noTimestamps?: boolean;
   suppressBlank?: boolean;
+  /** Word times from the model's alignment heads (default true); false
+   * shares each segment's span out by byte length (cheaper). */
+  wordTimes?: boolean;
 }
 
 /** wk_token */

@@ -469,7 +469,8 @@ export class Model {
       const st = x.wkw_stream_new(this.ptr, lang, bool(params.translate), int(params.beamSize),
         int(params.latencyMs), bool(params.useVad), num(params.vadThreshold),
         int(params.vadMinSilenceMs), int(params.audioCtx, -3), commit, num(params.temperatureInc),
-        bool(params.noTimestamps), bool(params.suppressBlank), 0, wk.scratch, wk.errPtr, 1024);
+        bool(params.noTimestamps), bool(params.suppressBlank), bool(params.wordTimes), 0,
+        wk.scratch, wk.errPtr, 1024);
       if (st !== 0) wk.fail(st, true);
       return new Stream(wk, wk.dv.getUint32(wk.scratch, true), lang);
     } catch (e) {

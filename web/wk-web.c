@@ -19,7 +19,8 @@ WKW_EXPORT wk_status wkw_stream_new (wk_model * model, const char *language,
     int translate, int beam_size, int latency_ms, int use_vad,
     float vad_threshold, int vad_min_silence_ms, int audio_ctx, int commit,
     float temperature_inc, int no_timestamps, int suppress_blank,
-    const char *vad_model, wk_stream ** out, char *err, int err_size);
+    int word_times, const char *vad_model, wk_stream ** out, char *err,
+    int err_size);
 WKW_EXPORT void wkw_stream_stats (const wk_stream * stream, double *out);
 WKW_EXPORT const int32_t *wkw_layout (void);
 WKW_EXPORT const char *wkw_kernels_name (void);
@@ -68,8 +69,8 @@ wk_status
 wkw_stream_new (wk_model * model, const char *language, int translate,
     int beam_size, int latency_ms, int use_vad, float vad_threshold,
     int vad_min_silence_ms, int audio_ctx, int commit, float temperature_inc,
-    int no_timestamps, int suppress_blank, const char *vad_model,
-    wk_stream ** out, char *err, int err_size)
+    int no_timestamps, int suppress_blank, int word_times,
+    const char *vad_model, wk_stream ** out, char *err, int err_size)
 {
   wk_stream_params p = wk_stream_default_params ();
 
@@ -98,6 +99,8 @@ wkw_stream_new (wk_model * model, const char *language, int translate,
     p.no_timestamps = no_timestamps != 0;
   if (suppress_blank >= 0)
     p.suppress_blank = suppress_blank != 0;
+  if (word_times >= 0)
+    p.word_times = word_times != 0;
   p.vad_model = vad_model;
   return wk_stream_new (model, &p, out, err,
       err_size > 0 ? (size_t) err_size : 0);

@@ -506,14 +506,24 @@ def ckpt_info(path):
     return info
 
 
+# the default model's alignment heads (d=256, 4 decoder layers x 4 heads),
+# chosen on 40 festival sentences (kal_diphone, cmu_us_slt_arctic_hts) with
+# tools/word-times.c --search-heads on 2026-12-01; a retrained model should
+# have them chosen again
+OWN_ALIGNMENT_HEADS = "2:3,2:2,3:3,1:2"
+
+
 def convert(tool, src, dst, qtype, pad_window, ts_rule="max"):
     # our model never saw a <|startofprev|> prompt: --max-text-ctx 0 (ignored by
     # single-window utterances; long files and the live policy need it); its
     # timestamps decode better without openai's sum rule (--timestamp-rule max);
     # it was trained on short windows with a shortened encoder context
-    # (--live-audio-ctx short)
+    # (--live-audio-ctx short); its word times come from the decoder heads
+    # chosen on synthesized speech with known word boundaries
+    # (tools/word-times.c --search-heads; knots/MODEL.md, "Word times")
     extra = (["--max-text-ctx", "0", "--timestamp-rule", ts_rule,
-              "--live-audio-ctx", "short"]
+              "--live-audio-ctx", "short",
+              "--alignment-heads", OWN_ALIGNMENT_HEADS]
              if pad_window == "silence" else [])
     r = subprocess.run([tool, "--type", qtype, "--pad-window", pad_window] + extra + [src, dst],
                        capture_output=True, text=True, timeout=3600)

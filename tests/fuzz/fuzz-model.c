@@ -1,6 +1,7 @@
 /* libFuzzer target: the model loader's checks after the knot parse
  * (hyper-parameters, tensor shapes and types, vocabulary size against
- * n_vocab, mel filters, the whisperknot.* keys, non-finite weights).
+ * n_vocab, mel filters, the whisperknot.* keys (alignment heads among
+ * them), non-finite weights).
  *
  * fuzz-knot covers the byte-level parse; here the input is a compact
  * description of a model (sizes, types, one damaged tensor, key values)
@@ -295,6 +296,15 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     const char *p = pad[get8 (&in) % 3], *r = rule[get8 (&in) % 3];
     wk_knot_writer_set_str (g.w, "whisperknot.pad_window", p, strlen (p));
     wk_knot_writer_set_str (g.w, "whisperknot.timestamp_rule", r, strlen (r));
+    /* whisperknot.alignment_heads: up to 8 small values (odd counts,
+     * layers and heads out of range, repeats) */
+    {
+      uint32_t v[8];
+      unsigned n = get8 (&in) % 9;
+      for (unsigned i = 0; i < n; i++)
+        v[i] = get8 (&in) % 6;
+      wk_knot_writer_set_u32_array (g.w, "whisperknot.alignment_heads", v, n);
+    }
   }
   /* the filters: positive, with one damaged value or a wrong count */
   n_mel = (size_t) (hp[9] <= 128 ? hp[9] : 128) * 201;

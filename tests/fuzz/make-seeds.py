@@ -97,6 +97,10 @@ def model_seeds():
     write("model", "seed-keys.bin",
           small(1, 1, 51864, 4, 8, 1, 16, 8, 1, 80, flags=96) +
           bytes([4, 0, 1, 1]))
+    # alignment heads (flag 64 too): 4 values, (1, 0) (1, 1), in range
+    write("model", "seed-align-heads.bin",
+          small(2, 2, 51864, 4, 4, 1, 16, 4, 2, 80, flags=64) +
+          bytes([1, 1, 4, 1, 0, 1, 1]))
 
 
 def wav(fmt_tag, channels, rate, bits, frames, extra_chunks=b"",
