@@ -25,11 +25,30 @@
  * The 30 s window is the first 30 s of the file, zero-padded. Temperature
  * fallback is off on both sides unless --fallback. Figures are printed,
  * never judged: this is a measuring tool, not a test.
+ *
+ * Many live streams, instead of all the above:
+ *
+ *   whisperknot-bench --live-streams N[,N2,...] -m MODEL.knot -f AUDIO.wav
+ *       [-t THREADS] [--latency MS] [--fast]
+ *
+ * For each N, --child live plays the file into N live streams of one
+ * loaded model (a thread per stream, wk_stream_feed_at in 100 ms pieces at
+ * real-time pace, taking the committed words after every feed), then N
+ * such children with one stream each play it together, each on its own
+ * loaded model. The children start playing at once when the parent closes
+ * the pipe on their stdin, and report over their stdout. One table row per
+ * N holds both, shared / separate: CPU seconds per stream per audio second
+ * (getrusage over the playback), the median, p95 and worst commit delay
+ * (a word taken from the engine against the feed of its last sample),
+ * which streams kept up, and the ratio of the CPU figures; live_definitions
+ * below (also printed) says exactly what each figure is.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +68,9 @@
 #define MAX_VALUES 256
 #define MAX_METRICS 48
 #define TEXT_MAX 8192
+#define LIVE_MAX_N 16           /* values in --live-streams */
+#define LIVE_MAX_STREAMS 64     /* the largest of them */
+#define LIVE_CHUNK (WK_SAMPLE_RATE / 10)        /* samples per feed: 100 ms */
 
 typedef struct
 {
@@ -66,6 +88,12 @@ typedef struct
   bool fallback;
   bool no_stages;
   bool no_e2e;
+  /* --live-streams: the stream counts to measure (a --child live process:
+   * its own count, live_n[0]) */
+  int live_n[LIVE_MAX_N];
+  int n_live;
+  int latency;
+  bool fast;
 } options;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -553,6 +581,246 @@ child_e2e (const options * o)
   return 0;
 }
 
+/* ---- the children: live streams (--live-streams) ------------------------ */
+
+/* Sleeps until t on the engine's clock (wk_clock_seconds: CLOCK_MONOTONIC). */
+static void
+sleep_until_s (double t)
+{
+  struct timespec ts;
+
+  if (t <= wk_clock_seconds ())
+    return;
+  ts.tv_sec = (time_t) t;
+  ts.tv_nsec = (long) ((t - (double) ts.tv_sec) * 1e9);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR);
+}
+
+/* One stream of a --child live process, played by its own thread. */
+typedef struct
+{
+  wk_model *model;
+  const float *pcm;
+  size_t n;
+  const options *o;
+  pthread_barrier_t *barrier;
+  const double *t0;             /* the playback's start: read after the
+                                 * second barrier */
+  double *fed_at;               /* per 100 ms piece: when its feed began */
+  double *delay;                /* per committed word */
+  size_t n_delay, cap_delay;
+  double feed_lag;              /* the latest feed against its schedule */
+  double final_lag;             /* final text after the audio's end */
+  int64_t n_late;               /* the engine's count (wk_stream_stats) */
+  bool failed;
+  char err[256];
+} live_player;
+
+static wk_stream_params
+live_params (const options * o)
+{
+  wk_stream_params sp = wk_stream_default_params ();
+
+  sp.language = o->language;
+  sp.n_threads = o->threads;
+  sp.latency_ms = o->latency;
+  if (!o->fallback)
+    sp.temperature_inc = 0.0f;
+  return sp;
+}
+
+/* Takes the committed words after a feed (fed: samples fed so far) and
+ * records each one's delay from the feed that brought its last sample. */
+static void
+live_take (live_player * p, wk_stream * s, size_t fed)
+{
+  const wk_segment *segs;
+  size_t n = wk_stream_take (s, &segs), i;
+  double t = wk_clock_seconds ();
+
+  for (i = 0; i < n; i++) {
+    int64_t end = segs[i].end;
+
+    if (segs[i].utterance_end)
+      continue;
+    /* a word may reach past the audio fed: it counts from the last feed */
+    if (end > (int64_t) fed)
+      end = (int64_t) fed;
+    if (end < 1)
+      end = 1;
+    if (p->n_delay == p->cap_delay) {
+      size_t cap = p->cap_delay ? 2 * p->cap_delay : 256;
+      double *d = realloc (p->delay, cap * sizeof *d);
+
+      if (!d) {
+        snprintf (p->err, sizeof p->err, "out of memory");
+        p->failed = true;
+        return;
+      }
+      p->delay = d;
+      p->cap_delay = cap;
+    }
+    p->delay[p->n_delay++] = t - p->fed_at[(end - 1) / LIVE_CHUNK];
+  }
+}
+
+/* Feeds the audio in 100 ms pieces, each when its last sample would have
+ * been captured (start + its end / 16 kHz) and with its first sample's
+ * capture time as its due time, as a live source would; a piece that is
+ * late because a model run was still going is fed at once and keeps its
+ * due time. --fast feeds at once and without due times. */
+static void *
+live_play (void *arg)
+{
+  live_player *p = arg;
+  wk_stream_params sp = live_params (p->o);
+  wk_stream *s = NULL;
+  wk_stream_stats st;
+  size_t pos, c;
+  double t0;
+
+  if (wk_stream_new (p->model, &sp, &s, p->err, sizeof p->err) != WK_OK)
+    p->failed = true;
+  pthread_barrier_wait (p->barrier);    /* every stream made */
+  pthread_barrier_wait (p->barrier);    /* go: *p->t0 is set */
+  if (p->failed)
+    return NULL;
+  t0 = *p->t0;
+  for (pos = 0, c = 0; pos < p->n && !p->failed; pos += LIVE_CHUNK, c++) {
+    size_t k = p->n - pos < LIVE_CHUNK ? p->n - pos : LIVE_CHUNK;
+    double due = t0 + (double) (pos + k) / WK_SAMPLE_RATE;
+    wk_status rc;
+
+    if (!p->o->fast)
+      sleep_until_s (due);
+    p->fed_at[c] = wk_clock_seconds ();
+    if (p->fed_at[c] - due > p->feed_lag)
+      p->feed_lag = p->fed_at[c] - due;
+    rc = p->o->fast ? wk_stream_feed (s, p->pcm + pos, k) :
+        wk_stream_feed_at (s, p->pcm + pos, k,
+        t0 + (double) pos / WK_SAMPLE_RATE);
+    if (rc != WK_OK) {
+      snprintf (p->err, sizeof p->err, "feed: %s", wk_status_str (rc));
+      p->failed = true;
+    } else {
+      live_take (p, s, pos + k);
+    }
+  }
+  if (!p->failed) {
+    wk_status rc = wk_stream_finish (s);
+
+    if (rc != WK_OK) {
+      snprintf (p->err, sizeof p->err, "finish: %s", wk_status_str (rc));
+      p->failed = true;
+    } else {
+      live_take (p, s, p->n);
+    }
+  }
+  p->final_lag = wk_clock_seconds () - (t0 + (double) p->n / WK_SAMPLE_RATE);
+  wk_stream_get_stats (s, &st);
+  p->n_late = st.n_late;
+  wk_stream_free (s);
+  return NULL;
+}
+
+/* N streams (live_n[0]) of one loaded model, one thread each. Protocol
+ * with the parent: "WKL ready" on stdout once the model is loaded and
+ * every stream made, then playback starts when stdin reaches its end (the
+ * parent closes it for all its children at once); afterwards "WKL run
+ * CPU_S AUDIO_S WALL_S", per stream "WKL stream FEED_LAG FINAL_LAG N_LATE
+ * N_WORDS" and per committed word "WKL delay S". */
+static int
+child_live (const options * o)
+{
+  char err[512];
+  wk_model *model = NULL;
+  wk_model_params mp = wk_model_default_params ();
+  wk_model_info info;
+  wk_wav wav;
+  live_player *pl;
+  pthread_t *th;
+  pthread_barrier_t barrier;
+  struct rusage ru0, ru1;
+  double t0 = 0.0, wall;
+  size_t n_chunks;
+  int n = o->live_n[0], i, j;
+  char c;
+  ssize_t got;
+
+  if (o->n_live != 1)
+    return child_fail ("--child live", "needs one --live-streams N");
+  if (wk_model_load (o->model, &mp, &model, err, sizeof err) != WK_OK)
+    return child_fail (strstr (err, o->model) ? NULL : o->model, err);
+  if (wk_wav_read (o->audio, &wav, err, sizeof err) != WK_OK)
+    return child_fail (NULL, err);
+  if (wav.rate != WK_SAMPLE_RATE || wav.n_samples == 0)
+    return child_fail (o->audio, "need 16 kHz audio, not empty");
+  wk_model_get_info (model, &info);
+  printf ("WKL info %s weights, %.1f M params, kernels %s\n",
+      wk_type_name (model->enc[0].attn_q->type), info.n_params / 1e6,
+      wk_kernels_name ());
+
+  n_chunks = (wav.n_samples + LIVE_CHUNK - 1) / LIVE_CHUNK;
+  pl = calloc ((size_t) n, sizeof *pl);
+  th = calloc ((size_t) n, sizeof *th);
+  if (!pl || !th || pthread_barrier_init (&barrier, NULL, (unsigned) n + 1))
+    return child_fail ("live", "out of memory");
+  for (i = 0; i < n; i++) {
+    pl[i].model = model;
+    pl[i].pcm = wav.samples;
+    pl[i].n = wav.n_samples;
+    pl[i].o = o;
+    pl[i].barrier = &barrier;
+    pl[i].t0 = &t0;
+    pl[i].fed_at = calloc (n_chunks, sizeof *pl[i].fed_at);
+    if (!pl[i].fed_at)
+      return child_fail ("live", "out of memory");
+  }
+  /* (returning from here on ends the process, its threads with it) */
+  for (i = 0; i < n; i++)
+    if (pthread_create (&th[i], NULL, live_play, &pl[i]) != 0)
+      return child_fail ("live", "cannot start a thread");
+  pthread_barrier_wait (&barrier);
+  for (i = 0; i < n; i++)
+    if (pl[i].failed)
+      return child_fail ("wk_stream_new", pl[i].err);
+  printf ("WKL ready\n");
+  fflush (stdout);
+  while ((got = read (0, &c, 1)) > 0 || (got < 0 && errno == EINTR));
+
+  getrusage (RUSAGE_SELF, &ru0);
+  t0 = wk_clock_seconds ();
+  pthread_barrier_wait (&barrier);
+  for (i = 0; i < n; i++)
+    pthread_join (th[i], NULL);
+  getrusage (RUSAGE_SELF, &ru1);
+  wall = wk_clock_seconds () - t0;
+
+  for (i = 0; i < n; i++)
+    if (pl[i].failed)
+      return child_fail ("live stream", pl[i].err);
+  printf ("WKL run %.6f %.6f %.6f\n", (cpu_ms (&ru1) - cpu_ms (&ru0)) / 1e3,
+      (double) wav.n_samples / WK_SAMPLE_RATE, wall);
+  for (i = 0; i < n; i++) {
+    printf ("WKL stream %.6f %.6f %lld %zu\n", pl[i].feed_lag,
+        pl[i].final_lag, (long long) pl[i].n_late, pl[i].n_delay);
+    for (j = 0; j < (int) pl[i].n_delay; j++)
+      printf ("WKL delay %.6f\n", pl[i].delay[j]);
+    free (pl[i].delay);
+    free (pl[i].fed_at);
+  }
+  pthread_barrier_destroy (&barrier);
+  free (pl);
+  free (th);
+  wk_model_unref (model);
+  wk_wav_clear (&wav);
+  return fflush (stdout) == 0 ? 0 : 1;
+}
+
 /* ---- the parent --------------------------------------------------------- */
 
 typedef struct
@@ -795,6 +1063,361 @@ row (const char *label, results * ours, const char *okey, results * theirs,
   printf ("  %-34s %-21s %-21s %s\n", label, ob, tb, rb);
 }
 
+/* ---- the parent: live streams (--live-streams) -------------------------- */
+
+/* One mode's figures for one stream count, over all its processes. */
+typedef struct
+{
+  double *delay;                /* every committed word of every stream */
+  size_t n_delay, cap_delay;
+  double cpu_s;                 /* summed over the processes */
+  double audio_s;
+  int n_streams, n_kept;
+  double feed_lag, final_lag;   /* the largest over the streams */
+  int64_t n_late;
+  long rss_kb;                  /* peak RSS, summed over the processes */
+  char info[256];
+  bool ok;
+} live_result;
+
+static bool
+live_add_delay (live_result * r, double d)
+{
+  if (r->n_delay == r->cap_delay) {
+    size_t cap = r->cap_delay ? 2 * r->cap_delay : 1024;
+    double *v = realloc (r->delay, cap * sizeof *v);
+
+    if (!v)
+      return false;
+    r->delay = v;
+    r->cap_delay = cap;
+  }
+  r->delay[r->n_delay++] = d;
+  return true;
+}
+
+/* Reads one child's "WKL" lines up to "WKL ready" (ready) or to the end
+ * (the figures). Returns false when the line or the figures never came. */
+static bool
+live_read (FILE * f, const options * o, live_result * r, bool ready)
+{
+  char line[512];
+  bool have_run = false;
+
+  while (fgets (line, sizeof line, f)) {
+    double a, b, cpu;
+    long long late;
+    unsigned long long words;
+
+    line[strcspn (line, "\n")] = '\0';
+    if (ready && strcmp (line, "WKL ready") == 0)
+      return true;
+    if (strncmp (line, "WKL info ", 9) == 0) {
+      if (!r->info[0])
+        snprintf (r->info, sizeof r->info, "%.200s", line + 9);
+    } else if (sscanf (line, "WKL delay %lf", &a) == 1) {
+      if (!live_add_delay (r, a))
+        return false;
+    } else if (sscanf (line, "WKL stream %lf %lf %lld %llu", &a, &b, &late,
+            &words) == 4) {
+      if (a > r->feed_lag)
+        r->feed_lag = a;
+      if (b > r->final_lag)
+        r->final_lag = b;
+      r->n_late += late;
+      if (!o->fast && a <= o->latency / 1e3 && b <= o->latency / 1e3)
+        r->n_kept++;
+    } else if (sscanf (line, "WKL run %lf %lf %lf", &cpu, &a, &b) == 3) {
+      r->cpu_s += cpu;
+      r->audio_s = a;
+      have_run = true;
+    }
+  }
+  return !ready && have_run;
+}
+
+/* Runs n_streams live streams: shared, in one child process on one loaded
+ * model; separate, in n_streams child processes with a model each. The
+ * children load and make their streams, say they are ready, and all start
+ * playing when the parent closes the pipe on their stdin. */
+static bool
+live_mode (const workspace * w, const options * o, int n_streams,
+    bool separate, live_result * r)
+{
+  int n_proc = separate ? n_streams : 1, i, k = 0, go[2];
+  pid_t pid[LIVE_MAX_STREAMS];
+  FILE *out[LIVE_MAX_STREAMS];
+  bool killed[LIVE_MAX_STREAMS];
+  char err_path[LIVE_MAX_STREAMS][160];
+  char t[16], lat[16], per[16];
+  char *argv[24];
+  bool ok = true;
+
+  memset (r, 0, sizeof *r);
+  r->n_streams = n_streams;
+  snprintf (t, sizeof t, "%d", o->threads);
+  snprintf (lat, sizeof lat, "%d", o->latency);
+  snprintf (per, sizeof per, "%d", separate ? 1 : n_streams);
+  argv[k++] = (char *) w->self;
+  argv[k++] = (char *) "--child";
+  argv[k++] = (char *) "live";
+  argv[k++] = (char *) "-m";
+  argv[k++] = (char *) o->model;
+  argv[k++] = (char *) "-f";
+  argv[k++] = (char *) o->audio;
+  argv[k++] = (char *) "-t";
+  argv[k++] = t;
+  argv[k++] = (char *) "-l";
+  argv[k++] = (char *) (o->language ? o->language : "auto");
+  argv[k++] = (char *) "--latency";
+  argv[k++] = lat;
+  argv[k++] = (char *) "--live-streams";
+  argv[k++] = per;
+  if (o->fast)
+    argv[k++] = (char *) "--fast";
+  if (o->fallback)
+    argv[k++] = (char *) "--fallback";
+  argv[k] = NULL;
+
+  for (i = 0; i < n_proc; i++) {
+    pid[i] = -1;
+    out[i] = NULL;
+    killed[i] = false;
+    snprintf (err_path[i], sizeof err_path[i], "%s/live-err-%d", w->dir, i);
+  }
+  /* close-on-exec everywhere: a child must hold no other child's pipe,
+   * nor the write end of the start pipe (its end would never come) */
+  if (pipe2 (go, O_CLOEXEC) != 0)
+    return false;
+  fflush (stdout);
+  fflush (stderr);
+  for (i = 0; i < n_proc && ok; i++) {
+    int p[2];
+
+    if (pipe2 (p, O_CLOEXEC) != 0) {
+      ok = false;
+      break;
+    }
+    pid[i] = fork ();
+    if (pid[i] == 0) {
+      int e = open (err_path[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+      if (e < 0 || dup2 (go[0], 0) < 0 || dup2 (p[1], 1) < 0 || dup2 (e, 2) < 0)
+        _exit (127);
+      execv (argv[0], argv);
+      _exit (127);
+    }
+    close (p[1]);
+    if (pid[i] < 0 || !(out[i] = fdopen (p[0], "r"))) {
+      close (p[0]);
+      ok = false;
+    }
+  }
+  close (go[0]);
+  for (i = 0; i < n_proc && ok; i++)
+    if (!live_read (out[i], o, r, true)) {
+      int j;
+
+      /* this one failed (its tail is shown below): stop the others */
+      for (j = 0; j < n_proc; j++)
+        if (j != i && pid[j] > 0 && kill (pid[j], SIGTERM) == 0)
+          killed[j] = true;
+      ok = false;
+    }
+  close (go[1]);                /* go */
+  for (i = 0; i < n_proc; i++)
+    if (out[i]) {
+      if (ok && !live_read (out[i], o, r, false))
+        ok = false;
+      fclose (out[i]);
+    }
+  for (i = 0; i < n_proc; i++) {
+    struct rusage ru;
+    int status;
+
+    if (pid[i] <= 0)
+      continue;
+    while (wait4 (pid[i], &status, 0, &ru) < 0)
+      if (errno != EINTR) {
+        status = -1;
+        break;
+      }
+    if (status != -1)
+      r->rss_kb += ru.ru_maxrss;
+    if (status == -1 || !WIFEXITED (status) || WEXITSTATUS (status) != 0) {
+      if (!killed[i]) {
+        fprintf (stderr, "whisperknot-bench: %d live stream%s, %s: process "
+            "%d failed:\n", n_streams, n_streams > 1 ? "s" : "",
+            separate ? "separate" : "shared", i);
+        show_tail (err_path[i]);
+      }
+      ok = false;
+    }
+    unlink (err_path[i]);
+  }
+  if (r->n_delay > 0)
+    qsort (r->delay, r->n_delay, sizeof r->delay[0], cmp_double);
+  r->ok = ok;
+  return ok;
+}
+
+/* The nearest-rank quantile of sorted values. */
+static double
+nearest_rank (const double *v, size_t n, double q)
+{
+  size_t k = (size_t) ceil (q * (double) n);
+
+  return v[k > 0 ? (k <= n ? k - 1 : n - 1) : 0];
+}
+
+/* "shared / separate" into buf, "-" for a side without the figure. */
+static void
+live_cell (char *buf, size_t size, int prec, bool have_a, double a,
+    bool have_b, double b)
+{
+  char x[32] = "-", y[32] = "-";
+
+  if (have_a)
+    snprintf (x, sizeof x, "%.*f", prec, a);
+  if (have_b)
+    snprintf (y, sizeof y, "%.*f", prec, b);
+  snprintf (buf, size, "%s / %s", x, y);
+}
+
+static const char *
+live_kept (char *buf, size_t size, const options * o, const live_result * r)
+{
+  if (!r->ok)
+    snprintf (buf, size, "-");
+  else if (o->fast)
+    snprintf (buf, size, "n/a");
+  else if (r->n_kept == r->n_streams)
+    snprintf (buf, size, "all");
+  else
+    snprintf (buf, size, "%d of %d", r->n_kept, r->n_streams);
+  return buf;
+}
+
+static void
+live_row (const options * o, const live_result * a, const live_result * b)
+{
+  char cpu[48], ratio[16] = "-", med[48], p95[48], worst[48], kept[48];
+  char ka[16], kb[16], lag[48], fin[48], words[48], late[48], rss[48];
+  bool da = a->ok && a->n_delay > 0, db = b->ok && b->n_delay > 0;
+  double ca = a->ok ? a->cpu_s / a->n_streams / a->audio_s : 0.0;
+  double cb = b->ok ? b->cpu_s / b->n_streams / b->audio_s : 0.0;
+
+  live_cell (cpu, sizeof cpu, 3, a->ok, ca, b->ok, cb);
+  if (a->ok && b->ok && ca > 0)
+    snprintf (ratio, sizeof ratio, "%.2fx", cb / ca);
+  live_cell (med, sizeof med, 2, da, da ? nearest_rank (a->delay,
+          a->n_delay, 0.5) : 0, db, db ? nearest_rank (b->delay, b->n_delay,
+          0.5) : 0);
+  live_cell (p95, sizeof p95, 2, da, da ? nearest_rank (a->delay,
+          a->n_delay, 0.95) : 0, db, db ? nearest_rank (b->delay, b->n_delay,
+          0.95) : 0);
+  live_cell (worst, sizeof worst, 2, da, da ? a->delay[a->n_delay - 1] :
+      0, db, db ? b->delay[b->n_delay - 1] : 0);
+  snprintf (kept, sizeof kept, "%s / %s", live_kept (ka, sizeof ka, o, a),
+      live_kept (kb, sizeof kb, o, b));
+  live_cell (lag, sizeof lag, 2, a->ok, a->feed_lag, b->ok, b->feed_lag);
+  live_cell (fin, sizeof fin, 2, a->ok, a->final_lag, b->ok, b->final_lag);
+  live_cell (words, sizeof words, 1, a->ok,
+      (double) a->n_delay / a->n_streams, b->ok,
+      (double) b->n_delay / b->n_streams);
+  live_cell (late, sizeof late, 0, a->ok, (double) a->n_late, b->ok,
+      (double) b->n_late);
+  live_cell (rss, sizeof rss, 0, a->ok, a->rss_kb / 1024.0, b->ok,
+      b->rss_kb / 1024.0);
+  printf ("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+      a->n_streams, cpu, ratio, med, p95, worst, kept, lag, fin, words, late,
+      rss);
+  fflush (stdout);
+}
+
+static const char live_definitions[] =
+    "  shared: N streams in one process on one loaded model, a thread each;\n"
+    "    separate: N processes started together, each with its own loaded\n"
+    "    model and one stream. Every stream plays the whole file in 100 ms\n"
+    "    pieces, each fed (wk_stream_feed_at, with its capture time) when its\n"
+    "    last sample would have been captured; --fast: at once (wk_stream_feed).\n"
+    "  CPU: user + system time (getrusage RUSAGE_SELF in each process) from\n"
+    "    the start of playback to the last final text, summed over the\n"
+    "    processes, / N / the file's seconds; model load and stream setup are\n"
+    "    not counted. CPU separate / shared: the ratio of the two.\n"
+    "  commit delay: per committed word of every stream, the wall time it was\n"
+    "    taken (wk_stream_take right after each feed and after finish) minus\n"
+    "    the wall time the feed holding its last sample began (a word reaching\n"
+    "    past the audio fed counts from the last feed); median and p95 by\n"
+    "    nearest rank, worst = the largest.\n"
+    "  kept up: the streams where no feed began more than the latency after its\n"
+    "    schedule (the capture time of the piece's last sample) and the final\n"
+    "    text (wk_stream_finish + take) came at most the latency after the end\n"
+    "    of the audio; n/a with --fast.\n"
+    "  feed lag: the latest any feed began against its schedule; final after\n"
+    "    end: the last final text against the end of the audio (seconds, the\n"
+    "    worst stream's).\n"
+    "  late words: the engine's wk_stream_stats.n_late summed over the streams\n"
+    "    (words committed after their first sample's due time + the latency).\n"
+    "  peak RSS: wait4 of each process, summed for separate (each counts the\n"
+    "    pages of the model file it touched).\n";
+
+static int
+run_live (const workspace * w, const options * o)
+{
+  live_result *sh = calloc (1, sizeof *sh), *sep = calloc (1, sizeof *sep);
+  char la0[16], la1[16], date[64];
+  time_t now = time (NULL);
+  bool failed = false, head = false;
+  int i;
+
+  if (!sh || !sep)
+    return 1;
+  warm_file (o->model);
+  warm_file (o->audio);
+  strftime (date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime (&now));
+  loadavg (la0, sizeof la0);
+  fprintf (stderr, "whisperknot-bench: live streams (load average %s)...\n",
+      la0);
+  for (i = 0; i < o->n_live; i++) {
+    failed |= !live_mode (w, o, o->live_n[i], false, sh);
+    failed |= !live_mode (w, o, o->live_n[i], true, sep);
+    if (!head) {
+      printf ("whisperknot-bench --live-streams  %s  load average at the "
+          "start %s\n", date, la0);
+      printf ("  model: %s", o->model);
+      if (sh->info[0] || sep->info[0])
+        printf ("  (%s)", sh->info[0] ? sh->info : sep->info);
+      printf ("\n  audio: %s", o->audio);
+      if (sh->ok || sep->ok)
+        printf (", %.1f s", sh->ok ? sh->audio_s : sep->audio_s);
+      printf (", fed in 100 ms pieces %s\n", o->fast ?
+          "as fast as possible (--fast)" : "at real-time pace");
+      printf ("  streams: latency %d ms, deadline commits, beam %d (the live "
+          "default), %d thread%s\n    per stream, %s\n\n", o->latency,
+          WK_DEFAULT_LIVE_BEAM_SIZE, o->threads, o->threads > 1 ? "s" : "",
+          o->fallback ? "temperature fallback" : "no temperature fallback");
+      printf ("each cell: shared / separate\n\n");
+      printf ("| streams | CPU s per stream per audio s | CPU separate / "
+          "shared | commit delay median, s | p95, s | worst, s | kept up | "
+          "feed lag, s | final after end, s | words per stream | late words "
+          "| peak RSS, MB |\n");
+      printf ("|---:|---|---:|---|---|---|---|---|---|---|---|---|\n");
+      head = true;
+    }
+    live_row (o, sh, sep);
+    free (sh->delay);
+    free (sep->delay);
+  }
+  loadavg (la1, sizeof la1);
+  printf ("\nload average at the end %s\n\nDefinitions:\n%s", la1,
+      live_definitions);
+  free (sh);
+  free (sep);
+  /* never judged: the status says whether every run ran */
+  return failed ? 1 : 0;
+}
+
 static void
 usage (FILE * f)
 {
@@ -803,7 +1426,11 @@ usage (FILE * f)
       "[-r RUNS]\n"
       "         [--whispercpp DIR --ggml MODEL.bin] [--e2e-runs N] "
       "[--past P] [--steps S]\n"
-      "         [-l LANG] [--fallback] [--no-stages] [--no-e2e]\n\n"
+      "         [-l LANG] [--fallback] [--no-stages] [--no-e2e]\n"
+      "       whisperknot-bench --live-streams N[,N...] -m MODEL.knot -f "
+      "AUDIO.wav\n"
+      "         [-t THREADS] [--latency MS] [--fast] [-l LANG] [--fallback]"
+      "\n\n"
       "Prints medians [and minima] over RUNS of: log-mel of a 30 s window, "
       "one encoder\npass over it, one decoder step (mean of S one-token "
       "steps at n_past P..P+S-1),\nend-to-end transcription of the file "
@@ -814,9 +1441,37 @@ usage (FILE * f)
       "format) it also runs\nwhisper.cpp on the same audio, threads and "
       "runs and prints the ratio\nwhisper.cpp / whisperknot for each figure "
       "(> 1: whisperknot is faster/smaller).\n\n"
-      "Defaults: -t 2 -r 5 --past 96 --steps 32 -l en.\n"
+      "With --live-streams it measures many live streams instead (nothing "
+      "else): for\neach N, N streams (-t threads each, live latency MS, "
+      "default 1000) as N\nthreads of one process on one loaded model, "
+      "then as N processes with a\nmodel each, and prints one table row "
+      "per N, shared / separate in each cell:\n%s\n"
+      "Defaults: -t 2 -r 5 --past 96 --steps 32 -l en --latency 1000.\n"
       "Exit status: 0 when every measurement ran (figures are never "
-      "judged), 1 when\none failed, 2 usage.\n");
+      "judged), 1 when\none failed, 2 usage.\n", live_definitions);
+}
+
+/* "N[,N...]" into o->live_n */
+static int
+parse_counts (const char *s, options * o)
+{
+  char buf[16];
+
+  o->n_live = 0;
+  for (;;) {
+    size_t len = strcspn (s, ",");
+
+    if (len == 0 || len >= sizeof buf || o->n_live == LIVE_MAX_N)
+      return -1;
+    memcpy (buf, s, len);
+    buf[len] = '\0';
+    if (parse_int (buf, 1, LIVE_MAX_STREAMS, &o->live_n[o->n_live]) != 0)
+      return -1;
+    o->n_live++;
+    if (s[len] == '\0')
+      return 0;
+    s += len + 1;
+  }
 }
 
 static int
@@ -831,6 +1486,7 @@ parse_args (int argc, char **argv, options * o)
   o->past = 96;
   o->steps = 32;
   o->language = "en";
+  o->latency = 1000;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -847,6 +1503,9 @@ parse_args (int argc, char **argv, options * o)
       continue;
     } else if (!strcmp (a, "--no-e2e")) {
       o->no_e2e = true;
+      continue;
+    } else if (!strcmp (a, "--fast")) {
+      o->fast = true;
       continue;
     }
     if (!v) {
@@ -876,6 +1535,10 @@ parse_args (int argc, char **argv, options * o)
       bad = parse_int (v, 1, 100000, &o->past);
     else if (!strcmp (a, "--steps"))
       bad = parse_int (v, 1, 100000, &o->steps);
+    else if (!strcmp (a, "--latency"))
+      bad = parse_int (v, 1, 60000, &o->latency);
+    else if (!strcmp (a, "--live-streams"))
+      bad = parse_counts (v, o);
     else {
       fprintf (stderr, "whisperknot-bench: unknown option %s\n", a);
       return -1;
@@ -889,6 +1552,11 @@ parse_args (int argc, char **argv, options * o)
     o->e2e_runs = o->runs;
   if (!o->model || !o->audio) {
     fprintf (stderr, "whisperknot-bench: -m and -f are required\n");
+    return -1;
+  }
+  if (o->n_live && o->wcpp_dir) {
+    fprintf (stderr, "whisperknot-bench: --live-streams measures whisperknot "
+        "alone (no --whispercpp)\n");
     return -1;
   }
   if (!o->wcpp_dir != !o->ggml) {
@@ -949,6 +1617,8 @@ main (int argc, char **argv)
       return child_stages (&o);
     if (!strcmp (o.child, "e2e"))
       return child_e2e (&o);
+    if (!strcmp (o.child, "live"))
+      return child_live (&o);
     return 2;
   }
 
@@ -970,6 +1640,11 @@ main (int argc, char **argv)
   snprintf (w.out, sizeof w.out, "%s/out", w.dir);
   snprintf (w.err, sizeof w.err, "%s/err", w.dir);
   snprintf (w.pcm, sizeof w.pcm, "%s/audio.f32", w.dir);
+  if (o.n_live) {
+    int rc = run_live (&w, &o);
+    rmdir (w.dir);
+    return rc;
+  }
 
   ours_st = calloc (1, sizeof *ours_st);
   theirs_st = calloc (1, sizeof *theirs_st);
