@@ -1375,16 +1375,28 @@ next_deadline (const wk_live * l, const live_hyp * cur)
 /* WK_COMMIT_DEADLINE, after a run's agreed words: commits cur's words
  * whose deadline comes before even the soonest next run could finish
  * (as this run heard them: committing late is the alternative), then
- * schedules the next run to finish before the next deadline. */
+ * schedules the next run to finish before the next deadline. Only words
+ * this run heard with time of their own: words piled up at the very end
+ * of its audio (hyp_space_words lets them overlap there, each 20 ms)
+ * have none left once the first is committed, and would be caption cues
+ * of no length; they wait for the next run, late rather than empty (on
+ * a machine slower than the latency every word's deadline comes before
+ * the next run, those heard at the end included). */
 static void
 deadline_commits (wk_live * l, live_hyp * cur)
 {
   double now = live_now (l), r = run_estimate (l);
   double soonest = run_finish (l, l->total + LIVE_DEADLINE_STEP, now, r);
+  int64_t prev_end = l->last_word_end;
   int f = 0;
 
-  while (f < cur->n_w && word_deadline (l, &cur->w[f]) < soonest)
+  while (f < cur->n_w && word_deadline (l, &cur->w[f]) < soonest) {
+    const live_word *w = &cur->w[f];
+    if (w->start < prev_end || w->end - w->start < LIVE_TS_SAMPLES)
+      break;
+    prev_end = w->end;
     f++;
+  }
   if (f > 0) {
     commit_words (l, cur, f);
     hyp_drop_words (cur, f);
