@@ -316,6 +316,63 @@ test_linear_model_shapes (void)
   }
 }
 
+/* f16 weights that are not plain normal numbers: signed zeros,
+ * subnormals, the extremes, infinities and NaN. Row j holds one such
+ * value among zeros, so with activations of 1 every kernel's output j is
+ * that value exactly, whatever its order of summation (the wasm kernels
+ * convert halves with a faster trick that needs finite values and take
+ * the exact path for a row segment that has others). */
+static const float f16_specials[] = { 0.0f, -0.0f, 0x1p-24f, -0x1p-24f,
+  0x3ffp-24f, 0x1p-14f, -0x1.ff8p-15f, 1.0f, -1.0f, 65504.0f, -65504.0f,
+  INFINITY, -INFINITY, NAN, 0x1.8p-20f
+};
+
+static void
+fill_special_row (float *row, int64_t k, int64_t j, void *user)
+{
+  (void) user;
+  memset (row, 0, (size_t) k * sizeof *row);
+  row[(j * 37) % k] = f16_specials[j % (int64_t) (sizeof f16_specials /
+          sizeof f16_specials[0])];
+}
+
+static void
+test_linear_f16_special_values (void)
+{
+  const int64_t k = 136, m = 2 * (int64_t) (sizeof f16_specials /
+      sizeof f16_specials[0]);
+  static const int64_t ns[] = { 1, 3, 20 };
+  wk_tensor W = wk_weight_make (WK_TYPE_F16, k, m, fill_special_row, NULL);
+  float *X = malloc ((size_t) (20 * k) * sizeof (float));
+  float *Y = malloc ((size_t) (20 * m) * sizeof (float));
+  int64_t i, j, c;
+  int s, fails = 0;
+
+  for (i = 0; i < 20 * k; i++)
+    X[i] = 1.0f;
+  for (s = -1; s < n_simd_sets; s++) {
+    const wk_kernel_set *ks = s < 0 ? &wk_kernels_ref : simd_sets[s];
+    wk_kernels_set (ks);
+    for (c = 0; c < 3; c++) {
+      wk_linear (NULL, &W, NULL, X, ns[c], k, Y, m);
+      for (i = 0; i < ns[c]; i++)
+        for (j = 0; j < m; j++) {
+          float want = f16_specials[j % (m / 2)], got = Y[i * m + j];
+          /* (a sum with +0 makes -0 +0: zeros compare equal) */
+          int ok = isnan (want) ? isnan (got) : got == want;
+          if (!ok && fails++ < 5)
+            CHECK_MSG (0, "%s f16 n=%ld: Y[%ld][%ld] = %a, want %a",
+                ks->name, (long) ns[c], (long) i, (long) j, got, want);
+        }
+    }
+  }
+  wk_kernels_set (NULL);
+  CHECK (fails == 0);
+  free ((void *) W.data);
+  free (X);
+  free (Y);
+}
+
 static void
 test_linear_is_deterministic_across_threads (void)
 {
@@ -855,6 +912,7 @@ main (void)
   RUN (test_quantize_act_bits);
   RUN (test_linear_random_shapes);
   RUN (test_linear_model_shapes);
+  RUN (test_linear_f16_special_values);
   RUN (test_linear_is_deterministic_across_threads);
   RUN (test_gemm_f32);
   RUN (test_attention);
