@@ -857,21 +857,17 @@ loadavg (char *buf, size_t size)
     fclose (f);
 }
 
-static bool
-run_ours (workspace * w, const options * o, const char *mode, int runs,
-    results * r)
+/* The arguments every --child run of this program starts with: the
+ * mode, the model, the audio, the threads (printed into threads) and the
+ * language. Returns how many it put in argv. */
+static int
+child_argv (const workspace * w, const options * o, const char *mode,
+    char threads[16], char **argv)
 {
-  char t[16], n[16], past[16], steps[16];
-  char *argv[24];
-  int k = 0, rc;
-  struct rusage ru;
-  double wall;
+  int k = 0;
 
-  snprintf (t, sizeof t, "%d", o->threads);
-  snprintf (n, sizeof n, "%d", runs);
-  snprintf (past, sizeof past, "%d", o->past);
-  snprintf (steps, sizeof steps, "%d", o->steps);
-  argv[k++] = w->self;
+  snprintf (threads, 16, "%d", o->threads);
+  argv[k++] = (char *) w->self;
   argv[k++] = (char *) "--child";
   argv[k++] = (char *) mode;
   argv[k++] = (char *) "-m";
@@ -879,15 +875,32 @@ run_ours (workspace * w, const options * o, const char *mode, int runs,
   argv[k++] = (char *) "-f";
   argv[k++] = (char *) o->audio;
   argv[k++] = (char *) "-t";
-  argv[k++] = t;
+  argv[k++] = threads;
+  argv[k++] = (char *) "-l";
+  argv[k++] = (char *) (o->language ? o->language : "auto");
+  return k;
+}
+
+static bool
+run_ours (workspace * w, const options * o, const char *mode, int runs,
+    results * r)
+{
+  char t[16], n[16], past[16], steps[16];
+  char *argv[24];
+  int k, rc;
+  struct rusage ru;
+  double wall;
+
+  k = child_argv (w, o, mode, t, argv);
+  snprintf (n, sizeof n, "%d", runs);
+  snprintf (past, sizeof past, "%d", o->past);
+  snprintf (steps, sizeof steps, "%d", o->steps);
   argv[k++] = (char *) "-r";
   argv[k++] = n;
   argv[k++] = (char *) "--past";
   argv[k++] = past;
   argv[k++] = (char *) "--steps";
   argv[k++] = steps;
-  argv[k++] = (char *) "-l";
-  argv[k++] = (char *) (o->language ? o->language : "auto");
   if (o->fallback)
     argv[k++] = (char *) "--fallback";
   argv[k] = NULL;
@@ -1155,20 +1168,9 @@ live_mode (const workspace * w, const options * o, int n_streams,
 
   memset (r, 0, sizeof *r);
   r->n_streams = n_streams;
-  snprintf (t, sizeof t, "%d", o->threads);
+  k = child_argv (w, o, "live", t, argv);
   snprintf (lat, sizeof lat, "%d", o->latency);
   snprintf (per, sizeof per, "%d", separate ? 1 : n_streams);
-  argv[k++] = (char *) w->self;
-  argv[k++] = (char *) "--child";
-  argv[k++] = (char *) "live";
-  argv[k++] = (char *) "-m";
-  argv[k++] = (char *) o->model;
-  argv[k++] = (char *) "-f";
-  argv[k++] = (char *) o->audio;
-  argv[k++] = (char *) "-t";
-  argv[k++] = t;
-  argv[k++] = (char *) "-l";
-  argv[k++] = (char *) (o->language ? o->language : "auto");
   argv[k++] = (char *) "--latency";
   argv[k++] = lat;
   argv[k++] = (char *) "--live-streams";
