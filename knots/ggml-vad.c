@@ -265,7 +265,8 @@ wk_ggml_vad_parse (const void *data, size_t size, wk_ggml_vad ** out,
   for (int i = 0; i < 5; i++)
     if (!read_i32 (&r, &hp[i]))
       goto truncated;
-  if (hp[0] < 0 || hp[1] < 0 || hp[2] < 0) {
+  if (hp[0] < 0 || hp[1] < 0 || hp[2] < 0 || hp[0] > 1000 || hp[1] > 1000
+      || hp[2] > 1000) {
     wk_set_err (err, err_size, "bad VAD model version %d.%d.%d", (int) hp[0],
         (int) hp[1], (int) hp[2]);
     return WK_ERR_FORMAT;
