@@ -363,7 +363,12 @@ model_load_file (const char *path, wk_loaded ** out, char *err, size_t err_size)
     return st;
   }
   wk_knot_file_id (m->knot, &m->base.id);
-  st = m->path ? bind_model (m, err, err_size) : WK_ERR_NOMEM;
+  if (m->path)
+    st = bind_model (m, err, err_size);
+  else {
+    st = WK_ERR_NOMEM;
+    wk_set_err (err, err_size, "VAD model: out of memory");
+  }
   if (st != WK_OK) {
     char inner[512];
     snprintf (inner, sizeof inner, "%s", err && err_size ? err : "");
