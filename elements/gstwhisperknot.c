@@ -475,7 +475,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    *
    * Live policy: gate the model with the voice detector (Silero VAD).
    * Off, all audio counts as speech and utterances end only at a drain
-   * (EOS, a new segment, a restart).
+   * (EOS, a new segment, a restart). The detector's model is the shipped
+   * knot (silero-v6.2.0.knot) unless the environment variable
+   * WHISPERKNOT_VAD_MODEL names another VAD knot (whisperknot-convert
+   * makes one from Silero's ggml file).
    */
   g_object_class_install_property (gobject_class, PROP_VAD,
       g_param_spec_boolean ("vad", "Voice detection",

@@ -440,6 +440,12 @@ parse (wk_knot * k, char *err, size_t err_size)
   size_t names_len = 0, names_cap;
   wk_status st = WK_ERR_FORMAT;
 
+  if (k->size >= 4 && memcmp (k->data, "lmgg", 4) == 0) {
+    /* ggml's magic 0x67676d6c, little-endian */
+    wk_set_err (err, err_size, "knot: a whisper.cpp ggml file, not a knot: "
+        "convert it with whisperknot-convert");
+    return WK_ERR_FORMAT;
+  }
   if (k->size < 4 || memcmp (k->data, "GGUF", 4) != 0) {
     wk_set_err (err, err_size, "knot: not a knot/GGUF file (magic is not "
         "\"GGUF\")");

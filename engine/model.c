@@ -2,8 +2,9 @@
  * bound by name and checked against them, mel tables and vocabulary built
  * once. Weights stay in the read-only mapping.
  *
- * Models are shared process-wide: a second load of the same file (same
- * device and inode) returns the first wk_model with one more reference.
+ * Models are shared process-wide through the registry (registry.h): a
+ * second load of the same, unchanged file returns the first wk_model with
+ * one more reference.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -125,14 +126,7 @@ wk_model_default_params (void)
   return p;
 }
 
-/* ---- the process-wide list of loaded models ---------------------------- */
-
-/* models_lock guards the list and every refcount (held briefly);
- * load_lock serialises loads, so that two threads loading one file end
- * up with one copy without blocking ref/unref during a long load. */
-static pthread_mutex_t models_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static wk_model *models;
+/* ---- sharing ------------------------------------------------------------- */
 
 static void
 model_destroy (wk_model * m)
@@ -154,38 +148,33 @@ model_destroy (wk_model * m)
   free (m);
 }
 
+static void
+model_destroy_loaded (wk_loaded * obj)
+{
+  model_destroy ((wk_model *) obj);
+}
+
+static wk_status model_load_file (const char *path, wk_loaded ** out,
+    char *err, size_t err_size);
+
+/* Whisper models in the process-wide registry (registry.h). */
+static wk_loaded_kind model_kind = {
+  "model", model_load_file, model_destroy_loaded, PTHREAD_MUTEX_INITIALIZER
+};
+
 wk_model *
 wk_model_ref (wk_model * model)
 {
-  if (!model)
-    return NULL;
-  pthread_mutex_lock (&models_lock);
-  model->refcount++;
-  pthread_mutex_unlock (&models_lock);
+  if (model)
+    wk_loaded_ref (&model->base);
   return model;
 }
 
 void
 wk_model_unref (wk_model * model)
 {
-  bool last = false;
-
-  if (!model)
-    return;
-  pthread_mutex_lock (&models_lock);
-  if (--model->refcount == 0) {
-    wk_model **pp;
-    for (pp = &models; *pp; pp = &(*pp)->next) {
-      if (*pp == model) {
-        *pp = model->next;
-        break;
-      }
-    }
-    last = true;
-  }
-  pthread_mutex_unlock (&models_lock);
-  if (last)
-    model_destroy (model);
+  if (model)
+    wk_loaded_unref (&model->base);
 }
 
 /* ---- binding tensors ----------------------------------------------------- */
@@ -983,80 +972,29 @@ build_suppress (wk_model * m)
 
 /* ---- load ----------------------------------------------------------------- */
 
-/* A file is shared when its device, inode, size and modification time
- * match a loaded model: a file rewritten in place is loaded afresh. */
-
-wk_status
-wk_model_load (const char *path, const wk_model_params * params,
-    wk_model ** out, char *err, size_t err_size)
+/* Loads path into a new model (the registry shares it, see registry.h). */
+static wk_status
+model_load_file (const char *path, wk_loaded ** out, char *err, size_t err_size)
 {
-  struct stat sb;
   wk_model *m;
   wk_status st;
   size_t n_filt;
 
-  (void) params;
-  if (err && err_size)
-    err[0] = '\0';
-  if (!out) {
-    wk_set_err (err, err_size, "model: no output pointer");
-    return WK_ERR_ARG;
-  }
   *out = NULL;
-  if (!path || !path[0]) {
-    wk_set_err (err, err_size, "model: no model path given");
-    return WK_ERR_ARG;
-  }
-  if (stat (path, &sb) != 0) {
-    wk_set_err (err, err_size, "model: cannot open '%s': %s", path,
-        strerror (errno));
-    return WK_ERR_IO;
-  }
-
-  pthread_mutex_lock (&load_lock);
-  pthread_mutex_lock (&models_lock);
-  for (m = models; m; m = m->next) {
-    if (m->dev == (uint64_t) sb.st_dev && m->ino == (uint64_t) sb.st_ino
-        && m->size == (int64_t) sb.st_size
-        && m->mtime_ns == (int64_t) sb.st_mtim.tv_sec * 1000000000
-        + sb.st_mtim.tv_nsec) {
-      m->refcount++;
-      pthread_mutex_unlock (&models_lock);
-      pthread_mutex_unlock (&load_lock);
-      *out = m;
-      return WK_OK;
-    }
-  }
-  pthread_mutex_unlock (&models_lock);
-
   m = calloc (1, sizeof *m);
   if (!m) {
-    pthread_mutex_unlock (&load_lock);
     wk_set_err (err, err_size, "model: out of memory");
     return WK_ERR_NOMEM;
   }
-  m->refcount = 1;
+  wk_loaded_init (&m->base, &model_kind);
   pthread_mutex_init (&m->enc_lock, NULL);
-  m->dev = (uint64_t) sb.st_dev;
-  m->ino = (uint64_t) sb.st_ino;
-  m->size = (int64_t) sb.st_size;
-  m->mtime_ns = (int64_t) sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
   m->path = strdup (path);
 
   st = wk_knot_open (path, &m->knot, err, err_size);
   if (st != WK_OK)
     goto fail;
-  {
-    /* the identity of what is mapped, which a replacement between the
-     * stat above and the open would have changed */
-    wk_file_id id;
-    if (wk_knot_file_id (m->knot, &id)) {
-      m->dev = id.dev;
-      m->ino = id.ino;
-      m->size = id.size;
-      m->mtime_ns = id.mtime_ns;
-    }
-  }
+  /* the identity of what is mapped, which the registry matches */
+  wk_knot_file_id (m->knot, &m->base.id);
   st = read_hparams (m, err, err_size);
   if (st != WK_OK)
     goto fail;
@@ -1109,20 +1047,39 @@ wk_model_load (const char *path, const wk_model_params * params,
   if (st != WK_OK)
     goto fail;
 
-  pthread_mutex_lock (&models_lock);
-  m->next = models;
-  models = m;
-  pthread_mutex_unlock (&models_lock);
-  pthread_mutex_unlock (&load_lock);
-  *out = m;
+  *out = &m->base;
   return WK_OK;
 
 fail:
-  pthread_mutex_unlock (&load_lock);
   if (err && err_size && !err[0])
     wk_set_err (err, err_size, "model: cannot load '%s': %s", path,
         wk_status_str (st));
   model_destroy (m);
+  return st;
+}
+
+wk_status
+wk_model_load (const char *path, const wk_model_params * params,
+    wk_model ** out, char *err, size_t err_size)
+{
+  wk_loaded *obj;
+  wk_status st;
+
+  (void) params;
+  if (err && err_size)
+    err[0] = '\0';
+  if (!out) {
+    wk_set_err (err, err_size, "model: no output pointer");
+    return WK_ERR_ARG;
+  }
+  *out = NULL;
+  if (!path || !path[0]) {
+    wk_set_err (err, err_size, "model: no model path given");
+    return WK_ERR_ARG;
+  }
+  st = wk_registry_load (&model_kind, path, &obj, err, err_size);
+  if (st == WK_OK)
+    *out = (wk_model *) obj;
   return st;
 }
 

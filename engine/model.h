@@ -26,6 +26,7 @@
 #include "wk-types.h"
 #include "knot.h"
 #include "pool.h"
+#include "registry.h"
 #include "mel.h"
 #include "tokenizer.h"
 
@@ -93,11 +94,9 @@ typedef struct
 
 struct wk_model
 {
-  /* process-wide sharing (model.c's list, under its mutex) */
-  int refcount;
-  uint64_t dev, ino;            /* the file's identity ... */
-  int64_t size, mtime_ns;       /* ... and version when loaded */
-  struct wk_model *next;
+  /* process-wide sharing (registry.h): first, so a wk_loaded * is a
+   * wk_model * */
+  wk_loaded base;
   char *path;
 
   wk_knot *knot;

@@ -1,5 +1,6 @@
-/* Silero VAD (16 kHz) in plain C: the loader for whisper.cpp's ggml layout
- * of the model, the network, and a streaming speech segmenter.
+/* Silero VAD (16 kHz) in plain C: the model from its knot (knots/FORMAT.md,
+ * "Silero VAD knots"; read by knot.c, shared by registry.c), the network,
+ * and a streaming speech segmenter.
  *
  * The network, per 512-sample chunk:
  *   framing to 640 samples (see wk_vad_framing in vad.h)
@@ -19,18 +20,18 @@
  * max_speech_duration_s split is never merged back, a split segment must
  * outlast min_speech like any other, and speech still open at the end of
  * the audio ends where its last silence began rather than at the end. */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "knot.h"
+#include "mapfile.h"
+#include "registry.h"
 #include "vad.h"
 #include "wk-err.h"
 #include "wk-types.h"
@@ -39,27 +40,36 @@
 #define WK_VAD_MODEL_INSTALL_PATH ""
 #endif
 #ifndef WK_VAD_MODEL_BUILD_PATH
-#define WK_VAD_MODEL_BUILD_PATH "silero-v6.2.0-ggml.bin"
+#define WK_VAD_MODEL_BUILD_PATH "silero-v6.2.0.knot"
 #endif
 
-/* The one architecture we run (Silero VAD v5 and v6, 16 kHz branch). */
+/* The one architecture we run (vad.h). */
 #define CHUNK WK_VAD_CHUNK
-#define CTX 64                  /* context samples (SILERO framing) */
+#define CTX WK_VAD_CONTEXT      /* context samples (SILERO framing) */
 #define PAD 64                  /* reflected samples */
 #define FRAME (CHUNK + 2 * PAD) /* 640 samples into the STFT */
-#define NFFT 256                /* STFT taps */
+#define NFFT WK_VAD_NFFT        /* STFT taps */
 #define HOP 128
 #define NFRAMES ((FRAME - NFFT) / HOP + 1)      /* 4 */
 #define NBINS (NFFT / 2 + 1)    /* 129 */
-#define NSTFT (2 * NBINS)       /* 258 filters: re then im */
-#define NSTFT_PAD 264           /* rows padded to a multiple of 8 */
-#define HID 128                 /* LSTM size */
-#define NGATES (4 * HID)
-#define N_ENC 4
-#define KSIZE 3
+#define NSTFT WK_VAD_NSTFT      /* 258 filters: re then im */
+#define NSTFT_PAD WK_VAD_NSTFT_PAD      /* rows padded to a multiple of 8 */
+#define HID WK_VAD_HID          /* LSTM size */
+#define NGATES WK_VAD_NGATES
+#define N_ENC WK_VAD_N_ENC
+#define KSIZE WK_VAD_KSIZE
 
-static const int enc_in[N_ENC] = { NBINS, 128, 64, 64 };
-static const int enc_out[N_ENC] = { 128, 64, 64, 128 };
+#if NSTFT != 2 * NBINS || NSTFT_PAD % 8 != 0 || NSTFT_PAD < NSTFT
+#error "the STFT rows are 2 NBINS filters, padded to a multiple of 8"
+#endif
+
+static const int enc_in[N_ENC] = { WK_VAD_ENC_IN (0), WK_VAD_ENC_IN (1),
+  WK_VAD_ENC_IN (2), WK_VAD_ENC_IN (3)
+};
+
+static const int enc_out[N_ENC] = { WK_VAD_ENC_OUT (0), WK_VAD_ENC_OUT (1),
+  WK_VAD_ENC_OUT (2), WK_VAD_ENC_OUT (3)
+};
 static const int enc_stride[N_ENC] = { 1, 2, 2, 1 };
 
 #define MAX_EVENTS 16
@@ -68,24 +78,23 @@ static const int enc_stride[N_ENC] = { 1, 2, 2, 1 };
 
 struct wk_vad_model
 {
-  int refs;                     /* under registry_lock */
-  int shared;                   /* in the registry */
-  dev_t dev;
-  ino_t ino;
-  struct wk_vad_model *next;
-
-  char type[64];
+  /* process-wide sharing (registry.h): first, so a wk_loaded * is a
+   * wk_vad_model * */
+  wk_loaded base;
+  wk_knot *knot;                /* the weights below point into it */
+  void *mem;                    /* the bytes, for a model from memory */
+  char *path;                   /* NULL for a model from memory */
   int version[3];
 
-  float *block;                 /* every array below lives here */
-  float *stft;                  /* [NFFT][NSTFT_PAD]: tap-major basis */
-  float *enc_w[N_ENC];          /* [in * KSIZE][out]: (ci, k) major */
-  float *enc_b[N_ENC];          /* [out] */
-  float *w_ih;                  /* [HID in][NGATES] */
-  float *w_hh;                  /* [HID in][NGATES] */
-  float *b_gates;               /* [NGATES]: bias_ih + bias_hh */
-  float *out_w;                 /* [HID] */
-  float out_b;
+  /* the knot's tensors, used in place (vad.h gives their layout) */
+  const float *stft;            /* [NFFT][NSTFT_PAD]: tap-major basis */
+  const float *enc_w[N_ENC];    /* [in * KSIZE][out]: (ci, k) major */
+  const float *enc_b[N_ENC];    /* [out] */
+  const float *w_ih;            /* [HID in][NGATES] */
+  const float *w_hh;            /* [HID in][NGATES] */
+  const float *b_gates;         /* [NGATES]: bias_ih + bias_hh */
+  const float *out_w;           /* [HID] */
+  const float *out_b;           /* [1] */
   /* the encoder's output for an all-zero frame (digital silence), computed
    * at load with the same code, so the shortcut changes no bit */
   float enc_zero[128];
@@ -155,404 +164,265 @@ static void encode_zero (wk_vad_model * m);
 
 /* ---- loader ------------------------------------------------------------ */
 
-typedef struct
-{
-  const uint8_t *p;
-  size_t size;
-  size_t off;
-} reader;
-
-static int
-read_i32 (reader * r, int32_t * v)
-{
-  uint32_t u;
-
-  if (r->size - r->off < 4)
-    return 0;
-  u = (uint32_t) r->p[r->off] | (uint32_t) r->p[r->off + 1] << 8 |
-      (uint32_t) r->p[r->off + 2] << 16 | (uint32_t) r->p[r->off + 3] << 24;
-  r->off += 4;
-  memcpy (v, &u, sizeof *v);
-  return 1;
-}
-
-enum
-{
-  T_ENC_W0, T_ENC_B0, T_ENC_W1, T_ENC_B1, T_ENC_W2, T_ENC_B2, T_ENC_W3,
-  T_ENC_B3, T_W_IH, T_W_HH, T_B_IH, T_B_HH, T_OUT_W, T_OUT_B, T_STFT,
-  N_TENSORS
-};
-
-typedef struct
-{
-  const char *name;
-  int64_t ne[3];                /* ggml order, trailing 1s */
-} tensor_spec;
-
-static const tensor_spec specs[N_TENSORS] = {
-  {"_model.encoder.0.reparam_conv.weight", {KSIZE, NBINS, 128}},
-  {"_model.encoder.0.reparam_conv.bias", {128, 1, 1}},
-  {"_model.encoder.1.reparam_conv.weight", {KSIZE, 128, 64}},
-  {"_model.encoder.1.reparam_conv.bias", {64, 1, 1}},
-  {"_model.encoder.2.reparam_conv.weight", {KSIZE, 64, 64}},
-  {"_model.encoder.2.reparam_conv.bias", {64, 1, 1}},
-  {"_model.encoder.3.reparam_conv.weight", {KSIZE, 64, 128}},
-  {"_model.encoder.3.reparam_conv.bias", {128, 1, 1}},
-  {"_model.decoder.rnn.weight_ih", {HID, NGATES, 1}},
-  {"_model.decoder.rnn.weight_hh", {HID, NGATES, 1}},
-  {"_model.decoder.rnn.bias_ih", {NGATES, 1, 1}},
-  {"_model.decoder.rnn.bias_hh", {NGATES, 1, 1}},
-  {"_model.decoder.decoder.2.weight", {HID, 1, 1}},
-  {"_model.decoder.decoder.2.bias", {1, 1, 1}},
-  {"_model.stft.forward_basis_buffer", {NFFT, 1, NSTFT}},
-};
-
-/* Element i of a tensor's data as f32 (type 0 = f32, 1 = f16; data is
- * unaligned in the file). */
-static float
-elem (const uint8_t * data, int type, int64_t i)
-{
-  if (type == 0) {
-    float f;
-    memcpy (&f, data + 4 * i, 4);
-    return f;
-  } else {
-    uint16_t h;
-    memcpy (&h, data + 2 * i, 2);
-    return wk_fp16_to_fp32 (h);
-  }
-}
-
-/* Puts tensor t (data in ggml order) into the model's layout. Returns 0
- * when a value is not finite. */
-static int
-place_tensor (wk_vad_model * m, int t, const uint8_t * data, int type)
-{
-  int64_t n = specs[t].ne[0] * specs[t].ne[1] * specs[t].ne[2];
-
-  for (int64_t i = 0; i < n; i++)
-    if (!isfinite (elem (data, type, i)))
-      return 0;
-
-  switch (t) {
-    case T_ENC_W0:
-    case T_ENC_W1:
-    case T_ENC_W2:
-    case T_ENC_W3:{
-      int l = (t - T_ENC_W0) / 2;
-      int ci_n = enc_in[l], co_n = enc_out[l];
-      /* ggml (k, ci, co) at (co * ci_n + ci) * K + k -> [(ci K + k)][co] */
-      for (int co = 0; co < co_n; co++)
-        for (int ci = 0; ci < ci_n; ci++)
-          for (int k = 0; k < KSIZE; k++)
-            m->enc_w[l][(ci * KSIZE + k) * co_n + co] =
-                elem (data, type, ((int64_t) co * ci_n + ci) * KSIZE + k);
-      break;
-    }
-    case T_ENC_B0:
-    case T_ENC_B1:
-    case T_ENC_B2:
-    case T_ENC_B3:{
-      int l = (t - T_ENC_B0) / 2;
-      for (int co = 0; co < enc_out[l]; co++)
-        m->enc_b[l][co] = elem (data, type, co);
-      break;
-    }
-    case T_W_IH:
-    case T_W_HH:{
-      float *w = t == T_W_IH ? m->w_ih : m->w_hh;
-      /* ggml (in, gate) at gate * HID + in -> [in][gate] */
-      for (int g = 0; g < NGATES; g++)
-        for (int i = 0; i < HID; i++)
-          w[i * NGATES + g] = elem (data, type, (int64_t) g * HID + i);
-      break;
-    }
-    case T_B_IH:
-    case T_B_HH:
-      for (int g = 0; g < NGATES; g++)
-        m->b_gates[g] += elem (data, type, g);
-      break;
-    case T_OUT_W:
-      for (int i = 0; i < HID; i++)
-        m->out_w[i] = elem (data, type, i);
-      break;
-    case T_OUT_B:
-      m->out_b = elem (data, type, 0);
-      break;
-    case T_STFT:
-      /* ggml (k, 0, c) at c * NFFT + k -> [k][c] */
-      for (int c = 0; c < NSTFT; c++)
-        for (int k = 0; k < NFFT; k++)
-          m->stft[k * NSTFT_PAD + c] =
-              elem (data, type, (int64_t) c * NFFT + k);
-      break;
-    default:
-      break;
-  }
-  return 1;
-}
-
-static wk_vad_model *
-model_alloc (void)
-{
-  wk_vad_model *m = calloc (1, sizeof *m);
-  size_t n = 0;
-  float *p;
-
-  if (!m)
-    return NULL;
-  n += ((size_t) NFFT) * NSTFT_PAD;
-  for (int l = 0; l < N_ENC; l++)
-    n += (size_t) enc_in[l] * KSIZE * enc_out[l] + enc_out[l];
-  n += 2 * ((size_t) HID) * NGATES + NGATES + HID;
-  m->block = calloc (n, sizeof (float));
-  if (!m->block) {
-    free (m);
-    return NULL;
-  }
-  p = m->block;
-  m->stft = p;
-  p += ((size_t) NFFT) * NSTFT_PAD;
-  for (int l = 0; l < N_ENC; l++) {
-    m->enc_w[l] = p;
-    p += (size_t) enc_in[l] * KSIZE * enc_out[l];
-    m->enc_b[l] = p;
-    p += enc_out[l];
-  }
-  m->w_ih = p;
-  p += ((size_t) HID) * NGATES;
-  m->w_hh = p;
-  p += ((size_t) HID) * NGATES;
-  m->b_gates = p;
-  p += NGATES;
-  m->out_w = p;
-  m->refs = 1;
-  return m;
-}
-
 static void
 model_destroy (wk_vad_model * m)
 {
   if (!m)
     return;
-  free (m->block);
+  if (m->knot)
+    wk_knot_close (m->knot);
+  free (m->mem);
+  free (m->path);
   free (m);
 }
 
-static wk_status
-parse_model (const uint8_t * data, size_t size, wk_vad_model ** out,
+static void
+model_destroy_loaded (wk_loaded * obj)
+{
+  model_destroy ((wk_vad_model *) obj);
+}
+
+static wk_status model_load_file (const char *path, wk_loaded ** out,
+    char *err, size_t err_size);
+
+/* VAD models in the process-wide registry (registry.h), shared and
+ * replaced by the rule whisper models follow. */
+static wk_loaded_kind vad_kind = {
+  "VAD model", model_load_file, model_destroy_loaded,
+  PTHREAD_MUTEX_INITIALIZER
+};
+
+/* Tensor name of f32 shape {ne0, ne1} (ne1 = 1: 1-D), its data in place;
+ * NULL with a message otherwise. */
+static const float *
+bind (const wk_knot * k, const char *name, int64_t ne0, int64_t ne1,
     char *err, size_t err_size)
 {
-  reader r = { data, size, 0 };
-  int32_t v, hp[5], n_layers, lstm[4];
-  int seen[N_TENSORS] = { 0 };
-  wk_vad_model *m;
+  const wk_tensor *t = wk_knot_find (k, name);
+  int nd = ne1 > 1 ? 2 : 1;
+  const float *d;
+  size_t n;
+
+  if (!t) {
+    wk_set_err (err, err_size, "VAD model: tensor '%s' is missing", name);
+    return NULL;
+  }
+  if (t->type != WK_TYPE_F32) {
+    wk_set_err (err, err_size, "VAD model: tensor '%s' is %s, not f32", name,
+        wk_type_name (t->type) ? wk_type_name (t->type) : "?");
+    return NULL;
+  }
+  if (t->n_dims != nd || t->ne[0] != ne0 || (nd == 2 && t->ne[1] != ne1)) {
+    wk_set_err (err, err_size, "VAD model: tensor '%s' has shape {%lld%s%lld} "
+        "(%d-D), expected {%lld%s%lld}", name, (long long) t->ne[0],
+        t->n_dims > 1 ? ", " : "", t->n_dims > 1 ? (long long) t->ne[1] : 0LL,
+        (int) t->n_dims, (long long) ne0, nd > 1 ? ", " : "",
+        nd > 1 ? (long long) ne1 : 0LL);
+    return NULL;
+  }
+  if (((uintptr_t) t->data & (_Alignof (float) - 1)) != 0) {
+    wk_set_err (err, err_size, "VAD model: tensor '%s' data is misaligned",
+        name);
+    return NULL;
+  }
+  d = t->data;
+  n = (size_t) (ne0 * ne1);
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite (d[i])) {
+      wk_set_err (err, err_size, "VAD model: tensor '%s' holds a value that "
+          "is not finite (element %zu): the file is damaged, convert it "
+          "again", name, i);
+      return NULL;
+    }
+  return d;
+}
+
+/* Checks the metadata of the VAD knot and binds its tensors. */
+static wk_status
+bind_model (wk_vad_model * m, char *err, size_t err_size)
+{
+  const wk_knot *k = m->knot;
+  const char *arch;
+  size_t arch_len, n;
+  uint32_t v, ver[3];
+  static const struct
+  {
+    const char *key;
+    uint32_t want;
+  } fixed[] = {
+    {WK_VAD_KEY_SAMPLE_RATE, SAMPLE_RATE},
+    {WK_VAD_KEY_WINDOW, CHUNK},
+    {WK_VAD_KEY_CONTEXT, CTX},
+  };
+  char tn[32];
+
+  if (!wk_knot_get_str (k, "general.architecture", &arch, &arch_len)) {
+    wk_set_err (err, err_size, "VAD model: general.architecture is missing");
+    return WK_ERR_FORMAT;
+  }
+  if (arch_len != strlen (WK_VAD_ARCH) || memcmp (arch, WK_VAD_ARCH,
+          arch_len) != 0) {
+    wk_set_err (err, err_size, "VAD model: this knot is a '%.*s' model, not "
+        "a Silero VAD ('" WK_VAD_ARCH "')", (int) (arch_len < 32 ? arch_len :
+            32), arch);
+    return WK_ERR_FORMAT;
+  }
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+    if (!wk_knot_get_u32 (k, fixed[i].key, &v)) {
+      wk_set_err (err, err_size, "VAD model: metadata key %s is missing "
+          "(or not an integer)", fixed[i].key);
+      return WK_ERR_FORMAT;
+    }
+    if (v != fixed[i].want) {
+      wk_set_err (err, err_size, "VAD model: %s = %u is not supported "
+          "(the engine runs %u)", fixed[i].key, v, fixed[i].want);
+      return WK_ERR_UNSUPPORTED;
+    }
+  }
+  if (!wk_knot_get_arr_len (k, WK_VAD_KEY_VERSION, &n) || n != 3
+      || !wk_knot_copy_u32_arr (k, WK_VAD_KEY_VERSION, ver, 3)
+      || ver[0] > 1000 || ver[1] > 1000 || ver[2] > 1000) {
+    wk_set_err (err, err_size, "VAD model: " WK_VAD_KEY_VERSION " is missing "
+        "or not three version numbers");
+    return WK_ERR_FORMAT;
+  }
+  for (int i = 0; i < 3; i++)
+    m->version[i] = (int) ver[i];
+
+  if (!(m->stft = bind (k, WK_VAD_T_STFT, NSTFT_PAD, NFFT, err, err_size)))
+    return WK_ERR_FORMAT;
+  for (int l = 0; l < N_ENC; l++) {
+    snprintf (tn, sizeof tn, WK_VAD_T_ENC_W, l);
+    if (!(m->enc_w[l] = bind (k, tn, enc_out[l], (int64_t) enc_in[l] * KSIZE,
+                err, err_size)))
+      return WK_ERR_FORMAT;
+    snprintf (tn, sizeof tn, WK_VAD_T_ENC_B, l);
+    if (!(m->enc_b[l] = bind (k, tn, enc_out[l], 1, err, err_size)))
+      return WK_ERR_FORMAT;
+  }
+  if (!(m->w_ih = bind (k, WK_VAD_T_W_IH, NGATES, HID, err, err_size))
+      || !(m->w_hh = bind (k, WK_VAD_T_W_HH, NGATES, HID, err, err_size))
+      || !(m->b_gates = bind (k, WK_VAD_T_B, NGATES, 1, err, err_size))
+      || !(m->out_w = bind (k, WK_VAD_T_OUT_W, HID, 1, err, err_size))
+      || !(m->out_b = bind (k, WK_VAD_T_OUT_B, 1, 1, err, err_size)))
+    return WK_ERR_FORMAT;
+  encode_zero (m);
+  return WK_OK;
+}
+
+/* Whether data starts with ggml's magic: Silero's ggml file, which the
+ * engine read before VAD models were knots. */
+static bool
+is_ggml (const void *data, size_t size)
+{
+  return size >= 4 && memcmp (data, "lmgg", 4) == 0;
+}
+
+/* The message for a ggml VAD file (at path, NULL: in memory): what to
+ * run instead. */
+static void
+ggml_err (const char *path, char *err, size_t err_size)
+{
+  if (!path) {
+    wk_set_err (err, err_size, "VAD model: in whisper.cpp's ggml layout, "
+        "which the engine no longer reads: convert it with "
+        "whisperknot-convert");
+    return;
+  }
+  wk_set_err (err, err_size, "%s: a VAD model in whisper.cpp's ggml layout, "
+      "which the engine no longer reads: convert it once with "
+      "whisperknot-convert %s silero-vad.knot, and use the knot", path, path);
+}
+
+static wk_status
+model_load_file (const char *path, wk_loaded ** out, char *err, size_t err_size)
+{
+  wk_vad_model *m = calloc (1, sizeof *m);
+  wk_status st;
 
   *out = NULL;
-  if (!read_i32 (&r, &v))
-    goto truncated;
-  if ((uint32_t) v != 0x67676d6cu) {
-    wk_set_err (err, err_size, "not a ggml VAD model (bad magic 0x%08x)",
-        (unsigned) v);
-    return WK_ERR_FORMAT;
-  }
-  if (!read_i32 (&r, &v))
-    goto truncated;
-  if (v <= 0 || v >= 64) {
-    wk_set_err (err, err_size, "bad model type length %d", (int) v);
-    return WK_ERR_FORMAT;
-  }
-  if (r.size - r.off < (size_t) v)
-    goto truncated;
-  {
-    char type[64];
-    memcpy (type, r.p + r.off, (size_t) v);
-    type[v] = '\0';
-    r.off += (size_t) v;
-    if (strcmp (type, "silero-16k") != 0) {
-      wk_set_err (err, err_size, "unsupported VAD model type '%.63s' "
-          "(expected silero-16k)", type);
-      return WK_ERR_UNSUPPORTED;
-    }
-  }
-  /* version (3), window, context */
-  for (int i = 0; i < 5; i++)
-    if (!read_i32 (&r, &hp[i]))
-      goto truncated;
-  if (hp[3] != CHUNK || hp[4] != CTX) {
-    wk_set_err (err, err_size, "unsupported VAD window %d / context %d "
-        "(expected %d / %d)", (int) hp[3], (int) hp[4], CHUNK, CTX);
-    return WK_ERR_UNSUPPORTED;
-  }
-  if (!read_i32 (&r, &n_layers))
-    goto truncated;
-  if (n_layers != N_ENC) {
-    wk_set_err (err, err_size, "unsupported VAD encoder with %d layers "
-        "(expected %d)", (int) n_layers, N_ENC);
-    return WK_ERR_UNSUPPORTED;
-  }
-  for (int l = 0; l < N_ENC; l++) {
-    int32_t ci, co, k;
-    if (!read_i32 (&r, &ci) || !read_i32 (&r, &co) || !read_i32 (&r, &k))
-      goto truncated;
-    if (ci != enc_in[l] || co != enc_out[l] || k != KSIZE) {
-      wk_set_err (err, err_size, "unsupported VAD encoder layer %d: %d -> %d, "
-          "kernel %d (expected %d -> %d, kernel %d)", l, (int) ci, (int) co,
-          (int) k, enc_in[l], enc_out[l], KSIZE);
-      return WK_ERR_UNSUPPORTED;
-    }
-  }
-  for (int i = 0; i < 4; i++)
-    if (!read_i32 (&r, &lstm[i]))
-      goto truncated;
-  if (lstm[0] != HID || lstm[1] != HID || lstm[2] != HID || lstm[3] != 1) {
-    wk_set_err (err, err_size, "unsupported VAD LSTM %d/%d or output %d/%d",
-        (int) lstm[0], (int) lstm[1], (int) lstm[2], (int) lstm[3]);
-    return WK_ERR_UNSUPPORTED;
-  }
-
-  m = model_alloc ();
   if (!m) {
-    wk_set_err (err, err_size, "out of memory");
+    wk_set_err (err, err_size, "VAD model: out of memory");
     return WK_ERR_NOMEM;
   }
-  memcpy (m->type, "silero-16k", sizeof "silero-16k");
-  m->version[0] = hp[0];
-  m->version[1] = hp[1];
-  m->version[2] = hp[2];
-
-  while (r.off < r.size) {
-    int32_t n_dims, name_len, type, ne[4] = { 1, 1, 1, 1 };
-    int64_t norm[3] = { 1, 1, 1 };
-    uint64_t n_elems = 1, n_bytes;
-    char name[128];
-    int t;
-
-    if (!read_i32 (&r, &n_dims) || !read_i32 (&r, &name_len)
-        || !read_i32 (&r, &type))
-      goto truncated_m;
-    if (n_dims < 0 || n_dims > 4) {
-      wk_set_err (err, err_size, "tensor with %d dimensions", (int) n_dims);
-      goto format_m;
+  wk_loaded_init (&m->base, &vad_kind);
+  m->path = strdup (path);
+  st = wk_knot_open (path, &m->knot, err, err_size);
+  if (st == WK_ERR_FORMAT) {
+    const void *d;
+    size_t n;
+    char e2[16];
+    if (wk_map_file (path, false, &d, &n, e2, sizeof e2) == WK_OK) {
+      if (is_ggml (d, n))
+        ggml_err (path, err, err_size);
+      wk_unmap_file (d, n);
     }
-    if (name_len <= 0 || name_len >= (int32_t) sizeof name) {
-      wk_set_err (err, err_size, "bad tensor name length %d", (int) name_len);
-      goto format_m;
-    }
-    if (type != 0 && type != 1) {
-      wk_set_err (err, err_size, "unsupported tensor type %d (f32 or f16 "
-          "expected)", (int) type);
-      goto format_m;
-    }
-    for (int i = 0; i < n_dims; i++) {
-      if (!read_i32 (&r, &ne[i]))
-        goto truncated_m;
-      if (ne[i] <= 0 || ne[i] > (1 << 20)) {
-        wk_set_err (err, err_size, "bad tensor dimension %d", (int) ne[i]);
-        goto format_m;
-      }
-      if (n_elems > size / (uint64_t) ne[i]) {
-        wk_set_err (err, err_size, "tensor larger than the file");
-        goto format_m;
-      }
-      n_elems *= (uint64_t) ne[i];      /* <= size: no overflow */
-    }
-    if (r.size - r.off < (size_t) name_len)
-      goto truncated_m;
-    memcpy (name, r.p + r.off, (size_t) name_len);
-    name[name_len] = '\0';
-    r.off += (size_t) name_len;
-
-    for (t = 0; t < N_TENSORS; t++)
-      if (strcmp (name, specs[t].name) == 0)
-        break;
-    if (t == N_TENSORS) {
-      wk_set_err (err, err_size, "unknown tensor '%s' in VAD model", name);
-      goto format_m;
-    }
-    if (seen[t]) {
-      wk_set_err (err, err_size, "tensor '%s' appears twice", name);
-      goto format_m;
-    }
-    /* shape, ignoring trailing 1s (the converter squeezes) */
-    {
-      int nd = n_dims;
-      while (nd > 0 && ne[nd - 1] == 1)
-        nd--;
-      if (nd > 3)
-        goto shape_m;
-      for (int i = 0; i < nd; i++)
-        norm[i] = ne[i];
-      for (int i = 0; i < 3; i++)
-        if (norm[i] != specs[t].ne[i])
-          goto shape_m;
-    }
-    n_bytes = n_elems * (type == 0 ? 4u : 2u);
-    if (r.size - r.off < n_bytes)
-      goto truncated_m;
-    if (!place_tensor (m, t, r.p + r.off, type)) {
-      wk_set_err (err, err_size, "tensor '%s' holds a value that is not "
-          "finite", name);
-      goto format_m;
-    }
-    r.off += (size_t) n_bytes;
-    seen[t] = 1;
-    continue;
-
-  shape_m:
-    wk_set_err (err, err_size, "tensor '%s' has shape [%d, %d, %d, %d], "
-        "expected [%d, %d, %d]", name, (int) ne[0], (int) ne[1], (int) ne[2],
-        (int) ne[3], (int) specs[t].ne[0], (int) specs[t].ne[1],
-        (int) specs[t].ne[2]);
-    goto format_m;
   }
-  for (int t = 0; t < N_TENSORS; t++)
-    if (!seen[t]) {
-      wk_set_err (err, err_size, "tensor '%s' missing from the VAD model",
-          specs[t].name);
-      goto format_m;
-    }
-  encode_zero (m);
-  *out = m;
+  if (st != WK_OK) {
+    model_destroy (m);
+    return st;
+  }
+  wk_knot_file_id (m->knot, &m->base.id);
+  if (m->path)
+    st = bind_model (m, err, err_size);
+  else {
+    st = WK_ERR_NOMEM;
+    wk_set_err (err, err_size, "VAD model: out of memory");
+  }
+  if (st != WK_OK) {
+    char inner[512];
+    snprintf (inner, sizeof inner, "%s", err && err_size ? err : "");
+    wk_set_err (err, err_size, "%s: %s", path, inner);
+    model_destroy (m);
+    return st;
+  }
+  *out = &m->base;
   return WK_OK;
-
-truncated_m:
-  model_destroy (m);
-truncated:
-  wk_set_err (err, err_size, "VAD model truncated at byte %zu", r.off);
-  return WK_ERR_FORMAT;
-format_m:
-  model_destroy (m);
-  return WK_ERR_FORMAT;
 }
 
 wk_status
 wk_vad_model_load_memory (const void *data, size_t size, wk_vad_model ** out,
     char *err, size_t err_size)
 {
+  wk_vad_model *m;
+  wk_status st;
+
   if (!out || (!data && size)) {
     wk_set_err (err, err_size, "bad argument");
     if (out)
       *out = NULL;
     return WK_ERR_ARG;
   }
-  return parse_model (data, size, out, err, err_size);
+  *out = NULL;
+  m = calloc (1, sizeof *m);
+  /* malloc's alignment keeps the knot's aligned tensors aligned */
+  if (!m || !(m->mem = malloc (size ? size : 1))) {
+    free (m);
+    wk_set_err (err, err_size, "VAD model: out of memory");
+    return WK_ERR_NOMEM;
+  }
+  wk_loaded_init (&m->base, &vad_kind);
+  if (size)
+    memcpy (m->mem, data, size);
+  st = wk_knot_open_memory (m->mem, size, &m->knot, err, err_size);
+  if (st == WK_OK)
+    st = bind_model (m, err, err_size);
+  else if (is_ggml (data, size))
+    ggml_err (NULL, err, err_size);
+  if (st != WK_OK) {
+    model_destroy (m);
+    return st;
+  }
+  *out = m;
+  return WK_OK;
 }
-
-/* Models loaded from files, shared by device and inode. */
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static wk_vad_model *registry;
 
 wk_status
 wk_vad_model_load (const char *path, wk_vad_model ** out, char *err,
     size_t err_size)
 {
-  struct stat st;
-  wk_vad_model *m;
-  uint8_t *buf = NULL;
-  FILE *f = NULL;
-  int fd;
-  wk_status ret;
+  wk_loaded *obj;
+  wk_status st;
 
   if (!out) {
     wk_set_err (err, err_size, "bad argument");
@@ -563,135 +433,40 @@ wk_vad_model_load (const char *path, wk_vad_model ** out, char *err,
     wk_set_err (err, err_size, "no VAD model path given");
     return WK_ERR_ARG;
   }
-  /* O_NONBLOCK: a FIFO without a writer would block open() forever; the
-   * file type is checked before anything reads. */
-  fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0 || fstat (fd, &st) != 0) {
-    wk_set_err (err, err_size, "cannot open VAD model '%s': %s", path,
-        strerror (errno));
-    if (fd >= 0)
-      close (fd);
-    return WK_ERR_IO;
-  }
-  if (!S_ISREG (st.st_mode)) {
-    wk_set_err (err, err_size, "VAD model '%s' is not a regular file (%s)",
-        path, S_ISDIR (st.st_mode) ? "a directory" : S_ISFIFO (st.st_mode)
-        ? "a FIFO" : S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode) ?
-        "a device" : "not a file");
-    close (fd);
-    return WK_ERR_IO;
-  }
-  f = fdopen (fd, "rb");
-  if (!f) {
-    wk_set_err (err, err_size, "cannot open VAD model '%s': %s", path,
-        strerror (errno));
-    close (fd);
-    return WK_ERR_IO;
-  }
-
-  pthread_mutex_lock (&registry_lock);
-  for (m = registry; m; m = m->next)
-    if (m->dev == st.st_dev && m->ino == st.st_ino) {
-      m->refs++;
-      pthread_mutex_unlock (&registry_lock);
-      fclose (f);
-      *out = m;
-      return WK_OK;
-    }
-  pthread_mutex_unlock (&registry_lock);
-
-  /* The file is small (under 1 MB): read it once, convert, forget it. */
-  if (st.st_size <= 0 || (uint64_t) st.st_size > (64u << 20)) {
-    wk_set_err (err, err_size, "VAD model '%s' has an implausible size (%lld "
-        "bytes)", path, (long long) st.st_size);
-    fclose (f);
-    return WK_ERR_FORMAT;
-  }
-  buf = malloc ((size_t) st.st_size);
-  if (!buf) {
-    fclose (f);
-    wk_set_err (err, err_size, "out of memory");
-    return WK_ERR_NOMEM;
-  }
-  if (fread (buf, 1, (size_t) st.st_size, f) != (size_t) st.st_size) {
-    wk_set_err (err, err_size, "cannot read VAD model '%s'", path);
-    free (buf);
-    fclose (f);
-    return WK_ERR_IO;
-  }
-  fclose (f);
-  ret = parse_model (buf, (size_t) st.st_size, &m, err, err_size);
-  free (buf);
-  if (ret != WK_OK) {
-    char tmp[256];
-    if (err && err_size) {
-      snprintf (tmp, sizeof tmp, "%s", err);
-      wk_set_err (err, err_size, "%s: %s", path, tmp);
-    }
-    return ret;
-  }
-
-  pthread_mutex_lock (&registry_lock);
-  {
-    /* another thread may have loaded it meanwhile */
-    wk_vad_model *o;
-    for (o = registry; o; o = o->next)
-      if (o->dev == st.st_dev && o->ino == st.st_ino)
-        break;
-    if (o) {
-      o->refs++;
-      pthread_mutex_unlock (&registry_lock);
-      model_destroy (m);
-      *out = o;
-      return WK_OK;
-    }
-  }
-  m->dev = st.st_dev;
-  m->ino = st.st_ino;
-  m->shared = 1;
-  m->next = registry;
-  registry = m;
-  pthread_mutex_unlock (&registry_lock);
-  *out = m;
-  return WK_OK;
+  st = wk_registry_load (&vad_kind, path, &obj, err, err_size);
+  if (st == WK_OK)
+    *out = (wk_vad_model *) obj;
+  return st;
 }
 
 wk_vad_model *
 wk_vad_model_ref (wk_vad_model * model)
 {
-  if (model) {
-    pthread_mutex_lock (&registry_lock);
-    model->refs++;
-    pthread_mutex_unlock (&registry_lock);
-  }
+  if (model)
+    wk_loaded_ref (&model->base);
   return model;
 }
 
 void
 wk_vad_model_unref (wk_vad_model * model)
 {
-  int last;
+  if (model)
+    wk_loaded_unref (&model->base);
+}
 
-  if (!model)
-    return;
-  pthread_mutex_lock (&registry_lock);
-  last = --model->refs == 0;
-  if (last && model->shared) {
-    wk_vad_model **pp = &registry;
-    while (*pp && *pp != model)
-      pp = &(*pp)->next;
-    if (*pp)
-      *pp = model->next;
-  }
-  pthread_mutex_unlock (&registry_lock);
-  if (last)
-    model_destroy (model);
+/* Whether the mapped file is still the one loaded (see registry.h): a
+ * file truncated in place would raise SIGBUS on the next weight read. */
+static wk_status
+model_check_file (const wk_vad_model * m, char *err, size_t err_size)
+{
+  return wk_knot_check_file (m->knot, m->path, err, err_size);
 }
 
 const char *
 wk_vad_model_type (const wk_vad_model * model)
 {
-  return model->type;
+  (void) model;
+  return "silero-16k";
 }
 
 void
@@ -929,7 +704,7 @@ wk_vad_run_chunk (wk_vad * v, const float *chunk)
 lstm:
   /* LSTM cell */
   lstm_gates (m, v->act3, v->h, v->gates);
-  logit = m->out_b;
+  logit = m->out_b[0];
   for (int i = 0; i < HID; i++) {
     float ig = sigmoidf (v->gates[i]);
     float fg = sigmoidf (v->gates[HID + i]);
@@ -1234,6 +1009,8 @@ wk_vad_new (wk_vad_model * model, const wk_vad_params * params,
     params = &def;
   if (!params_valid (params, err, err_size))
     return WK_ERR_ARG;
+  if (model_check_file (model, err, err_size) != WK_OK)
+    return WK_ERR_IO;
   v = calloc (1, sizeof *v);
   if (!v) {
     wk_set_err (err, err_size, "out of memory");

@@ -36,6 +36,49 @@
 
 #include "whisperknot.h"
 
+/* The Silero VAD knot (knots/FORMAT.md, "Silero VAD knots"): the one
+ * architecture the engine runs (Silero VAD v5 and v6, 16 kHz branch), its
+ * metadata, and its tensors, all f32, in the layout the network computes
+ * in (ggml ne order: ne[0] contiguous), so the engine uses them in place.
+ * whisperknot-convert writes them from Silero's ggml file. */
+#define WK_VAD_ARCH "silero-vad"
+#define WK_VAD_KEY_VERSION "silero-vad.version" /* u32[3] */
+#define WK_VAD_KEY_SAMPLE_RATE "silero-vad.sample_rate" /* 16000 */
+#define WK_VAD_KEY_WINDOW "silero-vad.window"   /* WK_VAD_CHUNK */
+#define WK_VAD_KEY_CONTEXT "silero-vad.context" /* WK_VAD_CONTEXT */
+
+#define WK_VAD_CONTEXT 64       /* context samples (Silero framing) */
+#define WK_VAD_NFFT 256         /* STFT taps */
+#define WK_VAD_NSTFT 258        /* STFT filters: 129 re, then 129 im */
+#define WK_VAD_NSTFT_PAD 264    /* rows padded to a multiple of 8 */
+#define WK_VAD_HID 128          /* LSTM size */
+#define WK_VAD_NGATES (4 * WK_VAD_HID)  /* gates i, f, g, o */
+#define WK_VAD_N_ENC 4          /* encoder conv1d layers, kernel 3 */
+#define WK_VAD_KSIZE 3
+
+/* Tensor names; shapes are ne = {ne[0], ne[1]}:
+ *   stft.basis         {NSTFT_PAD, NFFT}: row k holds tap k of every
+ *                      filter; the 6 padding columns are zeros
+ *   encoder.L.weight   {c_out, KSIZE c_in}: row ci KSIZE + k holds tap k
+ *                      of input channel ci for every output channel
+ *   encoder.L.bias     {c_out}
+ *   lstm.weight_ih     {NGATES, HID}: row i holds input i's weight in
+ *                      every gate; lstm.weight_hh the same for h
+ *   lstm.bias          {NGATES}: bias_ih + bias_hh
+ *   decoder.weight     {HID}; decoder.bias {1} */
+#define WK_VAD_T_STFT "stft.basis"
+#define WK_VAD_T_ENC_W "encoder.%d.weight"
+#define WK_VAD_T_ENC_B "encoder.%d.bias"
+#define WK_VAD_T_W_IH "lstm.weight_ih"
+#define WK_VAD_T_W_HH "lstm.weight_hh"
+#define WK_VAD_T_B "lstm.bias"
+#define WK_VAD_T_OUT_W "decoder.weight"
+#define WK_VAD_T_OUT_B "decoder.bias"
+
+/* Input and output channels of encoder layer l. */
+#define WK_VAD_ENC_IN(l) ((l) == 0 ? WK_VAD_NSTFT / 2 : (l) == 1 ? 128 : 64)
+#define WK_VAD_ENC_OUT(l) ((l) == 1 || (l) == 2 ? 64 : 128)
+
 /* How the 512 samples of a chunk are framed for the STFT.
  * SILERO: the 64 last samples of the previous chunk come first (zeros at
  *   the start) and 64 samples are reflected on the right, as the Silero
@@ -53,8 +96,9 @@ typedef enum
 /* Selects the framing; resets the detector. */
 void wk_vad_set_framing (wk_vad * vad, wk_vad_framing framing);
 
-/* Parses a model from memory (the bytes are copied: data may be released
- * afterwards). Not shared with other loads. Used by the fuzz target. */
+/* Parses a VAD knot from memory (the bytes are copied: data may be
+ * released afterwards). Not shared with other loads. Used by the fuzz
+ * target and the tests. */
 wk_status wk_vad_model_load_memory (const void *data, size_t size,
     wk_vad_model ** out, char *err, size_t err_size);
 

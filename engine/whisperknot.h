@@ -295,7 +295,7 @@ typedef struct
                                  * (default 0.5) */
   int vad_min_silence_ms;       /* silence that ends an utterance
                                  * (default 300) */
-  const char *vad_model;        /* Silero VAD file; NULL = the shipped one
+  const char *vad_model;        /* Silero VAD knot; NULL = the shipped one
                                  * (wk_default_vad_model_path()). Read
                                  * by wk_stream_new() only. */
   /* Encoder positions per live run (offline windows always use the full
@@ -525,9 +525,10 @@ WK_API void wk_stream_get_stats (const wk_stream * stream,
 
 /* Silero VAD (v5/v6, 16 kHz) run by the engine: a small network that gives
  * the probability of speech for every 512-sample (32 ms) chunk, and a
- * segmenter with hysteresis on top of it. Weights come from whisper.cpp's
- * ggml layout of the model (the file shipped with whisperknot is
- * wk_default_vad_model_path()).
+ * segmenter with hysteresis on top of it. Weights come from a VAD knot
+ * (knots/FORMAT.md; the file shipped with whisperknot is
+ * wk_default_vad_model_path()); whisperknot-convert makes one from
+ * Silero's ggml file (ggml-silero-v6.2.0.bin).
  *
  * Streaming use (sample positions count from the first sample fed):
  *
@@ -554,9 +555,11 @@ WK_API void wk_stream_get_stats (const wk_stream * stream,
 typedef struct wk_vad_model wk_vad_model;
 typedef struct wk_vad wk_vad;
 
-/* Reads a Silero VAD model in whisper.cpp's ggml layout ("silero-16k",
- * e.g. ggml-silero-v6.2.0.bin). A file already loaded in this process
- * (same device and inode) is shared. */
+/* Reads a Silero VAD knot (general.architecture "silero-vad", see
+ * knots/FORMAT.md). A file already loaded in this process is shared (same
+ * device, inode, size and modification time: the rule wk_model_load
+ * follows). Silero's ggml file is refused (WK_ERR_FORMAT) with a message
+ * that says to convert it with whisperknot-convert. */
 WK_API wk_status wk_vad_model_load (const char *path, wk_vad_model ** out,
     char *err, size_t err_size);
 WK_API wk_vad_model *wk_vad_model_ref (wk_vad_model * model);

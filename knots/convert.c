@@ -1,5 +1,5 @@
 /* whisperknot-convert: whisper.cpp ggml .bin or Hugging Face safetensors
- * -> knot (see FORMAT.md).
+ * -> knot (see FORMAT.md); Silero VAD's ggml file -> VAD knot.
  *
  *   whisperknot-convert [--type f32|f16|q8_0|q4_0] [--keep NAME=TYPE ...]
  *                       [--vocab FILE] INPUT OUTPUT.knot
@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ggml-bin.h"
+#include "ggml-vad.h"
 #include "knot-writer.h"
 #include "safetensors.h"
 #include "tokenizer.h"
@@ -169,6 +170,65 @@ is_ggml_bin (const char *path)
   if (f)
     fclose (f);
   return yes;
+}
+
+/* Whether a ggml file is Silero VAD's (the type string "silero-..."
+ * follows the magic) rather than a whisper model. */
+static bool
+is_ggml_vad (const char *path)
+{
+  char err[16];
+  FILE *f = open_regular (path, err, sizeof err);
+  uint8_t b[16];
+  size_t n = 0;
+
+  if (f) {
+    n = fread (b, 1, sizeof b, f);
+    fclose (f);
+  }
+  return wk_ggml_vad_probe (b, n);
+}
+
+/* Silero VAD's ggml file -> the VAD knot (FORMAT.md, "Silero VAD knots").
+ * Returns the exit status. */
+static int
+convert_vad (const char *input, const char *output, bool quiet)
+{
+  wk_ggml_vad *v = NULL;
+  wk_knot_writer *w = NULL;
+  char err[1024] = "", name[256];
+  const char *base = strrchr (input, '/');
+  size_t bl;
+  double t0 = now_s ();
+  int rc = 1;
+
+  base = base ? base + 1 : input;
+  bl = strlen (base);
+  if (bl > 4 && !strcmp (base + bl - 4, ".bin"))
+    bl -= 4;
+  snprintf (name, sizeof name, "%.*s", (int) bl, base);
+  if (wk_ggml_vad_open (input, &v, err, sizeof err) != WK_OK)
+    goto out;
+  w = wk_knot_writer_new (64);
+  if (!w) {
+    snprintf (err, sizeof err, "out of memory");
+    goto out;
+  }
+  if (wk_ggml_vad_to_knot (v, name, w, err, sizeof err) != WK_OK
+      || wk_knot_writer_write_file (w, output, err, sizeof err) != WK_OK)
+    goto out;
+  if (!quiet)
+    printf ("%s: Silero VAD v%d.%d.%d, %d tensors (f32, laid out as the "
+        "engine computes), %.2f MB, %.2f s\n", output, (int) v->version[0],
+        (int) v->version[1], (int) v->version[2], 6 + 2 * WK_VAD_N_ENC,
+        (double) wk_knot_writer_file_size (w) / 1e6, now_s () - t0);
+  rc = 0;
+out:
+  if (rc)
+    fprintf (stderr, "whisperknot-convert: %s\n", err);
+  wk_knot_writer_free (w);
+  wk_ggml_vad_free (v);
+  return rc;
 }
 
 /* For an input file that is not a ggml .bin: false (with a message that
@@ -1074,7 +1134,11 @@ usage (FILE * f)
       "tokenizer.json, as\n"
       "transformers saves it (the special-token ids of added_tokens.json "
       "and\n"
-      "generation_config.json, if present, must be Whisper's).\n"
+      "generation_config.json, if present, must be Whisper's); or Silero "
+      "VAD's ggml\n"
+      "file (ggml-silero-v6.2.0.bin), which becomes the VAD knot the engine "
+      "reads\n"
+      "(no options apply to it).\n"
       "--type T       2-D weight matrices become T; 1-D tensors f32; conv "
       "weights and\n"
       "               positional embeddings q8_0 (T when T is f32 or f16; "
@@ -1243,6 +1307,18 @@ main (int argc, char **argv)
   if (stat (input, &sb) != 0) {
     snprintf (err, sizeof err, "%s: %s", input, strerror (errno));
     goto fail;
+  }
+  if (S_ISREG (sb.st_mode) && is_ggml_bin (input) && is_ggml_vad (input)) {
+    if (target >= 0 || n_keep || vocab_path || pad_window || ts_rule
+        || live_ctx || max_text_ctx >= 0 || strcmp (heads_spec, "auto")) {
+      fprintf (stderr, "whisperknot-convert: %s is a Silero VAD model: the "
+          "options for Whisper models do not apply (its tensors are "
+          "stored f32)\n", input);
+      free (keep);
+      return 2;
+    }
+    free (keep);
+    return convert_vad (input, output, quiet);
   }
   if (S_ISREG (sb.st_mode) && is_ggml_bin (input)) {
     if (load_bin (&m, input, err, sizeof err))

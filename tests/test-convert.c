@@ -13,7 +13,11 @@
  * ids are checked), which then transcribes; bad inputs fail cleanly without leaving files; the .bin,
  * JSON, vocabulary and tiktoken readers reject damage; --vocab FILE.tiktoken
  * restores the token bytes the shared test .bin files replaced by U+FFFD,
- * and a converter run on such a vocabulary warns. */
+ * and a converter run on such a vocabulary warns. Silero VAD's ggml file
+ * converts to a VAD knot holding every weight in the engine's layout
+ * (checked element by element against the source), the same bytes on
+ * every run, and the same tensors as the shipped knot; a damaged one or
+ * whisper options are refused without leaving a file. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +32,7 @@
 #include <math.h>
 
 #include "ggml-bin.h"
+#include "ggml-vad.h"
 #include "knot.h"
 #include "knot-writer.h"
 #include "model.h"
@@ -2305,6 +2310,215 @@ test_safetensors_rejects_damage (void)
           sizeof err) != WK_OK);
 }
 
+/* ---- Silero VAD ------------------------------------------------------------ */
+
+/* One tensor record of Silero's ggml file, found by an independent walk
+ * (layout in knots/ggml-vad.h): its dimensions and data. */
+typedef struct
+{
+  int32_t type;
+  int64_t n;                    /* elements */
+  const uint8_t *data;
+} ggml_rec;
+
+static bool
+ggml_find (const uint8_t * d, size_t size, const char *name, ggml_rec * r)
+{
+  int32_t tl;
+  size_t off;
+
+  if (size < 8)
+    return false;
+  memcpy (&tl, d + 4, 4);
+  off = 8 + (size_t) tl + 5 * 4;        /* type string, version, window */
+  off += 4 + 4 * 3 * 4 + 4 * 4; /* encoder layers, LSTM, output */
+  while (off + 12 <= size) {
+    int32_t nd, nl, ty, ne;
+    int64_t n = 1;
+    memcpy (&nd, d + off, 4);
+    memcpy (&nl, d + off + 4, 4);
+    memcpy (&ty, d + off + 8, 4);
+    off += 12;
+    for (int i = 0; i < nd; i++) {
+      memcpy (&ne, d + off, 4);
+      off += 4;
+      n *= ne;
+    }
+    if ((size_t) nl == strlen (name) && !memcmp (d + off, name, (size_t) nl)) {
+      r->type = ty;
+      r->n = n;
+      r->data = d + off + nl;
+      return true;
+    }
+    off += (size_t) nl + (size_t) n *(ty == 0 ? 4 : 2);
+  }
+  return false;
+}
+
+static float
+ggml_at (const ggml_rec * r, int64_t i)
+{
+  if (r->type == 0) {
+    float f;
+    memcpy (&f, r->data + 4 * i, 4);
+    return f;
+  } else {
+    uint16_t h;
+    memcpy (&h, r->data + 2 * i, 2);
+    return wk_fp16_to_fp32 (h);
+  }
+}
+
+/* knot tensor name, as f32 of n elements, or NULL (a failed check). */
+static const float *
+knot_f32 (const wk_knot * k, const char *name, int64_t n)
+{
+  const wk_tensor *t = wk_knot_find (k, name);
+  CHECK_MSG (t && t->type == WK_TYPE_F32 && t->nbytes == (size_t) n * 4,
+      "%s", name);
+  return t && t->type == WK_TYPE_F32 && t->nbytes == (size_t) n *4 ?
+      (const float *) t->data : NULL;
+}
+
+static void
+test_vad_round_trip (void)
+{
+  const char *src = wk_test_shared_path ("for-tests-silero-v6.2.0-ggml.bin");
+  const char *out = wpath ("vad.knot"), *out2 = wpath ("vad2.knot");
+  const char *cut = wpath ("vad-cut.bin");
+  char *srcp, err[512], *argv[6];
+  size_t size, n1, n2;
+  uint8_t *d = NULL, *k1 = NULL, *k2 = NULL;
+  wk_knot *k = NULL;
+  ggml_rec r, r2;
+  const float *w;
+  uint32_t v, ver[3];
+  const char *s;
+  size_t sl;
+  int64_t bad = 0;
+  static const int enc_in[4] = { 129, 128, 64, 64 };
+  static const int enc_out[4] = { 128, 64, 64, 128 };
+  FILE *f;
+
+  if (!src || access (src, R_OK) != 0) {
+    printf ("# no shared Silero ggml file: skipped\n");
+    return;
+  }
+  srcp = strdup (src);
+  CHECK_MSG (convert (NULL, NULL, srcp, out) == 0, "%s", out_text);
+  CHECK_MSG (strstr (out_text, "Silero VAD v6.2.0, 14 tensors"), "%s",
+      out_text);
+  printf ("# %s", out_text);
+  /* the same bytes again */
+  CHECK (convert (NULL, NULL, srcp, out2) == 0);
+  k1 = (uint8_t *) slurp (out, &n1);
+  k2 = (uint8_t *) slurp (out2, &n2);
+  CHECK (k1 && k2 && n1 == n2 && memcmp (k1, k2, n1) == 0);
+  d = (uint8_t *) slurp (srcp, &size);
+  CHECK (d != NULL);
+  CHECK (wk_knot_open (out, &k, err, sizeof err) == WK_OK);
+  if (!k || !d)
+    goto done;
+
+  /* metadata */
+  CHECK (wk_knot_get_str (k, "general.architecture", &s, &sl) && sl == 10
+      && !memcmp (s, WK_VAD_ARCH, 10));
+  CHECK (wk_knot_get_u32 (k, WK_VAD_KEY_SAMPLE_RATE, &v) && v == 16000);
+  CHECK (wk_knot_get_u32 (k, WK_VAD_KEY_WINDOW, &v) && v == 512);
+  CHECK (wk_knot_get_u32 (k, WK_VAD_KEY_CONTEXT, &v) && v == 64);
+  CHECK (wk_knot_copy_u32_arr (k, WK_VAD_KEY_VERSION, ver, 3) && ver[0] == 6
+      && ver[1] == 2 && ver[2] == 0);
+  CHECK (wk_knot_n_tensors (k) == 14);
+
+  /* every element where the engine's layout puts it */
+  if (ggml_find (d, size, "_model.stft.forward_basis_buffer", &r)
+      && (w = knot_f32 (k, WK_VAD_T_STFT, 264 * 256)))
+    for (int c = 0; c < 264; c++)
+      for (int t = 0; t < 256; t++)
+        bad += w[t * 264 + c] != (c < 258 ? ggml_at (&r, c * 256 + t) : 0.0f);
+  else
+    CHECK (0);
+  for (int l = 0; l < 4; l++) {
+    char gn[64], kn[32];
+    int ci_n = enc_in[l], co_n = enc_out[l];
+    snprintf (gn, sizeof gn, "_model.encoder.%d.reparam_conv.weight", l);
+    snprintf (kn, sizeof kn, WK_VAD_T_ENC_W, l);
+    if (ggml_find (d, size, gn, &r)
+        && (w = knot_f32 (k, kn, (int64_t) 3 * ci_n * co_n)))
+      for (int co = 0; co < co_n; co++)
+        for (int ci = 0; ci < ci_n; ci++)
+          for (int t = 0; t < 3; t++)
+            bad += w[(ci * 3 + t) * co_n + co]
+                != ggml_at (&r, ((int64_t) co * ci_n + ci) * 3 + t);
+    else
+      CHECK (0);
+    snprintf (gn, sizeof gn, "_model.encoder.%d.reparam_conv.bias", l);
+    snprintf (kn, sizeof kn, WK_VAD_T_ENC_B, l);
+    if (ggml_find (d, size, gn, &r) && (w = knot_f32 (k, kn, co_n)))
+      for (int co = 0; co < co_n; co++)
+        bad += w[co] != ggml_at (&r, co);
+    else
+      CHECK (0);
+  }
+  for (int hh = 0; hh < 2; hh++) {
+    if (ggml_find (d, size, hh ? "_model.decoder.rnn.weight_hh" :
+            "_model.decoder.rnn.weight_ih", &r)
+        && (w = knot_f32 (k, hh ? WK_VAD_T_W_HH : WK_VAD_T_W_IH, 512 * 128)))
+      for (int g = 0; g < 512; g++)
+        for (int i = 0; i < 128; i++)
+          bad += w[i * 512 + g] != ggml_at (&r, g * 128 + i);
+    else
+      CHECK (0);
+  }
+  if (ggml_find (d, size, "_model.decoder.rnn.bias_ih", &r)
+      && ggml_find (d, size, "_model.decoder.rnn.bias_hh", &r2)
+      && (w = knot_f32 (k, WK_VAD_T_B, 512)))
+    for (int g = 0; g < 512; g++)
+      bad += w[g] != ggml_at (&r, g) + ggml_at (&r2, g);
+  else
+    CHECK (0);
+  if (ggml_find (d, size, "_model.decoder.decoder.2.weight", &r)
+      && (w = knot_f32 (k, WK_VAD_T_OUT_W, 128)))
+    for (int i = 0; i < 128; i++)
+      bad += w[i] != ggml_at (&r, i);
+  else
+    CHECK (0);
+  if (ggml_find (d, size, "_model.decoder.decoder.2.bias", &r)
+      && (w = knot_f32 (k, WK_VAD_T_OUT_B, 1)))
+    bad += w[0] != ggml_at (&r, 0);
+  else
+    CHECK (0);
+  CHECK_MSG (bad == 0, "%lld elements differ", (long long) bad);
+
+  /* damaged, or with a whisper model's options: refused, no file left */
+  f = fopen (cut, "wb");
+  fwrite (d, 1, size - 100, f);
+  fclose (f);
+  unlink (out2);
+  CHECK (convert (NULL, NULL, cut, out2) != 0);
+  CHECK_MSG (strstr (out_text, "VAD model truncated"), "%s", out_text);
+  CHECK (access (out2, F_OK) != 0);
+  argv[0] = (char *) conv;
+  argv[1] = (char *) "--type";
+  argv[2] = (char *) "q8_0";
+  argv[3] = srcp;
+  argv[4] = (char *) out2;
+  argv[5] = NULL;
+  CHECK (run (argv) == 2);
+  CHECK_MSG (strstr (out_text, "Silero VAD model"), "%s", out_text);
+  CHECK (access (out2, F_OK) != 0);
+  unlink (cut);
+
+done:
+  wk_knot_close (k);
+  unlink (out);
+  unlink (out2);
+  free (d);
+  free (k1);
+  free (k2);
+  free (srcp);
+}
+
 int
 main (void)
 {
@@ -2345,6 +2559,7 @@ main (void)
   RUN (test_tiny_models_convert);
   RUN (test_pad_window);
   RUN (test_alignment_heads);
+  RUN (test_vad_round_trip);
   CHECK_MSG (count_files (work_dir) == 0, "files left in %s", work_dir);
   rmdir (work_dir);
   free ((void *) vocab_bin);

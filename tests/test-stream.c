@@ -187,41 +187,41 @@ test_model_sharing (void)
   if (!a || !b)
     return;
   CHECK (a == b);               /* one mapping per file */
-  CHECK (a->refcount == 2);
+  CHECK (a->base.refcount == 2);
   /* the same file through another name is the same model */
   snprintf (link, sizeof link, "%s/link.knot", tmpdir);
   unlink (link);
   CHECK (symlink (small_knot, link) == 0);
   c = load_ok (link);
   CHECK (c == a);
-  CHECK (a->refcount == 3);
+  CHECK (a->base.refcount == 3);
   wk_model_get_info (a, &info);
   CHECK (info.n_vocab == 51864 && info.n_mels == 80);
   CHECK (info.n_audio_ctx == 1500 && info.n_audio_state == 64);
   CHECK (info.n_text_ctx == 64 && info.n_text_layer == 2);
   CHECK (!info.multilingual);
   CHECK (info.n_params > 0 && info.file_bytes > info.n_params * 4 / 2);
-  CHECK (wk_model_ref (a) == a && a->refcount == 4);
+  CHECK (wk_model_ref (a) == a && a->base.refcount == 4);
   wk_model_unref (a);
   wk_model_unref (c);
   wk_model_unref (b);
-  CHECK (a->refcount == 1);
+  CHECK (a->base.refcount == 1);
   {
     /* a stream holds its own reference */
     wk_stream_params p = fast_params ();
     wk_stream *s = NULL;
     char err[256];
     CHECK (wk_stream_new (a, &p, &s, err, sizeof err) == WK_OK);
-    CHECK (a->refcount == 2);
+    CHECK (a->base.refcount == 2);
     wk_model_unref (a);         /* the stream keeps it alive */
-    CHECK (a->refcount == 1);
+    CHECK (a->base.refcount == 1);
     CHECK (s && wk_stream_feed (s, jfk, 16000) == WK_OK);
     wk_stream_free (s);
   }
   /* all references gone: a new load maps the file afresh */
   a = load_ok (small_knot);
   if (a) {
-    CHECK (a->refcount == 1);
+    CHECK (a->base.refcount == 1);
     wk_model_unref (a);
   }
   unlink (link);
@@ -252,7 +252,7 @@ test_concurrent_load (void)
   for (i = 0; i < 4; i++)
     CHECK (m[i] != NULL && m[i] == m[0]);
   if (m[0])
-    CHECK (m[0]->refcount == 4);
+    CHECK (m[0]->base.refcount == 4);
   for (i = 0; i < 4; i++)
     wk_model_unref (m[i]);
 }

@@ -1,8 +1,10 @@
-/* Voice activity detection: the Silero VAD loader, the network against
- * whisper.cpp's probabilities on jfk.wav, the segmenter (whisper.cpp's
- * segments, streaming in any buffer size == offline, parameters), silence
- * and noise, rejection of corrupt files, no allocation while feeding, and
- * the cost of a chunk. */
+/* Voice activity detection: the Silero VAD knot loader (shared and
+ * replaced through the model registry), the network against whisper.cpp's
+ * probabilities on jfk.wav, the segmenter (whisper.cpp's segments,
+ * streaming in any buffer size == offline, parameters), silence and noise,
+ * rejection of corrupt knots and of the ggml file, no allocation while
+ * feeding, and the cost of a chunk. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -13,6 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ggml-vad.h"
+#include "knot.h"
+#include "knot-writer.h"
 #include "vad.h"
 #include "wav.h"
 #include "whisperknot.h"
@@ -28,7 +33,8 @@
 
 #define SR 16000
 
-static const char *model_path;  /* the shared test copy */
+static const char *ggml_path;   /* Silero's ggml file (shared test data) */
+static char model_path[256];    /* its knot, converted by main() */
 static wk_vad_model *model;
 static float *jfk;
 static size_t jfk_n;
@@ -112,12 +118,28 @@ test_load_shipped_and_shared (void)
   /* the same file twice: one model */
   CHECK (wk_vad_model_load (shipped, &b, err, sizeof err) == WK_OK);
   CHECK (a == b);
-  /* the shared test copy is another file (same bytes): its own model */
+  /* the knot converted from the shared test copy is another file (the
+   * same tensors): its own model */
   CHECK (wk_vad_model_load (model_path, &c, err, sizeof err) == WK_OK);
   CHECK (c != NULL && c != a);
   wk_vad_model_unref (b);
   wk_vad_model_unref (a);
   wk_vad_model_unref (c);
+  /* the shipped file is that knot, tensor for tensor */
+  {
+    wk_knot *k1 = NULL, *k2 = NULL;
+    CHECK (wk_knot_open (shipped, &k1, err, sizeof err) == WK_OK);
+    CHECK (wk_knot_open (model_path, &k2, err, sizeof err) == WK_OK);
+    CHECK (k1 && k2 && wk_knot_n_tensors (k1) == wk_knot_n_tensors (k2));
+    for (int64_t i = 0; k1 && k2 && i < wk_knot_n_tensors (k1); i++) {
+      const wk_tensor *t1 = wk_knot_tensor_at (k1, i);
+      const wk_tensor *t2 = wk_knot_find (k2, t1->name);
+      CHECK_MSG (t2 && t2->nbytes == t1->nbytes
+          && memcmp (t1->data, t2->data, t1->nbytes) == 0, "%s", t1->name);
+    }
+    wk_knot_close (k1);
+    wk_knot_close (k2);
+  }
 
   setenv ("WHISPERKNOT_VAD_MODEL", "/some/where/else.bin", 1);
   CHECK (strcmp (wk_default_vad_model_path (), "/some/where/else.bin") == 0);
@@ -949,16 +971,6 @@ write_file (const char *path, const void *data, size_t n)
   }
 }
 
-static void
-put_i32 (uint8_t * p, int32_t v)
-{
-  uint32_t u = (uint32_t) v;
-  p[0] = (uint8_t) u;
-  p[1] = (uint8_t) (u >> 8);
-  p[2] = (uint8_t) (u >> 16);
-  p[3] = (uint8_t) (u >> 24);
-}
-
 static wk_status
 load_mem (const uint8_t * d, size_t n, char *err, size_t err_size)
 {
@@ -971,20 +983,77 @@ load_mem (const uint8_t * d, size_t n, char *err, size_t err_size)
   return st;
 }
 
-/* Truncated or corrupt files are refused with a message. */
+/* The offset of the first occurrence of needle in hay (which holds it). */
+static size_t
+find_bytes (const uint8_t * hay, size_t n, const void *needle, size_t len)
+{
+  for (size_t i = 0; i + len <= n; i++)
+    if (memcmp (hay + i, needle, len) == 0)
+      return i;
+  CHECK_MSG (0, "%.*s not found", (int) len, (const char *) needle);
+  return 0;
+}
+
+/* The offset of a metadata key's u32 value (after the key and its type). */
+static size_t
+key_value_off (const uint8_t * d, size_t n, const char *key)
+{
+  return find_bytes (d, n, key, strlen (key)) + strlen (key) + 4;
+}
+
+/* The offset of a tensor info's n_dims (after its name). */
+static size_t
+tensor_info_off (const uint8_t * d, size_t n, const char *name)
+{
+  uint8_t rec[64];
+  size_t len = strlen (name);
+
+  memset (rec, 0, 8);
+  rec[0] = (uint8_t) len;
+  memcpy (rec + 8, name, len);
+  return find_bytes (d, n, rec, 8 + len) + 8 + len;
+}
+
+/* The offset of a tensor's data in the knot d. */
+static size_t
+tensor_data_off (const uint8_t * d, size_t n, const char *name)
+{
+  wk_knot *k = NULL;
+  char err[256];
+  size_t off = 0;
+
+  if (wk_knot_open_memory (d, n, &k, err, sizeof err) == WK_OK) {
+    const wk_tensor *t = wk_knot_find (k, name);
+    if (t)
+      off = (size_t) ((const uint8_t *) t->data - d);
+    wk_knot_close (k);
+  }
+  CHECK (off > 0);
+  return off;
+}
+
+static void
+put_u32 (uint8_t * p, uint32_t v)
+{
+  p[0] = (uint8_t) v;
+  p[1] = (uint8_t) (v >> 8);
+  p[2] = (uint8_t) (v >> 16);
+  p[3] = (uint8_t) (v >> 24);
+}
+
+/* Truncated or corrupt VAD knots, and Silero's ggml file, are refused
+ * with a message that says what is wrong. */
 static void
 test_reject_corrupt (void)
 {
   FILE *f = fopen (model_path, "rb");
   uint8_t *d, *c;
   long n;
-  char err[256];
+  char err[512];
   wk_vad_model *m = NULL;
-  size_t bad_prefix = 0;
-  /* offsets in the v6.2.0 file: header, first tensor header */
-  const size_t off_nlayers = 4 + 4 + 10 + 5 * 4;
-  const size_t off_t0 = off_nlayers + 4 + 4 * 12 + 4 * 4;
+  size_t bad_prefix = 0, o;
   char tmp[4096];
+  const float nan = NAN, inf = INFINITY;
 
   if (!f)
     return;
@@ -992,72 +1061,85 @@ test_reject_corrupt (void)
   n = ftell (f);
   fseek (f, 0, SEEK_SET);
   d = malloc ((size_t) n);
-  c = malloc ((size_t) n + 16);
+  c = malloc ((size_t) n);
   CHECK (fread (d, 1, (size_t) n, f) == (size_t) n);
   fclose (f);
 
   CHECK (load_mem (d, (size_t) n, err, sizeof err) == WK_OK);
 
-  /* every prefix up to the first tensors, then a spread of lengths */
-  for (size_t len = 0; len < (size_t) n; len += len < 1200 ? 1 : 997)
+  /* every prefix through the metadata and tensor table, then a spread */
+  for (size_t len = 0; len < (size_t) n; len += len < 2048 ? 1 : 9973)
     if (load_mem (d, len, err, sizeof err) == WK_OK)
       bad_prefix++;
-  CHECK (load_mem (d, (size_t) n - 1, err, sizeof err) == WK_ERR_FORMAT);
   CHECK_MSG (bad_prefix == 0, "%zu truncated files accepted", bad_prefix);
+  CHECK (load_mem (d, (size_t) n - 1, err, sizeof err) == WK_ERR_FORMAT);
+  printf ("# truncated: %s\n", err);
 
-#define MUTATE(off, val, expect) do { \
-    memcpy (c, d, (size_t) n); put_i32 (c + (off), (val)); \
+#define EXPECT(expect, what) do { \
     wk_status _s = load_mem (c, (size_t) n, err, sizeof err); \
-    CHECK_MSG (_s == (expect), "offset %zu = %d: status %d (%s)", \
-        (size_t) (off), (int) (val), (int) _s, err); } while (0)
+    CHECK_MSG (_s == (expect) && strstr (err, (what)) != NULL, \
+        "status %d, message '%s' (want '%s')", (int) _s, err, (what)); \
+    printf ("# %s\n", err); } while (0)
 
-  MUTATE (0, 0x12345678, WK_ERR_FORMAT);        /* magic */
-  MUTATE (4, 0x7fffffff, WK_ERR_FORMAT);        /* type length */
-  MUTATE (4, -1, WK_ERR_FORMAT);
-  MUTATE (8, 0x41414141, WK_ERR_UNSUPPORTED);   /* type "AAAA..." */
-  MUTATE (off_nlayers - 8, 1024, WK_ERR_UNSUPPORTED);   /* window */
-  MUTATE (off_nlayers, 1000000, WK_ERR_UNSUPPORTED);    /* layers */
-  MUTATE (off_nlayers + 4, 130, WK_ERR_UNSUPPORTED);    /* channels */
-  MUTATE (off_t0, 5, WK_ERR_FORMAT);    /* n_dims */
-  MUTATE (off_t0 + 4, 0x40000000, WK_ERR_FORMAT);       /* name length */
-  MUTATE (off_t0 + 8, 2, WK_ERR_FORMAT);        /* type q4_0 */
-  MUTATE (off_t0 + 12, 0x7fffffff, WK_ERR_FORMAT);      /* ne[0] */
-  MUTATE (off_t0 + 12, 4, WK_ERR_FORMAT);       /* shape */
-  MUTATE (off_t0 + 16, -129, WK_ERR_FORMAT);
-
-  /* a tensor name changed: unknown tensor */
+  /* metadata */
   memcpy (c, d, (size_t) n);
-  c[off_t0 + 12 + 3 * 4] = 'X';
-  CHECK (load_mem (c, (size_t) n, err, sizeof err) == WK_ERR_FORMAT);
-  CHECK (strstr (err, "unknown tensor") != NULL);
-
-  /* NaN in the weights */
+  /* the value of general.architecture (general.name's key length next) */
+  c[find_bytes (c, (size_t) n, "silero-vad\x0c", 11) + 9] = 'x';
+  EXPECT (WK_ERR_FORMAT, "not a Silero VAD");
   memcpy (c, d, (size_t) n);
-  c[n - 1] = 0x7f;              /* last f16 of the STFT basis: 0x7fxx NaN */
-  c[n - 2] = 0xff;
-  CHECK (load_mem (c, (size_t) n, err, sizeof err) == WK_ERR_FORMAT);
-
-  /* trailing bytes: a truncated extra tensor header */
+  put_u32 (c + key_value_off (c, (size_t) n, WK_VAD_KEY_WINDOW), 1024);
+  EXPECT (WK_ERR_UNSUPPORTED, WK_VAD_KEY_WINDOW " = 1024");
   memcpy (c, d, (size_t) n);
-  memset (c + n, 0, 6);
-  CHECK (load_mem (c, (size_t) n + 6, err, sizeof err) == WK_ERR_FORMAT);
+  put_u32 (c + key_value_off (c, (size_t) n, WK_VAD_KEY_SAMPLE_RATE), 8000);
+  EXPECT (WK_ERR_UNSUPPORTED, WK_VAD_KEY_SAMPLE_RATE " = 8000");
+  memcpy (c, d, (size_t) n);
+  put_u32 (c + key_value_off (c, (size_t) n, WK_VAD_KEY_CONTEXT), 32);
+  EXPECT (WK_ERR_UNSUPPORTED, WK_VAD_KEY_CONTEXT);
+  memcpy (c, d, (size_t) n);
+  c[key_value_off (c, (size_t) n, WK_VAD_KEY_CONTEXT) - 5] = 'X';
+  EXPECT (WK_ERR_FORMAT, "missing");
+  memcpy (c, d, (size_t) n);
+  c[key_value_off (c, (size_t) n, WK_VAD_KEY_VERSION) - 5] = 'X';
+  EXPECT (WK_ERR_FORMAT, WK_VAD_KEY_VERSION);
 
-  /* a tensor twice: the whole file's tensors repeated once more is too
-   * long anyway; the first tensor block appended */
-  {
-    size_t t0_len = 12 + 3 * 4 + 36 + (size_t) 3 * 129 * 128 * 2;
-    memcpy (c, d, (size_t) n);
-    CHECK (load_mem (d, off_t0, err, sizeof err) == WK_ERR_FORMAT);
-    /* build: header + first tensor + first tensor again */
-    memcpy (c, d, off_t0 + t0_len);
-    memcpy (c + off_t0 + t0_len, d + off_t0, t0_len);
-    CHECK (load_mem (c, off_t0 + 2 * t0_len, err, sizeof err)
+  /* tensors: renamed (so missing), another type, another shape */
+  memcpy (c, d, (size_t) n);
+  c[tensor_info_off (c, (size_t) n, WK_VAD_T_OUT_B) - 1] = 'X';
+  EXPECT (WK_ERR_FORMAT, "'" WK_VAD_T_OUT_B "' is missing");
+  memcpy (c, d, (size_t) n);
+  o = tensor_info_off (c, (size_t) n, WK_VAD_T_OUT_W);
+  put_u32 (c + o + 4 + 8, WK_TYPE_F16); /* after n_dims and ne[0] */
+  EXPECT (WK_ERR_FORMAT, "not f32");
+  memcpy (c, d, (size_t) n);
+  o = tensor_info_off (c, (size_t) n, WK_VAD_T_W_HH);
+  put_u32 (c + o + 4, 256);     /* ne[0] 512 -> 256 */
+  EXPECT (WK_ERR_FORMAT, "has shape {256, 128}");
+  memcpy (c, d, (size_t) n);
+  put_u32 (c, 0);               /* no magic */
+  EXPECT (WK_ERR_FORMAT, "magic");
+
+  /* values that would make every probability NaN */
+  memcpy (c, d, (size_t) n);
+  memcpy (c + tensor_data_off (c, (size_t) n, WK_VAD_T_STFT) + 4 * 1000,
+      &nan, 4);
+  EXPECT (WK_ERR_FORMAT, "'" WK_VAD_T_STFT "' holds a value that is not "
+      "finite");
+  memcpy (c, d, (size_t) n);
+  memcpy (c + tensor_data_off (c, (size_t) n, WK_VAD_T_B) + 4 * 511, &inf, 4);
+  EXPECT (WK_ERR_FORMAT, "not finite");
+#undef EXPECT
+
+  /* Silero's ggml file: convert it */
+  if (ggml_path) {
+    CHECK (wk_vad_model_load (ggml_path, &m, err, sizeof err)
         == WK_ERR_FORMAT);
-    CHECK (strstr (err, "twice") != NULL);
+    CHECK (m == NULL);
+    CHECK_MSG (strstr (err, "whisperknot-convert") != NULL, "%s", err);
+    printf ("# ggml file: %s\n", err);
   }
 
-  /* files: missing, a directory, truncated on disk */
-  CHECK (wk_vad_model_load ("/nonexistent/vad.bin", &m, err, sizeof err)
+  /* files: missing, a directory, a FIFO, empty, truncated on disk */
+  CHECK (wk_vad_model_load ("/nonexistent/vad.knot", &m, err, sizeof err)
       == WK_ERR_IO);
   CHECK (m == NULL);
   CHECK (wk_vad_model_load ("/", &m, err, sizeof err) == WK_ERR_IO);
@@ -1076,17 +1158,75 @@ test_reject_corrupt (void)
     unlink (fifo);
   }
   CHECK (wk_vad_model_load ("", &m, err, sizeof err) == WK_ERR_ARG);
-  snprintf (tmp, sizeof tmp, "/tmp/wk-test-vad-%d.bin", (int) getpid ());
+  snprintf (tmp, sizeof tmp, "/tmp/wk-test-vad-%d.knot", (int) getpid ());
   write_file (tmp, d, (size_t) n / 2);
   CHECK (wk_vad_model_load (tmp, &m, err, sizeof err) == WK_ERR_FORMAT);
-  CHECK (strstr (err, "truncated") != NULL);
+  CHECK_MSG (strstr (err, "past end of file") != NULL, "%s", err);
   printf ("# truncated file: %s\n", err);
   write_file (tmp, "", 0);
   CHECK (wk_vad_model_load (tmp, &m, err, sizeof err) == WK_ERR_FORMAT);
   remove (tmp);
   free (c);
   free (d);
-#undef MUTATE
+}
+
+/* The registry's rule: a file rewritten in place is loaded afresh, and a
+ * detector is not created on a model whose file changed under it. */
+static void
+test_file_replaced (void)
+{
+  char path[256], err[512];
+  wk_vad_model *a = NULL, *b = NULL;
+  wk_vad *v = NULL;
+  FILE *f = fopen (model_path, "rb");
+  uint8_t *d;
+  long n;
+  struct timespec ts[2] = { {0, 0}, {1000000000, 0} };
+
+  if (!f)
+    return;
+  fseek (f, 0, SEEK_END);
+  n = ftell (f);
+  fseek (f, 0, SEEK_SET);
+  d = malloc ((size_t) n);
+  CHECK (fread (d, 1, (size_t) n, f) == (size_t) n);
+  fclose (f);
+  snprintf (path, sizeof path, "/tmp/wk-test-vad-replace-%d.knot",
+      (int) getpid ());
+  write_file (path, d, (size_t) n);
+  CHECK (wk_vad_model_load (path, &a, err, sizeof err) == WK_OK);
+  /* the same bytes written again, with another modification time */
+  write_file (path, d, (size_t) n);
+  CHECK (utimensat (AT_FDCWD, path, ts, 0) == 0);
+  CHECK (wk_vad_model_load (path, &b, err, sizeof err) == WK_OK);
+  CHECK (a && b && a != b);
+  CHECK (a && wk_vad_new (a, NULL, &v, err, sizeof err) == WK_ERR_IO);
+  CHECK (v == NULL);
+  printf ("# rewritten in place: %s\n", err);
+  CHECK (b && wk_vad_new (b, NULL, &v, err, sizeof err) == WK_OK);
+  wk_vad_free (v);
+  wk_vad_model_unref (a);
+  wk_vad_model_unref (b);
+  remove (path);
+  free (d);
+}
+
+/* Converts Silero's ggml file at src to a knot at dst, as
+ * whisperknot-convert does. */
+static wk_status
+convert (const char *src, const char *dst, char *err, size_t err_size)
+{
+  wk_ggml_vad *g = NULL;
+  wk_knot_writer *w = wk_knot_writer_new (64);
+  wk_status st = w ? wk_ggml_vad_open (src, &g, err, err_size) : WK_ERR_NOMEM;
+
+  if (st == WK_OK)
+    st = wk_ggml_vad_to_knot (g, "test", w, err, err_size);
+  if (st == WK_OK)
+    st = wk_knot_writer_write_file (w, dst, err, err_size);
+  wk_knot_writer_free (w);
+  wk_ggml_vad_free (g);
+  return st;
 }
 
 /* How much a 32 ms chunk costs (printed, never asserted). */
@@ -1131,13 +1271,16 @@ main (void)
   wk_wav wav;
   const char *jfk_path;
 
-  model_path = wk_test_shared_path ("for-tests-silero-v6.2.0-ggml.bin");
-  if (!model_path) {
+  ggml_path = wk_test_shared_path ("for-tests-silero-v6.2.0-ggml.bin");
+  if (!ggml_path) {
     printf ("1..0 # SKIP WK_SHARED_DATA not set\n");
     return 77;
   }
-  model_path = strdup (model_path);
-  if (wk_vad_model_load (model_path, &model, err, sizeof err) != WK_OK) {
+  ggml_path = strdup (ggml_path);
+  snprintf (model_path, sizeof model_path, "/tmp/wk-test-vad-%d-model.knot",
+      (int) getpid ());
+  if (convert (ggml_path, model_path, err, sizeof err) != WK_OK
+      || wk_vad_model_load (model_path, &model, err, sizeof err) != WK_OK) {
     fprintf (stderr, "%s\n", err);
     return 1;
   }
@@ -1175,10 +1318,12 @@ main (void)
   RUN (test_zero_shortcut_exact);
   RUN (test_no_alloc_while_feeding);
   RUN (test_reject_corrupt);
+  RUN (test_file_replaced);
   RUN (test_cost);
 
   wk_wav_clear (&wav);
   wk_vad_model_unref (model);
-  free ((void *) model_path);
+  remove (model_path);
+  free ((void *) ggml_path);
   return TEST_EXIT ();
 }

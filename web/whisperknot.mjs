@@ -33,7 +33,7 @@ export class WhisperknotError extends Error {
 // wk_status names, in whisperknot.h's order
 const STATUS = ['ok', 'io', 'format', 'unsupported', 'nomem', 'arg', 'state', 'internal'];
 
-const VAD_FILE = 'silero-v6.2.0-ggml.bin';
+const VAD_FILE = 'silero-v6.2.0.knot';
 const FS_ROOT = '/whisperknot/';
 
 async function readSource(src) {
@@ -385,7 +385,7 @@ export class Whisperknot {
   /**
    * Loads the Silero VAD model the live policy needs (use_vad), from a
    * source as loadModel's (default: knots/vad in this source tree, or
-   * silero-v6.2.0-ggml.bin next to this file).
+   * silero-v6.2.0.knot next to this file).
    */
   async loadVad(source) {
     if (this.#vadLoaded && source === undefined) return;

@@ -1,6 +1,7 @@
-/* libFuzzer target: the Silero VAD model loader (whisper.cpp's ggml layout)
- * on arbitrary bytes. A model it accepts must run: a few chunks made from
- * the input go through the network and the segmenter. */
+/* libFuzzer target: the Silero VAD model loader (a knot: knot.c's reader,
+ * then vad.c's checks of keys, shapes and values) on arbitrary bytes. A
+ * model it accepts must run: a few chunks made from the input go through
+ * the network and the segmenter. Seeds: tests/fuzz/make-seeds.py. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

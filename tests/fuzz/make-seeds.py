@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets that have no generated
-seeds elsewhere: tokenizer, tiktoken, model, wav, and the JSON side-file
-readers of safetensors. Run from the repository root:
+seeds elsewhere: tokenizer, tiktoken, model, vad, wav, and the JSON
+side-file readers of safetensors. Run from the repository root:
 
     python3 tests/fuzz/make-seeds.py [SHARED_DATA_DIR]
 
@@ -103,6 +103,55 @@ def model_seeds():
           bytes([1, 1, 4, 1, 0, 1, 1]))
 
 
+def gguf_str(b):
+    return struct.pack("<Q", len(b)) + b
+
+
+def vad_knot(kvs, tensors, data_size, alignment=64):
+    """A VAD knot (knots/FORMAT.md): kvs as (key, type, raw value bytes),
+    tensors as (name, ne, offset), all f32, over data_size zero bytes."""
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs) + 1)
+    out += gguf_str(b"general.alignment") + struct.pack("<II", 4, alignment)
+    for key, vtype, raw in kvs:
+        out += gguf_str(key) + struct.pack("<I", vtype) + raw
+    for name, ne, off in tensors:
+        out += gguf_str(name) + struct.pack("<I", len(ne))
+        out += b"".join(struct.pack("<Q", n) for n in ne)
+        out += struct.pack("<IQ", 0, off)
+    out += bytes(-len(out) % alignment)
+    return out + bytes(data_size)
+
+
+def vad_seeds():
+    # the shapes of engine/vad.h; every tensor at offset 0 of one block of
+    # zeros as large as the largest (tensors may overlap): a valid model
+    # (all weights 0) in 271 KB instead of the shipped 1.2 MB
+    enc = [(129, 128), (128, 64), (64, 64), (64, 128)]
+    tensors = [(b"stft.basis", (264, 256))]
+    for i, (ci, co) in enumerate(enc):
+        tensors.append((b"encoder.%d.weight" % i, (co, 3 * ci)))
+        tensors.append((b"encoder.%d.bias" % i, (co,)))
+    tensors += [(b"lstm.weight_ih", (512, 128)),
+                (b"lstm.weight_hh", (512, 128)), (b"lstm.bias", (512,)),
+                (b"decoder.weight", (128,)), (b"decoder.bias", (1,))]
+    kvs = [(b"general.architecture", 8, gguf_str(b"silero-vad")),
+           (b"silero-vad.version", 9, struct.pack("<IQ3I", 4, 3, 6, 2, 0)),
+           (b"silero-vad.sample_rate", 4, struct.pack("<I", 16000)),
+           (b"silero-vad.window", 4, struct.pack("<I", 512)),
+           (b"silero-vad.context", 4, struct.pack("<I", 64))]
+    largest = max(4 * math.prod(ne) for _, ne, in tensors)
+    placed = [(name, ne, 0) for name, ne in tensors]
+    write("vad", "seed-zeros-overlapping.knot", vad_knot(kvs, placed, largest))
+    # the header alone (the loader reports the data past the end)
+    write("vad", "seed-header.knot", vad_knot(kvs, placed, 0))
+    # another architecture's knot, and a ggml file (its magic and type)
+    write("vad", "seed-whisper-arch.knot",
+          vad_knot([(b"general.architecture", 8, gguf_str(b"whisper"))],
+                   [(b"decoder.bias", (1,), 0)], 64))
+    write("vad", "seed-ggml.bin", struct.pack("<II", 0x67676d6c, 10) +
+          b"silero-16k" + struct.pack("<5i", 6, 2, 0, 512, 64))
+
+
 def wav(fmt_tag, channels, rate, bits, frames, extra_chunks=b"",
         extensible=False):
     block = channels * bits // 8
@@ -163,6 +212,7 @@ def main():
     tokenizer_seeds()
     tiktoken_seeds(shared)
     model_seeds()
+    vad_seeds()
     wav_seeds()
     safetensors_json_seeds()
 

@@ -12,7 +12,9 @@ only writes the files, so it can also be used by hand:
 
 Classes: knot (the model file: magic, truncation at every section
 boundary, counts, offsets, shapes, types, hyper-parameters, NaN/Inf,
-vocabulary), path (FIFO, directory, device, a file that shrinks while
+vocabulary), vad (the Silero VAD knot through whisperknot-transcribe
+--vad, the shipped one damaged in the same ways, and Silero's ggml file
+through the converter and, refused, the transcriber), path (FIFO, directory, device, a file that shrinks while
 mapped), ggml (.bin input of the converter), safetensors (Hugging Face
 checkpoint directories), wav (the transcriber's input) and element (caps,
 appsrc buffers, models through the element). Bases: a small random-weight
@@ -25,6 +27,7 @@ Python 3 standard library only.
 import json
 import math
 import os
+import re
 import struct
 import sys
 import wave
@@ -45,7 +48,7 @@ class Case:
 
     def __init__(self, cls, name, make, expect, want=None, xfail=None,
                  stdin=None, during=None, no_output=None, check=None,
-                 timeout=None, xfail_under=None):
+                 timeout=None, xfail_under=None, env=None):
         assert expect in EXPECTS
         self.cls = cls
         self.name = cls + "/" + name
@@ -60,6 +63,8 @@ class Case:
         self.no_output = no_output  # file that must not exist after an error
         self.check = check      # callable(dir) -> argv that must then work
         self.timeout = timeout  # seconds, before run.py's sanitizer scale
+        # extra environment; "{dir}" in a value stands for the case folder
+        self.env = env or {}
 
 
 # ---- little-endian helpers ---------------------------------------------------
@@ -768,6 +773,144 @@ def loads(ctx):
     return argv
 
 
+# ---- the VAD model ------------------------------------------------------------
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VAD_KNOT = os.path.join(HERE, "..", "..", "knots", "vad", "silero-v6.2.0.knot")
+VAD_GGML = "for-tests-silero-v6.2.0-ggml.bin"   # in WK_SHARED_DATA
+VAD_KEYS = ("silero-vad.sample_rate", "silero-vad.window",
+            "silero-vad.context")
+
+
+def vad_cases(ctx):
+    b = open(VAD_KNOT, "rb").read()
+    k = Knot(b)
+    cases = []
+    clip_wav = wav_bytes(ctx.clip[:16000 * 2])
+    env = {"WHISPERKNOT_VAD_MODEL": "{dir}/vad.knot"}
+
+    def add(name, data_fn, expect="error", want="VAD|knot", xfail=None):
+        def make(d):
+            write(d, "vad.knot", data_fn())
+            wav = write(d, "in.wav", clip_wav)
+            return ["transcribe", "-m", ctx.small_knot_path, "-t", "1",
+                    "--vad", wav]
+        cases.append(Case("vad", name, make, expect, want, xfail, env=env))
+
+    add("control", lambda: b, "ok")
+    add("magic-zeros", lambda: patch(b, 0, b"\0\0\0\0"), want="magic")
+    add("empty", lambda: b"", want="empty")
+    marks = {4: "version", 24: "counts", k.infos_start: "infos",
+             k.infos_end: "infos-end", k.data_start: "data", len(b) - 1:
+             "last-byte"}
+    for kv in k.kvs:
+        marks[kv[3]] = "kv-" + kv[0]
+        marks[kv[5]] = "value-" + kv[0]
+    for t in k.tensors:
+        marks[t["start"]] = "info-" + t["name"]
+        marks[t["data_at"] + 2] = "data-" + t["name"]
+    for at in sorted(marks):
+        add("truncated-%08d-%s" % (at, marks[at]), lambda at=at: b[:at],
+            want=TRUNCATED)
+    m = k.model
+    add("arch-whisper",
+        lambda: m().set_str("general.architecture", "whisper").bytes(),
+        want="not a Silero VAD")
+    add("arch-missing", lambda: m().del_kv("general.architecture").bytes(),
+        want="architecture")
+    for key in VAD_KEYS:
+        short = key.split(".")[1]
+        for v in (0, 1 << 30):
+            add("key-%s-%d" % (short, v),
+                lambda key=key, v=v: m().set_u32(key, v).bytes(), want=key)
+        add("key-%s-missing" % short, lambda key=key: m().del_kv(key).bytes(),
+            want=key + " is missing")
+        add("key-%s-string" % short,
+            lambda key=key: m().set_str(key, "512").bytes(),
+            want=key + " is missing")
+    add("version-missing", lambda: m().del_kv("silero-vad.version").bytes(),
+        want="version")
+    add("version-two", lambda: m().set_kv(
+        "silero-vad.version", T_ARR, u32(T_U32) + u64(2) + u32(6) +
+        u32(2)).bytes(), want="version")
+    for t in k.tensors:
+        name, ne = t["name"], t["ne"]
+        add("tensor-%s-missing" % name, lambda name=name: m().drop(
+            name).bytes(), want="'%s' is missing" % re.escape(name))
+        add("tensor-%s-f16" % name, lambda name=name, ne=ne: m().reshape(
+            name, ne, TYPE_F16).bytes(), want="not f32")
+        add("tensor-%s-wider" % name, lambda name=name, ne=ne: m().reshape(
+            name, [ne[0] + 8] + ne[1:]).bytes(), want="shape")
+        if len(ne) == 2:
+            add("tensor-%s-transposed" % name,
+                lambda name=name, ne=ne: m().reshape(
+                    name, [ne[1], ne[0]]).bytes(), want="shape")
+        for tag, bits, where in (("nan", 0x7FC00000, 0),
+                                 ("inf", 0x7F800000, len(t["data"]) - 4)):
+            add("tensor-%s-%s-at-%d" % (name, tag, where // 4),
+                lambda t=t, bits=bits, where=where: patch(
+                    b, t["data_at"] + where, u32(bits)), want="not finite")
+
+    def misaligned():
+        # general.alignment 2, with a label that puts the data section at
+        # 2 mod 4: every f32 tensor then starts off its 4-byte grid
+        for n in range(8):
+            out = m().set_u32("general.alignment", 2).set_str(
+                "general.name", "x" * (n + 1)).bytes()
+            if Knot(out).data_start % 4 == 2:
+                return out
+        raise AssertionError("no misaligned layout")
+    add("misaligned", misaligned, want="misaligned")
+
+    ggml_path = os.path.join(os.environ.get("WK_SHARED_DATA", ""), VAD_GGML)
+    if not os.path.exists(ggml_path):
+        return cases
+    g = open(ggml_path, "rb").read()
+    add("ggml-file", lambda: g, want="whisperknot-convert")
+
+    def add_conv(name, data_fn, expect="error", want="VAD"):
+        def make(d):
+            src = write(d, "vad.bin", data_fn())
+            return ["convert", "--quiet", src, os.path.join(d, "out.knot")]
+        cases.append(Case("vad", "convert-" + name, make, expect, want,
+                          no_output="out.knot"))
+
+    add_conv("control", lambda: g, "ok")
+    # the header fields after the type string: version (3), window,
+    # context, encoder layers and their 4 x 3 sizes, LSTM and output (4)
+    for i, at in enumerate(range(18, 106, 4)):
+        for v in (-1, 1 << 30) + ((0,) if i >= 3 else ()):
+            add_conv("header-%02d-%d" % (i, v),
+                     lambda at=at, v=v: patch(g, at, u32(v & 0xFFFFFFFF)),
+                     want="VAD|version|bad|unsupported")
+    add_conv("type-8k", lambda: patch(g, 8, b"silero-8kX"),
+             want="unsupported VAD model type")
+    o = 106
+    for i in range(15):
+        nd, nl, tt = rd32(g, o), rd32(g, o + 4), rd32(g, o + 8)
+        n = 1
+        for j in range(nd):
+            n *= rd32(g, o + 12 + 4 * j)
+        data = o + 12 + 4 * nd + nl
+        for at, tag in ((o + 6, "record-mid"), (data + 2, "data-mid")):
+            add_conv("truncated-tensor%02d-%s" % (i, tag),
+                     lambda at=at: g[:at],
+                     want="truncated|missing|larger than the file")
+        if i < 3:
+            add_conv("tensor%02d-ndims" % i,
+                     lambda o=o: patch(g, o, u32(5)), want="dimensions")
+            add_conv("tensor%02d-type-q4" % i,
+                     lambda o=o: patch(g, o + 8, u32(2)), want="type")
+            add_conv("tensor%02d-dim-huge" % i,
+                     lambda o=o: patch(g, o + 12, u32(0x7FFFFFFF)),
+                     want="dimension|larger")
+            add_conv("tensor%02d-nan" % i, lambda data=data, tt=tt: patch(
+                g, data, u32(0x7FC00000) if tt == 0 else bytes(
+                    [0x00, 0x7E])), want="not finite")
+        o = data + n * (4 if tt == 0 else 2)
+    return cases
+
+
 # ---- ggml .bin --------------------------------------------------------------
 
 def bin_layout(b):
@@ -1419,7 +1562,8 @@ def element_cases(ctx):
 
 # ---- all ----------------------------------------------------------------------
 
-CLASSES = (("knot", knot_cases), ("path", path_cases), ("ggml", ggml_cases),
+CLASSES = (("knot", knot_cases), ("vad", vad_cases), ("path", path_cases),
+           ("ggml", ggml_cases),
            ("safetensors", safetensors_cases), ("wav", wav_cases),
            ("element", element_cases))
 

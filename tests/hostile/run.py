@@ -118,6 +118,10 @@ class Runner:
         prog = argv[0]
         argv = [self.progs[prog]] + argv[1:]
         env = self.gst_env if prog == "gst" else self.env
+        if case and case.env:
+            env = dict(env)
+            env.update((k, v.replace("{dir}", d)) for k, v in
+                       case.env.items())
         case_stdin = case.stdin if case else None
         out_path, err_path = os.path.join(d, "stdout"), os.path.join(
             d, "stderr")
