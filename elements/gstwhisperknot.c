@@ -4,105 +4,36 @@
  * SECTION:element-whisperknot
  * @title: whisperknot
  *
- * whisperknot transcribes speech with a Whisper-architecture model whose
- * weights are mapped read-only from a knot file (convert whisper.cpp ggml
- * files or Hugging Face models with `whisperknot-convert`). It takes mono
- * 16 kHz audio and gives `text/x-raw, format=utf8` buffers, one per
- * recognized segment, each with the PTS and duration of the speech it
- * transcribes in the input's own time. Stretches without text are covered
- * by GAP events so that downstream elements such as textoverlay never
- * wait for text that will not come.
+ * whisperknot transcribes mono 16 kHz speech with a Whisper-architecture
+ * model mapped read-only from a knot file (`whisperknot-convert` makes one
+ * from whisper.cpp or Hugging Face weights). Each `text/x-raw,
+ * format=utf8` buffer is one recognized segment, or with a
+ * #GstWhisperKnot:latency one committed word or phrase, with the PTS and
+ * duration of its speech in the input's time; GAP events cover the time
+ * no text can come for any more (the engine's settled point), so that
+ * textoverlay and other waiting elements never stall.
  *
- * The model loads on a thread of its own from the moment the element goes
- * from NULL to READY (never when it is created, so gst-inspect-1.0 stays
- * instant); the change from READY to PAUSED waits for it. A model that is
- * missing or cannot be loaded makes the state change fail with an error
- * that names the file and says what to do. Recognition runs on the
- * element's own thread (the source pad's task), fed through a bounded queue
- * of audio, so the upstream streaming thread only copies samples. When the
- * queue is full, upstream waits: audio is never dropped.
+ * The model loads on a thread of its own from NULL to READY (never when
+ * the element is created); READY to PAUSED waits for it and fails with a
+ * message naming the file when it cannot be loaded. Recognition runs on
+ * the source pad's task, fed through a bounded queue: upstream only
+ * copies samples, and waits when the queue is full. Input timestamps are
+ * checked against the samples received (#GstWhisperKnot:alignment-threshold,
+ * #GstWhisperKnot:discont-wait, as audiobasesink): jitter changes
+ * nothing, a lasting offset up to 0.5 s moves later text, a hole up to 2 s
+ * after lost data is transcribed as silence, and a larger jump (or a new
+ * segment, or EOS) transcribes what came before and restarts the
+ * recognizer. A flush drops queued audio and stops a model run.
  *
- * Timestamps follow the input: the first buffer's timestamp is the time of
- * the recognizer's first sample, and later ones are checked against the
- * samples received, as audio sinks do: a difference up to
- * #GstWhisperKnot:alignment-threshold is ignored, and so is one that does
- * not keep one offset for #GstWhisperKnot:discont-wait of audio (jitter:
- * timestamps that jump back and forth by seconds change nothing). A
- * lasting offset of up to half a second moves the times of later text; a
- * hole of up to 2 s after lost data (a DISCONT buffer or a GAP event) is
- * transcribed as silence; a larger jump, or a GAP event longer than 2 s,
- * transcribes what came before, restarts the recognizer at the new time,
- * and the next text buffer carries DISCONT. EOS transcribes everything,
- * then is passed on. A flush drops queued audio and pending text and stops
- * a model run in progress, as does a change to READY or NULL.
- *
- * #GstWhisperKnot:prompt gives the decoder text to read before the audio,
- * as openai's initial_prompt: names, spellings, a style. It is tokenized
- * by the engine (its last 223 tokens are kept for Whisper's models) and
- * read before the first 30 s window and, with a latency, before the
- * committed text in every run. It must be valid UTF-8: otherwise the
- * change to PAUSED fails with an error saying so. A model never trained
- * with a prompt (whisperknot's own default model: given one, it wrote no
- * text for most sentences) ignores it, and the element posts a warning.
- *
- * Language and confidence: once the spoken language is known (set by
- * #GstWhisperKnot:language, or detected on the first window with
- * language=auto) a stream-scoped tag event with `language-code` (the
- * text's: "en" with #GstWhisperKnot:translate) goes downstream on the src
- * pad (and a requested `partial_src`) before the next text, and again whenever it changes; an element
- * message `whisperknot-language` gives `language-code`
- * (string), `probability` (gdouble) and `languages` (a #GstStructure named
- * `languages` whose fields are the five likeliest codes, most likely first,
- * with their probabilities as gdouble; a set language has probability 1).
- * Stream-scoped tags from upstream describe the audio (`audio-codec`,
- * `bitrate`, ...) and are not passed on; global ones (the title of the
- * file) are. Every text buffer carries a #GstCustomMeta named
- * `GstWhisperKnotTextMeta` (gst_buffer_get_custom_meta()) whose structure
- * holds `probability` (gdouble in [0, 1]: the mean probability the model
- * gave the text's tokens; for a phrase, and for the newline that ends a
- * line of words with #GstWhisperKnot:text-lines, the mean of its words')
- * and `language` (string, the text's, when known).
- *
- * Properties are read when the element goes from READY to PAUSED (a model
- * set in READY replaces the one loading); changes made in PAUSED or PLAYING
- * take effect the next time.
- *
- * The #GstWhisperKnot:latency property sets the recognizer's policy: 0
- * transcribes in Whisper's 30 second windows (the most accurate, for files;
- * text arrives up to 30 s after the speech, and the LATENCY query says so).
- * Above 0, the live policy: a voice detector gates the model, which re-runs
- * on the speech so far and commits words once two runs agree; each text
- * buffer is then one word, each utterance is followed by a custom
- * downstream event `rstranscribe/final-transcript` (as gst-plugins-rs'
- * transcribers send), and the words not committed yet are posted as
- * element messages named `whisperknot-partial` with the fields `text`
- * (string), `timestamp` and `duration` (guint64, the input's time),
- * `stability` (gdouble, 0 to 1) and `words` (guint). A requested
- * `partial_src` pad carries the same partial results as text buffers (PTS
- * at the first partial word's start), each replacing the one before, and a
- * GAP when nothing is partial any more. #GstWhisperKnot:output chooses one
- * buffer per word or per phrase; #GstWhisperKnot:vad,
- * #GstWhisperKnot:vad-threshold and #GstWhisperKnot:vad-min-silence set the
- * voice detector.
- *
- * The latency the element reports is the one it keeps: with
- * #GstWhisperKnot:commit=deadline (the default) every word buffer is
- * pushed by its PTS (the word's start) + #GstWhisperKnot:latency, as a
- * synchronised sink needs it: a word that two runs have not agreed on by
- * then is committed as the latest run heard it, and runs are scheduled
- * to finish before the next deadline. #GstWhisperKnot:lateness is added to
- * the latency the element reports (downstream's allowance). Only a
- * machine too slow for the latency misses a deadline (a run takes longer
- * than the latency allows; `tools/wk-live-latency --sweep` prints the
- * lowest workable latency for a machine and model): the buffer keeps its
- * true PTS, and a warning (once) and a `whisperknot-qos` element message
- * (`lateness`: guint64 nanoseconds past PTS + latency, `late-words`,
- * `max-delay`, `allowed`: guint64 nanoseconds, `step-seconds`,
- * `run-seconds`: gdouble) are posted. With #GstWhisperKnot:output=phrase a
- * buffer carries a phrase's first word's PTS and is pushed at the phrase's
- * end, so phrases are for displays that do not synchronise (or need a
- * lateness as long as a phrase). The #GstWhisperKnot:stats
- * property tells what the model and the recognizer cost.
+ * Downstream also gets a stream-scoped `language-code` tag (the text's
+ * language), a #GstCustomMeta `GstWhisperKnotTextMeta` on every buffer
+ * (`probability`, `language`), and with a latency the custom event
+ * `rstranscribe/final-transcript` after each utterance. Element messages:
+ * `whisperknot-language`, `whisperknot-partial` (the words not committed
+ * yet; a requested `partial_src` pad carries them as buffers) and
+ * `whisperknot-qos` (a word later than its PTS + latency + lateness).
+ * README.md describes the fields and the live policy in full. Properties
+ * are read from READY to PAUSED.
  *
  * ## Example pipelines
  * |[
@@ -113,23 +44,12 @@
  * gst-launch-1.0 filesrc location=jfk.wav ! wavparse ! audioconvert ! \
  *     audioresample ! whisperknot model=tiny.en.knot ! srtenc ! \
  *     filesink location=jfk.srt
- * ]| Writes SubRip subtitles (srtenc, or webvttenc for WebVTT, come with
- * gst-plugins-bad).
+ * ]| Writes SubRip subtitles (srtenc comes with gst-plugins-bad).
  * |[
  * gst-launch-1.0 autoaudiosrc ! audioconvert ! audioresample ! \
  *     whisperknot model=tiny.en.knot latency=1000 text-lines=true ! \
  *     fdsink fd=1
- * ]| Prints what the microphone hears, a line per utterance
- * (#GstWhisperKnot:text-lines).
- * |[
- * gst-launch-1.0 -m filesrc location=talk.flac ! decodebin ! audioconvert ! \
- *     audioresample ! whisperknot model=tiny.en.knot \
- *     prompt="Nakamura spoke in Kyoto." ! fakesink
- * ]| Transcribes with a prompt of names; -m shows the
- * `whisperknot-language` message.
- *
- * With a build tree, `GST_PLUGIN_PATH=build/gst-plugin gst-inspect-1.0
- * whisperknot` lists the element, its caps and properties.
+ * ]| Prints what the microphone hears, a line per utterance.
  */
 
 #ifdef HAVE_CONFIG_H
