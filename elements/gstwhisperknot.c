@@ -1141,19 +1141,6 @@ gst_whisperknot_stop_worker (GstWhisperKnot * self)
     wk_stream_cancel (self->stream);
 }
 
-/* Worker: whether an engine failure is only the cancel of a flush or a
- * stop, which is no error. */
-static gboolean
-gst_whisperknot_is_flushing (GstWhisperKnot * self)
-{
-  gboolean flushing;
-
-  g_mutex_lock (&self->lock);
-  flushing = self->flushing;
-  g_mutex_unlock (&self->lock);
-  return flushing;
-}
-
 static void
 marker_free (Marker * marker)
 {
@@ -2205,15 +2192,17 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
   return GST_FLOW_OK;
 }
 
-/* Transcribes everything fed since the last reset, pushes it and resets
- * the engine. */
-
 /* Worker: the flow return of a failed feed: FLUSHING when a flush or a stop
- * cancelled the run, else an element error. */
+ * cancelled the run (no error), else an element error. */
 static GstFlowReturn
 gst_whisperknot_feed_failed (GstWhisperKnot * self, wk_status status)
 {
-  if (gst_whisperknot_is_flushing (self))
+  gboolean flushing;
+
+  g_mutex_lock (&self->lock);
+  flushing = self->flushing;
+  g_mutex_unlock (&self->lock);
+  if (flushing)
     return GST_FLOW_FLUSHING;
   GST_ELEMENT_ERROR (self, STREAM, FAILED,
       ("Transcription failed: %s.", wk_status_str (status)), (NULL));
@@ -2221,6 +2210,8 @@ gst_whisperknot_feed_failed (GstWhisperKnot * self, wk_status status)
   return GST_FLOW_ERROR;
 }
 
+/* Transcribes everything fed since the last reset, pushes it and resets
+ * the engine. */
 static GstFlowReturn
 gst_whisperknot_drain (GstWhisperKnot * self)
 {
@@ -2376,11 +2367,12 @@ gst_whisperknot_loop (GstPad * srcpad)
     self->read += n;
     g_cond_broadcast (&self->cond);
     g_mutex_unlock (&self->lock);
-    if (status != WK_OK)
-      goto feed_failed;
-
-    self->fed += n;
-    ret = gst_whisperknot_push_results (self, FALSE);
+    if (status != WK_OK) {
+      ret = gst_whisperknot_feed_failed (self, status);
+    } else {
+      self->fed += n;
+      ret = gst_whisperknot_push_results (self, FALSE);
+    }
   }
 
   if (ret == GST_FLOW_ERROR && self->own_error)
@@ -2395,20 +2387,6 @@ flushing:
     g_mutex_unlock (&self->lock);
     gst_pad_pause_task (self->srcpad);
     return;
-  }
-cancelled:
-  {
-    GST_DEBUG_OBJECT (self, "model run cancelled by a flush or a stop");
-    gst_pad_pause_task (self->srcpad);
-    return;
-  }
-feed_failed:
-  {
-    if (gst_whisperknot_is_flushing (self))
-      goto cancelled;
-    GST_ELEMENT_ERROR (self, STREAM, FAILED,
-        ("Transcription failed: %s.", wk_status_str (status)), (NULL));
-    goto own_error;
   }
 own_error:
   {
