@@ -1179,98 +1179,17 @@ gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean keep_sticky)
     marker_free (marker);
   }
   self->written = self->read = 0;
-  self->due_head = self->n_dues = 0;
 }
 
 /* Streaming thread: copies n samples (silence when data is NULL) into the
  * ring, waiting while it is full. */
-/* With the lock held: when the sample at ring position pos was due
- * (monotonic microseconds), from the newest entry at or before it; -1
- * when none is known. */
-static gint64
-gst_whisperknot_due_at (GstWhisperKnot * self, guint64 pos)
-{
-  guint i;
-
-  for (i = 0; i < self->n_dues; i++) {
-    const GstWhisperKnotDue *d = &self->dues[(self->due_head +
-            GST_WHISPERKNOT_DUES - 1 - i) % GST_WHISPERKNOT_DUES];
-    if (d->pos <= pos)
-      return d->due_us == G_MAXINT64 ? G_MAXINT64 : d->due_us + (gint64)
-          gst_util_uint64_scale_int (pos - d->pos, G_USEC_PER_SEC,
-          WK_SAMPLE_RATE);
-  }
-  return -1;
-}
-
-/* With the lock held: the audio written from now on was due from due_us
- * on (none: -1); a buffer within 10 ms of where the previous entry puts
- * it continues that entry. */
-static void
-gst_whisperknot_record_due (GstWhisperKnot * self, gint64 due_us)
-{
-  gint64 expected;
-  GstWhisperKnotDue *d;
-
-  if (due_us < 0)
-    return;
-  expected = gst_whisperknot_due_at (self, self->written);
-  if (expected == G_MAXINT64 || due_us == G_MAXINT64) {
-    if (expected == due_us)
-      return;
-  } else if (expected >= 0 && ABS (expected - due_us) <= 10000) {
-    return;
-  }
-  d = &self->dues[self->due_head];
-  d->pos = self->written;
-  d->due_us = due_us;
-  self->due_head = (self->due_head + 1) % GST_WHISPERKNOT_DUES;
-  self->n_dues = MIN (self->n_dues + 1, GST_WHISPERKNOT_DUES);
-}
-
-/* Streaming thread: when the audio just queued (n samples, its time
- * aligned by gst_whisperknot_track_time) was due on the monotonic clock:
- * in PLAYING, when the pipeline clock reads its running time (what a
- * synchronised sink downstream counts from); else no deadline
- * (G_MAXINT64: nothing downstream waits on the clock). */
-static gint64
-gst_whisperknot_due (GstWhisperKnot * self, gsize n)
-{
-  gint64 now = g_get_monotonic_time ();
-  GstClock *clock = NULL;
-  GstClockTime base = 0, rt, cnow, pts;
-  gint64 due;
-
-  if (!GST_CLOCK_TIME_IS_VALID (self->in_base) || self->in_samples < n ||
-      self->segment.format != GST_FORMAT_TIME)
-    return G_MAXINT64;
-  pts = self->in_base + samples_to_time (self->in_samples - n);
-  GST_OBJECT_LOCK (self);
-  if (GST_STATE (self) == GST_STATE_PLAYING && GST_ELEMENT_CLOCK (self)) {
-    clock = gst_object_ref (GST_ELEMENT_CLOCK (self));
-    base = GST_ELEMENT_CAST (self)->base_time;
-  }
-  GST_OBJECT_UNLOCK (self);
-  if (!clock)
-    return G_MAXINT64;
-  rt = gst_segment_to_running_time (&self->segment, GST_FORMAT_TIME, pts);
-  cnow = gst_clock_get_time (clock);
-  gst_object_unref (clock);
-  if (!GST_CLOCK_TIME_IS_VALID (rt) || !GST_CLOCK_TIME_IS_VALID (cnow))
-    return G_MAXINT64;
-  due = now + GST_CLOCK_DIFF (cnow, base + rt) / GST_USECOND;
-  return due;
-}
-
 static GstFlowReturn
-gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n,
-    gint64 due_us)
+gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   gsize done = 0;
 
   g_mutex_lock (&self->lock);
-  gst_whisperknot_record_due (self, due_us);
   while (done < n) {
     gsize used, space, wpos, m, i;
     gfloat *out;
@@ -1505,8 +1424,7 @@ gst_whisperknot_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   if (n > 0) {
     gst_whisperknot_track_time (self, GST_BUFFER_PTS (buf),
         GST_BUFFER_IS_DISCONT (buf), n);
-    ret = gst_whisperknot_write (self, map.data, n,
-        gst_whisperknot_due (self, n));
+    ret = gst_whisperknot_write (self, map.data, n);
   }
   gst_buffer_unmap (buf, &map);
 
@@ -1681,8 +1599,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         if (n == 0)
           return TRUE;
         gst_whisperknot_track_time (self, ts, TRUE, n);
-        return gst_whisperknot_write (self, NULL, n,
-            gst_whisperknot_due (self, n)) == GST_FLOW_OK;
+        return gst_whisperknot_write (self, NULL, n) == GST_FLOW_OK;
       }
       /* the worker transcribes what came before, then passes it on; the
        * next audio starts anew */
@@ -2296,6 +2213,8 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
       self->out_pos = ts + dur;
   }
 
+  if (GST_EVENT_TYPE (marker->event) == GST_EVENT_SEGMENT)
+    gst_event_copy_segment (marker->event, &self->out_segment);
   gst_whisperknot_forward_partial_event (self, marker->event);
   gst_pad_push_event (self->srcpad, marker->event);
   marker->event = NULL;
@@ -2320,6 +2239,38 @@ gst_whisperknot_has_work (GstWhisperKnot * self)
       (marker && marker->pos == self->read);
 }
 
+/* Worker: when the next sample fed was due, in wk_clock_seconds (): in
+ * PLAYING, when the pipeline clock reads its running time (what a
+ * synchronised sink downstream counts from); else INFINITY (nothing
+ * downstream waits on the clock). */
+static double
+gst_whisperknot_due (GstWhisperKnot * self)
+{
+  gint64 now = g_get_monotonic_time ();
+  GstClock *clock = NULL;
+  GstClockTime base_time = 0, rt, cnow;
+
+  if (!GST_CLOCK_TIME_IS_VALID (self->base) ||
+      self->out_segment.format != GST_FORMAT_TIME)
+    return INFINITY;
+  GST_OBJECT_LOCK (self);
+  if (GST_STATE (self) == GST_STATE_PLAYING && GST_ELEMENT_CLOCK (self)) {
+    clock = gst_object_ref (GST_ELEMENT_CLOCK (self));
+    base_time = GST_ELEMENT_CAST (self)->base_time;
+  }
+  GST_OBJECT_UNLOCK (self);
+  if (!clock)
+    return INFINITY;
+  rt = gst_segment_to_running_time (&self->out_segment, GST_FORMAT_TIME,
+      self->base + samples_to_time (self->fed));
+  cnow = gst_clock_get_time (clock);
+  gst_object_unref (clock);
+  if (!GST_CLOCK_TIME_IS_VALID (rt) || !GST_CLOCK_TIME_IS_VALID (cnow))
+    return INFINITY;
+  return (now + GST_CLOCK_DIFF (cnow, base_time + rt) / GST_USECOND) /
+      (double) G_USEC_PER_SEC;
+}
+
 static void
 gst_whisperknot_loop (GstPad * srcpad)
 {
@@ -2327,7 +2278,6 @@ gst_whisperknot_loop (GstPad * srcpad)
   GstFlowReturn ret = GST_FLOW_OK;
   Marker *marker;
   gsize off, n;
-  gint64 due_us;
   wk_status status;
 
   g_mutex_lock (&self->lock);
@@ -2354,15 +2304,11 @@ gst_whisperknot_loop (GstPad * srcpad)
       n = MIN (n, marker->pos - self->read);
     off = self->read % self->ring_size;
     n = MIN (MIN (n, self->ring_size - off), FEED_CHUNK);
-    due_us = gst_whisperknot_due_at (self, self->read);
     g_mutex_unlock (&self->lock);
 
     /* the chain function does not write into [read, read + n) */
-    if (due_us >= 0)
-      status = wk_stream_feed_at (self->stream, self->ring + off, n,
-          due_us == G_MAXINT64 ? INFINITY : due_us / (double) G_USEC_PER_SEC);
-    else
-      status = wk_stream_feed (self->stream, self->ring + off, n);
+    status = wk_stream_feed_at (self->stream, self->ring + off, n,
+        gst_whisperknot_due (self));
     g_mutex_lock (&self->lock);
     self->read += n;
     g_cond_broadcast (&self->cond);
@@ -2543,6 +2489,7 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->negotiated = FALSE;
       self->format = GST_AUDIO_FORMAT_F32LE;
       gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
+      gst_segment_init (&self->out_segment, GST_FORMAT_UNDEFINED);
       gst_whisperknot_forget_time (self);
       GST_OBJECT_LOCK (self);
       self->stream_threshold = self->alignment_threshold;
