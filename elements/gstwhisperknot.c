@@ -4,105 +4,36 @@
  * SECTION:element-whisperknot
  * @title: whisperknot
  *
- * whisperknot transcribes speech with a Whisper-architecture model whose
- * weights are mapped read-only from a knot file (convert whisper.cpp ggml
- * files or Hugging Face models with `whisperknot-convert`). It takes mono
- * 16 kHz audio and gives `text/x-raw, format=utf8` buffers, one per
- * recognized segment, each with the PTS and duration of the speech it
- * transcribes in the input's own time. Stretches without text are covered
- * by GAP events so that downstream elements such as textoverlay never
- * wait for text that will not come.
+ * whisperknot transcribes mono 16 kHz speech with a Whisper-architecture
+ * model mapped read-only from a knot file (`whisperknot-convert` makes one
+ * from whisper.cpp or Hugging Face weights). Each `text/x-raw,
+ * format=utf8` buffer is one recognized segment, or with a
+ * #GstWhisperKnot:latency one committed word or phrase, with the PTS and
+ * duration of its speech in the input's time; GAP events cover the time
+ * no text can come for any more (the engine's settled point), so that
+ * textoverlay and other waiting elements never stall.
  *
- * The model loads on a thread of its own from the moment the element goes
- * from NULL to READY (never when it is created, so gst-inspect-1.0 stays
- * instant); the change from READY to PAUSED waits for it. A model that is
- * missing or cannot be loaded makes the state change fail with an error
- * that names the file and says what to do. Recognition runs on the
- * element's own thread (the source pad's task), fed through a bounded queue
- * of audio, so the upstream streaming thread only copies samples. When the
- * queue is full, upstream waits: audio is never dropped.
+ * The model loads on a thread of its own from NULL to READY (never when
+ * the element is created); READY to PAUSED waits for it and fails with a
+ * message naming the file when it cannot be loaded. Recognition runs on
+ * the source pad's task, fed through a bounded queue: upstream only
+ * copies samples, and waits when the queue is full. Input timestamps are
+ * checked against the samples received (#GstWhisperKnot:alignment-threshold,
+ * #GstWhisperKnot:discont-wait, as audiobasesink): jitter changes
+ * nothing, a lasting offset up to 0.5 s moves later text, a hole up to 2 s
+ * after lost data is transcribed as silence, and a larger jump (or a new
+ * segment, or EOS) transcribes what came before and restarts the
+ * recognizer. A flush drops queued audio and stops a model run.
  *
- * Timestamps follow the input: the first buffer's timestamp is the time of
- * the recognizer's first sample, and later ones are checked against the
- * samples received, as audio sinks do: a difference up to
- * #GstWhisperKnot:alignment-threshold is ignored, and so is one that does
- * not keep one offset for #GstWhisperKnot:discont-wait of audio (jitter:
- * timestamps that jump back and forth by seconds change nothing). A
- * lasting offset of up to half a second moves the times of later text; a
- * hole of up to 2 s after lost data (a DISCONT buffer or a GAP event) is
- * transcribed as silence; a larger jump, or a GAP event longer than 2 s,
- * transcribes what came before, restarts the recognizer at the new time,
- * and the next text buffer carries DISCONT. EOS transcribes everything,
- * then is passed on. A flush drops queued audio and pending text and stops
- * a model run in progress, as does a change to READY or NULL.
- *
- * #GstWhisperKnot:prompt gives the decoder text to read before the audio,
- * as openai's initial_prompt: names, spellings, a style. It is tokenized
- * by the engine (its last 223 tokens are kept for Whisper's models) and
- * read before the first 30 s window and, with a latency, before the
- * committed text in every run. It must be valid UTF-8: otherwise the
- * change to PAUSED fails with an error saying so. A model never trained
- * with a prompt (whisperknot's own default model: given one, it wrote no
- * text for most sentences) ignores it, and the element posts a warning.
- *
- * Language and confidence: once the spoken language is known (set by
- * #GstWhisperKnot:language, or detected on the first window with
- * language=auto) a stream-scoped tag event with `language-code` (the
- * text's: "en" with #GstWhisperKnot:translate) goes downstream on the src
- * pad (and a requested `partial_src`) before the next text, and again whenever it changes; an element
- * message `whisperknot-language` gives `language-code`
- * (string), `probability` (gdouble) and `languages` (a #GstStructure named
- * `languages` whose fields are the five likeliest codes, most likely first,
- * with their probabilities as gdouble; a set language has probability 1).
- * Stream-scoped tags from upstream describe the audio (`audio-codec`,
- * `bitrate`, ...) and are not passed on; global ones (the title of the
- * file) are. Every text buffer carries a #GstCustomMeta named
- * `GstWhisperKnotTextMeta` (gst_buffer_get_custom_meta()) whose structure
- * holds `probability` (gdouble in [0, 1]: the mean probability the model
- * gave the text's tokens; for a phrase, and for the newline that ends a
- * line of words with #GstWhisperKnot:text-lines, the mean of its words')
- * and `language` (string, the text's, when known).
- *
- * Properties are read when the element goes from READY to PAUSED (a model
- * set in READY replaces the one loading); changes made in PAUSED or PLAYING
- * take effect the next time.
- *
- * The #GstWhisperKnot:latency property sets the recognizer's policy: 0
- * transcribes in Whisper's 30 second windows (the most accurate, for files;
- * text arrives up to 30 s after the speech, and the LATENCY query says so).
- * Above 0, the live policy: a voice detector gates the model, which re-runs
- * on the speech so far and commits words once two runs agree; each text
- * buffer is then one word, each utterance is followed by a custom
- * downstream event `rstranscribe/final-transcript` (as gst-plugins-rs'
- * transcribers send), and the words not committed yet are posted as
- * element messages named `whisperknot-partial` with the fields `text`
- * (string), `timestamp` and `duration` (guint64, the input's time),
- * `stability` (gdouble, 0 to 1) and `words` (guint). A requested
- * `partial_src` pad carries the same partial results as text buffers (PTS
- * at the first partial word's start), each replacing the one before, and a
- * GAP when nothing is partial any more. #GstWhisperKnot:output chooses one
- * buffer per word or per phrase; #GstWhisperKnot:vad,
- * #GstWhisperKnot:vad-threshold and #GstWhisperKnot:vad-min-silence set the
- * voice detector.
- *
- * The latency the element reports is the one it keeps: with
- * #GstWhisperKnot:commit=deadline (the default) every word buffer is
- * pushed by its PTS (the word's start) + #GstWhisperKnot:latency, as a
- * synchronised sink needs it: a word that two runs have not agreed on by
- * then is committed as the latest run heard it, and runs are scheduled
- * to finish before the next deadline. #GstWhisperKnot:lateness is added to
- * the latency the element reports (downstream's allowance). Only a
- * machine too slow for the latency misses a deadline (a run takes longer
- * than the latency allows; `tools/wk-live-latency --sweep` prints the
- * lowest workable latency for a machine and model): the buffer keeps its
- * true PTS, and a warning (once) and a `whisperknot-qos` element message
- * (`lateness`: guint64 nanoseconds past PTS + latency, `late-words`,
- * `max-delay`, `allowed`: guint64 nanoseconds, `step-seconds`,
- * `run-seconds`: gdouble) are posted. With #GstWhisperKnot:output=phrase a
- * buffer carries a phrase's first word's PTS and is pushed at the phrase's
- * end, so phrases are for displays that do not synchronise (or need a
- * lateness as long as a phrase). The #GstWhisperKnot:stats
- * property tells what the model and the recognizer cost.
+ * Downstream also gets a stream-scoped `language-code` tag (the text's
+ * language), a #GstCustomMeta `GstWhisperKnotTextMeta` on every buffer
+ * (`probability`, `language`), and with a latency the custom event
+ * `rstranscribe/final-transcript` after each utterance. Element messages:
+ * `whisperknot-language`, `whisperknot-partial` (the words not committed
+ * yet; a requested `partial_src` pad carries them as buffers) and
+ * `whisperknot-qos` (a word later than its PTS + latency + lateness).
+ * README.md describes the fields and the live policy in full. Properties
+ * are read from READY to PAUSED.
  *
  * ## Example pipelines
  * |[
@@ -113,23 +44,12 @@
  * gst-launch-1.0 filesrc location=jfk.wav ! wavparse ! audioconvert ! \
  *     audioresample ! whisperknot model=tiny.en.knot ! srtenc ! \
  *     filesink location=jfk.srt
- * ]| Writes SubRip subtitles (srtenc, or webvttenc for WebVTT, come with
- * gst-plugins-bad).
+ * ]| Writes SubRip subtitles (srtenc comes with gst-plugins-bad).
  * |[
  * gst-launch-1.0 autoaudiosrc ! audioconvert ! audioresample ! \
  *     whisperknot model=tiny.en.knot latency=1000 text-lines=true ! \
  *     fdsink fd=1
- * ]| Prints what the microphone hears, a line per utterance
- * (#GstWhisperKnot:text-lines).
- * |[
- * gst-launch-1.0 -m filesrc location=talk.flac ! decodebin ! audioconvert ! \
- *     audioresample ! whisperknot model=tiny.en.knot \
- *     prompt="Nakamura spoke in Kyoto." ! fakesink
- * ]| Transcribes with a prompt of names; -m shows the
- * `whisperknot-language` message.
- *
- * With a build tree, `GST_PLUGIN_PATH=build/gst-plugin gst-inspect-1.0
- * whisperknot` lists the element, its caps and properties.
+ * ]| Prints what the microphone hears, a line per utterance.
  */
 
 #ifdef HAVE_CONFIG_H
@@ -1224,19 +1144,6 @@ gst_whisperknot_stop_worker (GstWhisperKnot * self)
     wk_stream_cancel (self->stream);
 }
 
-/* Worker: whether an engine failure is only the cancel of a flush or a
- * stop, which is no error. */
-static gboolean
-gst_whisperknot_is_flushing (GstWhisperKnot * self)
-{
-  gboolean flushing;
-
-  g_mutex_lock (&self->lock);
-  flushing = self->flushing;
-  g_mutex_unlock (&self->lock);
-  return flushing;
-}
-
 static void
 marker_free (Marker * marker)
 {
@@ -1275,98 +1182,17 @@ gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean keep_sticky)
     marker_free (marker);
   }
   self->written = self->read = 0;
-  self->due_head = self->n_dues = 0;
 }
 
 /* Streaming thread: copies n samples (silence when data is NULL) into the
  * ring, waiting while it is full. */
-/* With the lock held: when the sample at ring position pos was due
- * (monotonic microseconds), from the newest entry at or before it; -1
- * when none is known. */
-static gint64
-gst_whisperknot_due_at (GstWhisperKnot * self, guint64 pos)
-{
-  guint i;
-
-  for (i = 0; i < self->n_dues; i++) {
-    const GstWhisperKnotDue *d = &self->dues[(self->due_head +
-            GST_WHISPERKNOT_DUES - 1 - i) % GST_WHISPERKNOT_DUES];
-    if (d->pos <= pos)
-      return d->due_us == G_MAXINT64 ? G_MAXINT64 : d->due_us + (gint64)
-          gst_util_uint64_scale_int (pos - d->pos, G_USEC_PER_SEC,
-          WK_SAMPLE_RATE);
-  }
-  return -1;
-}
-
-/* With the lock held: the audio written from now on was due from due_us
- * on (none: -1); a buffer within 10 ms of where the previous entry puts
- * it continues that entry. */
-static void
-gst_whisperknot_record_due (GstWhisperKnot * self, gint64 due_us)
-{
-  gint64 expected;
-  GstWhisperKnotDue *d;
-
-  if (due_us < 0)
-    return;
-  expected = gst_whisperknot_due_at (self, self->written);
-  if (expected == G_MAXINT64 || due_us == G_MAXINT64) {
-    if (expected == due_us)
-      return;
-  } else if (expected >= 0 && ABS (expected - due_us) <= 10000) {
-    return;
-  }
-  d = &self->dues[self->due_head];
-  d->pos = self->written;
-  d->due_us = due_us;
-  self->due_head = (self->due_head + 1) % GST_WHISPERKNOT_DUES;
-  self->n_dues = MIN (self->n_dues + 1, GST_WHISPERKNOT_DUES);
-}
-
-/* Streaming thread: when the audio just queued (n samples, its time
- * aligned by gst_whisperknot_track_time) was due on the monotonic clock:
- * in PLAYING, when the pipeline clock reads its running time (what a
- * synchronised sink downstream counts from); else no deadline
- * (G_MAXINT64: nothing downstream waits on the clock). */
-static gint64
-gst_whisperknot_due (GstWhisperKnot * self, gsize n)
-{
-  gint64 now = g_get_monotonic_time ();
-  GstClock *clock = NULL;
-  GstClockTime base = 0, rt, cnow, pts;
-  gint64 due;
-
-  if (!GST_CLOCK_TIME_IS_VALID (self->in_base) || self->in_samples < n ||
-      self->segment.format != GST_FORMAT_TIME)
-    return G_MAXINT64;
-  pts = self->in_base + samples_to_time (self->in_samples - n);
-  GST_OBJECT_LOCK (self);
-  if (GST_STATE (self) == GST_STATE_PLAYING && GST_ELEMENT_CLOCK (self)) {
-    clock = gst_object_ref (GST_ELEMENT_CLOCK (self));
-    base = GST_ELEMENT_CAST (self)->base_time;
-  }
-  GST_OBJECT_UNLOCK (self);
-  if (!clock)
-    return G_MAXINT64;
-  rt = gst_segment_to_running_time (&self->segment, GST_FORMAT_TIME, pts);
-  cnow = gst_clock_get_time (clock);
-  gst_object_unref (clock);
-  if (!GST_CLOCK_TIME_IS_VALID (rt) || !GST_CLOCK_TIME_IS_VALID (cnow))
-    return G_MAXINT64;
-  due = now + GST_CLOCK_DIFF (cnow, base + rt) / GST_USECOND;
-  return due;
-}
-
 static GstFlowReturn
-gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n,
-    gint64 due_us)
+gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
 {
   GstFlowReturn ret = GST_FLOW_OK;
   gsize done = 0;
 
   g_mutex_lock (&self->lock);
-  gst_whisperknot_record_due (self, due_us);
   while (done < n) {
     gsize used, space, wpos, m, i;
     gfloat *out;
@@ -1601,8 +1427,7 @@ gst_whisperknot_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   if (n > 0) {
     gst_whisperknot_track_time (self, GST_BUFFER_PTS (buf),
         GST_BUFFER_IS_DISCONT (buf), n);
-    ret = gst_whisperknot_write (self, map.data, n,
-        gst_whisperknot_due (self, n));
+    ret = gst_whisperknot_write (self, map.data, n);
   }
   gst_buffer_unmap (buf, &map);
 
@@ -1777,8 +1602,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         if (n == 0)
           return TRUE;
         gst_whisperknot_track_time (self, ts, TRUE, n);
-        return gst_whisperknot_write (self, NULL, n,
-            gst_whisperknot_due (self, n)) == GST_FLOW_OK;
+        return gst_whisperknot_write (self, NULL, n) == GST_FLOW_OK;
       }
       /* the worker transcribes what came before, then passes it on; the
        * next audio starts anew */
@@ -2288,15 +2112,17 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
   return GST_FLOW_OK;
 }
 
-/* Transcribes everything fed since the last reset, pushes it and resets
- * the engine. */
-
 /* Worker: the flow return of a failed feed: FLUSHING when a flush or a stop
- * cancelled the run, else an element error. */
+ * cancelled the run (no error), else an element error. */
 static GstFlowReturn
 gst_whisperknot_feed_failed (GstWhisperKnot * self, wk_status status)
 {
-  if (gst_whisperknot_is_flushing (self))
+  gboolean flushing;
+
+  g_mutex_lock (&self->lock);
+  flushing = self->flushing;
+  g_mutex_unlock (&self->lock);
+  if (flushing)
     return GST_FLOW_FLUSHING;
   GST_ELEMENT_ERROR (self, STREAM, FAILED,
       ("Transcription failed: %s.", wk_status_str (status)), (NULL));
@@ -2304,6 +2130,8 @@ gst_whisperknot_feed_failed (GstWhisperKnot * self, wk_status status)
   return GST_FLOW_ERROR;
 }
 
+/* Transcribes everything fed since the last reset, pushes it and resets
+ * the engine. */
 static GstFlowReturn
 gst_whisperknot_drain (GstWhisperKnot * self)
 {
@@ -2388,6 +2216,8 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
       self->out_pos = ts + dur;
   }
 
+  if (GST_EVENT_TYPE (marker->event) == GST_EVENT_SEGMENT)
+    gst_event_copy_segment (marker->event, &self->out_segment);
   gst_whisperknot_forward_partial_event (self, marker->event);
   gst_pad_push_event (self->srcpad, marker->event);
   marker->event = NULL;
@@ -2412,6 +2242,38 @@ gst_whisperknot_has_work (GstWhisperKnot * self)
       (marker && marker->pos == self->read);
 }
 
+/* Worker: when the next sample fed was due, in wk_clock_seconds (): in
+ * PLAYING, when the pipeline clock reads its running time (what a
+ * synchronised sink downstream counts from); else INFINITY (nothing
+ * downstream waits on the clock). */
+static double
+gst_whisperknot_due (GstWhisperKnot * self)
+{
+  gint64 now = g_get_monotonic_time ();
+  GstClock *clock = NULL;
+  GstClockTime base_time = 0, rt, cnow;
+
+  if (!GST_CLOCK_TIME_IS_VALID (self->base) ||
+      self->out_segment.format != GST_FORMAT_TIME)
+    return INFINITY;
+  GST_OBJECT_LOCK (self);
+  if (GST_STATE (self) == GST_STATE_PLAYING && GST_ELEMENT_CLOCK (self)) {
+    clock = gst_object_ref (GST_ELEMENT_CLOCK (self));
+    base_time = GST_ELEMENT_CAST (self)->base_time;
+  }
+  GST_OBJECT_UNLOCK (self);
+  if (!clock)
+    return INFINITY;
+  rt = gst_segment_to_running_time (&self->out_segment, GST_FORMAT_TIME,
+      self->base + samples_to_time (self->fed));
+  cnow = gst_clock_get_time (clock);
+  gst_object_unref (clock);
+  if (!GST_CLOCK_TIME_IS_VALID (rt) || !GST_CLOCK_TIME_IS_VALID (cnow))
+    return INFINITY;
+  return (now + GST_CLOCK_DIFF (cnow, base_time + rt) / GST_USECOND) /
+      (double) G_USEC_PER_SEC;
+}
+
 static void
 gst_whisperknot_loop (GstPad * srcpad)
 {
@@ -2419,7 +2281,6 @@ gst_whisperknot_loop (GstPad * srcpad)
   GstFlowReturn ret = GST_FLOW_OK;
   Marker *marker;
   gsize off, n;
-  gint64 due_us;
   wk_status status;
 
   g_mutex_lock (&self->lock);
@@ -2446,24 +2307,21 @@ gst_whisperknot_loop (GstPad * srcpad)
       n = MIN (n, marker->pos - self->read);
     off = self->read % self->ring_size;
     n = MIN (MIN (n, self->ring_size - off), FEED_CHUNK);
-    due_us = gst_whisperknot_due_at (self, self->read);
     g_mutex_unlock (&self->lock);
 
     /* the chain function does not write into [read, read + n) */
-    if (due_us >= 0)
-      status = wk_stream_feed_at (self->stream, self->ring + off, n,
-          due_us == G_MAXINT64 ? INFINITY : due_us / (double) G_USEC_PER_SEC);
-    else
-      status = wk_stream_feed (self->stream, self->ring + off, n);
+    status = wk_stream_feed_at (self->stream, self->ring + off, n,
+        gst_whisperknot_due (self));
     g_mutex_lock (&self->lock);
     self->read += n;
     g_cond_broadcast (&self->cond);
     g_mutex_unlock (&self->lock);
-    if (status != WK_OK)
-      goto feed_failed;
-
-    self->fed += n;
-    ret = gst_whisperknot_push_results (self, FALSE);
+    if (status != WK_OK) {
+      ret = gst_whisperknot_feed_failed (self, status);
+    } else {
+      self->fed += n;
+      ret = gst_whisperknot_push_results (self, FALSE);
+    }
   }
 
   if (ret == GST_FLOW_ERROR && self->own_error)
@@ -2478,20 +2336,6 @@ flushing:
     g_mutex_unlock (&self->lock);
     gst_pad_pause_task (self->srcpad);
     return;
-  }
-cancelled:
-  {
-    GST_DEBUG_OBJECT (self, "model run cancelled by a flush or a stop");
-    gst_pad_pause_task (self->srcpad);
-    return;
-  }
-feed_failed:
-  {
-    if (gst_whisperknot_is_flushing (self))
-      goto cancelled;
-    GST_ELEMENT_ERROR (self, STREAM, FAILED,
-        ("Transcription failed: %s.", wk_status_str (status)), (NULL));
-    goto own_error;
   }
 own_error:
   {
@@ -2648,6 +2492,7 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->negotiated = FALSE;
       self->format = GST_AUDIO_FORMAT_F32LE;
       gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
+      gst_segment_init (&self->out_segment, GST_FORMAT_UNDEFINED);
       gst_whisperknot_forget_time (self);
       GST_OBJECT_LOCK (self);
       self->stream_threshold = self->alignment_threshold;

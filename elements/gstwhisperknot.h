@@ -66,14 +66,6 @@ typedef enum
 #define GST_TYPE_WHISPERKNOT_COMMIT (gst_whisperknot_commit_get_type ())
 GType gst_whisperknot_commit_get_type (void);
 
-/* When the audio from ring position pos on was due (monotonic time). */
-typedef struct
-{
-  guint64 pos;
-  gint64 due_us;
-} GstWhisperKnotDue;
-
-#define GST_WHISPERKNOT_DUES 64
 typedef struct _GstWhisperKnotClass GstWhisperKnotClass;
 
 /**
@@ -143,10 +135,6 @@ struct _GstWhisperKnot
                                  * sample), G_MAXUINT64: no hold */
   gboolean flushing;
   GstFlowReturn srcresult;      /* what the chain function returns */
-  /* when the queued audio was due, a ring of entries (a buffer that
-   * continues the previous one on time adds none) */
-  GstWhisperKnotDue dues[GST_WHISPERKNOT_DUES];
-  guint due_head, n_dues;
 
   /* streaming thread only */
   gboolean negotiated;
@@ -167,6 +155,7 @@ struct _GstWhisperKnot
   wk_stream *stream;
   guint stream_latency_ms;      /* the stream's policy: 0 offline */
   guint64 partial_serial;       /* of the last partial result posted */
+  GstSegment out_segment;       /* the last segment pushed downstream */
   GstClockTime base;            /* stream time of the engine's sample 0 */
   guint64 fed;                  /* samples fed since the last reset */
   GstClockTime out_pos;         /* text or gaps cover time up to here */
