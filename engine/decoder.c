@@ -7,7 +7,6 @@
  */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "align.h"
 #include "kernels.h"
@@ -26,9 +25,8 @@ kv_at (const wk_ctx * ctx, float *base, int beam, int layer)
       * (size_t) hp->n_text_ctx * hp->n_text_state;
 }
 
-/* d_att[0..n-1] = attention of d_q[0..n-1] over layer l's cross cache;
- * false when the run was cancelled while waiting for the encoder lock */
-static bool
+/* d_att[0..n-1] = attention of d_q[0..n-1] over layer l's cross cache */
+static void
 cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
 {
   const wk_hparams *hp = &ctx->model->hp;
@@ -42,9 +40,9 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
 
   if (ctx->cross_f16 && n >= WK_F16KV_MAX_QUERIES) {
     /* Many queries (a prompt): the f16 kernel is meant for few, so the
-     * layer's K/V go back to f32 in the model's shared encoder scratch
-     * (>= 2 A dt floats; encoders wait meanwhile) for wk_attention. */
-    wk_model *m = ctx->model;
+     * layer's K/V go back to f32 in the context's encoder scratch
+     * (>= 2 A dt floats, dead once the cache is built) for
+     * wk_attention. */
     wk_tensor t;
     float *k32, *v32;
 
@@ -54,9 +52,7 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
     t.ne[0] = A * dt;
     t.ne[1] = t.ne[2] = t.ne[3] = 1;
     t.nbytes = (size_t) (A * dt) * sizeof (uint16_t);
-    if (!wk_ctx_lock_encoder (ctx))
-      return false;
-    k32 = m->enc_scratch;
+    k32 = ctx->enc_scratch;
     v32 = k32 + A * dt;
     t.data = ctx->cross_k16 + off;
     wk_tensor_get_row (&t, 0, k32);
@@ -64,7 +60,6 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
     wk_tensor_get_row (&t, 0, v32);
     wk_attention (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt, k32, dt, v32,
         dt, scale, 0, ctx->d_att, dt);
-    pthread_mutex_unlock (&m->enc_lock);
   } else if (ctx->cross_f16)
     wk_attention_f16kv (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
         ctx->cross_k16 + off, dt, ctx->cross_v16 + off, dt, scale, 0,
@@ -73,7 +68,6 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
     wk_attention (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
         ctx->cross_k + off, dt, ctx->cross_v + off, dt, scale, 0,
         ctx->d_att, dt);
-  return true;
 }
 
 /* The decoder on n rows (one body for both entry points): with slots
@@ -156,8 +150,7 @@ decode_rows (wk_ctx * ctx, const int32_t * tokens, int n, const int *slots,
         ctx->d_q, dt);
     if (ctx->al_capture)
       wk_align_capture (ctx, l, n, scale);
-    if (!cross_attention (ctx, l, n, scale))
-      return WK_ERR_STATE;
+    cross_attention (ctx, l, n, scale);
     wk_linear_ex (ctx->pool, L->cross_o, L->cross_o_b, ctx->d_att, n, dt,
         ctx->d_x, dt, WK_LINEAR_ADD);
 

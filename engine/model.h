@@ -16,7 +16,6 @@
 #ifndef WK_MODEL_H
 #define WK_MODEL_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -159,14 +158,6 @@ struct wk_model
   wk_special_tokens sp;
   int max_token_bytes;          /* longest token text */
 
-  /* The encoder's scratch (everything but its output), shared by every
-   * wk_ctx on this model: encoders on one model run one at a time under
-   * enc_lock, so ten streams cost one copy of it. Allocated by the first
-   * wk_ctx_new, freed with the model. */
-  pthread_mutex_t enc_lock;
-  float *enc_scratch;
-  size_t enc_scratch_floats;
-
   /* Whisper's logit filters, fixed per vocabulary */
   int32_t *suppress;            /* non-speech symbols + specials, sorted */
   int n_suppress;
@@ -198,10 +189,12 @@ wk_status wk_model_check_weights (const wk_model * model, char *err,
 /* ---- the recognizer's working state ----------------------------------- */
 
 /* Everything one run of the recognizer needs, allocated once by
- * wk_ctx_new: encoder activations, the cross-attention cache (K and V of
+ * wk_ctx_new (whisper.cpp's whisper_state to the model's whisper_context):
+ * encoder activations and scratch, the cross-attention cache (K and V of
  * the encoder output per decoder layer), the self-attention KV cache per
  * beam, logits and decoding buffers, and a thread pool. Holds a
- * reference to the model. One thread at a time. */
+ * reference to the model, which it only reads: contexts on one model run
+ * in parallel without locks. One thread at a time. */
 typedef struct wk_ctx wk_ctx;
 
 wk_status wk_ctx_new (wk_model * model, int n_threads, int n_beams,
@@ -324,8 +317,11 @@ struct wk_ctx
 
   /* encoder */
   float *mel;                   /* [n_mels][2 A]: the window (stream's) */
-  /* e_x is the ctx's own; the others point into the model's shared
-   * encoder scratch and alias where lifetimes allow, see wk_ctx_new */
+  /* e_x is the output; the others point into enc_scratch and alias
+   * where lifetimes allow, laid out by wk_encode for the positions it
+   * runs (see there) */
+  float *enc_scratch;
+  size_t enc_scratch_floats;
   float *conv_work;             /* im2col of the larger conv */
   float *e_conv;                /* [2 A][da] conv1 output */
   float *e_x;                   /* [A][da] residual stream; output */
@@ -421,10 +417,5 @@ wk_ctx_cancelled (wk_ctx * ctx)
 {
   return atomic_load_explicit (&ctx->cancel, memory_order_relaxed);
 }
-
-/* Takes the model's encoder lock (another stream's encoder may hold it
- * for a whole window), giving up when ctx is cancelled meanwhile: true
- * when it holds the lock. */
-bool wk_ctx_lock_encoder (wk_ctx * ctx);
 
 #endif /* WK_MODEL_H */
