@@ -1262,7 +1262,8 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
   }
   ctx->model = wk_model_ref (model);
   ctx->n_beams = n_beams;
-  ctx->pool = wk_pool_new (n_threads);
+  /* the process's workers, shared with every other context */
+  ctx->pool = wk_pool_new_shared (n_threads);
   if (!ctx->pool)
     ok = false;
 

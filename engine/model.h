@@ -192,7 +192,8 @@ wk_status wk_model_check_weights (const wk_model * model, char *err,
  * wk_ctx_new (whisper.cpp's whisper_state to the model's whisper_context):
  * encoder activations and scratch, the cross-attention cache (K and V of
  * the encoder output per decoder layer), the self-attention KV cache per
- * beam, logits and decoding buffers, and a thread pool. Holds a
+ * beam, logits and decoding buffers, and a handle on the process's
+ * shared thread pool (n_threads of it at most, see pool.h). Holds a
  * reference to the model, which it only reads: contexts on one model run
  * in parallel without locks. One thread at a time. */
 typedef struct wk_ctx wk_ctx;

@@ -226,7 +226,14 @@ typedef struct
    * models only; English-only models always use English). */
   const char *language;
   bool translate;               /* translate to English (multilingual only) */
-  int n_threads;                /* 0 = a sane default for this machine */
+  /* The most threads that work on this stream's computation at once: the
+   * thread calling the stream and up to n_threads - 1 workers of the
+   * process's pool, which every stream shares (it has as many workers
+   * as the largest n_threads of the streams so far, less one), so many
+   * streams do not bring many sets of threads. 0 = a sane default for
+   * this machine (one per core, at most 8). Results do not depend on
+   * it. */
+  int n_threads;
   /* Beam search width at temperature 0: 1 = greedy; 0 (the default) =
    * the engine's choice: WK_DEFAULT_BEAM_SIZE offline (as openai's and
    * whisper.cpp's command lines do: on whisperknot's own model it cut WER

@@ -11,6 +11,9 @@
  * activation quantization against f32 activations is checked against its
  * bound, sum_k |w_k| max|x in k's block| / 254, and reported. */
 #include <math.h>
+#ifndef __wasm__
+#include <pthread.h>
+#endif
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -874,6 +877,72 @@ test_pool_null_and_default (void)
   }
 }
 
+/* Several callers at once on the process's shared workers (as streams on
+ * one model are): every job of every caller runs each ith exactly once
+ * and is complete when its run returns. */
+typedef struct
+{
+  int n_threads;
+  int ok;
+} shared_caller;
+
+static void *
+shared_caller_main (void *data)
+{
+  shared_caller *sc = data;
+  wk_pool *pool = wk_pool_new_shared (sc->n_threads);
+  pool_ctx *c = calloc (1, sizeof *c);
+  int64_t want[8] = { 0 };
+  int r, i, nt;
+
+  sc->ok = pool != NULL && c != NULL;
+  if (!sc->ok)
+    goto done;
+  nt = wk_pool_size (pool);
+  sc->ok = nt == sc->n_threads;
+  for (r = 0; r < 5000 && sc->ok; r++) {
+    c->round = r;
+    wk_pool_run (pool, pool_job, c);
+    for (i = 0; i < nt; i++) {
+      want[i] += r + i;
+      if (c->data[i] != want[i])
+        sc->ok = 0;
+    }
+  }
+  for (i = 0; i < nt; i++)
+    if (atomic_load (&c->calls[i]) != 5000)
+      sc->ok = 0;
+  for (; i < 8; i++)
+    if (atomic_load (&c->calls[i]) != 0)
+      sc->ok = 0;
+done:
+  wk_pool_free (pool);
+  free (c);
+  return NULL;
+}
+
+static void
+test_pool_shared_many_callers (void)
+{
+  pthread_t th[6];
+  shared_caller sc[6];
+  int i, round;
+
+  /* twice: the shared workers end with their last handle and start again */
+  for (round = 0; round < 2; round++) {
+    for (i = 0; i < 6; i++) {
+      sc[i].n_threads = 1 + i % 4;
+      sc[i].ok = 0;
+      CHECK (pthread_create (&th[i], NULL, shared_caller_main, &sc[i]) == 0);
+    }
+    for (i = 0; i < 6; i++) {
+      pthread_join (th[i], NULL);
+      CHECK_MSG (sc[i].ok, "caller %d (%d threads) saw a job run wrong", i,
+          sc[i].n_threads);
+    }
+  }
+}
+
 #endif /* __wasm__ */
 
 static void
@@ -907,6 +976,7 @@ main (void)
   /* the WebAssembly engine has one thread: no pool to test */
   RUN (test_pool_many_short_jobs);
   RUN (test_pool_null_and_default);
+  RUN (test_pool_shared_many_callers);
 #endif
   RUN (test_get_row);
   RUN (test_quantize_act_bits);
