@@ -169,6 +169,10 @@ wk_split (int64_t total, int64_t unit, int ith, int nth, int64_t * b,
   *e = ue * unit < total ? ue * unit : total;
 }
 
+/* The outputs of wk_linear_ex are split in pieces of this many: no
+ * kernel's result depends on where pieces of it start (tests). */
+#define WK_LINEAR_UNIT 32
+
 /* Tasks per thread: threads claim tasks one at a time, so several per
  * thread balance the load when a thread is slow (a shared machine). */
 #define WK_TASKS_PER_THREAD 4
@@ -248,8 +252,10 @@ wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.ldy = ldy;
   job.flags = flags;
   job.act_q8 = wk_linear_act_q8 (W, n);
-  /* whole weight panels per piece (16 outputs for AVX2, 32 for AVX-512) */
-  job.unit = n >= WK_LINEAR_GEMM_ROWS ? 32 : 4;
+  /* whole weight panels per piece (16 outputs for AVX2, 32 for AVX-512);
+   * the GEMV kernels' tiles (16 outputs) start at every piece, so pieces
+   * on 32-output boundaries keep their results those of one piece */
+  job.unit = WK_LINEAR_UNIT;
   job.split_rows = 0;
   if (m < job.unit * nth * 2 && n >= 4 * nth * WK_LINEAR_GEMM_ROWS) {
     job.split_rows = 1;

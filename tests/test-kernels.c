@@ -396,6 +396,37 @@ test_linear_is_deterministic_across_threads (void)
   free (Y2);
 }
 
+/* The decoder's products (few rows, weights streamed) split over any
+ * number of threads give the bits of one thread: each output tile is
+ * computed whole by one piece. */
+static void
+test_gemv_is_deterministic_across_threads (void)
+{
+  int t, p;
+  int64_t n;
+
+  for (t = 0; t < 4; t++)
+    for (n = 1; n < 8; n++) {
+      /* large enough to be split, an m not a multiple of any tile */
+      wk_tensor W = make_weight (all_types[t], 256, 4100);
+      float *X = rand_floats (n * 256, 1.0f);
+      float *Y1 = malloc ((size_t) (n * 4100) * sizeof (float));
+      float *Y2 = malloc ((size_t) (n * 4100) * sizeof (float));
+
+      wk_linear (NULL, &W, NULL, X, n, 256, Y1, 4100);
+      for (p = 0; p < n_pools; p++) {
+        wk_linear (pools[p], &W, NULL, X, n, 256, Y2, 4100);
+        CHECK_MSG (memcmp (Y1, Y2, (size_t) (n * 4100) * sizeof (float))
+            == 0, "%s n=%ld threads=%d", wk_type_name (all_types[t]),
+            (long) n, wk_pool_size (pools[p]));
+      }
+      free ((void *) W.data);
+      free (X);
+      free (Y1);
+      free (Y2);
+    }
+}
+
 static void
 test_get_row (void)
 {
@@ -984,6 +1015,7 @@ main (void)
   RUN (test_linear_model_shapes);
   RUN (test_linear_f16_special_values);
   RUN (test_linear_is_deterministic_across_threads);
+  RUN (test_gemv_is_deterministic_across_threads);
   RUN (test_gemm_f32);
   RUN (test_attention);
   RUN (test_f32_to_f16);
