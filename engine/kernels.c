@@ -270,6 +270,72 @@ wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
             ((job.split_rows ? n : m) + job.unit - 1) / job.unit));
 }
 
+/* ---- wk_linear_batch ---- */
+
+/* Outputs per block: every group passes over one block of weight rows
+ * while it is in cache (256 rows of 256 q8_0 values: 70 KB, in L2). */
+#define WK_BATCH_BLOCK 256
+
+typedef struct
+{
+  const wk_kernel_set *ks;
+  const wk_tensor *W;
+  const float *bias;
+  const wk_rows *groups;
+  int n_groups;
+  int64_t ldx, ldy;
+  unsigned flags;
+} wk_batch_job;
+
+static void
+wk_batch_worker (void *data, int ith, int nth)
+{
+  const wk_batch_job *job = data;
+  int64_t b, e, jb;
+  int g;
+
+  wk_split (job->W->ne[1], WK_LINEAR_UNIT, ith, nth, &b, &e);
+  for (jb = b; jb < e; jb += WK_BATCH_BLOCK) {
+    int64_t je = jb + WK_BATCH_BLOCK < e ? jb + WK_BATCH_BLOCK : e;
+    for (g = 0; g < job->n_groups; g++) {
+      const wk_rows *r = &job->groups[g];
+      if (r->n > 0)
+        job->ks->linear (job->W, job->bias, r->X, r->n, job->ldx, r->Y,
+            job->ldy, jb, je, job->flags, wk_linear_act_q8 (job->W, r->n));
+    }
+  }
+}
+
+void
+wk_linear_batch (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const wk_rows * groups, int n_groups, int64_t ldx, int64_t ldy,
+    unsigned flags)
+{
+  wk_batch_job job;
+  int64_t m, rows = 0;
+  int g;
+
+  if (!W || n_groups <= 0 || W->ne[0] <= 0 || W->ne[1] <= 0
+      || wk_type_row_bytes (W->type, W->ne[0]) == 0)
+    return;
+  for (g = 0; g < n_groups; g++)
+    rows += groups[g].n > 0 ? groups[g].n : 0;
+  m = W->ne[1];
+  job.ks = wk_kernels_get ();
+  job.W = W;
+  job.bias = bias;
+  job.groups = groups;
+  job.n_groups = n_groups;
+  job.ldx = ldx;
+  job.ldy = ldy;
+  job.flags = flags;
+  if (wk_pool_size (pool) == 1 || rows * m * W->ne[0] < WK_GEMV_PARALLEL_MACS)
+    wk_batch_worker (&job, 0, 1);
+  else
+    wk_pool_run_tasks (pool, wk_batch_worker, &job, wk_n_tasks (pool,
+            (m + WK_LINEAR_UNIT - 1) / WK_LINEAR_UNIT));
+}
+
 void
 wk_linear (wk_pool * pool, const wk_tensor * W, const float *bias,
     const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy)

@@ -427,6 +427,59 @@ test_gemv_is_deterministic_across_threads (void)
     }
 }
 
+/* Groups of rows through one weight in one pass give each group the bits
+ * wk_linear_ex gives it alone, whatever the threads. */
+static void
+test_linear_batch_matches_alone (void)
+{
+  static const int sizes[] = { 1, 3, 1, 7, 2, 1, 5 };
+  const int n_groups = (int) (sizeof sizes / sizeof sizes[0]);
+  int t, p;
+
+  for (t = 0; t < 4; t++) {
+    wk_tensor W = make_weight (all_types[t], 256, 4100);
+    float *bias = rand_floats (4100, 0.5f);
+    unsigned flags = t % 2 ? WK_LINEAR_ADD : WK_LINEAR_GELU;
+    wk_rows groups[7];
+    float *X[7], *want[7], *got[7];
+    int g;
+
+    for (g = 0; g < n_groups; g++) {
+      X[g] = rand_floats (sizes[g] * 256, 1.0f);
+      want[g] = rand_floats (sizes[g] * 4100, 1.0f);
+      got[g] = malloc ((size_t) sizes[g] * 4100 * sizeof (float));
+      memcpy (got[g], want[g], (size_t) sizes[g] * 4100 * sizeof (float));
+      wk_linear_ex (NULL, &W, bias, X[g], sizes[g], 256, want[g], 4100, flags);
+      groups[g].X = X[g];
+      groups[g].Y = got[g];
+      groups[g].n = sizes[g];
+    }
+    for (p = 0; p < n_pools; p++) {
+      float *keep[7];
+      for (g = 0; g < n_groups; g++) {
+        /* each pool starts from the same Y (WK_LINEAR_ADD adds to it) */
+        keep[g] = malloc ((size_t) sizes[g] * 4100 * sizeof (float));
+        memcpy (keep[g], got[g], (size_t) sizes[g] * 4100 * sizeof (float));
+      }
+      wk_linear_batch (pools[p], &W, bias, groups, n_groups, 256, 4100, flags);
+      for (g = 0; g < n_groups; g++) {
+        CHECK_MSG (memcmp (got[g], want[g], (size_t) sizes[g] * 4100
+                * sizeof (float)) == 0, "%s group %d (%d rows) threads=%d",
+            wk_type_name (all_types[t]), g, sizes[g], wk_pool_size (pools[p]));
+        memcpy (got[g], keep[g], (size_t) sizes[g] * 4100 * sizeof (float));
+        free (keep[g]);
+      }
+    }
+    for (g = 0; g < n_groups; g++) {
+      free (X[g]);
+      free (want[g]);
+      free (got[g]);
+    }
+    free (bias);
+    free ((void *) W.data);
+  }
+}
+
 static void
 test_get_row (void)
 {
@@ -1016,6 +1069,7 @@ main (void)
   RUN (test_linear_f16_special_values);
   RUN (test_linear_is_deterministic_across_threads);
   RUN (test_gemv_is_deterministic_across_threads);
+  RUN (test_linear_batch_matches_alone);
   RUN (test_gemm_f32);
   RUN (test_attention);
   RUN (test_f32_to_f16);
