@@ -18,6 +18,7 @@
 #include "align.h"
 #include "kernels.h"
 #include "model.h"
+#include "scheduler.h"
 #include "wk-err.h"
 
 /* ---- status and paths -------------------------------------------------- */
@@ -139,6 +140,7 @@ model_destroy (wk_model * m)
 {
   if (!m)
     return;
+  wk_sched_free (m->sched);
   wk_mel_free (m->mel);
   wk_tokenizer_free (m->tok);
   free (m->mel_filters);
@@ -1035,6 +1037,13 @@ wk_model_load (const char *path, const wk_model_params * params,
     return WK_ERR_NOMEM;
   }
   m->refcount = 1;
+  m->sched = wk_sched_new ();
+  if (!m->sched) {
+    free (m);
+    pthread_mutex_unlock (&load_lock);
+    wk_set_err (err, err_size, "model: out of memory");
+    return WK_ERR_NOMEM;
+  }
   m->dev = (uint64_t) sb.st_dev;
   m->ino = (uint64_t) sb.st_ino;
   m->size = (int64_t) sb.st_size;

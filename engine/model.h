@@ -158,6 +158,12 @@ struct wk_model
   wk_special_tokens sp;
   int max_token_bytes;          /* longest token text */
 
+  /* The scheduler of decoder steps (scheduler.h): streams' steps that come
+   * at the same time share one pass over the weights. The one object
+   * the model holds that changes after load, behind its own lock;
+   * created with the model. */
+  struct wk_sched *sched;
+
   /* Whisper's logit filters, fixed per vocabulary */
   int32_t *suppress;            /* non-speech symbols + specials, sorted */
   int n_suppress;
@@ -377,6 +383,7 @@ struct wk_ctx
   uint64_t state_bytes;
   double t_encoder, t_decoder;  /* wall seconds, accumulated */
   int64_t n_decoder_tokens;
+  int64_t n_shared_steps;       /* decoder calls batched with others' */
   double t_align;               /* wk_align_window: wall seconds, runs */
   int64_t n_aligned;
 

@@ -522,6 +522,10 @@ typedef struct
    * decoder_seconds or n_tokens */
   double align_seconds;
   int64_t n_aligned;            /* windows (live: runs) aligned */
+  /* decoder steps that ran in one pass over the weights with steps of
+   * other streams on the same model (in this process) that came at the
+   * same time; their results are those they would have alone */
+  int64_t n_shared_steps;
 } wk_stream_stats;
 
 WK_API void wk_stream_get_stats (const wk_stream * stream,

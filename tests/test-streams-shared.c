@@ -36,6 +36,7 @@ typedef struct
   int beam_size;                /* 0: the engine's */
   int n_threads;
   results r;
+  int64_t n_steps, n_shared_steps;      /* wk_stream_stats */
   wk_status status;
   pthread_t thread;
 } stream_run;
@@ -84,6 +85,12 @@ run_stream (void *data)
   if (run->status == WK_OK)
     run->status = wk_stream_finish (s);
   collect (s, &run->r);
+  {
+    wk_stream_stats st;
+    wk_stream_get_stats (s, &st);
+    run->n_steps = st.n_tokens;
+    run->n_shared_steps = st.n_shared_steps;
+  }
   wk_stream_free (s);
   return NULL;
 }
@@ -166,6 +173,7 @@ static void
 test_identical_streams_stay_identical (void)
 {
   stream_run alone, together[6];
+  int64_t shared = 0, steps = 0;
   int i;
 
   setup_run (&alone, 2, 0);
@@ -181,7 +189,14 @@ test_identical_streams_stay_identical (void)
     CHECK (together[i].status == WK_OK);
     CHECK_MSG (same_results (&alone.r, &together[i].r), "stream %d: %d "
         "segments, alone %d", i, together[i].r.n, alone.r.n);
+    shared += together[i].n_shared_steps;
+    steps += together[i].n_steps;
   }
+  /* what this test is for: six streams for seconds share some steps */
+  CHECK (alone.n_shared_steps == 0);
+  printf ("# %lld of %lld decoder steps shared a pass with another "
+      "stream's\n", (long long) shared, (long long) steps);
+  CHECK_MSG (shared > 0, "no decoder step ran together with another's");
 }
 
 int
