@@ -63,6 +63,13 @@
  * any number of streams on any threads. A wk_stream must be used by one
  * thread at a time, except wk_stream_cancel(), which any thread may call
  * to stop the stream's work.
+ *
+ * Many streams in one process: each stream's working state is its own, so
+ * streams on one model run at the same time without waiting for each
+ * other; they share the process's worker threads (see n_threads), and
+ * decoder steps of streams on one model that come at the same time run
+ * as one pass over the weights (wk_stream_stats.n_shared_steps). None of
+ * this changes a stream's results: they are those it gives alone.
  */
 #ifndef WHISPERKNOT_H
 #define WHISPERKNOT_H
