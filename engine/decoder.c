@@ -289,6 +289,7 @@ decode_rows (wk_ctx * ctx, const int32_t * tokens, int n, const int *slots,
   wk_dec_req req, *one = &req;
 
   req.head.rows = n;
+  req.head.owner = ctx;
   req.ctx = ctx;
   req.tokens = tokens;
   req.n = n;

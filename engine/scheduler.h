@@ -2,8 +2,10 @@
  * streams that ask for a step at the same time get one pass over the
  * weights for all of them (flat combining: the first to find it free runs
  * the requests waiting then, its own among them, while the others sleep
- * until theirs is done). A request alone runs at once, as it would
- * without a scheduler: nothing waits to fill a batch.
+ * until theirs is done). A stream alone runs its steps at once, as it
+ * would without a scheduler; streams that batched together are waited
+ * for a little (at most 200 us) when one comes back before the others,
+ * so that they stay together.
  *
  * Fairness: requests are served in arrival order; a batch takes the
  * oldest ones up to WK_SCHED_MAX_ROWS rows, so a request waits at most
@@ -28,6 +30,7 @@ typedef struct wk_sched wk_sched;
 typedef struct wk_sched_req
 {
   int rows;
+  const void *owner;            /* its stream (the decoder's wk_ctx) */
   bool done;                    /* the scheduler's lock */
   struct wk_sched_req *next;    /* the scheduler's lock: the queue */
 } wk_sched_req;
