@@ -7,11 +7,11 @@
  */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "align.h"
 #include "kernels.h"
 #include "model.h"
+#include "scheduler.h"
 #include "wk-time.h"
 
 /* wk_attention_f16kv is slower than wk_attention from about 16 queries */
@@ -26,9 +26,8 @@ kv_at (const wk_ctx * ctx, float *base, int beam, int layer)
       * (size_t) hp->n_text_ctx * hp->n_text_state;
 }
 
-/* d_att[0..n-1] = attention of d_q[0..n-1] over layer l's cross cache;
- * false when the run was cancelled while waiting for the encoder lock */
-static bool
+/* d_att[0..n-1] = attention of d_q[0..n-1] over layer l's cross cache */
+static void
 cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
 {
   const wk_hparams *hp = &ctx->model->hp;
@@ -42,9 +41,9 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
 
   if (ctx->cross_f16 && n >= WK_F16KV_MAX_QUERIES) {
     /* Many queries (a prompt): the f16 kernel is meant for few, so the
-     * layer's K/V go back to f32 in the model's shared encoder scratch
-     * (>= 2 A dt floats; encoders wait meanwhile) for wk_attention. */
-    wk_model *m = ctx->model;
+     * layer's K/V go back to f32 in the context's encoder scratch
+     * (>= 2 A dt floats, dead once the cache is built) for
+     * wk_attention. */
     wk_tensor t;
     float *k32, *v32;
 
@@ -54,9 +53,7 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
     t.ne[0] = A * dt;
     t.ne[1] = t.ne[2] = t.ne[3] = 1;
     t.nbytes = (size_t) (A * dt) * sizeof (uint16_t);
-    if (!wk_ctx_lock_encoder (ctx))
-      return false;
-    k32 = m->enc_scratch;
+    k32 = ctx->enc_scratch;
     v32 = k32 + A * dt;
     t.data = ctx->cross_k16 + off;
     wk_tensor_get_row (&t, 0, k32);
@@ -64,7 +61,6 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
     wk_tensor_get_row (&t, 0, v32);
     wk_attention (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt, k32, dt, v32,
         dt, scale, 0, ctx->d_att, dt);
-    pthread_mutex_unlock (&m->enc_lock);
   } else if (ctx->cross_f16)
     wk_attention_f16kv (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
         ctx->cross_k16 + off, dt, ctx->cross_v16 + off, dt, scale, 0,
@@ -73,112 +69,241 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
     wk_attention (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
         ctx->cross_k + off, dt, ctx->cross_v + off, dt, scale, 0,
         ctx->d_att, dt);
-  return true;
 }
 
-/* The decoder on n rows (one body for both entry points): with slots
- * NULL, n consecutive tokens of KV-cache slot beam at positions n_past ..
- * n_past + n - 1 (causal among themselves, written straight into the
- * cache); else one token per row r at position n_past of slot slots[r]
- * (beam search). Arguments are checked by the callers. logits (if not
- * NULL) receives the last n_logits rows. */
-static wk_status
-decode_rows (wk_ctx * ctx, const int32_t * tokens, int n, const int *slots,
-    int beam, int n_past, float *logits, int n_logits)
+/* One call of the decoder: with slots NULL, n consecutive tokens of
+ * KV-cache slot beam at positions n_past .. n_past + n - 1 (causal among
+ * themselves, written straight into the cache); else one token per row r
+ * at position n_past of slot slots[r] (beam search). Arguments are checked
+ * by the callers. logits (if not NULL) receives the last n_logits rows. */
+typedef struct
 {
-  const wk_model *m = ctx->model;
+  wk_sched_req head;            /* first: the scheduler's view */
+  wk_ctx *ctx;
+  const int32_t *tokens;
+  int n;
+  const int *slots;
+  int beam;
+  int n_past;
+  float *logits;
+  int n_logits;
+  wk_status status;
+} wk_dec_req;
+
+/* One product of the batch: a request alone takes wk_linear_ex on its own
+ * pool, exactly as without a scheduler; several take one pass over the
+ * weights, which gives each the same bits (wk_linear_batch). */
+static void
+batch_linear (wk_dec_req ** reqs, wk_rows * g, int n_reqs,
+    const wk_tensor * W, const float *bias, int64_t ldx, int64_t ldy,
+    unsigned flags)
+{
+  if (n_reqs == 1)
+    wk_linear_ex (reqs[0]->ctx->pool, W, bias, g[0].X, g[0].n, ldx, g[0].Y,
+        ldy, flags);
+  else
+    wk_linear_batch (reqs[0]->ctx->pool, W, bias, g, n_reqs, ldx, ldy, flags);
+}
+
+/* Sets g[i] to request i's rows X -> Y (none once it is cancelled). */
+#define ROWS(xexpr, yexpr) do { \
+    for (i = 0; i < n_reqs; i++) { \
+      wk_dec_req *r = reqs[i]; \
+      wk_ctx *c = r->ctx; \
+      (void) c; \
+      g[i].X = (xexpr); \
+      g[i].Y = (yexpr); \
+      g[i].n = r->status == WK_OK ? r->n : 0; \
+    } \
+  } while (0)
+
+/* The decoder on the rows of n_reqs requests of contexts on one model
+ * (one body for both entry points): everything that reads weights runs
+ * once over every request's rows, the rest (norms, attention over each
+ * one's caches) per request on its own pool, as it would alone. */
+static void
+decode_batch (wk_dec_req ** reqs, int n_reqs)
+{
+  const wk_model *m = reqs[0]->ctx->model;
   const wk_hparams *hp = &m->hp;
   int64_t dt = hp->n_text_state, nh = hp->n_text_head, dh = dt / nh;
   int64_t V = hp->n_vocab;
   size_t row_bytes = ((size_t) dt) * sizeof (float);
   float scale = 1.0f / sqrtf ((float) dh);
-  int i, l;
+  wk_rows g[WK_SCHED_MAX_REQS];
+  int i, j, l;
   double t0 = wk_now_s ();
 
   /* x = token embedding + position */
-  for (i = 0; i < n; i++) {
-    float *x = ctx->d_x + (size_t) i * dt;
-    int pos = slots ? n_past : n_past + i;
-    wk_tensor_get_row (m->tok_emb, tokens[i], x);
-    if (m->dec_pos->type == WK_TYPE_F32) {
-      wk_add (x, (const float *) m->dec_pos->data + (size_t) pos * dt, dt);
-    } else {
-      wk_tensor_get_row (m->dec_pos, pos, ctx->d_row);
-      wk_add (x, ctx->d_row, dt);
+  for (j = 0; j < n_reqs; j++) {
+    wk_dec_req *r = reqs[j];
+    wk_ctx *ctx = r->ctx;
+    r->status = WK_OK;
+    for (i = 0; i < r->n; i++) {
+      float *x = ctx->d_x + (size_t) i * dt;
+      int pos = r->slots ? r->n_past : r->n_past + i;
+      wk_tensor_get_row (m->tok_emb, r->tokens[i], x);
+      if (m->dec_pos->type == WK_TYPE_F32) {
+        wk_add (x, (const float *) m->dec_pos->data + (size_t) pos * dt, dt);
+      } else {
+        wk_tensor_get_row (m->dec_pos, pos, ctx->d_row);
+        wk_add (x, ctx->d_row, dt);
+      }
     }
   }
 
   for (l = 0; l < hp->n_text_layer; l++) {
     const wk_dec_layer *L = &m->dec[l];
-    float *Kc = kv_at (ctx, ctx->kv_k, beam, l);
-    float *Vc = kv_at (ctx, ctx->kv_v, beam, l);
 
     /* between layers (the prompt's pass runs many tokens at once) */
-    if (wk_ctx_cancelled (ctx))
-      return WK_ERR_STATE;
+    for (j = 0; j < n_reqs; j++)
+      if (reqs[j]->status == WK_OK && wk_ctx_cancelled (reqs[j]->ctx))
+        reqs[j]->status = WK_ERR_STATE;
 
     /* causal self-attention; the new keys and values go into the cache
      * (one slot: straight there; beams: each row to its own slot) */
-    wk_layer_norm (ctx->pool, ctx->d_x, n, dt, dt, L->attn_ln_w,
-        L->attn_ln_b, WK_LN_EPS, ctx->d_xn, dt);
-    wk_linear (ctx->pool, L->attn_q, L->attn_q_b, ctx->d_xn, n, dt, ctx->d_q,
-        dt);
-    if (!slots) {
-      wk_linear (ctx->pool, L->attn_k, NULL, ctx->d_xn, n, dt,
-          Kc + (size_t) n_past * dt, dt);
-      wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->d_xn, n, dt,
-          Vc + (size_t) n_past * dt, dt);
-      wk_attention (ctx->pool, (int) nh, dh, n, n_past + n, ctx->d_q, dt, Kc,
-          dt, Vc, dt, scale, 1, ctx->d_att, dt);
-    } else {
-      wk_linear (ctx->pool, L->attn_k, NULL, ctx->d_xn, n, dt, ctx->d_att, dt);
-      for (i = 0; i < n; i++)
-        memcpy (kv_at (ctx, ctx->kv_k, slots[i], l) + (size_t) n_past * dt,
-            ctx->d_att + (size_t) i * dt, row_bytes);
-      wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->d_xn, n, dt,
-          ctx->d_att, dt);
-      for (i = 0; i < n; i++)
-        memcpy (kv_at (ctx, ctx->kv_v, slots[i], l) + (size_t) n_past * dt,
-            ctx->d_att + (size_t) i * dt, row_bytes);
-      for (i = 0; i < n; i++)
-        wk_attention (ctx->pool, (int) nh, dh, 1, n_past + 1,
-            ctx->d_q + (size_t) i * dt, dt, kv_at (ctx, ctx->kv_k, slots[i],
-                l), dt, kv_at (ctx, ctx->kv_v, slots[i], l), dt, scale, 1,
-            ctx->d_att + (size_t) i * dt, dt);
+    for (j = 0; j < n_reqs; j++) {
+      wk_ctx *ctx = reqs[j]->ctx;
+      if (reqs[j]->status == WK_OK)
+        wk_layer_norm (ctx->pool, ctx->d_x, reqs[j]->n, dt, dt,
+            L->attn_ln_w, L->attn_ln_b, WK_LN_EPS, ctx->d_xn, dt);
     }
-    wk_linear_ex (ctx->pool, L->attn_o, L->attn_o_b, ctx->d_att, n, dt,
-        ctx->d_x, dt, WK_LINEAR_ADD);
+    ROWS (c->d_xn, c->d_q);
+    batch_linear (reqs, g, n_reqs, L->attn_q, L->attn_q_b, dt, dt, 0);
+    ROWS (c->d_xn, r->slots ? c->d_att : kv_at (c, c->kv_k, r->beam, l)
+        + (size_t) r->n_past * dt);
+    batch_linear (reqs, g, n_reqs, L->attn_k, NULL, dt, dt, 0);
+    for (j = 0; j < n_reqs; j++) {
+      wk_dec_req *r = reqs[j];
+      wk_ctx *ctx = r->ctx;
+      if (r->status == WK_OK && r->slots)
+        for (i = 0; i < r->n; i++)
+          memcpy (kv_at (ctx, ctx->kv_k, r->slots[i], l)
+              + (size_t) r->n_past * dt, ctx->d_att + (size_t) i * dt,
+              row_bytes);
+    }
+    ROWS (c->d_xn, r->slots ? c->d_att : kv_at (c, c->kv_v, r->beam, l)
+        + (size_t) r->n_past * dt);
+    batch_linear (reqs, g, n_reqs, L->attn_v, L->attn_v_b, dt, dt, 0);
+    for (j = 0; j < n_reqs; j++) {
+      wk_dec_req *r = reqs[j];
+      wk_ctx *ctx = r->ctx;
+      if (r->status != WK_OK)
+        continue;
+      if (!r->slots) {
+        wk_attention (ctx->pool, (int) nh, dh, r->n, r->n_past + r->n,
+            ctx->d_q, dt, kv_at (ctx, ctx->kv_k, r->beam, l), dt,
+            kv_at (ctx, ctx->kv_v, r->beam, l), dt, scale, 1, ctx->d_att, dt);
+        continue;
+      }
+      for (i = 0; i < r->n; i++)
+        memcpy (kv_at (ctx, ctx->kv_v, r->slots[i], l)
+            + (size_t) r->n_past * dt, ctx->d_att + (size_t) i * dt, row_bytes);
+      for (i = 0; i < r->n; i++)
+        wk_attention (ctx->pool, (int) nh, dh, 1, r->n_past + 1,
+            ctx->d_q + (size_t) i * dt, dt, kv_at (ctx, ctx->kv_k,
+                r->slots[i], l), dt, kv_at (ctx, ctx->kv_v, r->slots[i], l),
+            dt, scale, 1, ctx->d_att + (size_t) i * dt, dt);
+    }
+    ROWS (c->d_att, c->d_x);
+    batch_linear (reqs, g, n_reqs, L->attn_o, L->attn_o_b, dt, dt,
+        WK_LINEAR_ADD);
 
     /* cross-attention over the encoder output (shared by all beams) */
-    wk_layer_norm (ctx->pool, ctx->d_x, n, dt, dt, L->cross_ln_w,
-        L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
-    wk_linear (ctx->pool, L->cross_q, L->cross_q_b, ctx->d_xn, n, dt,
-        ctx->d_q, dt);
-    if (ctx->al_capture)
-      wk_align_capture (ctx, l, n, scale);
-    if (!cross_attention (ctx, l, n, scale))
-      return WK_ERR_STATE;
-    wk_linear_ex (ctx->pool, L->cross_o, L->cross_o_b, ctx->d_att, n, dt,
-        ctx->d_x, dt, WK_LINEAR_ADD);
+    for (j = 0; j < n_reqs; j++) {
+      wk_ctx *ctx = reqs[j]->ctx;
+      if (reqs[j]->status == WK_OK)
+        wk_layer_norm (ctx->pool, ctx->d_x, reqs[j]->n, dt, dt,
+            L->cross_ln_w, L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
+    }
+    ROWS (c->d_xn, c->d_q);
+    batch_linear (reqs, g, n_reqs, L->cross_q, L->cross_q_b, dt, dt, 0);
+    for (j = 0; j < n_reqs; j++) {
+      wk_ctx *ctx = reqs[j]->ctx;
+      if (reqs[j]->status != WK_OK)
+        continue;
+      if (ctx->al_capture)
+        wk_align_capture (ctx, l, reqs[j]->n, scale);
+      cross_attention (ctx, l, reqs[j]->n, scale);
+    }
+    ROWS (c->d_att, c->d_x);
+    batch_linear (reqs, g, n_reqs, L->cross_o, L->cross_o_b, dt, dt,
+        WK_LINEAR_ADD);
 
     /* MLP */
-    wk_layer_norm (ctx->pool, ctx->d_x, n, dt, dt, L->mlp_ln_w, L->mlp_ln_b,
-        WK_LN_EPS, ctx->d_xn, dt);
-    wk_linear_ex (ctx->pool, L->mlp0, L->mlp0_b, ctx->d_xn, n, dt, ctx->d_h,
-        4 * dt, WK_LINEAR_GELU);
-    wk_linear_ex (ctx->pool, L->mlp2, L->mlp2_b, ctx->d_h, n, 4 * dt,
-        ctx->d_x, dt, WK_LINEAR_ADD);
+    for (j = 0; j < n_reqs; j++) {
+      wk_ctx *ctx = reqs[j]->ctx;
+      if (reqs[j]->status == WK_OK)
+        wk_layer_norm (ctx->pool, ctx->d_x, reqs[j]->n, dt, dt,
+            L->mlp_ln_w, L->mlp_ln_b, WK_LN_EPS, ctx->d_xn, dt);
+    }
+    ROWS (c->d_xn, c->d_h);
+    batch_linear (reqs, g, n_reqs, L->mlp0, L->mlp0_b, dt, 4 * dt,
+        WK_LINEAR_GELU);
+    ROWS (c->d_h, c->d_x);
+    batch_linear (reqs, g, n_reqs, L->mlp2, L->mlp2_b, 4 * dt, dt,
+        WK_LINEAR_ADD);
   }
 
-  if (logits) {
-    const float *x = ctx->d_x + (size_t) (n - n_logits) * dt;
-    wk_layer_norm (ctx->pool, x, n_logits, dt, dt, m->ln_w, m->ln_b,
-        WK_LN_EPS, ctx->d_xn, dt);
-    wk_linear (ctx->pool, m->tok_emb, NULL, ctx->d_xn, n_logits, dt, logits, V);
+  /* logits of the last n_logits rows */
+  for (j = 0; j < n_reqs; j++) {
+    wk_dec_req *r = reqs[j];
+    wk_ctx *ctx = r->ctx;
+    if (r->status == WK_OK && r->logits)
+      wk_layer_norm (ctx->pool, ctx->d_x + (size_t) (r->n - r->n_logits)
+          * dt, r->n_logits, dt, dt, m->ln_w, m->ln_b, WK_LN_EPS,
+          ctx->d_xn, dt);
   }
-  ctx->n_decoder_tokens += n;
-  ctx->t_decoder += wk_now_s () - t0;
-  return WK_OK;
+  ROWS (c->d_xn, r->logits);
+  for (j = 0; j < n_reqs; j++)
+    g[j].n = reqs[j]->status == WK_OK && reqs[j]->logits ?
+        reqs[j]->n_logits : 0;
+  batch_linear (reqs, g, n_reqs, m->tok_emb, NULL, dt, V, 0);
+
+  for (j = 0; j < n_reqs; j++) {
+    wk_ctx *ctx = reqs[j]->ctx;
+    if (reqs[j]->status != WK_OK)
+      continue;
+    ctx->n_decoder_tokens += reqs[j]->n;
+    if (n_reqs > 1)
+      ctx->n_shared_steps++;
+    ctx->t_decoder += wk_now_s () - t0;
+  }
+}
+
+#undef ROWS
+
+static void
+decode_batch_sched (wk_sched_req ** reqs, int n_reqs)
+{
+  decode_batch ((wk_dec_req **) reqs, n_reqs);
+}
+
+/* A step (fewer rows than a product's GEMM takes) goes through the
+ * model's scheduler, to share a pass over the weights with other
+ * streams' steps; a longer call (a prompt) runs here alone. */
+static wk_status
+decode_rows (wk_ctx * ctx, const int32_t * tokens, int n, const int *slots,
+    int beam, int n_past, float *logits, int n_logits)
+{
+  wk_dec_req req, *one = &req;
+
+  req.head.rows = n;
+  req.head.owner = ctx;
+  req.ctx = ctx;
+  req.tokens = tokens;
+  req.n = n;
+  req.slots = slots;
+  req.beam = beam;
+  req.n_past = n_past;
+  req.logits = logits;
+  req.n_logits = n_logits;
+  req.status = WK_OK;
+  if (n < WK_LINEAR_GEMM_ROWS && ctx->model->sched)
+    wk_sched_run (ctx->model->sched, &req.head, decode_batch_sched);
+  else
+    decode_batch (&one, 1);
+  return req.status;
 }
 
 wk_status

@@ -9,44 +9,19 @@
  */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "kernels.h"
 #include "model.h"
 #include "wk-time.h"
 
 
-bool
-wk_ctx_lock_encoder (wk_ctx * ctx)
-{
-  pthread_mutex_t *lock = &ctx->model->enc_lock;
-
-  for (;;) {
-    struct timespec ts;
-
-    if (wk_ctx_cancelled (ctx))
-      return false;
-    /* look at the flag every 10 ms while waiting */
-    clock_gettime (CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 10 * 1000 * 1000;
-    if (ts.tv_nsec >= 1000 * 1000 * 1000) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000 * 1000 * 1000;
-    }
-    if (pthread_mutex_timedlock (lock, &ts) == 0)
-      return true;
-  }
-}
-
 /* A cancelled run stops at the next of these, between two of the
  * encoder's large operations (one layer of a large model on a 30 s window
  * takes seconds): the cross-attention cache is incomplete, so nothing may
  * decode from it. */
 #define CANCEL_POINT(ctx) do { \
-    if (wk_ctx_cancelled (ctx)) { \
-      pthread_mutex_unlock (&(ctx)->model->enc_lock); \
+    if (wk_ctx_cancelled (ctx)) \
       return WK_ERR_STATE; \
-    } \
   } while (0)
 
 wk_status
@@ -79,10 +54,25 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
     return WK_ERR_ARG;
   ctx->enc_ctx = (int) A;
   t0 = wk_now_s ();
-  /* the scratch is shared with the model's other contexts */
   ctx->encoded = false;
-  if (!wk_ctx_lock_encoder (ctx))
-    return WK_ERR_STATE;
+
+  /* The scratch in blocks of A x da floats, packed for this run's A so
+   * that a short context touches only its own pages:
+   *   0: e_xn = e_att (the normed input is dead once q, k, v exist)
+   *   1, 2, 3: e_q, e_k, e_v; 1..4: e_h [A][4 da] (q..att are dead in
+   *   the MLP; e_h also holds the cross K/V before their f16 rounding)
+   * and during the stem: 0..1: e_conv [2A][da], 2..: the im2col work
+   * (which fits: wk_ctx_new sized it for the full context). */
+  {
+    float *w = ctx->enc_scratch;
+    size_t blk = (size_t) (A * da);
+    ctx->e_xn = ctx->e_att = w;
+    ctx->e_q = ctx->e_h = w + blk;
+    ctx->e_k = w + 2 * blk;
+    ctx->e_v = w + 3 * blk;
+    ctx->e_conv = w;
+    ctx->conv_work = w + 2 * blk;
+  }
 
   /* conv1: [n_mels][2A] (channel-major) -> [2A][da]; conv2 (stride 2) ->
    * [A][da], both with GELU */
@@ -159,7 +149,6 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
           ctx->cross_v + off, dt);
     }
   }
-  pthread_mutex_unlock (&ctx->model->enc_lock);
   ctx->encoded = true;
   ctx->t_encoder += wk_now_s () - t0;
   return WK_OK;

@@ -92,9 +92,6 @@ int wk_kernels_simd_sets (const wk_kernel_set ** sets, int max);
 const wk_kernel_set *wk_kernels_get (void);
 void wk_kernels_set (const wk_kernel_set * set);
 
-/* Rows of X from which a product is a blocked GEMM (weight panels
- * converted to f32); fewer rows stream the weights (GEMV). */
-#define WK_LINEAR_GEMM_ROWS 8
 /* Largest depth for which quantized activations are used. */
 #define WK_LINEAR_QMAX_K 16384
 

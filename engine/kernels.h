@@ -56,6 +56,30 @@ void wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
     const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
     unsigned flags);
 
+/* Rows of X from which a product is a blocked GEMM (weight panels
+ * converted to f32); fewer rows stream the weights (GEMV). */
+#define WK_LINEAR_GEMM_ROWS 8
+
+/* Several independent groups of rows of X through one weight, as
+ * wk_linear_ex would take each alone (the decoder steps of several
+ * streams): group g is X = groups[g].X [n][ldx] -> Y = groups[g].Y
+ * [n][ldy], n < WK_LINEAR_GEMM_ROWS (0: skipped). Each group's result is
+ * bit-for-bit
+ * wk_linear_ex's on it alone (the same kernel on the same rows; no
+ * kernel's result depends on where its piece of outputs starts), but
+ * the weights are read from memory once for all of them: every group
+ * passes over a block of weight rows while it is in cache. */
+typedef struct
+{
+  const float *X;
+  float *Y;
+  int n;
+} wk_rows;
+
+void wk_linear_batch (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const wk_rows * groups, int n_groups, int64_t ldx, int64_t ldy,
+    unsigned flags);
+
 /* General f32 product C = alpha * A . op(B), A [n][k] (row stride lda),
  * C [n][m] (stride ldc). b_trans != 0: B is [m][k] (stride ldb) and
  * op(B) = B^T (Q . K^T); b_trans == 0: B is [k][m] (P . V). C must not

@@ -19,6 +19,7 @@
 #include "align.h"
 #include "kernels.h"
 #include "model.h"
+#include "scheduler.h"
 #include "wk-err.h"
 
 /* ---- status and paths -------------------------------------------------- */
@@ -133,8 +134,7 @@ model_destroy (wk_model * m)
 {
   if (!m)
     return;
-  free (m->enc_scratch);
-  pthread_mutex_destroy (&m->enc_lock);
+  wk_sched_free (m->sched);
   wk_mel_free (m->mel);
   wk_tokenizer_free (m->tok);
   free (m->mel_filters);
@@ -785,7 +785,8 @@ read_hparams (wk_model * m, char *err, size_t err_size)
     return WK_ERR_UNSUPPORTED;
   }
   if (hp->n_text_state > 2 * hp->n_audio_state) {
-    /* the encoder's scratch holds the cross-attention K and V in f32 */
+    /* the context's encoder scratch holds the cross-attention K and V in
+     * f32 (decoder.c) */
     wk_set_err (err, err_size, "model: n_text_state %d is more than 2 x "
         "n_audio_state %d", hp->n_text_state, hp->n_audio_state);
     return WK_ERR_UNSUPPORTED;
@@ -987,7 +988,12 @@ model_load_file (const char *path, wk_loaded ** out, char *err, size_t err_size)
     return WK_ERR_NOMEM;
   }
   wk_loaded_init (&m->base, &model_kind);
-  pthread_mutex_init (&m->enc_lock, NULL);
+  m->sched = wk_sched_new ();
+  if (!m->sched) {
+    free (m);
+    wk_set_err (err, err_size, "model: out of memory");
+    return WK_ERR_NOMEM;
+  }
   m->path = strdup (path);
 
   st = wk_knot_open (path, &m->knot, err, err_size);
@@ -1221,7 +1227,8 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
   }
   ctx->model = wk_model_ref (model);
   ctx->n_beams = n_beams;
-  ctx->pool = wk_pool_new (n_threads);
+  /* the process's workers, shared with every other context */
+  ctx->pool = wk_pool_new_shared (n_threads);
   if (!ctx->pool)
     ok = false;
 
@@ -1230,36 +1237,19 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
     conv_work = (size_t) wk_conv1d_k3_work_size (da, 2 * A, 2);
 
   ctx->mel = ctx_alloc (ctx, (size_t) hp->n_mels * 2 * A, sizeof (float), &ok);
-  /* The encoder's buffers, in blocks of A x da floats: e_x (the output)
-   * is the ctx's own; the rest is the model's shared scratch (see
-   * wk_model), laid out as
-   *   0: e_xn = e_att (the normed input is dead once q, k, v exist)
-   *   1, 2, 3: e_q, e_k, e_v; 1..4: e_h [A][4 da] (q..att are dead in
-   *   the MLP; e_h also holds the cross K/V before their f16 rounding)
-   * and during the stem: 0..1: e_conv [2A][da], 2..: the im2col work. */
+  /* The encoder's output e_x [A][da], and its scratch, sized for the full
+   * context: 5 blocks of A x da floats or 2 and the larger convolution's
+   * im2col (wk_encode lays them out). calloc leaves the pages a shortened
+   * context never touches unmapped, so a live stream is resident for
+   * what it runs. */
   {
     size_t blk = A * da;
     size_t region = 5 * blk;
     if (2 * blk + conv_work > region)
       region = 2 * blk + conv_work;
     ctx->e_x = ctx_alloc (ctx, blk, sizeof (float), &ok);
-    pthread_mutex_lock (&model->enc_lock);
-    if (!model->enc_scratch && ok) {
-      model->enc_scratch = calloc (region, sizeof (float));
-      model->enc_scratch_floats = region;
-    }
-    if (!model->enc_scratch || model->enc_scratch_floats < region)
-      ok = false;
-    pthread_mutex_unlock (&model->enc_lock);
-    if (ok) {
-      float *w = model->enc_scratch;
-      ctx->e_xn = ctx->e_att = w;
-      ctx->e_q = ctx->e_h = w + blk;
-      ctx->e_k = w + 2 * blk;
-      ctx->e_v = w + 3 * blk;
-      ctx->e_conv = w;
-      ctx->conv_work = w + 2 * blk;
-    }
+    ctx->enc_scratch = ctx_alloc (ctx, region, sizeof (float), &ok);
+    ctx->enc_scratch_floats = region;
   }
   ctx->cross_f16 = model->dec[0].cross_q->type != WK_TYPE_F32;
   if (ctx->cross_f16) {
@@ -1316,6 +1306,7 @@ wk_ctx_free (wk_ctx * ctx)
   wk_pool_free (ctx->pool);
   free (ctx->mel);
   free (ctx->e_x);
+  free (ctx->enc_scratch);
   free (ctx->cross_k);
   free (ctx->cross_v);
   free (ctx->cross_k16);

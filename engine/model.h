@@ -16,7 +16,6 @@
 #ifndef WK_MODEL_H
 #define WK_MODEL_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -158,13 +157,11 @@ struct wk_model
   wk_special_tokens sp;
   int max_token_bytes;          /* longest token text */
 
-  /* The encoder's scratch (everything but its output), shared by every
-   * wk_ctx on this model: encoders on one model run one at a time under
-   * enc_lock, so ten streams cost one copy of it. Allocated by the first
-   * wk_ctx_new, freed with the model. */
-  pthread_mutex_t enc_lock;
-  float *enc_scratch;
-  size_t enc_scratch_floats;
+  /* The scheduler of decoder steps (scheduler.h): streams' steps that come
+   * at the same time share one pass over the weights. The one object
+   * the model holds that changes after load, behind its own lock;
+   * created with the model. */
+  struct wk_sched *sched;
 
   /* Whisper's logit filters, fixed per vocabulary */
   int32_t *suppress;            /* non-speech symbols + specials, sorted */
@@ -197,10 +194,13 @@ wk_status wk_model_check_weights (const wk_model * model, char *err,
 /* ---- the recognizer's working state ----------------------------------- */
 
 /* Everything one run of the recognizer needs, allocated once by
- * wk_ctx_new: encoder activations, the cross-attention cache (K and V of
+ * wk_ctx_new (whisper.cpp's whisper_state to the model's whisper_context):
+ * encoder activations and scratch, the cross-attention cache (K and V of
  * the encoder output per decoder layer), the self-attention KV cache per
- * beam, logits and decoding buffers, and a thread pool. Holds a
- * reference to the model. One thread at a time. */
+ * beam, logits and decoding buffers, and a handle on the process's
+ * shared thread pool (n_threads of it at most, see pool.h). Holds a
+ * reference to the model, which it only reads: contexts on one model run
+ * in parallel without locks. One thread at a time. */
 typedef struct wk_ctx wk_ctx;
 
 wk_status wk_ctx_new (wk_model * model, int n_threads, int n_beams,
@@ -323,8 +323,11 @@ struct wk_ctx
 
   /* encoder */
   float *mel;                   /* [n_mels][2 A]: the window (stream's) */
-  /* e_x is the ctx's own; the others point into the model's shared
-   * encoder scratch and alias where lifetimes allow, see wk_ctx_new */
+  /* e_x is the output; the others point into enc_scratch and alias
+   * where lifetimes allow, laid out by wk_encode for the positions it
+   * runs (see there) */
+  float *enc_scratch;
+  size_t enc_scratch_floats;
   float *conv_work;             /* im2col of the larger conv */
   float *e_conv;                /* [2 A][da] conv1 output */
   float *e_x;                   /* [A][da] residual stream; output */
@@ -379,6 +382,7 @@ struct wk_ctx
   uint64_t state_bytes;
   double t_encoder, t_decoder;  /* wall seconds, accumulated */
   int64_t n_decoder_tokens;
+  int64_t n_shared_steps;       /* decoder calls batched with others' */
   double t_align;               /* wk_align_window: wall seconds, runs */
   int64_t n_aligned;
 
@@ -420,10 +424,5 @@ wk_ctx_cancelled (wk_ctx * ctx)
 {
   return atomic_load_explicit (&ctx->cancel, memory_order_relaxed);
 }
-
-/* Takes the model's encoder lock (another stream's encoder may hold it
- * for a whole window), giving up when ctx is cancelled meanwhile: true
- * when it holds the lock. */
-bool wk_ctx_lock_encoder (wk_ctx * ctx);
 
 #endif /* WK_MODEL_H */

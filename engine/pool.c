@@ -1,17 +1,26 @@
-/* A fixed thread pool for the kernels.
+/* Thread pools for the kernels.
  *
- * A job is a number of tasks that threads claim one at a time from an
- * atomic counter; the caller starts with task 0 and keeps claiming, so a
- * worker that wakes late (the machine is shared, the decoder's jobs last
- * microseconds) costs nothing: once every task is claimed the caller
- * closes the job, workers that have not joined by then stay out of it, and
- * the caller waits only for those running a task. Idle workers spin for a
- * few microseconds (WK_POOL_SPIN_US, default 5) and then sleep on a
- * condition variable, so an idle pool costs no CPU. */
+ * A wk_pool is a caller's handle on a set of worker threads (a "core"):
+ * its own (wk_pool_new) or the process's shared one (wk_pool_new_shared),
+ * which every stream's context uses so that ten streams do not bring ten
+ * sets of threads. Any number of callers may run jobs on one core at
+ * once; each job is a number of tasks that threads claim one at a time
+ * from an atomic counter. The caller starts with task 0 and keeps
+ * claiming, so a worker that wakes late or is busy with another caller's
+ * job (the machine is shared, the decoder's jobs last microseconds) costs
+ * nothing: once every task is claimed the caller closes the job, workers
+ * that have not joined by then stay out of it, and the caller waits only
+ * for those running a task. A job takes at most wk_pool_size - 1 workers;
+ * a free worker joins the open job with the fewest workers inside, so
+ * one stream's long encoder pass does not take every worker from the
+ * others. Idle workers spin for a few microseconds (WK_POOL_SPIN_US,
+ * default 5) and then sleep on a condition variable, so an idle pool
+ * costs no CPU. */
 #include "pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -27,37 +36,49 @@
 #define WK_POOL_MAX_THREADS 64
 #define WK_POOL_DEFAULT_SPIN_US 5
 
-typedef struct
-{
-  wk_pool *pool;
-  int ith;
-  pthread_t thread;
-} wk_worker;
+typedef struct wk_pool_core wk_pool_core;
 
-struct wk_pool
+/* One caller's job, on its stack while it runs. */
+typedef struct wk_job
 {
-  int n_threads;
-  wk_worker *workers;           /* [n_threads - 1] */
-  int n_started;
+  wk_pool_fn fn;
+  void *ctx;
+  int n_tasks;
+  atomic_int next_task;
+  int max_helpers;              /* workers it may take at once */
+  /* workers running its tasks: changed under the core lock, read by
+   * the spinning caller without it */
+  atomic_int inside;
+  bool caller_waiting;          /* core lock */
+  struct wk_job *next;          /* core lock: the open jobs */
+} wk_job;
+
+struct wk_pool_core
+{
+  int refs;                     /* shared_lock for the shared core */
   int spin_us;
 
   pthread_mutex_t lock;
   pthread_cond_t start_cond;
   pthread_cond_t done_cond;
-  atomic_int n_sleeping;        /* workers sleeping or about to */
-  int caller_sleeping;          /* lock */
+  pthread_t threads[WK_POOL_MAX_THREADS];
+  int n_workers;                /* lock: threads started */
+  int n_sleeping;               /* lock */
   int quit;                     /* lock */
-
-  /* The job: written by the caller before state announces it. */
-  wk_pool_fn fn;
-  void *ctx;
-  int n_tasks;
-  atomic_int next_task;
-  /* generation << 1 | closed: one word, so that a worker that read an
-   * open job of its generation knows fn/ctx are that job's */
-  atomic_uint state;
-  atomic_int active;            /* workers inside the current job */
+  wk_job *jobs;                 /* lock: open jobs, oldest first */
+  /* bumped (under lock) when a job opens: spinning workers watch it */
+  atomic_uint generation;
 };
+
+struct wk_pool
+{
+  wk_pool_core *core;
+  int n_threads;
+  bool shared;
+};
+
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static wk_pool_core *shared_core;
 
 static uint64_t
 wk_pool_now_ns (void)
@@ -91,82 +112,98 @@ wk_pool_spin_while (atomic_uint * word, unsigned old, int spin_us)
   }
 }
 
-static int
-wk_pool_spin_idle (atomic_int * active, int spin_us)
+/* Claims and runs tasks until none is left. */
+static void
+wk_job_work (wk_job * job)
+{
+  int t;
+  while ((t = atomic_fetch_add_explicit (&job->next_task, 1,
+              memory_order_relaxed)) < job->n_tasks)
+    job->fn (job->ctx, t, job->n_tasks);
+}
+
+/* The open job a free worker should join: room for a helper and tasks
+ * left, the fewest workers inside (the oldest on a tie). Core lock. */
+static wk_job *
+wk_pool_pick (wk_pool_core * core)
+{
+  wk_job *j, *best = NULL;
+
+  for (j = core->jobs; j; j = j->next) {
+    int in = atomic_load_explicit (&j->inside, memory_order_relaxed);
+    if (in >= j->max_helpers
+        || atomic_load_explicit (&j->next_task,
+            memory_order_relaxed) >= j->n_tasks)
+      continue;
+    if (!best || in < atomic_load_explicit (&best->inside,
+            memory_order_relaxed))
+      best = j;
+  }
+  return best;
+}
+
+static bool
+wk_pool_spin_idle (atomic_int * inside, int spin_us)
 {
   uint64_t deadline = 0;
   int i;
 
   for (i = 0;; i++) {
-    if (atomic_load_explicit (active, memory_order_acquire) == 0)
-      return 1;
+    if (atomic_load_explicit (inside, memory_order_acquire) == 0)
+      return true;
     if (spin_us <= 0)
-      return 0;
+      return false;
     if ((i & 63) == 0) {
       uint64_t now = wk_pool_now_ns ();
       if (deadline == 0)
         deadline = now + ((uint64_t) spin_us) * 1000u;
       else if (now >= deadline)
-        return 0;
+        return false;
     }
     WK_CPU_RELAX ();
-  }
-}
-
-/* Claims and runs tasks until none is left. */
-static void
-wk_pool_work (wk_pool * pool, wk_pool_fn fn, void *ctx, int n_tasks)
-{
-  int t;
-  while ((t = atomic_fetch_add_explicit (&pool->next_task, 1,
-              memory_order_relaxed)) < n_tasks)
-    fn (ctx, t, n_tasks);
-}
-
-static void
-wk_pool_leave (wk_pool * pool)
-{
-  if (atomic_fetch_sub_explicit (&pool->active, 1, memory_order_acq_rel) == 1) {
-    pthread_mutex_lock (&pool->lock);
-    if (pool->caller_sleeping)
-      pthread_cond_signal (&pool->done_cond);
-    pthread_mutex_unlock (&pool->lock);
   }
 }
 
 static void *
 wk_pool_worker_main (void *data)
 {
-  wk_worker *w = data;
-  wk_pool *pool = w->pool;
-  unsigned seen = atomic_load_explicit (&pool->state, memory_order_acquire);
+  wk_pool_core *core = data;
 
-  for (;;) {
-    unsigned s = wk_pool_spin_while (&pool->state, seen, pool->spin_us);
+  pthread_mutex_lock (&core->lock);
+  while (!core->quit) {
+    wk_job *job = wk_pool_pick (core);
+    unsigned seen;
 
-    if (s == seen) {
-      pthread_mutex_lock (&pool->lock);
-      atomic_fetch_add_explicit (&pool->n_sleeping, 1, memory_order_seq_cst);
-      while (!pool->quit && (s = atomic_load_explicit (&pool->state,
-                  memory_order_acquire)) == seen)
-        pthread_cond_wait (&pool->start_cond, &pool->lock);
-      atomic_fetch_sub_explicit (&pool->n_sleeping, 1, memory_order_relaxed);
-      if (pool->quit) {
-        pthread_mutex_unlock (&pool->lock);
-        break;
-      }
-      pthread_mutex_unlock (&pool->lock);
-    }
-    seen = s;
-    if (s & 1u)                 /* closed before we got here */
+    if (job) {
+      bool waiting;
+      atomic_fetch_add_explicit (&job->inside, 1, memory_order_relaxed);
+      pthread_mutex_unlock (&core->lock);
+      wk_job_work (job);
+      pthread_mutex_lock (&core->lock);
+      /* a spinning caller may return (and its job go) as soon as inside
+       * is 0: nothing of the job is read after it */
+      waiting = job->caller_waiting;
+      if (atomic_fetch_sub_explicit (&job->inside, 1,
+              memory_order_release) == 1 && waiting)
+        pthread_cond_broadcast (&core->done_cond);
       continue;
-
-    /* join, then make sure the job is still the open one we saw */
-    atomic_fetch_add_explicit (&pool->active, 1, memory_order_seq_cst);
-    if (atomic_load_explicit (&pool->state, memory_order_seq_cst) == s)
-      wk_pool_work (pool, pool->fn, pool->ctx, pool->n_tasks);
-    wk_pool_leave (pool);
+    }
+    /* nothing to do: spin a little on the generation, then sleep */
+    seen = atomic_load_explicit (&core->generation, memory_order_relaxed);
+    pthread_mutex_unlock (&core->lock);
+    if (wk_pool_spin_while (&core->generation, seen, core->spin_us) != seen) {
+      pthread_mutex_lock (&core->lock);
+      continue;
+    }
+    pthread_mutex_lock (&core->lock);
+    if (core->quit || atomic_load_explicit (&core->generation,
+            memory_order_relaxed) != seen)
+      continue;
+    core->n_sleeping++;
+    pthread_cond_wait (&core->start_cond, &core->lock);
+    core->n_sleeping--;
   }
+  pthread_mutex_unlock (&core->lock);
   return NULL;
 }
 
@@ -181,55 +218,121 @@ wk_pool_default_threads (void)
   return (int) n;
 }
 
-wk_pool *
-wk_pool_new (int n_threads)
+static int
+wk_pool_clamp_threads (int n_threads)
 {
-  wk_pool *pool;
-  const char *env;
-  int i;
-
   if (n_threads <= 0)
     n_threads = wk_pool_default_threads ();
   if (n_threads > WK_POOL_MAX_THREADS)
     n_threads = WK_POOL_MAX_THREADS;
+  return n_threads;
+}
 
-  pool = calloc (1, sizeof *pool);
-  if (!pool)
+static void wk_pool_core_free (wk_pool_core * core);
+
+static wk_pool_core *
+wk_pool_core_new (void)
+{
+  wk_pool_core *core = calloc (1, sizeof *core);
+  const char *env;
+
+  if (!core)
     return NULL;
-  pool->n_threads = n_threads;
-  pool->spin_us = WK_POOL_DEFAULT_SPIN_US;
+  core->spin_us = WK_POOL_DEFAULT_SPIN_US;
   env = getenv ("WK_POOL_SPIN_US");
   if (env) {
     long v = strtol (env, NULL, 10);
-    pool->spin_us = v < 0 ? 0 : v > 10000 ? 10000 : (int) v;
+    core->spin_us = v < 0 ? 0 : v > 10000 ? 10000 : (int) v;
   }
-  atomic_init (&pool->next_task, 0);
-  atomic_init (&pool->state, 1u);       /* generation 0, closed */
-  atomic_init (&pool->active, 0);
-  atomic_init (&pool->n_sleeping, 0);
-  if (pthread_mutex_init (&pool->lock, NULL) != 0) {
-    free (pool);
+  atomic_init (&core->generation, 0u);
+  if (pthread_mutex_init (&core->lock, NULL) != 0) {
+    free (core);
     return NULL;
   }
-  pthread_cond_init (&pool->start_cond, NULL);
-  pthread_cond_init (&pool->done_cond, NULL);
+  pthread_cond_init (&core->start_cond, NULL);
+  pthread_cond_init (&core->done_cond, NULL);
+  return core;
+}
 
-  if (n_threads > 1) {
-    pool->workers = calloc ((size_t) n_threads - 1, sizeof (wk_worker));
-    if (!pool->workers) {
-      wk_pool_free (pool);
-      return NULL;
+/* Starts workers until the core has n_workers; false when a thread
+ * could not be created (those started stay). */
+static bool
+wk_pool_core_grow (wk_pool_core * core, int n_workers)
+{
+  bool ok = true;
+
+  pthread_mutex_lock (&core->lock);
+  while (core->n_workers < n_workers) {
+    if (pthread_create (&core->threads[core->n_workers], NULL,
+            wk_pool_worker_main, core) != 0) {
+      ok = false;
+      break;
     }
+    core->n_workers++;
   }
-  for (i = 1; i < n_threads; i++) {
-    wk_worker *w = &pool->workers[i - 1];
-    w->pool = pool;
-    w->ith = i;
-    if (pthread_create (&w->thread, NULL, wk_pool_worker_main, w) != 0) {
-      wk_pool_free (pool);
-      return NULL;
-    }
-    pool->n_started++;
+  pthread_mutex_unlock (&core->lock);
+  return ok;
+}
+
+static void
+wk_pool_core_free (wk_pool_core * core)
+{
+  int i, n;
+
+  if (!core)
+    return;
+  pthread_mutex_lock (&core->lock);
+  core->quit = 1;
+  atomic_fetch_add_explicit (&core->generation, 1u, memory_order_relaxed);
+  pthread_cond_broadcast (&core->start_cond);
+  n = core->n_workers;
+  pthread_mutex_unlock (&core->lock);
+  for (i = 0; i < n; i++)
+    pthread_join (core->threads[i], NULL);
+  pthread_cond_destroy (&core->start_cond);
+  pthread_cond_destroy (&core->done_cond);
+  pthread_mutex_destroy (&core->lock);
+  free (core);
+}
+
+wk_pool *
+wk_pool_new (int n_threads)
+{
+  wk_pool *pool = calloc (1, sizeof *pool);
+
+  if (!pool)
+    return NULL;
+  pool->n_threads = wk_pool_clamp_threads (n_threads);
+  pool->core = wk_pool_core_new ();
+  if (!pool->core || !wk_pool_core_grow (pool->core, pool->n_threads - 1)) {
+    wk_pool_free (pool);
+    return NULL;
+  }
+  return pool;
+}
+
+wk_pool *
+wk_pool_new_shared (int n_threads)
+{
+  wk_pool *pool = calloc (1, sizeof *pool);
+  bool ok = true;
+
+  if (!pool)
+    return NULL;
+  pool->n_threads = wk_pool_clamp_threads (n_threads);
+  pool->shared = true;
+  pthread_mutex_lock (&shared_lock);
+  if (!shared_core)
+    shared_core = wk_pool_core_new ();
+  if (shared_core) {
+    shared_core->refs++;
+    pool->core = shared_core;
+    ok = wk_pool_core_grow (shared_core, pool->n_threads - 1);
+  }
+  pthread_mutex_unlock (&shared_lock);
+  if (!pool->core || !ok) {
+    wk_pool_free (pool);
+    return NULL;
   }
   return pool;
 }
@@ -237,22 +340,20 @@ wk_pool_new (int n_threads)
 void
 wk_pool_free (wk_pool * pool)
 {
-  int i;
+  wk_pool_core *core = NULL;
 
   if (!pool)
     return;
-  pthread_mutex_lock (&pool->lock);
-  pool->quit = 1;
-  /* a new (closed) generation gets spinning workers to the lock */
-  atomic_fetch_add_explicit (&pool->state, 2u, memory_order_release);
-  pthread_cond_broadcast (&pool->start_cond);
-  pthread_mutex_unlock (&pool->lock);
-  for (i = 0; i < pool->n_started; i++)
-    pthread_join (pool->workers[i].thread, NULL);
-  pthread_cond_destroy (&pool->start_cond);
-  pthread_cond_destroy (&pool->done_cond);
-  pthread_mutex_destroy (&pool->lock);
-  free (pool->workers);
+  if (pool->shared && pool->core) {
+    pthread_mutex_lock (&shared_lock);
+    if (--pool->core->refs == 0) {
+      core = pool->core;
+      shared_core = NULL;
+    }
+    pthread_mutex_unlock (&shared_lock);
+  } else
+    core = pool->core;
+  wk_pool_core_free (core);
   free (pool);
 }
 
@@ -265,47 +366,56 @@ wk_pool_size (const wk_pool * pool)
 void
 wk_pool_run_tasks (wk_pool * pool, wk_pool_fn fn, void *ctx, int n_tasks)
 {
-  unsigned s;
+  wk_pool_core *core;
+  wk_job job, **p;
   int t;
 
   if (n_tasks <= 0)
     return;
-  if (!pool || pool->n_started == 0 || n_tasks == 1) {
+  if (!pool || pool->n_threads == 1 || n_tasks == 1) {
     for (t = 0; t < n_tasks; t++)
       fn (ctx, t, n_tasks);
     return;
   }
+  core = pool->core;
 
   /* publish: task 0 is the caller's */
-  pool->fn = fn;
-  pool->ctx = ctx;
-  pool->n_tasks = n_tasks;
-  atomic_store_explicit (&pool->next_task, 1, memory_order_relaxed);
-  s = (atomic_load_explicit (&pool->state, memory_order_relaxed) | 1u) + 1u;
-  atomic_store_explicit (&pool->state, s, memory_order_seq_cst);
-  /* a worker counts itself sleeping before it checks state (both seq_cst),
-   * so either it sees the new job or we see it and wake it */
-  if (atomic_load_explicit (&pool->n_sleeping, memory_order_seq_cst) > 0) {
-    pthread_mutex_lock (&pool->lock);
-    pthread_cond_broadcast (&pool->start_cond);
-    pthread_mutex_unlock (&pool->lock);
+  job.fn = fn;
+  job.ctx = ctx;
+  job.n_tasks = n_tasks;
+  atomic_init (&job.next_task, 1);
+  job.max_helpers = pool->n_threads - 1;
+  atomic_init (&job.inside, 0);
+  job.caller_waiting = false;
+  job.next = NULL;
+  pthread_mutex_lock (&core->lock);
+  for (p = &core->jobs; *p; p = &(*p)->next);
+  *p = &job;
+  atomic_fetch_add_explicit (&core->generation, 1u, memory_order_release);
+  if (core->n_sleeping > 0) {
+    if (core->n_sleeping > 1 && job.max_helpers > 1)
+      pthread_cond_broadcast (&core->start_cond);
+    else
+      pthread_cond_signal (&core->start_cond);
   }
+  pthread_mutex_unlock (&core->lock);
 
   fn (ctx, 0, n_tasks);
-  wk_pool_work (pool, fn, ctx, n_tasks);
+  wk_job_work (&job);
 
-  /* every task is claimed: close, then wait for the workers inside */
-  atomic_store_explicit (&pool->state, s | 1u, memory_order_seq_cst);
-  /* they are computing: worth a few more microseconds of spinning than
-   * an idle worker */
-  if (wk_pool_spin_idle (&pool->active, 4 * pool->spin_us))
+  /* every task is claimed: close, then wait for the workers inside (they
+   * are computing: worth a few microseconds of spinning) */
+  pthread_mutex_lock (&core->lock);
+  for (p = &core->jobs; *p != &job; p = &(*p)->next);
+  *p = job.next;
+  pthread_mutex_unlock (&core->lock);
+  if (wk_pool_spin_idle (&job.inside, 4 * core->spin_us))
     return;
-  pthread_mutex_lock (&pool->lock);
-  pool->caller_sleeping = 1;
-  while (atomic_load_explicit (&pool->active, memory_order_acquire) != 0)
-    pthread_cond_wait (&pool->done_cond, &pool->lock);
-  pool->caller_sleeping = 0;
-  pthread_mutex_unlock (&pool->lock);
+  pthread_mutex_lock (&core->lock);
+  job.caller_waiting = true;
+  while (atomic_load_explicit (&job.inside, memory_order_acquire) > 0)
+    pthread_cond_wait (&core->done_cond, &core->lock);
+  pthread_mutex_unlock (&core->lock);
 }
 
 void

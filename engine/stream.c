@@ -991,6 +991,7 @@ wk_stream_get_stats (const wk_stream * s, wk_stream_stats * stats)
   stats->encoder_seconds = s->ctx->t_encoder;
   stats->decoder_seconds = s->ctx->t_decoder;
   stats->n_tokens = s->ctx->n_decoder_tokens;
+  stats->n_shared_steps = s->ctx->n_shared_steps;
   stats->align_seconds = s->ctx->t_align;
   stats->n_aligned = s->ctx->n_aligned;
   stats->state_bytes = wk_ctx_state_bytes (s->ctx) + s->own_bytes + sizeof *s;

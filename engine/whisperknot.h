@@ -63,6 +63,13 @@
  * any number of streams on any threads. A wk_stream must be used by one
  * thread at a time, except wk_stream_cancel(), which any thread may call
  * to stop the stream's work.
+ *
+ * Many streams in one process: each stream's working state is its own, so
+ * streams on one model run at the same time without waiting for each
+ * other; they share the process's worker threads (see n_threads), and
+ * decoder steps of streams on one model that come at the same time run
+ * as one pass over the weights (wk_stream_stats.n_shared_steps). None of
+ * this changes a stream's results: they are those it gives alone.
  */
 #ifndef WHISPERKNOT_H
 #define WHISPERKNOT_H
@@ -226,7 +233,14 @@ typedef struct
    * models only; English-only models always use English). */
   const char *language;
   bool translate;               /* translate to English (multilingual only) */
-  int n_threads;                /* 0 = a sane default for this machine */
+  /* The most threads that work on this stream's computation at once: the
+   * thread calling the stream and up to n_threads - 1 workers of the
+   * process's pool, which every stream shares (it has as many workers
+   * as the largest n_threads of the streams so far, less one), so many
+   * streams do not bring many sets of threads. 0 = a sane default for
+   * this machine (one per core, at most 8). Results do not depend on
+   * it. */
+  int n_threads;
   /* Beam search width at temperature 0: 1 = greedy; 0 (the default) =
    * the engine's choice: WK_DEFAULT_BEAM_SIZE offline (as openai's and
    * whisper.cpp's command lines do: on whisperknot's own model it cut WER
@@ -515,6 +529,10 @@ typedef struct
    * decoder_seconds or n_tokens */
   double align_seconds;
   int64_t n_aligned;            /* windows (live: runs) aligned */
+  /* decoder steps that ran in one pass over the weights with steps of
+   * other streams on the same model (in this process) that came at the
+   * same time; their results are those they would have alone */
+  int64_t n_shared_steps;
 } wk_stream_stats;
 
 WK_API void wk_stream_get_stats (const wk_stream * stream,

@@ -11,6 +11,9 @@
  * activation quantization against f32 activations is checked against its
  * bound, sum_k |w_k| max|x in k's block| / 254, and reported. */
 #include <math.h>
+#ifndef __wasm__
+#include <pthread.h>
+#endif
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -391,6 +394,90 @@ test_linear_is_deterministic_across_threads (void)
   free (X);
   free (Y1);
   free (Y2);
+}
+
+/* The decoder's products (few rows, weights streamed) split over any
+ * number of threads give the bits of one thread: each output tile is
+ * computed whole by one piece. */
+static void
+test_gemv_is_deterministic_across_threads (void)
+{
+  int t, p;
+  int64_t n;
+
+  for (t = 0; t < 4; t++)
+    for (n = 1; n < 8; n++) {
+      /* large enough to be split, an m not a multiple of any tile */
+      wk_tensor W = make_weight (all_types[t], 256, 4100);
+      float *X = rand_floats (n * 256, 1.0f);
+      float *Y1 = malloc ((size_t) (n * 4100) * sizeof (float));
+      float *Y2 = malloc ((size_t) (n * 4100) * sizeof (float));
+
+      wk_linear (NULL, &W, NULL, X, n, 256, Y1, 4100);
+      for (p = 0; p < n_pools; p++) {
+        wk_linear (pools[p], &W, NULL, X, n, 256, Y2, 4100);
+        CHECK_MSG (memcmp (Y1, Y2, (size_t) (n * 4100) * sizeof (float))
+            == 0, "%s n=%ld threads=%d", wk_type_name (all_types[t]),
+            (long) n, wk_pool_size (pools[p]));
+      }
+      free ((void *) W.data);
+      free (X);
+      free (Y1);
+      free (Y2);
+    }
+}
+
+/* Groups of rows through one weight in one pass give each group the bits
+ * wk_linear_ex gives it alone, whatever the threads. */
+static void
+test_linear_batch_matches_alone (void)
+{
+  static const int sizes[] = { 1, 3, 1, 7, 2, 1, 5 };
+  const int n_groups = (int) (sizeof sizes / sizeof sizes[0]);
+  int t, p;
+
+  for (t = 0; t < 4; t++) {
+    wk_tensor W = make_weight (all_types[t], 256, 4100);
+    float *bias = rand_floats (4100, 0.5f);
+    unsigned flags = t % 2 ? WK_LINEAR_ADD : WK_LINEAR_GELU;
+    wk_rows groups[7];
+    float *X[7], *want[7], *got[7];
+    int g;
+
+    for (g = 0; g < n_groups; g++) {
+      X[g] = rand_floats (sizes[g] * 256, 1.0f);
+      want[g] = rand_floats (sizes[g] * 4100, 1.0f);
+      got[g] = malloc ((size_t) sizes[g] * 4100 * sizeof (float));
+      memcpy (got[g], want[g], (size_t) sizes[g] * 4100 * sizeof (float));
+      wk_linear_ex (NULL, &W, bias, X[g], sizes[g], 256, want[g], 4100, flags);
+      groups[g].X = X[g];
+      groups[g].Y = got[g];
+      groups[g].n = sizes[g];
+    }
+    for (p = 0; p < n_pools; p++) {
+      float *keep[7];
+      for (g = 0; g < n_groups; g++) {
+        /* each pool starts from the same Y (WK_LINEAR_ADD adds to it) */
+        keep[g] = malloc ((size_t) sizes[g] * 4100 * sizeof (float));
+        memcpy (keep[g], got[g], (size_t) sizes[g] * 4100 * sizeof (float));
+      }
+      wk_linear_batch (pools[p], &W, bias, groups, n_groups, 256, 4100, flags);
+      for (g = 0; g < n_groups; g++) {
+        CHECK_MSG (memcmp (got[g], want[g], (size_t) sizes[g] * 4100
+                * sizeof (float)) == 0, "%s group %d (%d rows) threads=%d",
+            wk_type_name (all_types[t]), g, sizes[g], wk_pool_size (pools[p]));
+        memcpy (got[g], keep[g], (size_t) sizes[g] * 4100 * sizeof (float));
+        free (keep[g]);
+      }
+    }
+    for (g = 0; g < n_groups; g++) {
+      free (X[g]);
+      free (want[g]);
+      free (got[g]);
+    }
+    free (bias);
+    free ((void *) W.data);
+  }
 }
 
 static void
@@ -874,6 +961,72 @@ test_pool_null_and_default (void)
   }
 }
 
+/* Several callers at once on the process's shared workers (as streams on
+ * one model are): every job of every caller runs each ith exactly once
+ * and is complete when its run returns. */
+typedef struct
+{
+  int n_threads;
+  int ok;
+} shared_caller;
+
+static void *
+shared_caller_main (void *data)
+{
+  shared_caller *sc = data;
+  wk_pool *pool = wk_pool_new_shared (sc->n_threads);
+  pool_ctx *c = calloc (1, sizeof *c);
+  int64_t want[8] = { 0 };
+  int r, i, nt;
+
+  sc->ok = pool != NULL && c != NULL;
+  if (!sc->ok)
+    goto done;
+  nt = wk_pool_size (pool);
+  sc->ok = nt == sc->n_threads;
+  for (r = 0; r < 5000 && sc->ok; r++) {
+    c->round = r;
+    wk_pool_run (pool, pool_job, c);
+    for (i = 0; i < nt; i++) {
+      want[i] += r + i;
+      if (c->data[i] != want[i])
+        sc->ok = 0;
+    }
+  }
+  for (i = 0; i < nt; i++)
+    if (atomic_load (&c->calls[i]) != 5000)
+      sc->ok = 0;
+  for (; i < 8; i++)
+    if (atomic_load (&c->calls[i]) != 0)
+      sc->ok = 0;
+done:
+  wk_pool_free (pool);
+  free (c);
+  return NULL;
+}
+
+static void
+test_pool_shared_many_callers (void)
+{
+  pthread_t th[6];
+  shared_caller sc[6];
+  int i, round;
+
+  /* twice: the shared workers end with their last handle and start again */
+  for (round = 0; round < 2; round++) {
+    for (i = 0; i < 6; i++) {
+      sc[i].n_threads = 1 + i % 4;
+      sc[i].ok = 0;
+      CHECK (pthread_create (&th[i], NULL, shared_caller_main, &sc[i]) == 0);
+    }
+    for (i = 0; i < 6; i++) {
+      pthread_join (th[i], NULL);
+      CHECK_MSG (sc[i].ok, "caller %d (%d threads) saw a job run wrong", i,
+          sc[i].n_threads);
+    }
+  }
+}
+
 #endif /* __wasm__ */
 
 static void
@@ -907,6 +1060,7 @@ main (void)
   /* the WebAssembly engine has one thread: no pool to test */
   RUN (test_pool_many_short_jobs);
   RUN (test_pool_null_and_default);
+  RUN (test_pool_shared_many_callers);
 #endif
   RUN (test_get_row);
   RUN (test_quantize_act_bits);
@@ -914,6 +1068,8 @@ main (void)
   RUN (test_linear_model_shapes);
   RUN (test_linear_f16_special_values);
   RUN (test_linear_is_deterministic_across_threads);
+  RUN (test_gemv_is_deterministic_across_threads);
+  RUN (test_linear_batch_matches_alone);
   RUN (test_gemm_f32);
   RUN (test_attention);
   RUN (test_f32_to_f16);

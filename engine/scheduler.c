@@ -1,0 +1,137 @@
+/* The scheduler of a model's decoder steps (see scheduler.h). */
+#include "scheduler.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* How long a free scheduler waits for the streams of the last batch to
+ * come back with their next step (each samples its token in between,
+ * tens of microseconds) before it runs without them. */
+#define WK_SCHED_GATHER_NS (200 * 1000)
+
+struct wk_sched
+{
+  pthread_mutex_t lock;
+  pthread_cond_t done_cond;     /* a batch finished */
+  pthread_cond_t arrive_cond;   /* a request came */
+  wk_sched_req *head, **tail;   /* lock: waiting requests, oldest first */
+  bool busy;                    /* lock: a batch is running or gathering */
+  bool gathering;               /* lock: its leader waits for arrivals */
+  /* lock: the owners of the last batch, compared, never dereferenced */
+  const void *last[WK_SCHED_MAX_REQS];
+  int n_last;
+};
+
+wk_sched *
+wk_sched_new (void)
+{
+  wk_sched *s = calloc (1, sizeof *s);
+
+  if (!s)
+    return NULL;
+  if (pthread_mutex_init (&s->lock, NULL) != 0) {
+    free (s);
+    return NULL;
+  }
+  pthread_cond_init (&s->done_cond, NULL);
+  pthread_cond_init (&s->arrive_cond, NULL);
+  s->tail = &s->head;
+  return s;
+}
+
+void
+wk_sched_free (wk_sched * s)
+{
+  if (!s)
+    return;
+  pthread_cond_destroy (&s->done_cond);
+  pthread_cond_destroy (&s->arrive_cond);
+  pthread_mutex_destroy (&s->lock);
+  free (s);
+}
+
+/* Whether an owner of the last batch has no request waiting (it is
+ * still sampling its token, or its window is done). Lock. */
+static bool
+wk_sched_missing (const wk_sched * s)
+{
+  int i;
+
+  for (i = 0; i < s->n_last; i++) {
+    const wk_sched_req *r;
+    for (r = s->head; r && r->owner != s->last[i]; r = r->next);
+    if (!r)
+      return true;
+  }
+  return false;
+}
+
+/* Waits (lock held) until every owner of the last batch is back or
+ * WK_SCHED_GATHER_NS have passed: streams that batched once come back
+ * at about the same time, and the first back would otherwise run alone
+ * and the others after it, every step. A stream alone is always back
+ * (it is the caller): it never waits. */
+static void
+wk_sched_gather (wk_sched * s)
+{
+  struct timespec until;
+
+  if (!wk_sched_missing (s))
+    return;
+  clock_gettime (CLOCK_REALTIME, &until);
+  until.tv_nsec += WK_SCHED_GATHER_NS;
+  if (until.tv_nsec >= 1000 * 1000 * 1000) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000 * 1000 * 1000;
+  }
+  s->gathering = true;
+  while (wk_sched_missing (s)
+      && pthread_cond_timedwait (&s->arrive_cond, &s->lock, &until) == 0);
+  s->gathering = false;
+}
+
+void
+wk_sched_run (wk_sched * s, wk_sched_req * req, wk_sched_fn fn)
+{
+  wk_sched_req *batch[WK_SCHED_MAX_REQS];
+
+  pthread_mutex_lock (&s->lock);
+  req->done = false;
+  req->next = NULL;
+  *s->tail = req;
+  s->tail = &req->next;
+  if (s->gathering)
+    pthread_cond_signal (&s->arrive_cond);
+  while (!req->done) {
+    int n = 0, rows = 0, i;
+
+    if (s->busy) {
+      pthread_cond_wait (&s->done_cond, &s->lock);
+      continue;
+    }
+    /* run the oldest waiting requests (ours may be later: then we serve
+     * them and look again) */
+    s->busy = true;
+    wk_sched_gather (s);
+    while (s->head && n < WK_SCHED_MAX_REQS
+        && (n == 0 || rows + s->head->rows <= WK_SCHED_MAX_ROWS)) {
+      rows += s->head->rows;
+      batch[n++] = s->head;
+      s->head = s->head->next;
+    }
+    if (!s->head)
+      s->tail = &s->head;
+    for (i = 0; i < n; i++)
+      s->last[i] = batch[i]->owner;
+    s->n_last = n;
+    pthread_mutex_unlock (&s->lock);
+    fn (batch, n);
+    pthread_mutex_lock (&s->lock);
+    for (i = 0; i < n; i++)
+      batch[i]->done = true;
+    s->busy = false;
+    pthread_cond_broadcast (&s->done_cond);
+  }
+  pthread_mutex_unlock (&s->lock);
+}
