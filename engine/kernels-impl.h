@@ -71,6 +71,8 @@ typedef struct
 extern const wk_kernel_set wk_kernels_ref;
 #ifdef WK_HAVE_AVX2_KERNELS
 extern const wk_kernel_set wk_kernels_avx2;
+/* wk_kernels_avx2 with AVX-VNNI integer products (decoder q8_0/q4_0) */
+extern const wk_kernel_set wk_kernels_avx2vnni;
 #endif
 #ifdef WK_HAVE_WASM_KERNELS
 extern const wk_kernel_set wk_kernels_wasm;
@@ -82,6 +84,8 @@ void wk_kernels_avx512_init (wk_kernel_set * ks);
 
 /* 1 when the CPU and OS run wk_kernels_avx2 (AVX2, FMA, F16C). */
 int wk_kernels_avx2_usable (void);
+/* 1 when they also run wk_kernels_avx2vnni (AVX-VNNI). */
+int wk_kernels_avx2vnni_usable (void);
 
 /* The SIMD kernel sets built in and usable on this CPU (at most max),
  * widest last; returns their number. For the tests and the benchmark. */

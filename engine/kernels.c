@@ -40,6 +40,20 @@ wk_kernels_avx2_usable (void)
 #endif
 }
 
+int
+wk_kernels_avx2vnni_usable (void)
+{
+#ifdef WK_HAVE_AVX2_KERNELS
+  unsigned a, b, c, d;
+
+  /* AVX-VNNI: CPUID leaf 7, sub-leaf 1, EAX bit 4 */
+  return wk_kernels_avx2_usable () && __get_cpuid_count (7, 1, &a, &b, &c, &d)
+      && (a & (1u << 4)) != 0;
+#else
+  return 0;
+#endif
+}
+
 #ifdef WK_HAVE_AVX512_KERNELS
 static wk_kernel_set wk_kernels_avx512_set;
 static pthread_once_t wk_kernels_avx512_once = PTHREAD_ONCE_INIT;
@@ -92,6 +106,8 @@ wk_kernels_simd_sets (const wk_kernel_set ** sets, int max)
 #ifdef WK_HAVE_AVX2_KERNELS
   if (n < max && wk_kernels_avx2_usable ())
     sets[n++] = &wk_kernels_avx2;
+  if (n < max && wk_kernels_avx2vnni_usable ())
+    sets[n++] = &wk_kernels_avx2vnni;
 #endif
 #ifdef WK_HAVE_AVX512_KERNELS
   if (n < max && wk_kernels_avx512_get ())
@@ -112,9 +128,9 @@ wk_kernels_simd_sets (const wk_kernel_set ** sets, int max)
 static const wk_kernel_set *
 wk_kernels_choose (void)
 {
-  const wk_kernel_set *sets[4];
+  const wk_kernel_set *sets[5];
   const char *env = getenv ("WK_KERNELS");
-  int n = wk_kernels_simd_sets (sets, 4), i;
+  int n = wk_kernels_simd_sets (sets, 5), i;
 
   if (env && strcmp (env, "ref") == 0)
     return &wk_kernels_ref;

@@ -76,7 +76,7 @@ gelu_exact (double x)
 }
 
 /* kernel sets to hold to the reference */
-static const wk_kernel_set *simd_sets[4];
+static const wk_kernel_set *simd_sets[5];
 static int n_simd_sets;
 
 static double act_q8_worst_ratio;       /* error / bound, over all cases */
@@ -187,7 +187,7 @@ find_simd_sets (void)
 {
   int i;
 
-  n_simd_sets = wk_kernels_simd_sets (simd_sets, 4);
+  n_simd_sets = wk_kernels_simd_sets (simd_sets, 5);
   for (i = 0; i < n_simd_sets; i++)
     printf ("# testing kernel set %s against the reference\n",
         simd_sets[i]->name);
@@ -883,6 +883,7 @@ test_dispatch (void)
   const char *env = getenv ("WK_KERNELS");
   CHECK (name != NULL);
   CHECK (strcmp (name, "ref") == 0 || strcmp (name, "avx2") == 0
+      || strcmp (name, "avx2vnni") == 0
       || strcmp (name, "avx512") == 0 || strcmp (name, "wasm") == 0);
   if (env && strcmp (env, "ref") == 0)
     CHECK (strcmp (name, "ref") == 0);
