@@ -102,14 +102,20 @@ void wk_kernels_set (const wk_kernel_set * set);
 /* Largest depth for which quantized activations are used. */
 #define WK_LINEAR_QMAX_K 16384
 
+/* 0 when WK_INT8=0 (or off) is in the environment (read once): every
+ * product then takes f32 activations, for A/B comparisons of the integer
+ * path; 1 otherwise. */
+int wk_kernels_int8 (void);
+
 /* The rule of kernels.h: q8_0 / q4_0 weights with fewer than
  * WK_LINEAR_GEMM_ROWS rows of X take integer block dot products against
- * activations quantized by wk_quantize_act. */
+ * activations quantized by wk_quantize_act (unless WK_INT8=0). */
 static inline int
 wk_linear_act_q8 (const wk_tensor * W, int64_t n)
 {
   return (W->type == WK_TYPE_Q8_0 || W->type == WK_TYPE_Q4_0)
-      && n < WK_LINEAR_GEMM_ROWS && W->ne[0] <= WK_LINEAR_QMAX_K;
+      && n < WK_LINEAR_GEMM_ROWS && W->ne[0] <= WK_LINEAR_QMAX_K
+      && wk_kernels_int8 ();
 }
 
 /* Activation quantization (k a multiple of WK_QK): per block of 32,

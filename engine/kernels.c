@@ -141,6 +141,24 @@ wk_kernels_choose (void)
   return n > 0 ? sets[n - 1] : &wk_kernels_ref;
 }
 
+/* -1: not read yet */
+static atomic_int wk_kernels_int8_mode = -1;
+
+int
+wk_kernels_int8 (void)
+{
+  int mode = atomic_load_explicit (&wk_kernels_int8_mode,
+      memory_order_relaxed);
+
+  if (mode < 0) {
+    /* racing first calls all compute the same answer */
+    const char *env = getenv ("WK_INT8");
+    mode = !(env && (strcmp (env, "0") == 0 || strcmp (env, "off") == 0));
+    atomic_store_explicit (&wk_kernels_int8_mode, mode, memory_order_relaxed);
+  }
+  return mode;
+}
+
 const wk_kernel_set *
 wk_kernels_get (void)
 {
