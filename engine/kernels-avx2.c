@@ -1165,6 +1165,13 @@ linear_any (const wk_tensor * W, const float *bias, const float *X,
   gemm_src s;
   gemm_epi epi;
 
+  /* q8_0 against one row of X without VNNI: the two-row kernel is as fast
+   * as the tiles (its two sign operations per row are what the tiles'
+   * maddubs needs too) */
+  if (act_q8 && !vnni && n == 1 && W->type == WK_TYPE_Q8_0) {
+    gemv_q8 (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+    return;
+  }
   if (act_q8) {
     gemv_q8_tiles (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, vnni);
     return;
