@@ -282,8 +282,11 @@ wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.ldy = ldy;
   job.flags = flags;
   job.act_q8 = wk_linear_act_q8 (W, n);
-  /* whole weight panels per piece (16 outputs for AVX2, 32 for AVX-512) */
-  job.unit = n >= WK_LINEAR_GEMM_ROWS ? 32 : 4;
+  /* whole weight panels per piece (16 outputs for AVX2, 32 for AVX-512);
+   * with few rows of X whole tiles of the streamed kernels (8 rows for
+   * AVX2, 16 for AVX-512 VNNI), so that a thread's piece has no tail for
+   * the slower per-row kernels */
+  job.unit = n >= WK_LINEAR_GEMM_ROWS ? 32 : 16;
   job.split_rows = 0;
   if (m < job.unit * nth * 2 && n >= 4 * nth * WK_LINEAR_GEMM_ROWS) {
     job.split_rows = 1;
