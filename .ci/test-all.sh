@@ -79,7 +79,7 @@ run_suite ci-build
 # kernels end to end: parity with the Python reference (random-weight
 # models, f16/q8_0/q4_0, encoder and decoder) and the default model's
 # transcription. The kernels test already holds every set to the
-# reference. About 2 minutes for both lanes.
+# reference. About 2.5 minutes for both lanes (the reference most of it).
 for set in avx2 ref; do
   echo "== ci-build with WK_KERNELS=$set (parity, default-model) =="
   if [ -d ci-build ] && ! WK_KERNELS=$set meson test -C ci-build --no-rebuild \
