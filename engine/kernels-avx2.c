@@ -858,16 +858,326 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
   }
 }
 
+/* ---- decoder products as tiles of 8 weight rows, one lane per row ----
+ *
+ * q8_0 / q4_0 weights against activations quantized per block
+ * (wk_quantize_act), as the AVX-512 VNNI kernels do it: per block, the
+ * integer products of 8 weight rows with the activation's block are
+ * summed into one int32 lane per row, and only that vector is scaled in
+ * f32 (the 8 rows' d_w gathered at once, times d_x), where gemvq_* above
+ * scale each row's 8 partial sums on their own. The integer products are
+ * vpdpbusd with AVX-VNNI (Intel cores since Alder Lake, AMD Zen 5:
+ * unsigned weights, q8_0 + 128 or q4_0's nibbles, times the signed
+ * activation; the offset, -128 or -8 times the activation's block sum, is
+ * added after) or maddubs + madd without it (q8_0 as |w| * sign (x, w),
+ * which keeps maddubs within int16, so no offset). Up to QX rows of X
+ * share each tile's weight loads (beams). The weights of a tile are
+ * contiguous (8 rows); they are prefetched QPF bytes ahead of the block
+ * being read, so the prefetch runs on into the next tile. */
+
+#define QT 8                    /* weight rows per tile */
+#define QX 4                    /* rows of X per pass */
+#define QPF 8192                /* prefetch distance (bytes) */
+/* the AVX-VNNI kernels' attribute, as one word (see WK_ALWAYS_INLINE) */
+#define TARGET_AVXVNNI __attribute__ ((target ("avxvnni")))
+
+typedef struct
+{
+  int8_t q[QX][WK_LINEAR_QMAX_K];
+  float d[QX][WK_LINEAR_QMAX_K / WK_QK];        /* d_x per block */
+  float c[QX][WK_LINEAR_QMAX_K / WK_QK];        /* offset per block */
+} qtile_act;
+
+/* lane r = the sum of z[r]'s 8 lanes */
+static inline WK_ALWAYS_INLINE __m256i
+sum8x8_epi32 (const __m256i z[8])
+{
+  __m256i t0 = _mm256_hadd_epi32 (z[0], z[1]);
+  __m256i t1 = _mm256_hadd_epi32 (z[2], z[3]);
+  __m256i t2 = _mm256_hadd_epi32 (z[4], z[5]);
+  __m256i t3 = _mm256_hadd_epi32 (z[6], z[7]);
+
+  /* 128-bit lane 0: rows' sums of their low halves, lane 1: high */
+  t0 = _mm256_hadd_epi32 (t0, t1);
+  t2 = _mm256_hadd_epi32 (t2, t3);
+  return _mm256_add_epi32 (_mm256_permute2x128_si256 (t0, t2, 0x20),
+      _mm256_permute2x128_si256 (t0, t2, 0x31));
+}
+
+/* the 8 rows' scales d (the first two bytes of each row's block at w,
+ * rows rb bytes apart): loads and unpacks (a gather is many more
+ * micro-ops on AMD's cores) */
+static inline WK_ALWAYS_INLINE __m256
+load_d8 (const unsigned char *w, size_t rb)
+{
+  __m128i h[8], a, b, c, d;
+  int r;
+
+#pragma GCC unroll 8
+  for (r = 0; r < 8; r++)
+    h[r] = _mm_cvtsi32_si128 (*(const uint16_t *) (w + (size_t) r * rb));
+  a = _mm_unpacklo_epi16 (h[0], h[1]);
+  b = _mm_unpacklo_epi16 (h[2], h[3]);
+  c = _mm_unpacklo_epi16 (h[4], h[5]);
+  d = _mm_unpacklo_epi16 (h[6], h[7]);
+  return _mm256_cvtph_ps (_mm_unpacklo_epi64 (_mm_unpacklo_epi32 (a, b),
+          _mm_unpacklo_epi32 (c, d)));
+}
+
+/* int32 sums of 4 products of u8 u and s8 s per lane */
+static inline WK_ALWAYS_INLINE TARGET_AVXVNNI __m256i
+dot_u8s8_vnni (__m256i u, __m256i s)
+{
+  return _mm256_dpbusd_avx_epi32 (_mm256_setzero_si256 (), u, s);
+}
+
+static inline WK_ALWAYS_INLINE __m256i
+dot_u8s8_plain (__m256i u, __m256i s)
+{
+  return _mm256_madd_epi16 (_mm256_maddubs_epi16 (u, s), _mm256_set1_epi16 (1));
+}
+
+/* q8_0: VNNI takes w + 128 (the offset is in the activation's c), plain
+ * AVX2 |w| * sign (x, w) */
+static inline WK_ALWAYS_INLINE TARGET_AVXVNNI __m256i
+dot_q8_vnni (__m256i w, __m256i x)
+{
+  return dot_u8s8_vnni (_mm256_xor_si256 (w, _mm256_set1_epi8 ((char) 0x80)),
+      x);
+}
+
+static inline WK_ALWAYS_INLINE __m256i
+dot_q8_plain (__m256i w, __m256i x)
+{
+  return dot_u8s8_plain (_mm256_sign_epi8 (w, w), _mm256_sign_epi8 (x, w));
+}
+
+/* One block b of a tile for NX rows of X: acc[x] lane r += row r's
+ * block dot product with row x of X, scaled. W8 (1 for q8_0) and the dot
+ * products are the variant's. */
+#define QTILE_BLOCK(NX, Q8, DOT_Q8, DOT_Q4) \
+  do { \
+    const size_t bs_ = Q8 ? sizeof (wk_block_q8_0) : sizeof (wk_block_q4_0); \
+    const unsigned char *wb_ = w + b * bs_; \
+    __m256i v_[QT], z_[QT]; \
+    __m256 dw_; \
+    int r_, x_, i_; \
+    for (i_ = 0; i_ < (int) (QT * bs_ + 63) / 64; i_++) \
+      _mm_prefetch ((const char *) w + QPF + b * QT * bs_ + i_ * 64, \
+          _MM_HINT_T0); \
+    _Pragma ("GCC unroll 8") for (r_ = 0; r_ < QT; r_++) { \
+      if (Q8) { \
+        v_[r_] = _mm256_loadu_si256 ((const __m256i *) (wb_ + 2 + \
+                (size_t) r_ * rb)); \
+      } else { \
+        __m128i q_ = _mm_loadu_si128 ((const __m128i *) (wb_ + 2 + \
+                (size_t) r_ * rb)); \
+        v_[r_] = _mm256_and_si256 (_mm256_set_m128i (_mm_srli_epi16 (q_, \
+                    4), q_), _mm256_set1_epi8 (0x0f)); \
+      } \
+    } \
+    dw_ = load_d8 (wb_, rb); \
+    _Pragma ("GCC unroll 4") for (x_ = 0; x_ < NX; x_++) { \
+      __m256i xv_ = _mm256_loadu_si256 ((const __m256i *) (a->q[x_] + \
+              b * WK_QK)); \
+      __m256 f_; \
+      _Pragma ("GCC unroll 8") for (r_ = 0; r_ < QT; r_++) \
+        z_[r_] = Q8 ? DOT_Q8 (v_[r_], xv_) : DOT_Q4 (v_[r_], xv_); \
+      f_ = _mm256_add_ps (_mm256_cvtepi32_ps (sum8x8_epi32 (z_)), \
+          _mm256_set1_ps (a->c[x_][b])); \
+      acc[x_] = _mm256_fmadd_ps (_mm256_mul_ps (f_, dw_), \
+          _mm256_set1_ps (a->d[x_][b]), acc[x_]); \
+    } \
+  } while (0)
+
+#define QTILE_CASE(NX, Q8, DOT_Q8, DOT_Q4) \
+  case NX: \
+    for (b = 0; b < nb; b++) \
+      QTILE_BLOCK (NX, Q8, DOT_Q8, DOT_Q4); \
+    break
+
+/* acc[0 .. nx-1] = the 8 rows' sums over all blocks for each row of X */
+#define QTILE_DEFINE(NAME, ATTR, DOT_Q8, DOT_Q4) \
+  static ATTR void \
+  NAME (int q8, const unsigned char *w, size_t rb, int64_t nb, \
+      const qtile_act * a, int nx, __m256 * acc) \
+  { \
+    int64_t b; \
+    int x; \
+    for (x = 0; x < nx; x++) \
+      acc[x] = _mm256_setzero_ps (); \
+    if (q8) { \
+      switch (nx) { \
+        QTILE_CASE (1, 1, DOT_Q8, DOT_Q4); \
+        QTILE_CASE (2, 1, DOT_Q8, DOT_Q4); \
+        QTILE_CASE (3, 1, DOT_Q8, DOT_Q4); \
+        default: \
+          for (b = 0; b < nb; b++) \
+            QTILE_BLOCK (QX, 1, DOT_Q8, DOT_Q4); \
+      } \
+    } else { \
+      switch (nx) { \
+        QTILE_CASE (1, 0, DOT_Q8, DOT_Q4); \
+        QTILE_CASE (2, 0, DOT_Q8, DOT_Q4); \
+        QTILE_CASE (3, 0, DOT_Q8, DOT_Q4); \
+        default: \
+          for (b = 0; b < nb; b++) \
+            QTILE_BLOCK (QX, 0, DOT_Q8, DOT_Q4); \
+      } \
+    } \
+  }
+
+/* GNU indent cannot parse a function defined by a macro. */
+/* *INDENT-OFF* */
+QTILE_DEFINE (qtile_vnni, TARGET_AVXVNNI, dot_q8_vnni, dot_u8s8_vnni)
+QTILE_DEFINE (qtile_plain, , dot_q8_plain, dot_u8s8_plain)
+/* *INDENT-ON* */
+
+/* wk_linear_ex for act_q8 products: rows of X QX at a time, whole tiles
+ * of outputs here, the rest (< 8 outputs) by gemv_q8. */
 static void
-avx2_linear (const wk_tensor * W, const float *bias, const float *X,
+gemv_q8_tiles (const wk_tensor * W, const float *bias, const float *X,
     int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
-    unsigned flags, int act_q8)
+    unsigned flags, int vnni)
+{
+  /* 80 KiB */
+  qtile_act a;
+  const int64_t k = W->ne[0], nb = k / WK_QK;
+  const size_t rb = wk_type_row_bytes (W->type, k);
+  const unsigned char *data = W->data;
+  const int q8 = W->type == WK_TYPE_Q8_0;
+  /* what the integer sums need added: q8_0's + 128 (VNNI), q4_0's + 8 */
+  const float off = q8 ? (vnni ? -128.0f : 0.0f) : -8.0f;
+  int64_t i0, j, bb;
+
+  for (i0 = 0; i0 < n; i0 += QX) {
+    int nx = (int) (n - i0 < QX ? n - i0 : QX), x, l;
+    const int64_t jt = j0 + (j1 - j0) / QT * QT;
+
+    for (x = 0; x < nx; x++) {
+      quantize_act (X + (i0 + x) * ldx, k, a.q[x], a.d[x]);
+      for (bb = 0; bb < nb; bb++) {
+        int32_t sum = 0;
+        for (l = 0; l < WK_QK; l++)
+          sum += a.q[x][bb * WK_QK + l];
+        a.c[x][bb] = off * (float) sum;
+      }
+    }
+    for (j = j0; j < jt; j += QT) {
+      __m256 acc[QX];
+      if (vnni)
+        qtile_vnni (q8, data + (size_t) j * rb, rb, nb, &a, nx, acc);
+      else
+        qtile_plain (q8, data + (size_t) j * rb, rb, nb, &a, nx, acc);
+      for (x = 0; x < nx; x++) {
+        float *y = Y + (i0 + x) * ldy + j;
+        __m256 v = acc[x];
+        if (bias)
+          v = _mm256_add_ps (v, _mm256_loadu_ps (bias + j));
+        if (flags & WK_LINEAR_GELU)
+          v = gelu256 (v);
+        if (flags & WK_LINEAR_ADD)
+          v = _mm256_add_ps (v, _mm256_loadu_ps (y));
+        _mm256_storeu_ps (y, v);
+      }
+    }
+    if (jt < j1)
+      gemv_q8 (W, bias, X + i0 * ldx, nx, ldx, Y + i0 * ldy, ldy, jt, j1,
+          flags);
+  }
+}
+
+/* ---- f16 decoder products: one row of X, 8 weight rows a tile ----
+ * Each row of the tile is read start to end (one sequential stream per
+ * tile), converted 8 halves at a time with F16C, and the 8 rows' sums are
+ * reduced together; the weights are prefetched FPF bytes ahead. */
+
+#define FT 8                    /* weight rows per tile */
+#define FPF 8192                /* prefetch distance (bytes) */
+
+/* lane r = the sum of a[r]'s 8 lanes */
+static inline WK_ALWAYS_INLINE __m256
+sum8x8_ps (const __m256 a[8])
+{
+  __m256 t0 = _mm256_hadd_ps (a[0], a[1]), t1 = _mm256_hadd_ps (a[2], a[3]);
+  __m256 t2 = _mm256_hadd_ps (a[4], a[5]), t3 = _mm256_hadd_ps (a[6], a[7]);
+
+  t0 = _mm256_hadd_ps (t0, t1);
+  t2 = _mm256_hadd_ps (t2, t3);
+  return _mm256_add_ps (_mm256_permute2f128_ps (t0, t2, 0x20),
+      _mm256_permute2f128_ps (t0, t2, 0x31));
+}
+
+static void
+gemv_f16_tiles (const wk_tensor * W, const float *bias, const float *X,
+    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
+{
+  const int64_t k = W->ne[0];
+  const size_t rb = (size_t) k * sizeof (uint16_t);
+  const unsigned char *data = W->data;
+  const int64_t jt = j0 + (j1 - j0) / FT * FT;
+  int64_t j, l;
+  int r;
+
+  for (j = j0; j < jt; j += FT) {
+    const unsigned char *w = data + (size_t) j * rb;
+    __m256 acc[FT], y;
+
+#pragma GCC unroll 8
+    for (r = 0; r < FT; r++) {
+      const uint16_t *h = (const uint16_t *) (w + r * rb);
+      __m256 a0 = _mm256_setzero_ps (), a1 = _mm256_setzero_ps ();
+      __m256 a2 = _mm256_setzero_ps (), a3 = _mm256_setzero_ps ();
+      for (l = 0; l < k; l += 32) {
+        _mm_prefetch ((const char *) (h + l) + FPF, _MM_HINT_T0);
+        a0 = _mm256_fmadd_ps (_mm256_cvtph_ps (_mm_loadu_si128
+                ((const __m128i *) (h + l))), _mm256_loadu_ps (X + l), a0);
+        a1 = _mm256_fmadd_ps (_mm256_cvtph_ps (_mm_loadu_si128
+                ((const __m128i *) (h + l + 8))), _mm256_loadu_ps (X + l + 8),
+            a1);
+        a2 = _mm256_fmadd_ps (_mm256_cvtph_ps (_mm_loadu_si128
+                ((const __m128i *) (h + l + 16))), _mm256_loadu_ps (X + l +
+                16), a2);
+        a3 = _mm256_fmadd_ps (_mm256_cvtph_ps (_mm_loadu_si128
+                ((const __m128i *) (h + l + 24))), _mm256_loadu_ps (X + l +
+                24), a3);
+      }
+      acc[r] = _mm256_add_ps (_mm256_add_ps (a0, a1), _mm256_add_ps (a2, a3));
+    }
+    y = sum8x8_ps (acc);
+    if (bias)
+      y = _mm256_add_ps (y, _mm256_loadu_ps (bias + j));
+    if (flags & WK_LINEAR_GELU)
+      y = gelu256 (y);
+    if (flags & WK_LINEAR_ADD)
+      y = _mm256_add_ps (y, _mm256_loadu_ps (Y + j));
+    _mm256_storeu_ps (Y + j, y);
+  }
+  if (jt < j1)
+    gemv (W, bias, X, 1, ldx, Y, ldy, jt, j1, flags);
+}
+
+static void
+linear_any (const wk_tensor * W, const float *bias, const float *X,
+    int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags, int act_q8, int vnni)
 {
   gemm_src s;
   gemm_epi epi;
 
-  if (act_q8) {
+  /* q8_0 against one row of X without VNNI: the two-row kernel is as fast
+   * as the tiles (its two sign operations per row are what the tiles'
+   * maddubs needs too) */
+  if (act_q8 && !vnni && n == 1 && W->type == WK_TYPE_Q8_0) {
     gemv_q8 (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
+    return;
+  }
+  if (act_q8) {
+    gemv_q8_tiles (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, vnni);
+    return;
+  }
+  if (n == 1 && W->type == WK_TYPE_F16 && W->ne[0] % 32 == 0) {
+    gemv_f16_tiles (W, bias, X, ldx, Y, ldy, j0, j1, flags);
     return;
   }
   if (n < WK_LINEAR_GEMM_ROWS) {
@@ -884,6 +1194,23 @@ avx2_linear (const wk_tensor * W, const float *bias, const float *X,
   epi.flags = flags;
   epi.alpha = 1.0f;
   gemm_core (&s, X, n, ldx, Y, ldy, j0, j1, W->ne[0], &epi);
+}
+
+static void
+avx2_linear (const wk_tensor * W, const float *bias, const float *X,
+    int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags, int act_q8)
+{
+  linear_any (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, act_q8, 0);
+}
+
+/* The same with AVX-VNNI's integer products (wk_kernels_avx2vnni). */
+static void
+avx2vnni_linear (const wk_tensor * W, const float *bias, const float *X,
+    int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags, int act_q8)
+{
+  linear_any (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, act_q8, 1);
 }
 
 static void
@@ -1377,6 +1704,22 @@ avx2_add (float *y, const float *x, int64_t n)
 const wk_kernel_set wk_kernels_avx2 = {
   .name = "avx2",
   .linear = avx2_linear,
+  .gemm_f32 = avx2_gemm_f32,
+  .attention_head = avx2_attention_head,
+  .attention_head_f16kv = avx2_attention_head_f16kv,
+  .f32_to_f16 = avx2_f32_to_f16,
+  .layer_norm_row = avx2_layer_norm_row,
+  .quantize_act = quantize_act,
+  .gelu = avx2_gelu,
+  .softmax = avx2_softmax,
+  .add = avx2_add,
+};
+
+/* AVX2 with AVX-VNNI: the same set but for the decoder's integer
+ * products (vpdpbusd). Only chosen when the CPU has AVX-VNNI. */
+const wk_kernel_set wk_kernels_avx2vnni = {
+  .name = "avx2vnni",
+  .linear = avx2vnni_linear,
   .gemm_f32 = avx2_gemm_f32,
   .attention_head = avx2_attention_head,
   .attention_head_f16kv = avx2_attention_head_f16kv,

@@ -401,11 +401,13 @@ hsum8x16 (const __m512 a[8])
 /* the VNNI kernels' attribute, as one word (see WK_ALWAYS_INLINE) */
 #define TARGET_VNNI __attribute__ ((target ("avx512vnni")))
 
+#define VX 4                    /* rows of X per pass (beams) */
+
 typedef struct
 {
-  int8_t q[WK_LINEAR_QMAX_K];
-  float d[WK_LINEAR_QMAX_K / WK_QK];    /* d_x per block */
-  float c[WK_LINEAR_QMAX_K / WK_QK];    /* -128 or -8 times sum q_x */
+  int8_t q[VX][WK_LINEAR_QMAX_K];
+  float d[VX][WK_LINEAR_QMAX_K / WK_QK];        /* d_x per block */
+  float c[VX][WK_LINEAR_QMAX_K / WK_QK];        /* -128 or -8 times sum q_x */
 } vnni_act;
 
 static int have_vnni;
@@ -431,80 +433,87 @@ gather_d (const unsigned char *w, __m512i roff)
           (roff, (const void *) w, 1)));
 }
 
-/* Sums over the blocks of 16 q8_0 rows starting at w (rb bytes apart),
- * lane r = row r. */
-static inline WK_ALWAYS_INLINE TARGET_VNNI __m512
-tile_q8_0 (const unsigned char *w, size_t rb, int64_t nb,
-    const vnni_act * a, __m512i roff)
+/* Sums over the blocks of 16 q8_0 rows starting at w (rb bytes apart)
+ * for NX rows of X: acc[x] lane r = row r against row x. The weights are
+ * loaded once per block for all rows of X. */
+static inline WK_ALWAYS_INLINE TARGET_VNNI void
+tile_q8_0 (const int NX, const unsigned char *w, size_t rb, int64_t nb,
+    const vnni_act * a, __m512i roff, __m512 * acc)
 {
   const __m512i flip = _mm512_set1_epi8 ((char) 0x80);
-  __m512 acc = _mm512_setzero_ps ();
   int64_t b;
-  int i;
+  int i, x;
 
+  for (x = 0; x < NX; x++)
+    acc[x] = _mm512_setzero_ps ();
   for (b = 0; b < nb; b++) {
     const unsigned char *wb = w + b * sizeof (wk_block_q8_0);
     const unsigned char *qs = wb + 2;
-    const __m512i x = _mm512_broadcast_i64x4 (_mm256_loadu_si256
-        ((const __m256i *) (a->q + b * WK_QK)));
-    __m512i z[8], t[4], u0, u1, s;
-    __m512 f;
+    __m512i v[8];
+    __m512 dw;
 
     for (i = 0; i < 9; i++)
       _mm_prefetch ((const char *) w + VPF + b * VT * sizeof (wk_block_q8_0)
           + i * 64, _MM_HINT_T0);
-    /* z[i]: rows r and r + 4 in its halves, r = i (i < 4) or i + 4, so
+    /* v[i]: rows r and r + 4 in its halves, r = i (i < 4) or i + 4, so
      * that the reduction below leaves row r in lane r */
 #pragma GCC unroll 8
     for (i = 0; i < 8; i++) {
       size_t r = (size_t) (i < 4 ? i : i + 4);
-      __m512i v = _mm512_inserti64x4 (_mm512_castsi256_si512
-          (_mm256_loadu_si256 ((const __m256i *) (qs + r * rb))),
-          _mm256_loadu_si256 ((const __m256i *) (qs + (r + 4) * rb)), 1);
-      z[i] = _mm512_dpbusd_epi32 (_mm512_setzero_si512 (),
-          _mm512_xor_si512 (v, flip), x);
+      v[i] = _mm512_xor_si512 (_mm512_inserti64x4 (_mm512_castsi256_si512
+              (_mm256_loadu_si256 ((const __m256i *) (qs + r * rb))),
+              _mm256_loadu_si256 ((const __m256i *) (qs + (r + 4) * rb)), 1),
+          flip);
     }
+    dw = gather_d (wb, roff);
 #pragma GCC unroll 4
-    for (i = 0; i < 4; i++)
-      t[i] = _mm512_add_epi32 (_mm512_unpacklo_epi32 (z[2 * i], z[2 * i + 1]),
-          _mm512_unpackhi_epi32 (z[2 * i], z[2 * i + 1]));
-    u0 = _mm512_add_epi32 (_mm512_unpacklo_epi64 (t[0], t[1]),
-        _mm512_unpackhi_epi64 (t[0], t[1]));
-    u1 = _mm512_add_epi32 (_mm512_unpacklo_epi64 (t[2], t[3]),
-        _mm512_unpackhi_epi64 (t[2], t[3]));
-    s = _mm512_add_epi32 (_mm512_shuffle_i32x4 (u0, u1, _MM_SHUFFLE (2, 0, 2,
-                0)), _mm512_shuffle_i32x4 (u0, u1, _MM_SHUFFLE (3, 1, 3, 1)));
-    f = _mm512_add_ps (_mm512_cvtepi32_ps (s), _mm512_set1_ps (a->c[b]));
-    acc = _mm512_fmadd_ps (_mm512_mul_ps (f, gather_d (wb, roff)),
-        _mm512_set1_ps (a->d[b]), acc);
+    for (x = 0; x < NX; x++) {
+      const __m512i xv = _mm512_broadcast_i64x4 (_mm256_loadu_si256
+          ((const __m256i *) (a->q[x] + b * WK_QK)));
+      __m512i z[8], t[4], u0, u1, s;
+      __m512 f;
+#pragma GCC unroll 8
+      for (i = 0; i < 8; i++)
+        z[i] = _mm512_dpbusd_epi32 (_mm512_setzero_si512 (), v[i], xv);
+#pragma GCC unroll 4
+      for (i = 0; i < 4; i++)
+        t[i] = _mm512_add_epi32 (_mm512_unpacklo_epi32 (z[2 * i],
+                z[2 * i + 1]), _mm512_unpackhi_epi32 (z[2 * i], z[2 * i + 1]));
+      u0 = _mm512_add_epi32 (_mm512_unpacklo_epi64 (t[0], t[1]),
+          _mm512_unpackhi_epi64 (t[0], t[1]));
+      u1 = _mm512_add_epi32 (_mm512_unpacklo_epi64 (t[2], t[3]),
+          _mm512_unpackhi_epi64 (t[2], t[3]));
+      s = _mm512_add_epi32 (_mm512_shuffle_i32x4 (u0, u1, _MM_SHUFFLE (2, 0,
+                  2, 0)), _mm512_shuffle_i32x4 (u0, u1, _MM_SHUFFLE (3, 1, 3,
+                  1)));
+      f = _mm512_add_ps (_mm512_cvtepi32_ps (s), _mm512_set1_ps (a->c[x][b]));
+      acc[x] = _mm512_fmadd_ps (_mm512_mul_ps (f, dw),
+          _mm512_set1_ps (a->d[x][b]), acc[x]);
+    }
   }
-  return acc;
 }
 
 /* The same for q4_0 rows. */
-static inline WK_ALWAYS_INLINE TARGET_VNNI __m512
-tile_q4_0 (const unsigned char *w, size_t rb, int64_t nb,
-    const vnni_act * a, __m512i roff)
+static inline WK_ALWAYS_INLINE TARGET_VNNI void
+tile_q4_0 (const int NX, const unsigned char *w, size_t rb, int64_t nb,
+    const vnni_act * a, __m512i roff, __m512 * acc)
 {
   const __m512i m4 = _mm512_set1_epi8 (0x0f);
-  __m512 acc = _mm512_setzero_ps ();
   int64_t b;
-  int i;
+  int i, x;
 
+  for (x = 0; x < NX; x++)
+    acc[x] = _mm512_setzero_ps ();
   for (b = 0; b < nb; b++) {
     const unsigned char *wb = w + b * sizeof (wk_block_q4_0);
     const unsigned char *qs = wb + 2;
-    const __m512i xl = _mm512_broadcast_i32x4 (_mm_loadu_si128
-        ((const __m128i *) (a->q + b * WK_QK)));
-    const __m512i xh = _mm512_broadcast_i32x4 (_mm_loadu_si128
-        ((const __m128i *) (a->q + b * WK_QK + 16)));
-    __m512i z[4];
-    __m512 f;
+    __m512i lo[4], hi[4];
+    __m512 dw;
 
     for (i = 0; i < 5; i++)
       _mm_prefetch ((const char *) w + VPF + b * VT * sizeof (wk_block_q4_0)
           + i * 64, _MM_HINT_T0);
-    /* z[i]: rows i, i + 4, i + 8, i + 12 in its 128-bit lanes */
+    /* lo[i], hi[i]: rows i, i + 4, i + 8, i + 12 in its 128-bit lanes */
 #pragma GCC unroll 4
     for (i = 0; i < 4; i++) {
       __m512i v = _mm512_castsi128_si512 (_mm_loadu_si128 ((const __m128i *)
@@ -515,57 +524,107 @@ tile_q4_0 (const unsigned char *w, size_t rb, int64_t nb,
                   (size_t) (i + 8) * rb)), 2);
       v = _mm512_inserti32x4 (v, _mm_loadu_si128 ((const __m128i *) (qs +
                   (size_t) (i + 12) * rb)), 3);
-      z[i] = _mm512_dpbusd_epi32 (_mm512_dpbusd_epi32 (_mm512_setzero_si512
-              (), _mm512_and_si512 (v, m4), xl),
-          _mm512_and_si512 (_mm512_srli_epi16 (v, 4), m4), xh);
+      lo[i] = _mm512_and_si512 (v, m4);
+      hi[i] = _mm512_and_si512 (_mm512_srli_epi16 (v, 4), m4);
     }
-    f = _mm512_add_ps (_mm512_cvtepi32_ps (reduce4x4 (z)),
-        _mm512_set1_ps (a->c[b]));
-    acc = _mm512_fmadd_ps (_mm512_mul_ps (f, gather_d (wb, roff)),
-        _mm512_set1_ps (a->d[b]), acc);
+    dw = gather_d (wb, roff);
+#pragma GCC unroll 4
+    for (x = 0; x < NX; x++) {
+      const __m512i xl = _mm512_broadcast_i32x4 (_mm_loadu_si128
+          ((const __m128i *) (a->q[x] + b * WK_QK)));
+      const __m512i xh = _mm512_broadcast_i32x4 (_mm_loadu_si128
+          ((const __m128i *) (a->q[x] + b * WK_QK + 16)));
+      __m512i z[4];
+      __m512 f;
+#pragma GCC unroll 4
+      for (i = 0; i < 4; i++)
+        z[i] = _mm512_dpbusd_epi32 (_mm512_dpbusd_epi32 (_mm512_setzero_si512
+                (), lo[i], xl), hi[i], xh);
+      f = _mm512_add_ps (_mm512_cvtepi32_ps (reduce4x4 (z)),
+          _mm512_set1_ps (a->c[x][b]));
+      acc[x] = _mm512_fmadd_ps (_mm512_mul_ps (f, dw),
+          _mm512_set1_ps (a->d[x][b]), acc[x]);
+    }
   }
-  return acc;
 }
 
-/* wk_linear_ex for one row of X (act_q8) and outputs j0 .. j1-1: whole
- * tiles here, the rest (< 16 rows) by the AVX2 kernel. */
+#define VNNI_CASE(NX) \
+  case NX: \
+    if (q8) \
+      tile_q8_0 (NX, w, rb, nb, a, roff, acc); \
+    else \
+      tile_q4_0 (NX, w, rb, nb, a, roff, acc); \
+    break
+
+/* one tile for nx (1 .. VX) rows of X */
+static TARGET_VNNI void
+tile_q (int q8, int nx, const unsigned char *w, size_t rb, int64_t nb,
+    const vnni_act * a, __m512i roff, __m512 * acc)
+{
+  switch (nx) {
+      VNNI_CASE (1);
+      VNNI_CASE (2);
+      VNNI_CASE (3);
+    default:
+      if (q8)
+        tile_q8_0 (VX, w, rb, nb, a, roff, acc);
+      else
+        tile_q4_0 (VX, w, rb, nb, a, roff, acc);
+      break;
+  }
+}
+
+/* wk_linear_ex for act_q8 products (up to 7 rows of X, VX at a time):
+ * whole tiles here, the rest (< 16 outputs) by the AVX2 kernels. */
 static TARGET_VNNI void
 gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
-    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
+    int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    unsigned flags)
 {
+  /* 80 KiB */
   vnni_act a;
   const int64_t k = W->ne[0], nb = k / WK_QK;
   const size_t rb = wk_type_row_bytes (W->type, k);
   const unsigned char *data = W->data;
-  const float off = W->type == WK_TYPE_Q8_0 ? -128.0f : -8.0f;
+  const int q8 = W->type == WK_TYPE_Q8_0;
+  const float off = q8 ? -128.0f : -8.0f;
   const __m512i roff = _mm512_mullo_epi32 (_mm512_setr_epi32 (0, 1, 2, 3, 4,
           5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32 ((int)
           rb));
-  int64_t b, j = j0;
-  int l;
+  const int64_t jt = j0 + (j1 - j0) / VT * VT;
+  int64_t b, j, i0;
+  int l, x;
 
-  (void) ldy;
-  avx2_set.quantize_act (X, k, a.q, a.d);
-  for (b = 0; b < nb; b++) {
-    int32_t sum = 0;
-    for (l = 0; l < WK_QK; l++)
-      sum += a.q[b * WK_QK + l];
-    a.c[b] = off * (float) sum;
+  for (i0 = 0; i0 < n; i0 += VX) {
+    int nx = (int) (n - i0 < VX ? n - i0 : VX);
+    for (x = 0; x < nx; x++) {
+      avx2_set.quantize_act (X + (i0 + x) * ldx, k, a.q[x], a.d[x]);
+      for (b = 0; b < nb; b++) {
+        int32_t sum = 0;
+        for (l = 0; l < WK_QK; l++)
+          sum += a.q[x][b * WK_QK + l];
+        a.c[x][b] = off * (float) sum;
+      }
+    }
+    for (j = j0; j < jt; j += VT) {
+      __m512 acc[VX];
+      tile_q (q8, nx, data + (size_t) j * rb, rb, nb, &a, roff, acc);
+      for (x = 0; x < nx; x++) {
+        float *yx = Y + (i0 + x) * ldy + j;
+        __m512 y = acc[x];
+        if (bias)
+          y = _mm512_add_ps (y, _mm512_loadu_ps (bias + j));
+        if (flags & WK_LINEAR_GELU)
+          y = gelu512 (y);
+        if (flags & WK_LINEAR_ADD)
+          y = _mm512_add_ps (y, _mm512_loadu_ps (yx));
+        _mm512_storeu_ps (yx, y);
+      }
+    }
+    if (jt < j1)
+      avx2_set.linear (W, bias, X + i0 * ldx, nx, ldx, Y + i0 * ldy, ldy, jt,
+          j1, flags, 1);
   }
-  for (; j + VT <= j1; j += VT) {
-    const unsigned char *w = data + (size_t) j * rb;
-    __m512 y = W->type == WK_TYPE_Q8_0 ? tile_q8_0 (w, rb, nb, &a, roff) :
-        tile_q4_0 (w, rb, nb, &a, roff);
-    if (bias)
-      y = _mm512_add_ps (y, _mm512_loadu_ps (bias + j));
-    if (flags & WK_LINEAR_GELU)
-      y = gelu512 (y);
-    if (flags & WK_LINEAR_ADD)
-      y = _mm512_add_ps (y, _mm512_loadu_ps (Y + j));
-    _mm512_storeu_ps (Y + j, y);
-  }
-  if (j < j1)
-    avx2_set.linear (W, bias, X, 1, ldx, Y, ldy, j, j1, flags, 1);
 }
 
 /* ---- f16 decoder products: one row of X ----
@@ -627,8 +686,8 @@ avx512_linear (const wk_tensor * W, const float *bias, const float *X,
   gemm_src s;
   gemm_epi epi;
 
-  if (act_q8 && n == 1 && have_vnni) {
-    gemv_q_vnni (W, bias, X, ldx, Y, ldy, j0, j1, flags);
+  if (act_q8 && have_vnni) {
+    gemv_q_vnni (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
     return;
   }
   if (n == 1 && W->type == WK_TYPE_F16 && W->ne[0] % 32 == 0) {

@@ -71,6 +71,8 @@ typedef struct
 extern const wk_kernel_set wk_kernels_ref;
 #ifdef WK_HAVE_AVX2_KERNELS
 extern const wk_kernel_set wk_kernels_avx2;
+/* wk_kernels_avx2 with AVX-VNNI integer products (decoder q8_0/q4_0) */
+extern const wk_kernel_set wk_kernels_avx2vnni;
 #endif
 #ifdef WK_HAVE_WASM_KERNELS
 extern const wk_kernel_set wk_kernels_wasm;
@@ -82,6 +84,8 @@ void wk_kernels_avx512_init (wk_kernel_set * ks);
 
 /* 1 when the CPU and OS run wk_kernels_avx2 (AVX2, FMA, F16C). */
 int wk_kernels_avx2_usable (void);
+/* 1 when they also run wk_kernels_avx2vnni (AVX-VNNI). */
+int wk_kernels_avx2vnni_usable (void);
 
 /* The SIMD kernel sets built in and usable on this CPU (at most max),
  * widest last; returns their number. For the tests and the benchmark. */
@@ -95,14 +99,20 @@ void wk_kernels_set (const wk_kernel_set * set);
 /* Largest depth for which quantized activations are used. */
 #define WK_LINEAR_QMAX_K 16384
 
+/* 0 when WK_INT8=0 (or off) is in the environment (read once): every
+ * product then takes f32 activations, for A/B comparisons of the integer
+ * path; 1 otherwise. */
+int wk_kernels_int8 (void);
+
 /* The rule of kernels.h: q8_0 / q4_0 weights with fewer than
  * WK_LINEAR_GEMM_ROWS rows of X take integer block dot products against
- * activations quantized by wk_quantize_act. */
+ * activations quantized by wk_quantize_act (unless WK_INT8=0). */
 static inline int
 wk_linear_act_q8 (const wk_tensor * W, int64_t n)
 {
   return (W->type == WK_TYPE_Q8_0 || W->type == WK_TYPE_Q4_0)
-      && n < WK_LINEAR_GEMM_ROWS && W->ne[0] <= WK_LINEAR_QMAX_K;
+      && n < WK_LINEAR_GEMM_ROWS && W->ne[0] <= WK_LINEAR_QMAX_K
+      && wk_kernels_int8 ();
 }
 
 /* Activation quantization (k a multiple of WK_QK): per block of 32,

@@ -40,6 +40,20 @@ wk_kernels_avx2_usable (void)
 #endif
 }
 
+int
+wk_kernels_avx2vnni_usable (void)
+{
+#ifdef WK_HAVE_AVX2_KERNELS
+  unsigned a, b, c, d;
+
+  /* AVX-VNNI: CPUID leaf 7, sub-leaf 1, EAX bit 4 */
+  return wk_kernels_avx2_usable () && __get_cpuid_count (7, 1, &a, &b, &c, &d)
+      && (a & (1u << 4)) != 0;
+#else
+  return 0;
+#endif
+}
+
 #ifdef WK_HAVE_AVX512_KERNELS
 static wk_kernel_set wk_kernels_avx512_set;
 static pthread_once_t wk_kernels_avx512_once = PTHREAD_ONCE_INIT;
@@ -92,6 +106,8 @@ wk_kernels_simd_sets (const wk_kernel_set ** sets, int max)
 #ifdef WK_HAVE_AVX2_KERNELS
   if (n < max && wk_kernels_avx2_usable ())
     sets[n++] = &wk_kernels_avx2;
+  if (n < max && wk_kernels_avx2vnni_usable ())
+    sets[n++] = &wk_kernels_avx2vnni;
 #endif
 #ifdef WK_HAVE_AVX512_KERNELS
   if (n < max && wk_kernels_avx512_get ())
@@ -112,9 +128,9 @@ wk_kernels_simd_sets (const wk_kernel_set ** sets, int max)
 static const wk_kernel_set *
 wk_kernels_choose (void)
 {
-  const wk_kernel_set *sets[4];
+  const wk_kernel_set *sets[5];
   const char *env = getenv ("WK_KERNELS");
-  int n = wk_kernels_simd_sets (sets, 4), i;
+  int n = wk_kernels_simd_sets (sets, 5), i;
 
   if (env && strcmp (env, "ref") == 0)
     return &wk_kernels_ref;
@@ -123,6 +139,24 @@ wk_kernels_choose (void)
       if (strcmp (env, sets[i]->name) == 0)
         return sets[i];
   return n > 0 ? sets[n - 1] : &wk_kernels_ref;
+}
+
+/* -1: not read yet */
+static atomic_int wk_kernels_int8_mode = -1;
+
+int
+wk_kernels_int8 (void)
+{
+  int mode = atomic_load_explicit (&wk_kernels_int8_mode,
+      memory_order_relaxed);
+
+  if (mode < 0) {
+    /* racing first calls all compute the same answer */
+    const char *env = getenv ("WK_INT8");
+    mode = !(env && (strcmp (env, "0") == 0 || strcmp (env, "off") == 0));
+    atomic_store_explicit (&wk_kernels_int8_mode, mode, memory_order_relaxed);
+  }
+  return mode;
 }
 
 const wk_kernel_set *
@@ -253,8 +287,10 @@ wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.flags = flags;
   job.act_q8 = wk_linear_act_q8 (W, n);
   /* whole weight panels per piece (16 outputs for AVX2, 32 for AVX-512);
-   * the GEMV kernels' tiles (16 outputs) start at every piece, so pieces
-   * on 32-output boundaries keep their results those of one piece */
+   * the streamed kernels' tiles (8 rows for AVX2, 16 for AVX-512 VNNI,
+   * 16 outputs for the GEMV kernels) start at every piece, so pieces on
+   * 32-output boundaries hold whole tiles and keep their results those of
+   * one piece, whatever the thread count */
   job.unit = WK_LINEAR_UNIT;
   job.split_rows = 0;
   if (m < job.unit * nth * 2 && n >= 4 * nth * WK_LINEAR_GEMM_ROWS) {

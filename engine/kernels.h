@@ -39,7 +39,8 @@ const char *wk_kernels_name (void);
  *   values rounded to nearest-even), as ggml does, and the blocks' integer
  *   dot products are scaled: y = sum_b d_w,b d_x,b sum q_w q_x. This
  *   differs from the f32-activation value by at most
- *   sum_k |w_k| max|x in k's block| / 254.
+ *   sum_k |w_k| max|x in k's block| / 254. WK_INT8=0 in the environment
+ *   turns this off (the f32-activation value, as with n >= 8 rows).
  * The result never depends on the thread count. */
 
 /* Flags of wk_linear_ex. */

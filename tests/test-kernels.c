@@ -53,6 +53,31 @@ rand_floats (int64_t n, float scale)
   return p;
 }
 
+/* Extreme blocks (test_linear_extreme_blocks): when set, weight blocks of
+ * 32 and activation blocks take scales from the tables below, so that
+ * q8_0 / q4_0 scales are subnormal or zero, q4_0's up to near f16's
+ * largest (65504 * 1.3 times the row's scale, with its outliers of 8x:
+ * d = max |w| / 8 <= 55400), and
+ * activations' blocks span 1e-20 .. 1e4 (and all-zero blocks). */
+static int extreme_blocks;
+static const float extreme_w[] = { 1.0f, 65504.0f * 1.3f, 1e-4f, 0.0f, 3e-6f,
+  500.0f
+};
+
+static const float extreme_x[] = { 1.0f, 1e4f, 0.0f, 1e-20f, 127.0f, 3e-3f,
+  -7.0f
+};
+
+static void
+scale_blocks (float *v, int64_t k, int64_t salt, const float *scales,
+    int n_scales)
+{
+  int64_t l;
+
+  for (l = 0; l < k; l++)
+    v[l] *= scales[(l / 32 + salt) % n_scales];
+}
+
 /* rows of different magnitudes, and an outlier now and then */
 static void
 fill_weight_row (float *row, int64_t k, int64_t j, void *user)
@@ -63,6 +88,9 @@ fill_weight_row (float *row, int64_t k, int64_t j, void *user)
   (void) user;
   for (l = 0; l < k; l++)
     row[l] = rng_f () * s * ((rng_u32 () % 97) == 0 ? 8.0f : 1.0f);
+  if (extreme_blocks)
+    scale_blocks (row, k, j, extreme_w, (int) (sizeof extreme_w /
+            sizeof extreme_w[0]));
 }
 
 /* A random m x k weight of the given type (data malloc'ed). */
@@ -79,7 +107,7 @@ gelu_exact (double x)
 }
 
 /* kernel sets to hold to the reference */
-static const wk_kernel_set *simd_sets[4];
+static const wk_kernel_set *simd_sets[5];
 static int n_simd_sets;
 
 static double act_q8_worst_ratio;       /* error / bound, over all cases */
@@ -190,7 +218,7 @@ find_simd_sets (void)
 {
   int i;
 
-  n_simd_sets = wk_kernels_simd_sets (simd_sets, 4);
+  n_simd_sets = wk_kernels_simd_sets (simd_sets, 5);
   for (i = 0; i < n_simd_sets; i++)
     printf ("# testing kernel set %s against the reference\n",
         simd_sets[i]->name);
@@ -216,6 +244,12 @@ check_linear_case (wk_pool ** pools, int n_pools, wk_type type, int64_t n,
   double worst = 0.0;
   int s, p, fails = 0;
 
+  if (extreme_blocks) {
+    int64_t i;
+    for (i = 0; i < n; i++)
+      scale_blocks (X + i * ldx, k, i * 3, extreme_x, (int) (sizeof extreme_x
+              / sizeof extreme_x[0]));
+  }
   exact_linear (&W, bias, X, n, ldx, E, L1);
   for (s = -1; s < n_simd_sets; s++) {
     const wk_kernel_set *ks = s < 0 ? &wk_kernels_ref : simd_sets[s];
@@ -317,6 +351,32 @@ test_linear_model_shapes (void)
     check_linear_case (pools, n_pools, all_types[t], 1, 384, 1000, 1, 0);
     check_linear_case (pools, n_pools, all_types[t], 5, 384, 300, 0, 0);
   }
+}
+
+/* q8_0 / q4_0 blocks with extreme scales against activation blocks of
+ * extreme magnitudes, for the decoder's integer products (1 to 7 rows of
+ * X: every tile width and row count of the SIMD kernels, with ragged
+ * tails) and the encoder's f32 ones, at depths that are and are not
+ * multiples of 256. */
+static void
+test_linear_extreme_blocks (void)
+{
+  static const int64_t ns[] = { 1, 2, 3, 4, 5, 7, 9 };
+  static const int64_t ms[] = { 8, 16, 23, 33, 48 };
+  static const int64_t ks[] = { 32, 96, 256, 288, 1536 };
+  double worst = 0.0;
+  int t, c;
+
+  extreme_blocks = 1;
+  for (t = 2; t < 4; t++)
+    for (c = 0; c < 14; c++) {
+      double w = check_linear_case (pools, n_pools, all_types[t],
+          ns[c % 7], ks[c % 5], ms[c % 5], c % 2, c % 3 == 1 ?
+          WK_LINEAR_ADD : 0);
+      worst = w > worst ? w : worst;
+    }
+  extreme_blocks = 0;
+  printf ("# extreme blocks: worst error / tolerance %.3f\n", worst);
 }
 
 /* f16 weights that are not plain normal numbers: signed zeros,
@@ -1036,6 +1096,7 @@ test_dispatch (void)
   const char *env = getenv ("WK_KERNELS");
   CHECK (name != NULL);
   CHECK (strcmp (name, "ref") == 0 || strcmp (name, "avx2") == 0
+      || strcmp (name, "avx2vnni") == 0
       || strcmp (name, "avx512") == 0 || strcmp (name, "wasm") == 0);
   if (env && strcmp (env, "ref") == 0)
     CHECK (strcmp (name, "ref") == 0);
@@ -1067,6 +1128,7 @@ main (void)
   RUN (test_linear_random_shapes);
   RUN (test_linear_model_shapes);
   RUN (test_linear_f16_special_values);
+  RUN (test_linear_extreme_blocks);
   RUN (test_linear_is_deterministic_across_threads);
   RUN (test_gemv_is_deterministic_across_threads);
   RUN (test_linear_batch_matches_alone);

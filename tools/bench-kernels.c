@@ -1,8 +1,12 @@
 /* wk-bench-kernels: times the kernels on whisper-tiny-sized shapes (d =
  * 384) for each weight type, kernel set and thread count, and prints
- * medians and GFLOP/s. Figures only, no assertions.
+ * medians and GFLOP/s; then whole decoder steps of tiny, base and small
+ * dims (every weight distinct, so read from memory) with the bytes a step
+ * reads, its effective GB/s and that as a share of the machine's measured
+ * read bandwidth (a step that reads each byte once is bound by it). Figures
+ * only, no assertions.
  *
- *   wk-bench-kernels [-t max_threads] [-q] [-c] [-s shape-substring]
+ *   wk-bench-kernels [-t max_threads] [-q] [-c] [-s shape-substring]...
  *
  * Every SIMD set built in and usable here is timed (WK_KERNELS=name: only
  * that one). -q skips the (slow) reference kernels; -c reports the process's CPU time
@@ -56,24 +60,29 @@ cmp_double (const void *a, const void *b)
 typedef void (*bench_fn) (void *ctx);
 
 /* Median wall time of fn over runs sized to about budget_s in all (at
- * least 3, at most 101). */
+ * least 3, at most 101); each run calls fn enough times to take about a
+ * millisecond (the time per call is reported), so that short kernels are
+ * not timed at the clock's resolution or by a single interruption. */
 static double
 median_time (bench_fn fn, void *ctx, double budget_s)
 {
   double t[101], t0 = now_s (), one;
-  int reps, i;
+  int reps, i, inner = 1, u;
 
   fn (ctx);                     /* warm up (and size the runs) */
   one = now_s () - t0;
-  reps = one > 0 ? (int) (budget_s / one) : 101;
+  if (one > 0 && one < 1e-3)
+    inner = (int) (1e-3 / one) + 1;
+  reps = one > 0 ? (int) (budget_s / (one * inner)) : 101;
   if (reps < 3)
     reps = 3;
   if (reps > 101)
     reps = 101;
   for (i = 0; i < reps; i++) {
     t0 = now_s ();
-    fn (ctx);
-    t[i] = now_s () - t0;
+    for (u = 0; u < inner; u++)
+      fn (ctx);
+    t[i] = (now_s () - t0) / inner;
   }
   qsort (t, (size_t) reps, sizeof t[0], cmp_double);
   return t[reps / 2];
@@ -125,32 +134,270 @@ run_linear (void *data)
       c->W->ne[1], c->flags);
 }
 
-/* The decoder's weights for one token: per layer q, k, v, out of the self
- * attention, q and out of the cross attention, mlp.0, mlp.2; then the
- * logits against the token embedding. */
+/* -s filters (a shape is timed when its name contains any of them) */
+static const char *shape_filters[16];
+static int n_shape_filters;
+
+static int
+want_shape (const char *name)
+{
+  int i;
+
+  for (i = 0; i < n_shape_filters; i++)
+    if (strstr (name, shape_filters[i]))
+      return 1;
+  return n_shape_filters == 0;
+}
+
+/* One decoder step (one token, n rows of X for beams) of a Whisper model
+ * of the given dims, every weight distinct as in a real model, so that the
+ * step reads them all from memory: per layer the self-attention's q, k, v
+ * and out products, attention over the past keys (f32), the
+ * cross-attention's q and out products, attention over the encoder's 1500
+ * keys and values (f16, read for all heads at once), mlp.0 (GELU) and
+ * mlp.2; then the logits against the token embedding. */
+#define STEP_PAST 128
+#define STEP_CTX 1500
+
+typedef struct
+{
+  const char *name;
+  int64_t d;
+  int layers;
+} step_dims;
+
 typedef struct
 {
   wk_pool *pool;
-  wk_tensor sq, fc1, fc2, logits;
-  const float *x, *h;
-  float *y, *yl;
+  const step_dims *dims;
   int64_t n;
-  int layers;
-} token_ctx;
+    wk_tensor (*w)[8];          /* [layers][q k v o cq co fc1 fc2] */
+  wk_tensor logits;
+  float *x, *h, *y, *yl, *kself, *vself;
+  uint16_t *kcross, *vcross;
+} step_ctx;
 
 static void
-run_token (void *data)
+run_step (void *data)
 {
-  token_ctx *c = data;
+  step_ctx *c = data;
+  const int64_t d = c->dims->d, n = c->n;
+  const int nh = (int) (d / 64);
   int l, i;
-  for (l = 0; l < c->layers; l++) {
-    for (i = 0; i < 6; i++)
-      wk_linear (c->pool, &c->sq, NULL, c->x, c->n, 384, c->y, 384);
-    wk_linear_ex (c->pool, &c->fc1, NULL, c->x, c->n, 384, c->y, 1536,
+
+  for (l = 0; l < c->dims->layers; l++) {
+    const size_t kv = (size_t) l * STEP_CTX * d;
+    for (i = 0; i < 4; i++)
+      wk_linear (c->pool, &c->w[l][i], NULL, c->x, n, d, c->y, d);
+    wk_attention (c->pool, nh, 64, n, STEP_PAST, c->x, d,
+        c->kself + (size_t) l * STEP_PAST * d, d,
+        c->vself + (size_t) l * STEP_PAST * d, d, 0.125f, 1, c->y, d);
+    wk_linear (c->pool, &c->w[l][4], NULL, c->x, n, d, c->y, d);
+    wk_attention_f16kv (c->pool, nh, 64, n, STEP_CTX, c->x, d,
+        c->kcross + kv, d, c->vcross + kv, d, 0.125f, 0, c->y, d);
+    wk_linear (c->pool, &c->w[l][5], NULL, c->x, n, d, c->y, d);
+    wk_linear_ex (c->pool, &c->w[l][6], NULL, c->x, n, d, c->h, 4 * d,
         WK_LINEAR_GELU);
-    wk_linear (c->pool, &c->fc2, NULL, c->h, c->n, 1536, c->y, 384);
+    wk_linear_ex (c->pool, &c->w[l][7], NULL, c->h, n, 4 * d, c->y, d,
+        WK_LINEAR_ADD);
   }
-  wk_linear (c->pool, &c->logits, NULL, c->x, c->n, 384, c->yl, 51864);
+  wk_linear (c->pool, &c->logits, NULL, c->x, n, d, c->yl, c->logits.ne[1]);
+}
+
+/* Bytes one step reads: weights, cross K/V (f16), self K/V (f32). */
+static double
+step_bytes (const step_ctx * c)
+{
+  const int64_t d = c->dims->d;
+  double b = 0.0;
+  int l, i;
+
+  for (l = 0; l < c->dims->layers; l++)
+    for (i = 0; i < 8; i++)
+      b += (double) wk_type_row_bytes (c->w[l][i].type, c->w[l][i].ne[0])
+          * (double) c->w[l][i].ne[1];
+  b += (double) wk_type_row_bytes (c->logits.type, d) * c->logits.ne[1];
+  b += (double) c->dims->layers * d * (STEP_CTX * 2 * 2 + STEP_PAST * 2 * 4);
+  return b;
+}
+
+/* Memory read bandwidth: sums of a 512 MiB buffer, split over the pool's
+ * threads (the floor a step that reads its bytes once can reach). */
+#ifdef __wasm__
+#define BW_BYTES ((size_t) 64 << 20)
+#else
+#define BW_BYTES ((size_t) 512 << 20)
+#endif
+
+typedef struct
+{
+  const uint64_t *p;
+  size_t n;
+  uint64_t sink[16];
+} bw_ctx;
+
+/* 32 bytes a load where the ISA has it (generic vectors, so that the
+ * wasm build compiles it too) */
+typedef uint64_t bw_vec __attribute__((vector_size (32)));
+
+static void
+bw_worker (void *data, int ith, int nth)
+{
+  bw_ctx *c = data;
+  const bw_vec *v = (const bw_vec *) c->p;
+  size_t nv = c->n / 4;
+  size_t b = nv / (size_t) nth * (size_t) ith, e = nv / (size_t) nth *
+      (size_t) (ith + 1), i;
+  bw_vec s0 = { 0 }, s1 = { 0 }, s2 = { 0 }, s3 = { 0 };
+
+  for (i = b; i + 4 <= e; i += 4) {
+    s0 += v[i];
+    s1 += v[i + 1];
+    s2 += v[i + 2];
+    s3 += v[i + 3];
+  }
+  s0 ^= s1 ^ s2 ^ s3;
+  c->sink[ith & 15] += s0[0] ^ s0[1] ^ s0[2] ^ s0[3];
+}
+
+typedef struct
+{
+  wk_pool *pool;
+  bw_ctx bw;
+} bw_run_ctx;
+
+static void
+run_bw (void *data)
+{
+  bw_run_ctx *c = data;
+  wk_pool_run (c->pool, bw_worker, &c->bw);
+}
+
+static double
+measure_bandwidth (wk_pool * pool)
+{
+  static uint64_t *buf;
+  bw_run_ctx c;
+  size_t i;
+
+  if (!buf) {
+    buf = aligned_alloc (64, BW_BYTES);
+    if (!buf)
+      return 0.0;
+    for (i = 0; i < BW_BYTES / 8; i++)
+      buf[i] = i * 0x9e3779b97f4a7c15ull;
+  }
+  memset (&c, 0, sizeof c);
+  c.pool = pool;
+  c.bw.p = buf;
+  c.bw.n = BW_BYTES / 8;
+  return (double) BW_BYTES / median_time (run_bw, &c, 1.0) * 1e-9;
+}
+
+static float *
+rand_buf_f16 (int64_t n, uint16_t ** h)
+{
+  float *f = rand_buf (n);
+  int64_t i;
+
+  *h = malloc ((size_t) n * sizeof (uint16_t));
+  for (i = 0; i < n; i++)
+    (*h)[i] = wk_fp32_to_fp16 (f[i] * 0.5f);
+  return f;
+}
+
+/* The decoder step for each dims, type, kernel set and thread count: time,
+ * bytes read, effective GB/s and its share of the measured bandwidth. */
+static void
+bench_step (const wk_kernel_set * const *sets, int n_sets, int max_threads,
+    int64_t n)
+{
+  static const step_dims dims[] = {
+    {"tiny", 384, 4}, {"base", 512, 6}, {"small", 768, 12},
+  };
+  static const wk_type types[] = { WK_TYPE_F16, WK_TYPE_Q8_0, WK_TYPE_Q4_0 };
+  double bw[9] = { 0 };
+  int nt;
+
+  for (nt = 1; nt <= max_threads && nt < 9; nt++) {
+    wk_pool *pool = nt > 1 ? wk_pool_new (nt) : NULL;
+    bw[nt] = measure_bandwidth (pool);
+    printf ("# memory read bandwidth, %d thread%s: %.1f GB/s\n", nt,
+        nt > 1 ? "s" : "", bw[nt]);
+    wk_pool_free (pool);
+  }
+  printf ("%-26s %-5s %-8s %3s %10s %9s %7s %6s\n", "step (rows of X)",
+      "type", "set", "thr", "ms", "MB read", "GB/s", "of bw");
+  for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+    const int64_t d = dims[di].d;
+    const int L = dims[di].layers;
+    char name[64];
+    uint16_t *kc, *vc;
+    float *kcf = rand_buf_f16 (L * STEP_CTX * d, &kc);
+    float *vcf = rand_buf_f16 (L * STEP_CTX * d, &vc);
+
+    snprintf (name, sizeof name, "step %s d%ld L%d (%ld)", dims[di].name,
+        (long) d, L, (long) n);
+    free (kcf);
+    free (vcf);
+    if (!want_shape (name)) {
+      free (kc);
+      free (vc);
+      continue;
+    }
+    for (int t = 0; t < 3; t++) {
+      step_ctx c;
+      int l, i;
+
+      memset (&c, 0, sizeof c);
+      c.dims = &dims[di];
+      c.n = n;
+      c.w = malloc ((size_t) L * sizeof *c.w);
+      for (l = 0; l < L; l++)
+        for (i = 0; i < 8; i++)
+          c.w[l][i] = make_weight (types[t], i == 7 ? 4 * d : d,
+              i == 6 ? 4 * d : i == 7 ? d : d);
+      c.logits = make_weight (types[t], d, 51864);
+      c.x = rand_buf (n * d);
+      c.h = rand_buf (n * 4 * d);
+      c.y = rand_buf (n * d);
+      c.yl = rand_buf (n * 51864);
+      c.kself = rand_buf (L * STEP_PAST * d);
+      c.vself = rand_buf (L * STEP_PAST * d);
+      c.kcross = kc;
+      c.vcross = vc;
+      for (int si = 0; si < n_sets; si++) {
+        if (sets[si] == &wk_kernels_ref)
+          continue;
+        for (nt = 1; nt <= max_threads && nt < 9; nt++) {
+          double ms, mb = step_bytes (&c) * 1e-6;
+          c.pool = nt > 1 ? wk_pool_new (nt) : NULL;
+          wk_kernels_set (sets[si]);
+          ms = median_time (run_step, &c, 1.0) * 1e3;
+          wk_kernels_set (NULL);
+          printf ("%-26s %-5s %-8s %3d %10.3f %9.1f %7.1f %5.0f%%\n", name,
+              wk_type_name (types[t]), sets[si]->name, nt, ms, mb,
+              mb / ms, 100.0 * (mb / ms) / bw[nt]);
+          fflush (stdout);
+          wk_pool_free (c.pool);
+          c.pool = NULL;
+        }
+      }
+      for (l = 0; l < L; l++)
+        for (i = 0; i < 8; i++)
+          free ((void *) c.w[l][i].data);
+      free (c.w);
+      free ((void *) c.logits.data);
+      free (c.x);
+      free (c.h);
+      free (c.y);
+      free (c.yl);
+      free (c.kself);
+      free (c.vself);
+    }
+    free (kc);
+    free (vc);
+  }
 }
 
 typedef struct
@@ -185,14 +432,6 @@ run_blas (void *data)
       1.0f, c->X, c->k, c->W, c->k, 0.0f, c->Y, c->m);
 }
 #endif
-
-static const char *shape_filter;
-
-static int
-want_shape (const char *name)
-{
-  return !shape_filter || strstr (name, shape_filter) != NULL;
-}
 
 int
 main (int argc, char **argv)
@@ -230,8 +469,9 @@ main (int argc, char **argv)
       skip_ref = 1;
     else if (strcmp (argv[i], "-c") == 0)
       use_cpu_time = 1;
-    else if (strcmp (argv[i], "-s") == 0 && i + 1 < argc)
-      shape_filter = argv[++i];
+    else if (strcmp (argv[i], "-s") == 0 && i + 1 < argc && n_shape_filters
+        < 16)
+      shape_filters[n_shape_filters++] = argv[++i];
     else {
       fprintf (stderr, "usage: %s [-t max_threads] [-q] [-c] [-s shape]\n",
           argv[0]);
@@ -248,7 +488,7 @@ main (int argc, char **argv)
     if (strcmp (wk_kernels_name (), "ref") != 0)
       sets[n_sets++] = wk_kernels_get ();
   } else {
-    n_sets += wk_kernels_simd_sets (sets + n_sets, 4);
+    n_sets += wk_kernels_simd_sets (sets + n_sets, 5);
   }
   printf ("# kernels: %s by default; medians; GFLOP/s = 2 n k m / time\n",
       wk_kernels_name ());
@@ -330,38 +570,13 @@ main (int argc, char **argv)
   }
   wk_kernels_set (NULL);
 
-  /* all the decoder's weight products for one token (4 layers) */
-  if (want_shape ("token")) {
-    for (int t = 0; t < 4; t++) {
-      for (int nt = 1; nt <= max_threads; nt++) {
-        const wk_kernel_set *ks = sets[n_sets - 1];
-        token_ctx c;
-        double ms;
-        memset (&c, 0, sizeof c);
-        c.pool = nt > 1 ? wk_pool_new (nt) : NULL;
-        c.sq = make_weight (types[t], 384, 384);
-        c.fc1 = make_weight (types[t], 384, 1536);
-        c.fc2 = make_weight (types[t], 1536, 384);
-        c.logits = make_weight (types[t], 384, 51864);
-        c.x = X;
-        c.h = X;
-        c.y = Y;
-        c.yl = Yl;
-        c.n = 1;
-        c.layers = 4;
-        wk_kernels_set (ks);
-        ms = median_time (run_token, &c, 1.0) * 1e3;
-        wk_kernels_set (NULL);
-        printf ("%-26s %-5s %-5s %3d %10.3f %9s\n", "token (4 layers+logits)",
-            wk_type_name (types[t]), ks->name, nt, ms, "-");
-        fflush (stdout);
-        free ((void *) c.sq.data);
-        free ((void *) c.fc1.data);
-        free ((void *) c.fc2.data);
-        free ((void *) c.logits.data);
-        wk_pool_free (c.pool);
-      }
-    }
+  /* the decoder step of real model sizes (greedy, and 5 beams) */
+  for (i = 0; i < n_shape_filters; i++)
+    if (strncmp (shape_filters[i], "step", 4) == 0)
+      break;
+  if (n_shape_filters == 0 || i < n_shape_filters) {
+    bench_step (sets, n_sets, max_threads, 1);
+    bench_step (sets, n_sets, max_threads, 5);
   }
   free (X);
   free (Y);

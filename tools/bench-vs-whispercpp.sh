@@ -21,6 +21,15 @@
 #    copied bit for bit into knots. Here both engines produce the same text,
 #    so the end-to-end figures count.
 #
+# ISA (avx512, avx2 or ref; default: each engine's widest) picks the
+# instruction set of both sides: whisperknot's kernels at run time
+# (WK_KERNELS=ISA), whisper.cpp's at build time, so WHISPERCPP_BIN must be a
+# build for that ISA: tools/whispercpp-build.sh with CMAKE_ARGS (avx2:
+# "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON";
+# ref: "-DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF
+# -DGGML_F16C=OFF"; avx512: the native build on an AVX-512 machine). The
+# script prints the ISA whisper.cpp reports it was built with beside ours.
+#
 # Environment: AUDIO (default: jfk.wav from the shared data), THREADS (2),
 # RUNS (5), E2E_RUNS (RUNS), E2E_RUNS_RANDOM (1), WORK (a folder for the
 # generated models; default a temporary one, removed afterwards), VOCAB
@@ -29,7 +38,7 @@
 set -eu
 
 if [ $# -lt 2 ]; then
-  sed -n '2,29s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,38s/^# \{0,1\}//p' "$0" >&2
   exit 2
 fi
 build=$(cd "$1" && pwd)
@@ -61,6 +70,19 @@ if [ -n "${WORK:-}" ]; then
 else
   work=$(mktemp -d "${TMPDIR:-/tmp}/wk-bench-vs.XXXXXX")
   trap 'rm -rf "$work"' EXIT INT TERM
+fi
+
+isa=${ISA:-}
+case "$isa" in
+  ''|avx512|avx2|ref) ;;
+  *) echo "$0: ISA must be avx512, avx2 or ref" >&2; exit 2 ;;
+esac
+if [ -n "$isa" ]; then
+  export WK_KERNELS=$isa
+  # whisper.cpp's system_info line names the SIMD it was compiled with
+  wisa=$("$wcpp/whisper-cli" -m /dev/null -f /dev/null 2>&1 \
+    | sed -n 's/.*system_info: *//p' | head -1)
+  echo "# ISA $isa: whisperknot WK_KERNELS=$isa; whisper.cpp built with: ${wisa:-unknown}"
 fi
 
 commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
