@@ -442,8 +442,8 @@ parse (wk_knot * k, char *err, size_t err_size)
 
   if (k->size >= 4 && memcmp (k->data, "lmgg", 4) == 0) {
     /* ggml's magic 0x67676d6c, little-endian */
-    wk_set_err (err, err_size, "knot: a whisper.cpp ggml file, not a knot: "
-        "convert it with whisperknot-convert");
+    wk_set_err (err, err_size, "knot: a whisper.cpp ggml file (magic "
+        "\"lmgg\"), not a knot: convert it with whisperknot-convert");
     return WK_ERR_FORMAT;
   }
   if (k->size < 4 || memcmp (k->data, "GGUF", 4) != 0) {
