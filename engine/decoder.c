@@ -105,6 +105,22 @@ batch_linear (wk_dec_req ** reqs, wk_rows * g, int n_reqs,
     wk_linear_batch (reqs[0]->ctx->pool, W, bias, g, n_reqs, ldx, ldy, flags);
 }
 
+/* Each live request's rows d_x -> d_xn through one layer norm, on its own
+ * pool (norms read no large weights: nothing to share). */
+static void
+batch_layer_norm (wk_dec_req ** reqs, int n_reqs, int64_t dt,
+    const float *w, const float *b)
+{
+  int j;
+
+  for (j = 0; j < n_reqs; j++) {
+    wk_ctx *ctx = reqs[j]->ctx;
+    if (reqs[j]->status == WK_OK)
+      wk_layer_norm (ctx->pool, ctx->d_x, reqs[j]->n, dt, dt, w, b,
+          WK_LN_EPS, ctx->d_xn, dt);
+  }
+}
+
 /* Sets g[i] to request i's rows X -> Y (none once it is cancelled). */
 #define ROWS(xexpr, yexpr) do { \
     for (i = 0; i < n_reqs; i++) { \
@@ -162,12 +178,7 @@ decode_batch (wk_dec_req ** reqs, int n_reqs)
 
     /* causal self-attention; the new keys and values go into the cache
      * (one slot: straight there; beams: each row to its own slot) */
-    for (j = 0; j < n_reqs; j++) {
-      wk_ctx *ctx = reqs[j]->ctx;
-      if (reqs[j]->status == WK_OK)
-        wk_layer_norm (ctx->pool, ctx->d_x, reqs[j]->n, dt, dt,
-            L->attn_ln_w, L->attn_ln_b, WK_LN_EPS, ctx->d_xn, dt);
-    }
+    batch_layer_norm (reqs, n_reqs, dt, L->attn_ln_w, L->attn_ln_b);
     ROWS (c->d_xn, c->d_q);
     batch_linear (reqs, g, n_reqs, L->attn_q, L->attn_q_b, dt, dt, 0);
     ROWS (c->d_xn, r->slots ? c->d_att : kv_at (c, c->kv_k, r->beam, l)
@@ -210,12 +221,7 @@ decode_batch (wk_dec_req ** reqs, int n_reqs)
         WK_LINEAR_ADD);
 
     /* cross-attention over the encoder output (shared by all beams) */
-    for (j = 0; j < n_reqs; j++) {
-      wk_ctx *ctx = reqs[j]->ctx;
-      if (reqs[j]->status == WK_OK)
-        wk_layer_norm (ctx->pool, ctx->d_x, reqs[j]->n, dt, dt,
-            L->cross_ln_w, L->cross_ln_b, WK_LN_EPS, ctx->d_xn, dt);
-    }
+    batch_layer_norm (reqs, n_reqs, dt, L->cross_ln_w, L->cross_ln_b);
     ROWS (c->d_xn, c->d_q);
     batch_linear (reqs, g, n_reqs, L->cross_q, L->cross_q_b, dt, dt, 0);
     for (j = 0; j < n_reqs; j++) {
@@ -231,12 +237,7 @@ decode_batch (wk_dec_req ** reqs, int n_reqs)
         WK_LINEAR_ADD);
 
     /* MLP */
-    for (j = 0; j < n_reqs; j++) {
-      wk_ctx *ctx = reqs[j]->ctx;
-      if (reqs[j]->status == WK_OK)
-        wk_layer_norm (ctx->pool, ctx->d_x, reqs[j]->n, dt, dt,
-            L->mlp_ln_w, L->mlp_ln_b, WK_LN_EPS, ctx->d_xn, dt);
-    }
+    batch_layer_norm (reqs, n_reqs, dt, L->mlp_ln_w, L->mlp_ln_b);
     ROWS (c->d_xn, c->d_h);
     batch_linear (reqs, g, n_reqs, L->mlp0, L->mlp0_b, dt, 4 * dt,
         WK_LINEAR_GELU);
