@@ -1041,12 +1041,31 @@ put_u32 (uint8_t * p, uint32_t v)
   p[3] = (uint8_t) (v >> 24);
 }
 
+/* The whole shipped model file, malloc'd (*n bytes), or NULL after a
+ * failed check. */
+static uint8_t *
+read_model_file (long *n)
+{
+  FILE *f = fopen (model_path, "rb");
+  uint8_t *d;
+
+  CHECK_MSG (f != NULL, "cannot open %s", model_path);
+  if (!f)
+    return NULL;
+  fseek (f, 0, SEEK_END);
+  *n = ftell (f);
+  fseek (f, 0, SEEK_SET);
+  d = malloc ((size_t) *n);
+  CHECK (fread (d, 1, (size_t) *n, f) == (size_t) *n);
+  fclose (f);
+  return d;
+}
+
 /* Truncated or corrupt VAD knots, and Silero's ggml file, are refused
  * with a message that says what is wrong. */
 static void
 test_reject_corrupt (void)
 {
-  FILE *f = fopen (model_path, "rb");
   uint8_t *d, *c;
   long n;
   char err[512];
@@ -1055,15 +1074,10 @@ test_reject_corrupt (void)
   char tmp[4096];
   const float nan = NAN, inf = INFINITY;
 
-  if (!f)
+  d = read_model_file (&n);
+  if (!d)
     return;
-  fseek (f, 0, SEEK_END);
-  n = ftell (f);
-  fseek (f, 0, SEEK_SET);
-  d = malloc ((size_t) n);
   c = malloc ((size_t) n);
-  CHECK (fread (d, 1, (size_t) n, f) == (size_t) n);
-  fclose (f);
 
   CHECK (load_mem (d, (size_t) n, err, sizeof err) == WK_OK);
 
@@ -1178,19 +1192,13 @@ test_file_replaced (void)
   char path[256], err[512];
   wk_vad_model *a = NULL, *b = NULL;
   wk_vad *v = NULL;
-  FILE *f = fopen (model_path, "rb");
   uint8_t *d;
   long n;
   struct timespec ts[2] = { {0, 0}, {1000000000, 0} };
 
-  if (!f)
+  d = read_model_file (&n);
+  if (!d)
     return;
-  fseek (f, 0, SEEK_END);
-  n = ftell (f);
-  fseek (f, 0, SEEK_SET);
-  d = malloc ((size_t) n);
-  CHECK (fread (d, 1, (size_t) n, f) == (size_t) n);
-  fclose (f);
   snprintf (path, sizeof path, "/tmp/wk-test-vad-replace-%d.knot",
       (int) getpid ());
   write_file (path, d, (size_t) n);
