@@ -21,6 +21,13 @@ synthesized: read from knots/work/eval/<set>.npz, which `real.py sets` writes
   test-real-fsdd     FSDD speaker yweweler (500)
   test-real-asterisk other held-out asterisk prompts
   test-jfk           ../shared/data/jfk.wav (1)
+Many speakers (many.py, issue 13): speechocean762, read sentences by non-native
+speakers (Mandarin mother tongue, half of them children), never trained on;
+knots/work/eval/<set>.npz, which `many.py sets` writes (built here when missing,
+from the jimbozhang/speechocean762 snapshot at $WK_MANY_MIRROR or many.py's
+default mirror path):
+  dev-many           50 speakers (25 children), 3 sentences each (150)
+  test-many          50 other speakers, other prompts (150)
 --sets takes set names and these groups, mixed: dev-synth (the three synthetic
 dev sets), dev-real (the three dev-real sets), dev-all (both), test-synth (the
 default), test-real (test-real-fsdd, test-real-asterisk, test-jfk), test-all.
@@ -122,6 +129,7 @@ sys.path.insert(0, HERE)
 import synth  # noqa: E402  (voices, synthesis, held-out sentences)
 import texts  # noqa: E402  (number words)
 import real  # noqa: E402  (real-speech evaluation sets)
+import many  # noqa: E402  (many-speaker real-speech evaluation sets)
 
 EVAL_DIR = os.path.join(synth.WORK, "eval")
 SR = synth.SR
@@ -132,6 +140,8 @@ SETS.update({"dev-" + k: v for k, v in list(SETS.items())})
 # real speech (real.py's split: speakers and prompts never trained on)
 REAL_SETS = real.SETS
 SETS.update({k: "real" for k in REAL_SETS})
+MANY_SETS = many.SETS
+SETS.update({k: "many" for k in MANY_SETS})
 DEFAULT_SETS = "trainvoices,heldout-rms,heldout-en029"
 # --sets shortcuts (mixable with set names: --sets dev-real,test-jfk)
 GROUPS = {
@@ -261,6 +271,18 @@ def load_set(name, n, log):
             log("building %s with real.py -> %s" % (name, p))
             t0 = time.time()
             real.make_set(name, p)
+            log("  %.0f s" % (time.time() - t0))
+        return _load_npz(p)[:n], p
+    if name in MANY_SETS:
+        # speechocean762, never synthesized: many.py's npz, built when missing
+        p = os.path.join(EVAL_DIR, name + ".npz")
+        if not os.path.exists(p):
+            log("building %s with many.py -> %s" % (name, p))
+            t0 = time.time()
+            try:
+                many.make_set(name, p, log=log)
+            except FileNotFoundError as e:
+                sys.exit("eval.py: no audio for %s: %s" % (name, e))
             log("  %.0f s" % (time.time() - t0))
         return _load_npz(p)[:n], p
     cands = [os.path.join(EVAL_DIR, name + ".npz")]
