@@ -9,7 +9,7 @@ jimbozhang/speechocean762 (pinned commit below), either the bare git directory
 that the search tool's `fetch` leaves (/work/.mirror/jimbozhang+speechocean762/repo)
 or a plain directory with the corpus layout (WAVE/, train/, test/).
 
-Split (fixed here, never tuned; nothing of it is ever trained on):
+Split (fixed here, never tuned; these 100 speakers are never trained on):
   dev-many   50 speakers of the corpus's own `train` half
   test-many  50 speakers of the corpus's own `test` half (so dev and test
              speakers are disjoint), and no prompt text that dev-many uses
@@ -25,7 +25,15 @@ Transcripts are the corpus's prompts (upper case, no punctuation; eval.py's
 normalize() lowercases both sides). They are what the speaker was asked to
 read: children sometimes misread, which counts as errors here.
 
+Training (`many.py train`): the other 150 speakers' utterances, leaving out every
+prompt text that dev-many or test-many holds (speakers read shared prompt lists,
+so a held-out sentence read by a training speaker would still be learnt) and the
+digit-only prompts; transcripts in sentence case with a full stop, as the model
+writes, -> knots/work/data/real/shard-ocean.npz (train.py's --real-weights key
+`ocean`).
+
 Commands:
+  many.py train [--mirror DIR] [--commit SHA]
   many.py sets [--mirror DIR] [--commit SHA] [--write-manifest]
       -> knots/work/eval/dev-many.npz, test-many.npz (eval.py's format) and
          knots/work/eval/<set>.tsv (manifest: file, speaker, age, gender,
@@ -220,6 +228,57 @@ def build_sets(mirror=None, commit=COMMIT, names=SETS, log=print, write_manifest
         corpus.close()
 
 
+def sentence_case(t):
+    """A prompt (upper case, no punctuation) as the model writes text."""
+    words = t.lower().split()
+    words = ["I" if w == "i" else "I" + w[1:] if w.startswith("i'") else w for w in words]
+    out = " ".join(words)
+    return out[:1].upper() + out[1:] + "."
+
+
+def build_train(mirror=None, commit=COMMIT, log=print):
+    """The training shard: every speaker outside dev-many/test-many, no held-out prompt."""
+    corpus = Corpus(mirror, commit)
+    try:
+        dev = select(corpus, "dev-many")
+        test = select(corpus, "test-many", avoid_texts=[it[4] for it in dev])
+        held_spk = set(it[1] for it in dev + test)
+        held_txt = set(it[4] for it in dev + test)
+        audios, texts, voices = [], [], []
+        skipped_txt = 0
+        spk_used = set()
+        for half in ("train", "test"):
+            text = corpus.table(half + "/text")
+            utt2spk = corpus.table(half + "/utt2spk")
+            age = {s: int(a) for s, a in corpus.table(half + "/spk2age").items()}
+            gender = corpus.table(half + "/spk2gender")
+            wav = corpus.table(half + "/wav.scp")
+            for u in sorted(wav):
+                s, t = utt2spk.get(u), text.get(u, "").strip()
+                if s is None or s in held_spk or not t or digits_only(t):
+                    continue
+                if t in held_txt:
+                    skipped_txt += 1
+                    continue
+                a = load_wav(corpus.read(wav[u]))
+                if len(a) < 0.2 * SR or len(a) > MAX_SECONDS * SR:
+                    continue
+                audios.append(a)
+                texts.append(sentence_case(t))
+                voices.append(voice(age[s], gender.get(s, "?")))
+                spk_used.add(s)
+        assert not (spk_used & held_spk)
+        os.makedirs(os.path.join(synth.WORK, "data", "real"), exist_ok=True)
+        path = os.path.join(synth.WORK, "data", "real", "shard-ocean.npz")
+        synth.write_shard(path, audios, texts, voices)
+        log("ocean: %d training clips, %.2f h, %d speakers (held-out prompts left out: %d "
+            "utterances) -> %s" % (len(audios), sum(len(a) for a in audios) / SR / 3600,
+                                   len(spk_used), skipped_txt, path))
+        return len(audios)
+    finally:
+        corpus.close()
+
+
 def make_set(name, path, log=print):
     """eval.py's hook: build the set (both sets, they depend on each other) into EVAL_DIR."""
     assert os.path.abspath(path) == os.path.abspath(os.path.join(EVAL_DIR, name + ".npz")), path
@@ -229,7 +288,7 @@ def make_set(name, path, log=print):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("cmd", choices=["sets"])
+    ap.add_argument("cmd", choices=["sets", "train"])
     ap.add_argument("--mirror", help="bare git dir of a %s snapshot, or a plain corpus "
                     "directory (default $WK_MANY_MIRROR or %s)" % (REPO, DEFAULT_MIRROR))
     ap.add_argument("--commit", default=COMMIT, help="commit to read (default the pinned one)")
@@ -237,7 +296,10 @@ def main():
                     help="rewrite the committed manifests knots/train/many/<set>.tsv")
     args = ap.parse_args()
     try:
-        build_sets(args.mirror, args.commit, write_manifest=args.write_manifest)
+        if args.cmd == "train":
+            build_train(args.mirror, args.commit)
+        else:
+            build_sets(args.mirror, args.commit, write_manifest=args.write_manifest)
     except FileNotFoundError as e:
         sys.exit("many.py: %s" % e)
 
