@@ -17,13 +17,14 @@
  * the element is created); READY to PAUSED waits for it and fails with a
  * message naming the file when it cannot be loaded. Recognition runs on
  * the source pad's task, fed through a bounded queue: upstream only
- * copies samples, and waits when the queue is full. Input timestamps are
- * checked against the samples received (#GstWhisperKnot:alignment-threshold,
- * #GstWhisperKnot:discont-wait, as audiobasesink): jitter changes
- * nothing, a lasting offset up to 0.5 s moves later text, a hole up to 2 s
- * after lost data is transcribed as silence, and a larger jump (or a new
- * segment, or EOS) transcribes what came before and restarts the
- * recognizer. A flush drops queued audio and stops a model run.
+ * copies samples, and waits when the queue is full. Input timestamps go
+ * through #GstAudioStreamAlign (#GstWhisperKnot:alignment-threshold,
+ * #GstWhisperKnot:discont-wait, as audiobasesink): jitter within the
+ * threshold changes nothing; at a discontinuity a hole up to 2 s is
+ * transcribed as silence, and anything else (a step back, a larger jump,
+ * a new segment, EOS) transcribes what came before and restarts the
+ * recognizer at the new time. A flush drops queued audio and stops a
+ * model run.
  *
  * Downstream also gets a stream-scoped `language-code` tag (the text's
  * language), a #GstCustomMeta `GstWhisperKnotTextMeta` on every buffer
@@ -57,12 +58,10 @@
 #endif
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 #include <glib/gstdio.h>
 
 #include "gstwhisperknot.h"
@@ -92,33 +91,23 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 
 /* Audio the queue holds between the streaming thread and the recognizer:
  * one Whisper window, so upstream keeps flowing while a window runs. */
-#define RING_SECONDS 30
+#define RING_SAMPLES WK_WINDOW_SAMPLES
 /* Samples handed to the engine per call, so the worker looks at flushes
  * and events between calls. */
 #define FEED_CHUNK (WK_SAMPLE_RATE / 2)
-/* Input timing, as GstAudioStreamAlign (and audiobasesink) handle it.
- * Text times are the time of the recognizer's first sample plus the
- * samples fed since, so input timestamps are checked against that count.
- * A difference up to alignment-threshold is ignored. A larger one on a
- * buffer not flagged DISCONT is a discontinuity only once the timestamps
- * have kept that one offset for discont-wait of audio; until then the
- * worker holds back the audio from its first sample on, and timestamps
- * that come back (or jump elsewhere: jitter of seconds) release it as if
- * nothing happened. A discontinuity (confirmed, or on a DISCONT buffer or
- * a GAP event: lost data) is handled at its first sample: up to
- * REBASE_MAX ahead of or behind the count it moves the time of later text
- * (a drifting clock: no audio is missing); a hole up to FILL_MAX after
- * lost data, or larger than REBASE_MAX, is transcribed as silence, which
- * keeps a short dropout from splitting a sentence; anything else (a long
- * pause, a new stream) transcribes what came before and restarts the
- * recognizer at the new time. */
-#define MAX_DISCONT_WAIT (10 * GST_SECOND)      /* well below RING_SECONDS */
+/* Input timing: GstAudioStreamAlign counts the samples received; text
+ * times are the time of the recognizer's first sample plus the samples fed
+ * since. At a discontinuity it reports (timestamps off by more than
+ * alignment-threshold for discont-wait of audio, or at once on a DISCONT
+ * buffer or a GAP event), a hole up to FILL_MAX is transcribed as silence,
+ * which keeps a short dropout from splitting a sentence; anything else (a
+ * step back, a long pause, a new stream) transcribes what came before and
+ * restarts the recognizer at the new time. */
+#define MAX_DISCONT_WAIT (10 * GST_SECOND)
 #define FILL_MAX (2 * GST_SECOND)
-#define REBASE_MAX (500 * GST_MSECOND)
-/* Whisper's window: offline, text comes once a 30 s window is complete */
-#define WINDOW_SAMPLES (30 * WK_SAMPLE_RATE)
-/* the shortest text buffer: Whisper's timestamp step */
-#define MIN_TEXT_DURATION (20 * GST_MSECOND)
+/* the shortest text buffer: the engine's time step */
+#define MIN_TEXT_DURATION \
+  (WK_TIME_STEP_SAMPLES * GST_SECOND / WK_SAMPLE_RATE)
 /* GAP events for a stretch without text are sent in steps at least this
  * long while audio flows (at a drain they cover everything). */
 #define MIN_GAP (GST_SECOND / 2)
@@ -219,8 +208,6 @@ typedef enum
 {
   MARKER_EVENT,                 /* pass a serialized event on */
   MARKER_RESET,                 /* transcribe what came before, start anew */
-  MARKER_REBASE,                /* move the time of later text */
-  MARKER_FILL,                  /* transcribe silence (a hole) */
 } MarkerKind;
 
 typedef struct
@@ -229,8 +216,6 @@ typedef struct
   MarkerKind kind;
   GstEvent *event;              /* MARKER_EVENT */
   GstClockTime base;            /* MARKER_RESET: time of the next sample */
-  GstClockTimeDiff delta;       /* MARKER_REBASE: change of the base */
-  guint64 fill;                 /* MARKER_FILL: samples of silence */
   gboolean drain;               /* MARKER_EVENT: transcribe what came before */
 } Marker;
 
@@ -515,18 +500,16 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:discont-wait:
    *
-   * How long, in nanoseconds of audio, timestamps must stay off by more
-   * than #GstWhisperKnot:alignment-threshold, by one offset, before the
-   * element takes it for a discontinuity (as audiobasesink's property of
-   * this name); timestamps that jitter by seconds never restart the
-   * recognizer. Buffers flagged DISCONT act at once. 0 acts on every
-   * difference at once. With a latency, text can wait this long while
-   * timestamps are off.
+   * How long, in nanoseconds, timestamps must stay off by more than
+   * #GstWhisperKnot:alignment-threshold before the element takes it for a
+   * discontinuity (GstAudioStreamAlign's and audiobasesink's property of
+   * this name). Buffers flagged DISCONT act at once. 0 acts on every
+   * difference at once.
    */
   g_object_class_install_property (gobject_class, PROP_DISCONT_WAIT,
       g_param_spec_uint64 ("discont-wait", "Discont wait",
-          "Audio in nanoseconds that timestamps must stay off by one offset "
-          "before it counts as a discontinuity", 0, MAX_DISCONT_WAIT,
+          "Time in nanoseconds that timestamps must stay off before it "
+          "counts as a discontinuity", 0, MAX_DISCONT_WAIT,
           DEFAULT_DISCONT_WAIT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
 
@@ -633,7 +616,6 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->commit = DEFAULT_COMMIT;
   self->alignment_threshold = DEFAULT_ALIGNMENT_THRESHOLD;
   self->discont_wait = DEFAULT_DISCONT_WAIT;
-  self->hold = G_MAXUINT64;
   self->partial_pos = GST_CLOCK_TIME_NONE;
 
   g_mutex_init (&self->lock);
@@ -643,7 +625,9 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->srcresult = GST_FLOW_FLUSHING;
   self->format = GST_AUDIO_FORMAT_F32LE;
   gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
-  self->in_base = GST_CLOCK_TIME_NONE;
+  self->in_end = GST_CLOCK_TIME_NONE;
+  self->align = gst_audio_stream_align_new (WK_SAMPLE_RATE,
+      DEFAULT_ALIGNMENT_THRESHOLD, DEFAULT_DISCONT_WAIT);
   self->base = GST_CLOCK_TIME_NONE;
   self->out_pos = GST_CLOCK_TIME_NONE;
 }
@@ -668,86 +652,79 @@ gst_whisperknot_finalize (GObject * object)
     wk_stream_free (self->stream);
   if (self->model)
     wk_model_unref (self->model);
+  gst_audio_stream_align_free (self->align);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
 
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
+/* Where each plain property lives in GstWhisperKnot; its type is its
+ * GParamSpec's. */
+static const gsize prop_offset[] = {
+  [PROP_MODEL] = G_STRUCT_OFFSET (GstWhisperKnot, model_path),
+  [PROP_LANGUAGE] = G_STRUCT_OFFSET (GstWhisperKnot, language),
+  [PROP_PROMPT] = G_STRUCT_OFFSET (GstWhisperKnot, prompt),
+  [PROP_TRANSLATE] = G_STRUCT_OFFSET (GstWhisperKnot, translate),
+  [PROP_LATENCY] = G_STRUCT_OFFSET (GstWhisperKnot, latency_ms),
+  [PROP_THREADS] = G_STRUCT_OFFSET (GstWhisperKnot, n_threads),
+  [PROP_BEAM_SIZE] = G_STRUCT_OFFSET (GstWhisperKnot, beam_size),
+  [PROP_MAX_OBSERVED_DELAY] =
+      G_STRUCT_OFFSET (GstWhisperKnot, max_observed_delay_ms),
+  [PROP_LATENESS] = G_STRUCT_OFFSET (GstWhisperKnot, lateness_ms),
+  [PROP_VAD] = G_STRUCT_OFFSET (GstWhisperKnot, use_vad),
+  [PROP_WORD_TIMES] = G_STRUCT_OFFSET (GstWhisperKnot, word_times),
+  [PROP_VAD_THRESHOLD] = G_STRUCT_OFFSET (GstWhisperKnot, vad_threshold),
+  [PROP_VAD_MIN_SILENCE] = G_STRUCT_OFFSET (GstWhisperKnot, vad_min_silence_ms),
+  [PROP_AUDIO_CTX] = G_STRUCT_OFFSET (GstWhisperKnot, audio_ctx),
+  [PROP_OUTPUT] = G_STRUCT_OFFSET (GstWhisperKnot, output),
+  [PROP_COMMIT] = G_STRUCT_OFFSET (GstWhisperKnot, commit),
+  [PROP_TEXT_LINES] = G_STRUCT_OFFSET (GstWhisperKnot, text_lines),
+  [PROP_ALIGNMENT_THRESHOLD] =
+      G_STRUCT_OFFSET (GstWhisperKnot, alignment_threshold),
+  [PROP_DISCONT_WAIT] = G_STRUCT_OFFSET (GstWhisperKnot, discont_wait),
+};
+
 static void
 gst_whisperknot_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (object);
+  gpointer field = G_STRUCT_MEMBER_P (self, prop_offset[prop_id]);
+  const gchar *tag;
 
   /* Changes made in PAUSED or PLAYING are kept and take effect the next
    * time the element goes from READY to PAUSED. */
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_free (self->model_path);
-      self->model_path = g_value_dup_string (value);
+  switch (G_TYPE_FUNDAMENTAL (G_PARAM_SPEC_VALUE_TYPE (pspec))) {
+    case G_TYPE_STRING:
+      tag = g_value_get_string (value);
+      if (prop_id == PROP_LANGUAGE_CODE) {
+        /* "en-US": the language alone */
+        g_free (self->language);
+        self->language = tag ? g_strndup (tag, strcspn (tag, "-_")) : NULL;
+      } else {
+        g_free (*(gchar **) field);
+        *(gchar **) field = g_strdup (tag);
+      }
       break;
-    case PROP_LANGUAGE:
-      g_free (self->language);
-      self->language = g_value_dup_string (value);
+    case G_TYPE_BOOLEAN:
+      *(gboolean *) field = g_value_get_boolean (value);
       break;
-    case PROP_TRANSLATE:
-      self->translate = g_value_get_boolean (value);
+    case G_TYPE_UINT:
+      *(guint *) field = g_value_get_uint (value);
       break;
-    case PROP_LATENCY:
-      self->latency_ms = g_value_get_uint (value);
+    case G_TYPE_INT:
+      *(gint *) field = g_value_get_int (value);
       break;
-    case PROP_THREADS:
-      self->n_threads = g_value_get_uint (value);
+    case G_TYPE_ENUM:
+      *(gint *) field = g_value_get_enum (value);
       break;
-    case PROP_BEAM_SIZE:
-      self->beam_size = g_value_get_uint (value);
+    case G_TYPE_FLOAT:
+      *(gfloat *) field = g_value_get_float (value);
       break;
-    case PROP_LANGUAGE_CODE:
-    {
-      const gchar *tag = g_value_get_string (value);
-
-      g_free (self->language);
-      self->language = tag ? g_strndup (tag, strcspn (tag, "-_")) : NULL;
-      break;
-    }
-    case PROP_LATENESS:
-      self->lateness_ms = g_value_get_uint (value);
-      break;
-    case PROP_VAD:
-      self->use_vad = g_value_get_boolean (value);
-      break;
-    case PROP_WORD_TIMES:
-      self->word_times = g_value_get_boolean (value);
-      break;
-    case PROP_VAD_THRESHOLD:
-      self->vad_threshold = g_value_get_float (value);
-      break;
-    case PROP_VAD_MIN_SILENCE:
-      self->vad_min_silence_ms = g_value_get_uint (value);
-      break;
-    case PROP_AUDIO_CTX:
-      self->audio_ctx = g_value_get_int (value);
-      break;
-    case PROP_COMMIT:
-      self->commit = g_value_get_enum (value);
-      break;
-    case PROP_OUTPUT:
-      self->output = g_value_get_enum (value);
-      break;
-    case PROP_TEXT_LINES:
-      self->text_lines = g_value_get_boolean (value);
-      break;
-    case PROP_ALIGNMENT_THRESHOLD:
-      self->alignment_threshold = g_value_get_uint64 (value);
-      break;
-    case PROP_DISCONT_WAIT:
-      self->discont_wait = g_value_get_uint64 (value);
-      break;
-    case PROP_PROMPT:
-      g_free (self->prompt);
-      self->prompt = g_value_dup_string (value);
+    case G_TYPE_UINT64:
+      *(guint64 *) field = g_value_get_uint64 (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -761,70 +738,33 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (object);
+  gpointer field = G_STRUCT_MEMBER_P (self, prop_offset[prop_id]);
 
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string (value, self->model_path);
+  switch (G_TYPE_FUNDAMENTAL (G_PARAM_SPEC_VALUE_TYPE (pspec))) {
+    case G_TYPE_STRING:
+      g_value_set_string (value, prop_id == PROP_LANGUAGE_CODE ?
+          self->language : *(gchar **) field);
       break;
-    case PROP_LANGUAGE:
-      g_value_set_string (value, self->language);
+    case G_TYPE_BOOLEAN:
+      g_value_set_boolean (value, *(gboolean *) field);
       break;
-    case PROP_TRANSLATE:
-      g_value_set_boolean (value, self->translate);
+    case G_TYPE_UINT:
+      g_value_set_uint (value, *(guint *) field);
       break;
-    case PROP_LATENCY:
-      g_value_set_uint (value, self->latency_ms);
+    case G_TYPE_INT:
+      g_value_set_int (value, *(gint *) field);
       break;
-    case PROP_THREADS:
-      g_value_set_uint (value, self->n_threads);
+    case G_TYPE_ENUM:
+      g_value_set_enum (value, *(gint *) field);
       break;
-    case PROP_BEAM_SIZE:
-      g_value_set_uint (value, self->beam_size);
+    case G_TYPE_FLOAT:
+      g_value_set_float (value, *(gfloat *) field);
       break;
-    case PROP_LANGUAGE_CODE:
-      g_value_set_string (value, self->language);
+    case G_TYPE_UINT64:
+      g_value_set_uint64 (value, *(guint64 *) field);
       break;
-    case PROP_MAX_OBSERVED_DELAY:
-      g_value_set_uint (value, self->max_observed_delay_ms);
-      break;
-    case PROP_LATENESS:
-      g_value_set_uint (value, self->lateness_ms);
-      break;
-    case PROP_VAD:
-      g_value_set_boolean (value, self->use_vad);
-      break;
-    case PROP_WORD_TIMES:
-      g_value_set_boolean (value, self->word_times);
-      break;
-    case PROP_VAD_THRESHOLD:
-      g_value_set_float (value, self->vad_threshold);
-      break;
-    case PROP_VAD_MIN_SILENCE:
-      g_value_set_uint (value, self->vad_min_silence_ms);
-      break;
-    case PROP_AUDIO_CTX:
-      g_value_set_int (value, self->audio_ctx);
-      break;
-    case PROP_COMMIT:
-      g_value_set_enum (value, self->commit);
-      break;
-    case PROP_OUTPUT:
-      g_value_set_enum (value, self->output);
-      break;
-    case PROP_TEXT_LINES:
-      g_value_set_boolean (value, self->text_lines);
-      break;
-    case PROP_ALIGNMENT_THRESHOLD:
-      g_value_set_uint64 (value, self->alignment_threshold);
-      break;
-    case PROP_DISCONT_WAIT:
-      g_value_set_uint64 (value, self->discont_wait);
-      break;
-    case PROP_PROMPT:
-      g_value_set_string (value, self->prompt);
-      break;
-    case PROP_STATS:
+    case G_TYPE_BOXED:
       g_value_take_boxed (value, gst_whisperknot_make_stats (self));
       break;
     default:
@@ -928,8 +868,6 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   gchar *path;
   gboolean is_default;
   GError *error = NULL;
-  struct stat st;
-  int fd;
 
   GST_OBJECT_LOCK (self);
   is_default = !self->model_path || !self->model_path[0];
@@ -965,18 +903,11 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
 
   if (!g_file_test (path, G_FILE_TEST_EXISTS))
     goto not_found;
-  /* O_NONBLOCK: a FIFO must not block NULL->READY; only a regular file can
-   * be mapped */
-  fd = g_open (path, O_RDONLY | O_NONBLOCK, 0);
-  if (fd < 0)
-    goto open_failed;
-  if (fstat (fd, &st) != 0) {
-    close (fd);
-    goto open_failed;
-  }
-  close (fd);
-  if (!S_ISREG (st.st_mode))
+  /* only a regular file can be mapped (and a FIFO must not block) */
+  if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
     goto not_regular;
+  if (g_access (path, R_OK) != 0)
+    goto open_failed;
 
   g_mutex_lock (&self->lock);
   self->load_error_posted = FALSE;
@@ -1242,157 +1173,54 @@ gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
   return ret;
 }
 
-/* With the lock held: queues marker at ring position pos, after the
- * markers already there (pos may lie in the past: a confirmed
- * discontinuity's first sample, which the worker holds back). */
-static void
-gst_whisperknot_insert_marker (GstWhisperKnot * self, Marker * marker,
-    guint64 pos)
-{
-  GList *l;
-
-  marker->pos = pos;
-  for (l = self->markers.tail; l; l = l->prev)
-    if (((Marker *) l->data)->pos <= pos)
-      break;
-  if (l)
-    g_queue_insert_after (&self->markers, l, marker);
-  else
-    g_queue_push_head (&self->markers, marker);
-  g_cond_broadcast (&self->cond);
-}
-
-/* Streaming thread: the timestamps that disagreed since cand_pos were
- * jitter (or the decision is moot): the worker may feed that audio. */
-static void
-gst_whisperknot_drop_candidate (GstWhisperKnot * self)
-{
-  if (!self->cand)
-    return;
-  self->cand = FALSE;
-  g_mutex_lock (&self->lock);
-  self->hold = G_MAXUINT64;
-  g_cond_broadcast (&self->cond);
-  g_mutex_unlock (&self->lock);
-}
-
 /* Streaming thread: the next input starts a new timeline (a flush, a new
  * segment, a drain). */
 static void
 gst_whisperknot_forget_time (GstWhisperKnot * self)
 {
-  gst_whisperknot_drop_candidate (self);
-  self->in_base = GST_CLOCK_TIME_NONE;
+  gst_audio_stream_align_mark_discont (self->align);
+  self->in_end = GST_CLOCK_TIME_NONE;
 }
 
-/* Streaming thread: the samples from ring position pos on, which the
- * count puts at `expected`, carry timestamps `drift` away from it (lost
- * data when discont): fills a hole with silence, moves the time of later
- * text or restarts the recognizer there (see "Input timing"). `since`
- * samples after pos are queued and counted already. Releases the worker's
- * hold. */
-static void
-gst_whisperknot_resync (GstWhisperKnot * self, guint64 pos,
-    GstClockTime expected, GstClockTimeDiff drift, gboolean discont,
-    guint64 since)
-{
-  Marker *marker = g_new0 (Marker, 1);
-  GstClockTime ts = (GstClockTimeDiff) expected + drift > 0 ?
-      expected + drift : 0;
-
-  if (drift > 0 && drift <= FILL_MAX && (discont || drift > REBASE_MAX)) {
-    GST_DEBUG_OBJECT (self, "filling a hole of %" GST_STIME_FORMAT,
-        GST_STIME_ARGS (drift));
-    marker->kind = MARKER_FILL;
-    marker->fill = gst_util_uint64_scale_int_round (drift, WK_SAMPLE_RATE,
-        GST_SECOND);
-    self->in_samples += marker->fill;
-  } else if (ABS (drift) <= REBASE_MAX) {
-    GST_DEBUG_OBJECT (self, "timestamps off by %" GST_STIME_FORMAT,
-        GST_STIME_ARGS (drift));
-    marker->kind = MARKER_REBASE;
-    marker->delta = drift;
-    self->in_base = ts;
-    self->in_samples = since;
-  } else {
-    GST_DEBUG_OBJECT (self, "restarting at %" GST_TIME_FORMAT " (expected %"
-        GST_TIME_FORMAT ")", GST_TIME_ARGS (ts), GST_TIME_ARGS (expected));
-    marker->kind = MARKER_RESET;
-    marker->base = ts;
-    self->in_base = ts;
-    self->in_samples = since;
-  }
-  self->cand = FALSE;
-  g_mutex_lock (&self->lock);
-  gst_whisperknot_insert_marker (self, marker, pos);
-  self->hold = G_MAXUINT64;
-  g_mutex_unlock (&self->lock);
-}
-
-/* Streaming thread: checks the timestamp of the next n input samples
- * against the samples queued so far, as GstAudioStreamAlign does (see
- * "Input timing" at the top). */
-static void
-gst_whisperknot_track_time (GstWhisperKnot * self, GstClockTime ts,
+/* Streaming thread: times the next n input samples, stamped ts (lost data
+ * before them when discont), with GstAudioStreamAlign (see "Input timing"
+ * at the top), and acts on a discontinuity before they are queued. */
+static GstFlowReturn
+gst_whisperknot_align (GstWhisperKnot * self, GstClockTime ts,
     gboolean discont, gsize n)
 {
-  GstClockTime expected = GST_CLOCK_TIME_NONE;
-  GstClockTimeDiff drift;
+  GstClockTime out, dur, threshold;
+  GstClockTimeDiff hole;
+  GstFlowReturn ret = GST_FLOW_OK;
+  Marker *marker;
 
-  if (GST_CLOCK_TIME_IS_VALID (self->in_base))
-    expected = self->in_base + gst_util_uint64_scale_int (self->in_samples,
-        GST_SECOND, WK_SAMPLE_RATE);
   if (!GST_CLOCK_TIME_IS_VALID (ts))
-    ts = GST_CLOCK_TIME_IS_VALID (expected) ? expected :
+    ts = GST_CLOCK_TIME_IS_VALID (self->in_end) ? self->in_end :
         self->segment.format == GST_FORMAT_TIME ? self->segment.start : 0;
-
-  if (!GST_CLOCK_TIME_IS_VALID (expected)) {
-    /* the first audio of a timeline */
-    Marker *marker;
-
-    g_mutex_lock (&self->lock);
-    marker = gst_whisperknot_push_marker (self, MARKER_RESET);
-    marker->base = ts;
-    g_mutex_unlock (&self->lock);
-    self->in_base = ts;
-    self->in_samples = n;
-    return;
-  }
-
-  drift = GST_CLOCK_DIFF (expected, ts);
-  if (ABS (drift) <= (GstClockTimeDiff) self->stream_threshold) {
-    /* continuous; earlier disagreeing timestamps were jitter */
-    gst_whisperknot_drop_candidate (self);
-  } else if (discont || self->stream_discont_wait == 0) {
-    /* upstream says data was lost: act at once */
-    gst_whisperknot_drop_candidate (self);
-    gst_whisperknot_resync (self, self->written, expected, drift, discont, 0);
-  } else {
-    /* A discontinuity only when the timestamps keep one new offset for
-     * discont-wait of audio; meanwhile the worker feeds up to its first
-     * sample and no further, so that a confirmed one acts there. */
-    if (!self->cand || ABS (drift - self->cand_drift) >
-        (GstClockTimeDiff) self->stream_threshold) {
-      gst_whisperknot_drop_candidate (self);
-      self->cand = TRUE;
-      self->cand_pos = self->written;
-      self->cand_expected = expected;
-      self->cand_drift = drift;
-      self->cand_samples = 0;
+  if (gst_audio_stream_align_process (self->align, discont, ts, n, &out, &dur,
+          NULL)) {
+    threshold = gst_audio_stream_align_get_alignment_threshold (self->align);
+    hole = GST_CLOCK_TIME_IS_VALID (self->in_end) ?
+        GST_CLOCK_DIFF (self->in_end, out) : -G_MAXINT64;
+    if (ABS (hole) <= (GstClockTimeDiff) threshold) {
+      /* a DISCONT flag on audio that continues the timeline */
+    } else if (hole > 0 && hole <= FILL_MAX) {
+      GST_DEBUG_OBJECT (self, "filling a hole of %" GST_STIME_FORMAT,
+          GST_STIME_ARGS (hole));
+      ret = gst_whisperknot_write (self, NULL,
+          gst_util_uint64_scale_int_round (hole, WK_SAMPLE_RATE, GST_SECOND));
+    } else {
+      GST_DEBUG_OBJECT (self, "restarting at %" GST_TIME_FORMAT " (expected %"
+          GST_TIME_FORMAT ")", GST_TIME_ARGS (out),
+          GST_TIME_ARGS (self->in_end));
       g_mutex_lock (&self->lock);
-      self->hold = self->written;
+      marker = gst_whisperknot_push_marker (self, MARKER_RESET);
+      marker->base = out;
       g_mutex_unlock (&self->lock);
     }
-    self->cand_samples += n;
-    if (samples_to_time (self->cand_samples) >= self->stream_discont_wait) {
-      GST_DEBUG_OBJECT (self, "timestamps %" GST_STIME_FORMAT " off for %"
-          GST_TIME_FORMAT, GST_STIME_ARGS (self->cand_drift),
-          GST_TIME_ARGS (samples_to_time (self->cand_samples)));
-      gst_whisperknot_resync (self, self->cand_pos, self->cand_expected,
-          self->cand_drift, FALSE, self->cand_samples - n);
-    }
   }
-  self->in_samples += n;
+  self->in_end = out + dur;
+  return ret;
 }
 
 static GstFlowReturn
@@ -1422,12 +1250,11 @@ gst_whisperknot_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   GST_LOG_OBJECT (self, "%" G_GSIZE_FORMAT " samples at %" GST_TIME_FORMAT,
       n, GST_TIME_ARGS (GST_BUFFER_PTS (buf)));
 
-  /* DISCONT alone is not acted on: what matters is whether the
-   * timestamps still match the samples */
   if (n > 0) {
-    gst_whisperknot_track_time (self, GST_BUFFER_PTS (buf),
+    ret = gst_whisperknot_align (self, GST_BUFFER_PTS (buf),
         GST_BUFFER_IS_DISCONT (buf), n);
-    ret = gst_whisperknot_write (self, map.data, n);
+    if (ret == GST_FLOW_OK)
+      ret = gst_whisperknot_write (self, map.data, n);
   }
   gst_buffer_unmap (buf, &map);
 
@@ -1601,8 +1428,8 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         gst_event_unref (event);
         if (n == 0)
           return TRUE;
-        gst_whisperknot_track_time (self, ts, TRUE, n);
-        return gst_whisperknot_write (self, NULL, n) == GST_FLOW_OK;
+        return gst_whisperknot_align (self, ts, TRUE, n) == GST_FLOW_OK &&
+            gst_whisperknot_write (self, NULL, n) == GST_FLOW_OK;
       }
       /* the worker transcribes what came before, then passes it on; the
        * next audio starts anew */
@@ -1650,7 +1477,7 @@ gst_whisperknot_get_latency (GstWhisperKnot * self)
   GST_OBJECT_UNLOCK (self);
 
   if (ms == 0)
-    return samples_to_time (WINDOW_SAMPLES) + lateness * GST_MSECOND;
+    return samples_to_time (WK_WINDOW_SAMPLES) + lateness * GST_MSECOND;
   return (ms + lateness) * GST_MSECOND;
 }
 
@@ -1797,8 +1624,7 @@ gst_whisperknot_add_text_meta (GstWhisperKnot * self, GstBuffer * buf,
 }
 
 static GstFlowReturn
-gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg,
-    gboolean finished)
+gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
 {
   GstClockTime start, end, limit;
   GstBuffer *buf;
@@ -1840,21 +1666,14 @@ gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg,
     start = MAX (start, self->out_pos);
   }
   /* a word the model gave no time of its own, or that the clamps above
-   * squeezed, still shows for one Whisper timestamp step, within the
-   * audio (moved earlier when it sits at the end, but never before what
-   * was pushed). Where no room is left while more audio is to come (a
-   * live word committed right at the end of what the engine heard, after
-   * a word that ends there) it may reach one step past the audio fed, so
-   * that its caption cue does not last 0; the next word starts after it.
-   * Never further: the audio fed may be all there is. Only words squeezed
-   * in after that, or put at the end of the stream at or after the end of
-   * the audio, have no time left to give. */
+   * squeezed, still shows for one time step (a caption cue never lasts
+   * 0): within the audio when there is room (moved earlier at its end, but
+   * never before what was pushed), else just past it */
   if (end < start + MIN_TEXT_DURATION) {
     if (start + MIN_TEXT_DURATION > limit && limit >= MIN_TEXT_DURATION)
       start = MAX (limit - MIN_TEXT_DURATION, GST_CLOCK_TIME_IS_VALID
           (self->out_pos) ? self->out_pos : 0);
-    end = MIN (start + MIN_TEXT_DURATION, MAX (limit + (finished ? 0 :
-                MIN_TEXT_DURATION), start));
+    end = start + MIN_TEXT_DURATION;
   }
 
   GST_BUFFER_PTS (buf) = start;
@@ -2086,7 +1905,7 @@ gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
     if (segs[i].utterance_end)
       ret = gst_whisperknot_push_utterance_end (self, &segs[i]);
     else
-      ret = gst_whisperknot_push_segment (self, &segs[i], finished);
+      ret = gst_whisperknot_push_segment (self, &segs[i]);
   }
   if (ret != GST_FLOW_OK)
     return ret;
@@ -2155,31 +1974,6 @@ failed:
   return gst_whisperknot_feed_failed (self, status);
 }
 
-/* Worker: transcribes n samples of silence (a hole in the input). */
-static GstFlowReturn
-gst_whisperknot_feed_silence (GstWhisperKnot * self, guint64 n)
-{
-  static const gfloat zeros[FEED_CHUNK];
-  GstFlowReturn ret = GST_FLOW_OK;
-  wk_status status;
-
-  while (n > 0 && ret == GST_FLOW_OK) {
-    gsize k = MIN (n, FEED_CHUNK);
-
-    status = wk_stream_feed (self->stream, zeros, k);
-    if (status != WK_OK)
-      goto failed;
-    self->fed += k;
-    n -= k;
-    ret = gst_whisperknot_push_results (self, FALSE);
-  }
-  return ret;
-
-  /* ERRORS */
-failed:
-  return gst_whisperknot_feed_failed (self, status);
-}
-
 static GstFlowReturn
 gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
 {
@@ -2188,20 +1982,12 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
   if (marker->kind == MARKER_RESET) {
     ret = gst_whisperknot_drain (self);
     self->base = marker->base;
-    self->out_pos = marker->base;
+    /* within a segment, a step back does not take text back in time */
+    self->out_pos = GST_CLOCK_TIME_IS_VALID (self->out_pos) ?
+        MAX (self->out_pos, marker->base) : marker->base;
     self->discont = TRUE;
     return ret;
   }
-  if (marker->kind == MARKER_FILL)
-    return gst_whisperknot_feed_silence (self, marker->fill);
-  if (marker->kind == MARKER_REBASE) {
-    /* text and GAPs already out keep out_pos monotonic */
-    if (GST_CLOCK_TIME_IS_VALID (self->base))
-      self->base = (GstClockTimeDiff) self->base + marker->delta > 0 ?
-          self->base + marker->delta : 0;
-    return GST_FLOW_OK;
-  }
-
   if (marker->drain) {
     ret = gst_whisperknot_drain (self);
     if (ret != GST_FLOW_OK)
@@ -2216,20 +2002,15 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
       self->out_pos = ts + dur;
   }
 
-  if (GST_EVENT_TYPE (marker->event) == GST_EVENT_SEGMENT)
+  if (GST_EVENT_TYPE (marker->event) == GST_EVENT_SEGMENT) {
     gst_event_copy_segment (marker->event, &self->out_segment);
+    if (marker->drain)          /* a new timeline */
+      self->out_pos = GST_CLOCK_TIME_NONE;
+  }
   gst_whisperknot_forward_partial_event (self, marker->event);
   gst_pad_push_event (self->srcpad, marker->event);
   marker->event = NULL;
   return ret;
-}
-
-/* With the lock held: where the audio the worker may feed ends (the
- * hold of a possible discontinuity, or what was written). */
-static guint64
-gst_whisperknot_feedable (GstWhisperKnot * self)
-{
-  return MAX (MIN (self->written, self->hold), self->read);
 }
 
 /* With the lock held: audio to feed, or a marker due. */
@@ -2238,8 +2019,7 @@ gst_whisperknot_has_work (GstWhisperKnot * self)
 {
   Marker *marker = g_queue_peek_head (&self->markers);
 
-  return gst_whisperknot_feedable (self) > self->read ||
-      (marker && marker->pos == self->read);
+  return self->written > self->read || (marker && marker->pos == self->read);
 }
 
 /* Worker: when the next sample fed was due, in wk_clock_seconds (): in
@@ -2302,7 +2082,7 @@ gst_whisperknot_loop (GstPad * srcpad)
     ret = gst_whisperknot_handle_marker (self, marker);
     marker_free (marker);
   } else {
-    n = gst_whisperknot_feedable (self) - self->read;
+    n = self->written - self->read;
     if (marker)
       n = MIN (n, marker->pos - self->read);
     off = self->read % self->ring_size;
@@ -2460,7 +2240,7 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       /* the model loads in the background from here on */
       if (!gst_whisperknot_start_load (self))
         return GST_STATE_CHANGE_FAILURE;
-      self->ring_size = RING_SECONDS * WK_SAMPLE_RATE;
+      self->ring_size = RING_SAMPLES;
       self->ring = g_new (gfloat, self->ring_size);
       break;
     case GST_STATE_CHANGE_READY_TO_PAUSED:
@@ -2495,8 +2275,9 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       gst_segment_init (&self->out_segment, GST_FORMAT_UNDEFINED);
       gst_whisperknot_forget_time (self);
       GST_OBJECT_LOCK (self);
-      self->stream_threshold = self->alignment_threshold;
-      self->stream_discont_wait = self->discont_wait;
+      gst_audio_stream_align_set_alignment_threshold (self->align,
+          self->alignment_threshold);
+      gst_audio_stream_align_set_discont_wait (self->align, self->discont_wait);
       GST_OBJECT_UNLOCK (self);
       break;
     default:

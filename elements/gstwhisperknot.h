@@ -129,10 +129,7 @@ struct _GstWhisperKnot
   gsize ring_size;
   guint64 written;              /* samples ever written to the ring */
   guint64 read;                 /* samples ever fed to the engine */
-  GQueue markers;               /* WkMarker, in position order */
-  guint64 hold;                 /* the worker feeds no further than this
-                                 * (a possible discontinuity's first
-                                 * sample), G_MAXUINT64: no hold */
+  GQueue markers;               /* Marker, in position order */
   gboolean flushing;
   GstFlowReturn srcresult;      /* what the chain function returns */
 
@@ -140,16 +137,8 @@ struct _GstWhisperKnot
   gboolean negotiated;
   GstAudioFormat format;        /* F32LE or S16LE */
   GstSegment segment;           /* the input's, FORMAT_UNDEFINED: none */
-  GstClockTime in_base;         /* input time of in_samples = 0, or NONE */
-  guint64 in_samples;           /* samples queued since in_base */
-  GstClockTime stream_threshold;        /* this run's alignment-threshold */
-  GstClockTime stream_discont_wait;     /* and discont-wait */
-  gboolean cand;                /* timestamps disagree since cand_pos (a
-                                 * discontinuity if they go on so) */
-  guint64 cand_pos;             /* ring position of its first sample */
-  GstClockTime cand_expected;   /* the time the count gives there */
-  GstClockTimeDiff cand_drift;  /* timestamps minus the count */
-  guint64 cand_samples;         /* samples since, all with that offset */
+  GstAudioStreamAlign *align;   /* input timing */
+  GstClockTime in_end;          /* where the audio queued ends, or NONE */
 
   /* worker only (or with the worker stopped) */
   wk_stream *stream;

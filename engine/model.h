@@ -30,8 +30,7 @@
 #include "tokenizer.h"
 
 /* Whisper's fixed audio framing. */
-#define WK_CHUNK_SECONDS 30
-#define WK_N_SAMPLES (WK_CHUNK_SECONDS * WK_SAMPLE_RATE)        /* 480000 */
+#define WK_N_SAMPLES WK_WINDOW_SAMPLES  /* 480000 */
 #define WK_N_FRAMES (WK_N_SAMPLES / WK_HOP)     /* 3000 mel frames */
 #define WK_LN_EPS 1e-5f         /* Whisper's LayerNorm epsilon */
 

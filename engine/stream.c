@@ -51,7 +51,7 @@
 #define WK_PENDING_WINDOWS 8
 #define WK_HISTORY_FRAMES 3     /* >= 200 samples before a window's frame 0 */
 #define WK_SLACK_SAMPLES WK_SAMPLE_RATE
-#define WK_TS_SAMPLES (2 * WK_HOP)      /* one timestamp step: 0.02 s */
+#define WK_TS_SAMPLES WK_TIME_STEP_SAMPLES      /* 2 mel hops */
 
 struct wk_stream
 {

@@ -91,6 +91,12 @@ extern "C" {
 #endif
 
 #define WK_SAMPLE_RATE 16000
+/* Whisper's window. Offline (latency_ms = 0) a window's text comes once
+ * the window is complete (or at wk_stream_finish), so it trails the audio
+ * by up to this much. */
+#define WK_WINDOW_SAMPLES (30 * WK_SAMPLE_RATE)
+/* The resolution of segment and word times: one timestamp token, 20 ms. */
+#define WK_TIME_STEP_SAMPLES (WK_SAMPLE_RATE / 50)
 
 typedef enum
 {
