@@ -12,8 +12,8 @@
  *   micro-kernel broadcasts x and adds into 8 accumulators.
  * - linear, n < 8 rows with q8_0 / q4_0 (the decoder): activations
  *   quantized per block (wk_quantize_act, bit for bit), then integer
- *   block dot products: i8 x i8 products widened to i16 (a pair of them
- *   always fits: |q| <= 128, |x| <= 127), summed pairwise into i32.
+ *   block dot products: weights and activations widened to i16, eight
+ *   products summed pairwise into i32 lanes per i32x4.dot_i16x8_s.
  * - linear, n < 8 rows otherwise: weight rows converted on the fly and
  *   dotted with up to 4 rows of X.
  * - attention: 4 queries at a time against chunks of keys, a running
@@ -468,16 +468,32 @@ gemv (const wk_tensor * W, const float *bias, const float *X, int64_t n,
   }
 }
 
-/* sum over a 32-block of w * x, i8 x i8 -> i32 lanes */
-static inline v128_t
-dot_i8x32 (v128_t w0, v128_t w1, v128_t x0, v128_t x1)
+/* An activation block's 32 i8 values widened to i16 (x[0]: values 0-7,
+ * x[1]: 8-15, x[2]: 16-23, x[3]: 24-31), once per block for every weight
+ * row it meets. */
+static inline void
+widen_x32 (const int8_t * x, v128_t xs[4])
 {
-  v128_t p0 = wasm_i16x8_add (wasm_i16x8_extmul_low_i8x16 (w0, x0),
-      wasm_i16x8_extmul_high_i8x16 (w0, x0));
-  v128_t p1 = wasm_i16x8_add (wasm_i16x8_extmul_low_i8x16 (w1, x1),
-      wasm_i16x8_extmul_high_i8x16 (w1, x1));
-  return wasm_i32x4_add (wasm_i32x4_extadd_pairwise_i16x8 (p0),
-      wasm_i32x4_extadd_pairwise_i16x8 (p1));
+  v128_t x0 = wasm_v128_load (x), x1 = wasm_v128_load (x + 16);
+  xs[0] = wasm_i16x8_extend_low_i8x16 (x0);
+  xs[1] = wasm_i16x8_extend_high_i8x16 (x0);
+  xs[2] = wasm_i16x8_extend_low_i8x16 (x1);
+  xs[3] = wasm_i16x8_extend_high_i8x16 (x1);
+}
+
+/* sum over a 32-block of w * x, i8 x i8 -> i32 lanes: the weights widened
+ * to i16, eight products and their pairwise sums per i32x4.dot_i16x8_s.
+ * Lane i holds the values 2i, 2i+1, 2i+8, 2i+9 and the same 16 later
+ * (exact integers), so the float sums that follow do not depend on how
+ * they were formed. */
+static inline v128_t
+dot_i8x32 (v128_t w0, v128_t w1, const v128_t xs[4])
+{
+  v128_t a = wasm_i32x4_dot_i16x8 (wasm_i16x8_extend_low_i8x16 (w0), xs[0]);
+  v128_t b = wasm_i32x4_dot_i16x8 (wasm_i16x8_extend_high_i8x16 (w0), xs[1]);
+  v128_t c = wasm_i32x4_dot_i16x8 (wasm_i16x8_extend_low_i8x16 (w1), xs[2]);
+  v128_t d = wasm_i32x4_dot_i16x8 (wasm_i16x8_extend_high_i8x16 (w1), xs[3]);
+  return wasm_i32x4_add (wasm_i32x4_add (a, b), wasm_i32x4_add (c, d));
 }
 
 /* The 32 weights of block b of a q8_0 / q4_0 row as i8, and its scale. */
@@ -527,22 +543,22 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
         const unsigned char *r0 = data + (size_t) j * row_bytes;
         v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, a2 = a0, a3 = a0;
         for (b = 0; b < nb; b++) {
-          v128_t x0 = wasm_v128_load (x + b * WK_QK);
-          v128_t x1 = wasm_v128_load (x + b * WK_QK + 16);
+          v128_t xs[4];
           v128_t w0, w1;
           float d0, d1, d2, d3, dx = xd[0][b];
+          widen_x32 (x + b * WK_QK, xs);
           d0 = block_i8 (W->type, r0, b, &w0, &w1);
           a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
-                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d0 * dx)));
+                  (dot_i8x32 (w0, w1, xs)), wasm_f32x4_splat (d0 * dx)));
           d1 = block_i8 (W->type, r0 + row_bytes, b, &w0, &w1);
           a1 = wasm_f32x4_add (a1, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
-                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d1 * dx)));
+                  (dot_i8x32 (w0, w1, xs)), wasm_f32x4_splat (d1 * dx)));
           d2 = block_i8 (W->type, r0 + 2 * row_bytes, b, &w0, &w1);
           a2 = wasm_f32x4_add (a2, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
-                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d2 * dx)));
+                  (dot_i8x32 (w0, w1, xs)), wasm_f32x4_splat (d2 * dx)));
           d3 = block_i8 (W->type, r0 + 3 * row_bytes, b, &w0, &w1);
           a3 = wasm_f32x4_add (a3, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
-                  (dot_i8x32 (w0, w1, x0, x1)), wasm_f32x4_splat (d3 * dx)));
+                  (dot_i8x32 (w0, w1, xs)), wasm_f32x4_splat (d3 * dx)));
         }
         store4 (Y + i0 * ldy + j, wasm_f32x4_make (hsum (a0), hsum (a1),
                 hsum (a2), hsum (a3)), bias, j, 4, flags);
@@ -561,14 +577,13 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
           dw[q] = block_i8 (W->type, data + (size_t) (j + q) * row_bytes, b,
               &w0[q], &w1[q]);
         for (r = 0; r < nx; r++) {
-          const int8_t *x = xq[r] + b * WK_QK;
-          v128_t x0 = wasm_v128_load (x), x1 = wasm_v128_load (x + 16);
+          v128_t xs[4];
+          widen_x32 (xq[r] + b * WK_QK, xs);
           for (q = 0; q < nj; q++)
             acc[q][r] =
                 wasm_f32x4_add (acc[q][r],
                 wasm_f32x4_mul (wasm_f32x4_convert_i32x4 (dot_i8x32 (w0[q],
-                            w1[q], x0, x1)),
-                    wasm_f32x4_splat (dw[q] * xd[r][b])));
+                            w1[q], xs)), wasm_f32x4_splat (dw[q] * xd[r][b])));
         }
       }
       for (q = 0; q < nj; q++)
@@ -686,12 +701,41 @@ kv_load8 (const void *p, int64_t off, int kv16, v128_t * lo, v128_t * hi)
   }
 }
 
+/* Eight K or V values as kv_load8, f16 by f16x8_to_f32_finite's shifts
+ * (four instructions per four values against nine): the lanes holding an
+ * infinity or NaN are added to *nonfinite, and the caller does its work
+ * again with kv_load8. */
+static inline void
+kv_load8_fast (const void *p, int64_t off, int kv16, v128_t * lo,
+    v128_t * hi, v128_t * nonfinite)
+{
+  if (kv16) {
+    const v128_t zero = wasm_i32x4_splat (0);
+    const v128_t mask = wasm_i32x4_splat ((int32_t) 0x8fffe000u);
+    const v128_t rebias = wasm_i32x4_splat (0x77800000);        /* 2^112 */
+    v128_t v = wasm_v128_load ((const uint16_t *) p + off);
+    v128_t l = wasm_i16x8_shuffle (zero, v, 0, 8, 1, 9, 2, 10, 3, 11);
+    v128_t h = wasm_i16x8_shuffle (zero, v, 4, 12, 5, 13, 6, 14, 7, 15);
+    *nonfinite = wasm_v128_or (*nonfinite,
+        wasm_i16x8_eq (wasm_v128_and (v, wasm_i16x8_splat (0x7c00)),
+            wasm_i16x8_splat (0x7c00)));
+    *lo = wasm_f32x4_mul (wasm_v128_and (wasm_i32x4_shr (l, 3), mask), rebias);
+    *hi = wasm_f32x4_mul (wasm_v128_and (wasm_i32x4_shr (h, 3), mask), rebias);
+  } else {
+    *lo = wasm_v128_load ((const float *) p + off);
+    *hi = wasm_v128_load ((const float *) p + off + 4);
+  }
+}
+
 /* One query (a greedy decoder step), d_head a multiple of 8: f16 keys and
- * values converted as they are used, two keys per pass over the sums. */
-static void
-attention_one (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
+ * values converted as they are used (by the shifts of kv_load8_fast; when
+ * a key or value is not finite, everything again with kv_load8), two
+ * keys per pass over the sums. */
+static inline void
+attention_one_pass (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
     const float *Q, int64_t ldq, const void *K, int64_t ldk, const void *V,
-    int64_t ldv, float scale, int causal, float *O, int64_t ldo, int kv16)
+    int64_t ldv, float scale, int causal, float *O, int64_t ldo, int kv16,
+    int fast, v128_t * nonfinite)
 {
   float acc[256];
   float s[AK];
@@ -709,7 +753,10 @@ attention_one (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
     for (c = 0; c < nk; c++) {
       v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, k0, k1;
       for (l = 0; l < d_head; l += 8) {
-        kv_load8 (K, (t0 + c) * ldk + l, kv16, &k0, &k1);
+        if (fast)
+          kv_load8_fast (K, (t0 + c) * ldk + l, kv16, &k0, &k1, nonfinite);
+        else
+          kv_load8 (K, (t0 + c) * ldk + l, kv16, &k0, &k1);
         a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (k0, wasm_v128_load (q + l)));
         a1 = wasm_f32x4_add (a1, wasm_f32x4_mul (k1, wasm_v128_load (q + l +
                     4)));
@@ -743,8 +790,13 @@ attention_one (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
       int64_t t1 = c + 1 < nk ? t0 + c + 1 : t0 + c;
       for (l = 0; l < d_head; l += 8) {
         v128_t u0, u1, w0, w1;
-        kv_load8 (V, (t0 + c) * ldv + l, kv16, &u0, &u1);
-        kv_load8 (V, t1 * ldv + l, kv16, &w0, &w1);
+        if (fast) {
+          kv_load8_fast (V, (t0 + c) * ldv + l, kv16, &u0, &u1, nonfinite);
+          kv_load8_fast (V, t1 * ldv + l, kv16, &w0, &w1, nonfinite);
+        } else {
+          kv_load8 (V, (t0 + c) * ldv + l, kv16, &u0, &u1);
+          kv_load8 (V, t1 * ldv + l, kv16, &w0, &w1);
+        }
         wasm_v128_store (acc + l, wasm_f32x4_add (wasm_v128_load (acc + l),
                 wasm_f32x4_add (wasm_f32x4_mul (p0, u0), wasm_f32x4_mul (p1,
                         w0))));
@@ -759,6 +811,20 @@ attention_one (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
     for (l = 0; l < d_head; l++)
       O[i * ldo + l] = acc[l] * inv;
   }
+}
+
+static void
+attention_one (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
+    const float *Q, int64_t ldq, const void *K, int64_t ldk, const void *V,
+    int64_t ldv, float scale, int causal, float *O, int64_t ldo, int kv16)
+{
+  v128_t nonfinite = wasm_i32x4_splat (0);
+
+  attention_one_pass (d_head, i, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+      causal, O, ldo, kv16, 1, &nonfinite);
+  if (kv16 && wasm_v128_any_true (nonfinite))
+    attention_one_pass (d_head, i, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+        causal, O, ldo, kv16, 0, &nonfinite);
 }
 
 static void

@@ -717,6 +717,50 @@ check_attention_case (int n_head, int64_t d_head, int64_t n_q, int64_t n_kv,
   free (R);
 }
 
+/* f16 keys and values that are not all finite normal numbers (the wasm
+ * set converts them with shifts that hold only for finite halves, and
+ * does the whole query again when it meets another): one query (a
+ * decoder step) over 40 keys, a value +infinity, one -infinity in another
+ * dimension, subnormal and negative-zero keys and values; every set
+ * against the reference, an infinite output where the reference has one. */
+static void
+test_attention_f16kv_special (void)
+{
+  const int64_t d = 64, n_kv = 40;
+  float Q[64], O[64], R[64];
+  uint16_t Kh[40 * 64], Vh[40 * 64];
+  int64_t i, l;
+  int s;
+
+  for (l = 0; l < d; l++)
+    Q[l] = rng_f ();
+  for (i = 0; i < n_kv * d; i++) {
+    Kh[i] = wk_fp32_to_fp16 (rng_f ());
+    Vh[i] = wk_fp32_to_fp16 (rng_f ());
+  }
+  Vh[5 * d + 3] = 0x7c00;       /* +inf */
+  Vh[30 * d + 17] = 0xfc00;     /* -inf */
+  Kh[2 * d + 9] = 0x0003;       /* subnormal */
+  Vh[11 * d + 40] = 0x8001;     /* negative subnormal */
+  Kh[12 * d + 1] = 0x8000;      /* -0 */
+  wk_kernels_set (&wk_kernels_ref);
+  wk_attention_f16kv (NULL, 1, d, 1, n_kv, Q, d, Kh, d, Vh, d, 0.125f, 0, R, d);
+  CHECK_MSG (isinf (R[3]) && R[3] > 0 && isinf (R[17]) && R[17] < 0,
+      "reference: O[3] = %g, O[17] = %g", R[3], R[17]);
+  for (s = 0; s < n_simd_sets; s++) {
+    int bad = 0;
+    wk_kernels_set (simd_sets[s]);
+    wk_attention_f16kv (NULL, 1, d, 1, n_kv, Q, d, Kh, d, Vh, d, 0.125f, 0,
+        O, d);
+    for (l = 0; l < d; l++)
+      if (!(isinf (R[l]) ? O[l] == R[l] : fabs (O[l] - R[l]) <= 2e-5)
+          && bad++ < 3)
+        CHECK_MSG (0, "%s attention_f16kv, special halves: O[%ld] = %g want %g",
+            simd_sets[s]->name, (long) l, O[l], R[l]);
+  }
+  wk_kernels_set (NULL);
+}
+
 static void
 test_f32_to_f16 (void)
 {
@@ -1134,6 +1178,7 @@ main (void)
   RUN (test_linear_batch_matches_alone);
   RUN (test_gemm_f32);
   RUN (test_attention);
+  RUN (test_attention_f16kv_special);
   RUN (test_f32_to_f16);
   RUN (test_rows);
   RUN (test_conv1d);

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// node web/bench.mjs [MODEL.knot] [FILE.wav] [-b N] [--runs N]
+// node web/bench.mjs [MODEL.knot] [FILE.wav] [-b N] [--runs N] [--no-avx2]
 //                    [--whispercpp STAGES.js --ggml MODEL.bin]
 //
 // The WebAssembly engine (in this Node.js) against the native engine (one
 // thread, the build's whisperknot-transcribe: $WK_NATIVE_BUILD, else
-// ci-build, build-wasm-native or build) on the same knot and audio: the
+// ci-build, build-wasm-native or build; with its default kernels, the
+// widest the CPU has, and, unless --no-avx2, with WK_KERNELS=avx2 as a
+// second column, runs alternated) on the same knot and audio: the
 // encoder window, the decoder step, end to end, and the real-time factor,
 // side by side with their ratios. Figures only, no assertions; the best of
 // --runs (default 3) runs of each, as the machine may be busy.
@@ -25,12 +27,13 @@ import { Whisperknot } from './whisperknot.mjs';
 import { defaultModel, nativeTool, sampleWav } from './tests/helpers.mjs';
 
 const args = process.argv.slice(2), pos = [];
-let beam = 1, runs = 3, wcpp = null, ggml = null;
+let beam = 1, runs = 3, wcpp = null, ggml = null, avx2 = true;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '-b') beam = parseInt(args[++i], 10);
   else if (args[i] === '--runs') runs = parseInt(args[++i], 10);
   else if (args[i] === '--whispercpp') wcpp = args[++i];
   else if (args[i] === '--ggml') ggml = args[++i];
+  else if (args[i] === '--no-avx2') avx2 = false;
   else pos.push(args[i]);
 }
 if (wcpp && !ggml) {
@@ -54,9 +57,12 @@ async function wasmRun(wk, m, samples) {
     mel: st.melSeconds, encTotal: st.encoderSeconds, decTotal: st.decoderSeconds, audio: st.audioSeconds, text };
 }
 
-function nativeStats(exe) {
+function nativeStats(exe, kernels) {
+  const env = { ...process.env };
+  if (kernels) env.WK_KERNELS = kernels;
+  else delete env.WK_KERNELS;
   const r = execFileSync('sh', ['-c', '"$0" -m "$1" -b "$2" -t 1 --stats "$3" 2>&1 >/dev/null', exe, model, String(beam), wav],
-    { encoding: 'utf8' });
+    { encoding: 'utf8', env });
   const kv = Object.fromEntries(r.split('\n').filter((l) => l.includes(': ')).map((l) => l.split(': ')));
   return { wall: +kv.wall_seconds, enc: +kv.encoder_seconds / +kv.windows, dec: +kv.decoder_seconds / Math.max(1, +kv.tokens),
     mel: +kv.mel_seconds, encTotal: +kv.encoder_seconds, decTotal: +kv.decoder_seconds, audio: +kv.audio_seconds };
@@ -68,8 +74,16 @@ const { samples } = wk.parseWav(readFileSync(wav));
 const w = [];
 for (let i = 0; i < runs; i++) w.push(await wasmRun(wk, m, samples));
 const exe = nativeTool('tools/whisperknot-transcribe');
-const n = [];
-if (exe) for (let i = 0; i < runs; i++) n.push(nativeStats(exe));
+// the native engine twice, alternated: its default kernels (the widest
+// the CPU has) and, with --avx2 (the default where the default is not
+// AVX2 already), WK_KERNELS=avx2
+const n = [], n2 = [];
+if (exe) {
+  for (let i = 0; i < runs; i++) {
+    n.push(nativeStats(exe, null));
+    if (avx2) n2.push(nativeStats(exe, 'avx2'));
+  }
+}
 
 // whisper.cpp's wasm build: WKB lines, best of the runs
 function whispercppStages(extra) {
@@ -106,18 +120,28 @@ const rows = [
 ];
 if (c) console.log(`whisper.cpp wasm: ${wcpp} on ${ggml}, 1 thread, greedy`);
 const cpp = (key) => (c && c[key] !== undefined && Number.isFinite(c[key]) ? c[key] : null);
+const has2 = n2.length > 0;
 console.log('figure'.padEnd(22) + 'wasm'.padStart(10) + 'native'.padStart(10) + 'wasm/native'.padStart(13) +
+  (has2 ? 'native avx2'.padStart(13) + 'wasm/avx2'.padStart(11) : '') +
   (c ? 'whisper.cpp wasm'.padStart(18) + 'w.cpp/wasm'.padStart(12) : ''));
+const ratioCols = (a, list, scale, w1, w2) => {
+  if (!list.length) return '-'.padStart(w1) + '-'.padStart(w2);
+  const b = best(list, 'x') * scale;
+  return b.toFixed(3).padStart(w1) + ((a / b).toFixed(2) + 'x').padStart(w2);
+};
+const pick = (list, key) => list.map((r) => ({ x: r[key] }));
 for (const [name, key, scale = 1] of rows) {
-  const a = best(w, key) * scale, b = n.length ? best(n, key) * scale : NaN, x = cpp(key);
-  console.log(name.padEnd(22) + a.toFixed(3).padStart(10) + (n.length ? b.toFixed(3) : '-').padStart(10) +
-    (n.length ? (a / b).toFixed(2) + 'x' : '-').padStart(13) +
+  const a = best(w, key) * scale, x = cpp(key);
+  console.log(name.padEnd(22) + a.toFixed(3).padStart(10) + ratioCols(a, pick(n, key), scale, 10, 13) +
+    (has2 ? ratioCols(a, pick(n2, key), scale, 13, 11) : '') +
     (c ? (x !== null ? (x * scale).toFixed(3) : '-').padStart(18) + (x !== null ? (x * scale / a).toFixed(2) + 'x' : '-').padStart(12) : ''));
 }
-const rtfW = best(w, 'wall') / audio, rtfN = n.length ? best(n, 'wall') / audio : NaN;
-console.log('real-time factor'.padEnd(22) + rtfW.toFixed(4).padStart(10) + (n.length ? rtfN.toFixed(4) : '-').padStart(10) +
-  (n.length ? (rtfW / rtfN).toFixed(2) + 'x' : '-').padStart(13) +
+const rtfW = best(w, 'wall') / audio;
+const rtf = (list) => list.map((r) => ({ x: r.wall / audio }));
+console.log('real-time factor'.padEnd(22) + rtfW.toFixed(4).padStart(10) + ratioCols(rtfW, rtf(n), 1, 10, 13) +
+  (has2 ? ratioCols(rtfW, rtf(n2), 1, 13, 11) : '') +
   (c ? (c.wall / audio).toFixed(4).padStart(18) + (c.wall / audio / rtfW).toFixed(2).concat('x').padStart(12) : ''));
+console.log(`load average (os.loadavg): ${os.loadavg().map((v) => v.toFixed(2)).join(' ')} on ${os.cpus().length} CPUs`);
 console.log(`text (wasm): ${w[0].text}`);
 if (c) console.log(`text (whisper.cpp wasm): ${c.text}`);
 m.free();

@@ -1,9 +1,12 @@
 // AudioWorklet processor: the microphone's first channel, resampled from
 // the context's rate to 16 kHz with a windowed-sinc low-pass (cutoff just
 // under 8 kHz, 32 taps at the input rate per output sample), posted to the
-// page in 100 ms blocks with the context time of their first sample.
+// page in 40 ms blocks with the context time of their first sample. (A
+// block's last sample waits for the block to fill before the engine sees
+// it: 100 ms blocks put up to 0.1 s, 50 ms on average, into every partial's
+// delay; 25 messages a second cost the worker nothing next to a run.)
 const OUT_RATE = 16000;
-const BLOCK = 1600;
+const BLOCK = 640;
 const HALF = 16; // taps each side
 
 class CaptureResampler extends AudioWorkletProcessor {

@@ -64,7 +64,10 @@ test('live captions from a fake microphone become the sample text', { skip: !chr
     if (c.trim() && firstWord === null) firstWord = (Date.now() - t0) / 1000;
     committed = c;
     const got = new Set(words(c));
-    if (expected.filter((w) => got.has(w)).length >= Math.ceil(expected.length * 0.6)) break;
+    // listen to the whole sample once (15.5 s) so that the delays printed
+    // below cover all of it, not only the first sentence
+    if (expected.filter((w) => got.has(w)).length >= Math.ceil(expected.length * 0.6) &&
+      Date.now() - t0 >= 16000) break;
     await new Promise((r) => setTimeout(r, 250));
   }
   await page.screenshot({ path: path.join(wasmBuild, 'page.png'), fullPage: true });
