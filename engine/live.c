@@ -60,7 +60,12 @@
  * keeps the usual step, so the stream still keeps up with real time; the
  * word is committed late and counted (n_late). A run's timing decides
  * only when audio arrives in real time: audio fed ahead of its due times
- * (a file read fast) is committed by agreement alone.
+ * (a file read fast) is committed by agreement alone. When audio will be
+ * here is reckoned from its due times (captured, then one of the source's
+ * pieces later), so a caller that queued audio during a run (the
+ * element's worker) has its runs planned on all of it; and a feed with
+ * due times runs the model at most once, at its end, so the words a run
+ * commits go back to the caller before the next run starts.
  *
  * When the detector ends the utterance (vad_min_silence_ms of silence),
  * at flush and at finish, a final run (with the caller's temperature
@@ -122,6 +127,7 @@
                                  * time continues the previous entry */
 #define LIVE_DEADLINE_STEP (WK_SAMPLE_RATE / 10)        /* the shortest step
                                                          * a deadline asks */
+#define LIVE_MAX_PIECE 0.5      /* s: a source's pieces, at most */
 
 typedef struct
 {
@@ -241,7 +247,8 @@ struct wk_live
   double lat_s;                 /* latency_ms in seconds */
   double run_hist[LIVE_RUN_HIST];       /* the last runs' wall times */
   int n_run_hist;
-  double piece_s;               /* the duration of the last feed */
+  double piece_s;               /* a source's pieces (s) */
+  double ret_s;                 /* when the last timed feed returned */
   int64_t n_forced, n_late;
   double max_late_s;
 #ifdef WK_TEST_HOOKS
@@ -630,6 +637,8 @@ wk_live_reset (wk_live * l)
   l->arr_head = l->arr_n = 0;
   l->run_ema_s = 0.0;
   l->n_run_hist = 0;
+  l->piece_s = 0.0;
+  l->ret_s = -INFINITY;
 }
 
 /* Results handed out by the last take are released by the next call. */
@@ -815,18 +824,31 @@ run_estimate (const wk_live * l)
   return 1.25 * r + 0.02;
 }
 
-/* When a run at position pos is expected to finish, now being now: it
- * starts once pos has arrived, which a source at least as fast as real
- * time brings (pos - total) / 16000 s and a feed's piece from now (at
- * once when it is there already). A source read faster than real time,
- * far ahead of its due times, meets every deadline by agreement alone:
- * its text then does not depend on how long runs take. */
+/* When the audio up to pos will be here, now being now: at once when it
+ * has been fed; else when its last sample has been captured (its due
+ * time) and a feed's piece has carried it here (a source delivers a piece
+ * once its last sample is in). Audio captured already but not fed yet (a
+ * caller that queued it while a run was going, as the element does) is
+ * here at once, so a stream that fell behind plans its next run on all of
+ * it rather than waiting for audio that is no longer to come. */
+static double
+avail_at (const wk_live * l, int64_t pos, double now)
+{
+  double t;
+  if (pos <= l->total)
+    return now;
+  t = due_at (l, pos) + l->piece_s;
+  return t > now ? t : now;
+}
+
+/* When a run at position pos is expected to finish, now being now and
+ * the run taking r. A source read faster than real time, far ahead of its
+ * due times, meets every deadline by agreement alone: its text then does
+ * not depend on how long runs take. */
 static double
 run_finish (const wk_live * l, int64_t pos, double now, double r)
 {
-  double wait = pos > l->total ? (double) (pos - l->total) / WK_SAMPLE_RATE
-      + l->piece_s : 0.0;
-  return now + wait + r;
+  return avail_at (l, pos, now) + r;
 }
 
 /* Where the next run should start: after the usual step, or sooner when
@@ -837,15 +859,16 @@ static int64_t
 plan_run (const wk_live * l, double d, double now, double r, int64_t least)
 {
   int64_t usual = l->total + l->step_eff, lo = l->total + least, at;
-  double slack;
+  double latest;
 
   if (l->p.commit != WK_COMMIT_DEADLINE || !isfinite (d))
     return usual;
   if (d < run_finish (l, lo, now, r))
     return usual;
-  /* the latest start that still finishes by d */
-  slack = d - r - l->piece_s - now;
-  at = l->total + (int64_t) (slack * WK_SAMPLE_RATE);
+  /* the latest start that still finishes by d, as the position of the
+   * audio that is here by then: captured a piece before */
+  latest = d - r - l->piece_s;
+  at = l->total + (int64_t) ((latest - due_at (l, l->total)) * WK_SAMPLE_RATE);
   if (at < lo)
     at = lo;
   return at < usual ? at : usual;
@@ -1595,15 +1618,36 @@ vad_feed (wk_live * l, const float *pcm, size_t n)
   return WK_OK;
 }
 
+/* With deadlines, a feed runs the model at most once, at its end: audio
+ * that queued up while a run was going (the element feeds it in pieces of
+ * up to half a second) is all heard by the next run, and the words a run
+ * commits go back to the caller, to be pushed, before another run; two
+ * runs in one call would hold the first one's words for the second's
+ * time. A feed longer than LIVE_MAX_STEP still runs on the way. Audio fed
+ * without due times runs at every step as it comes, so its text does not
+ * depend on how it is cut into feeds. */
 wk_status
 wk_live_feed (wk_live * l, const float *pcm, size_t n, double due_s)
 {
+  bool timed = isfinite (due_s) && l->p.commit == WK_COMMIT_DEADLINE;
+  int64_t runs0 = l->n_runs;
+
   begin_call (l);
   if (l->finished)
     return WK_ERR_STATE;
   due_record (l, l->total, due_s);
-  if (n > 0)
-    l->piece_s = (double) n / WK_SAMPLE_RATE;
+  if (n > 0) {
+    /* the pieces the source delivers, from feeds of audio whose last
+     * sample came after the previous feed returned: audio that queued up
+     * while the caller was busy (a run) comes in a larger feed, which
+     * says nothing about them */
+    double piece = (double) n / WK_SAMPLE_RATE;
+    if (piece > LIVE_MAX_PIECE)
+      piece = LIVE_MAX_PIECE;
+    if (l->piece_s == 0.0 || !isfinite (due_s)
+        || due_s + (double) n / WK_SAMPLE_RATE > l->ret_s)
+      l->piece_s = piece;
+  }
   while (n > 0) {
     /* pieces end on the detector's chunk grid */
     size_t k = WK_VAD_CHUNK - (size_t) (l->total % WK_VAD_CHUNK);
@@ -1635,7 +1679,7 @@ wk_live_feed (wk_live * l, const float *pcm, size_t n, double due_s)
     }
     pcm += k;
     n -= k;
-    if (l->in_utt && l->total >= l->next_run) {
+    if (l->in_utt && l->total >= l->next_run && (!timed || n > LIVE_MAX_STEP)) {
       st = step_run (l);
       if (st != WK_OK)
         return st;
@@ -1643,7 +1687,14 @@ wk_live_feed (wk_live * l, const float *pcm, size_t n, double due_s)
     if (!l->in_utt && l->len > (size_t) (2 * LIVE_PREROLL))
       trim (l);
   }
+  if (timed && l->in_utt && l->total >= l->next_run && l->n_runs == runs0) {
+    wk_status st = step_run (l);
+    if (st != WK_OK)
+      return st;
+  }
   advance_settled (l);
+  if (isfinite (due_s))
+    l->ret_s = live_now (l);
   return WK_OK;
 }
 

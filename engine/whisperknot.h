@@ -383,7 +383,11 @@ WK_API double wk_clock_seconds (void);
  * wk_stream_feed gives no time: its samples have no deadline, as with
  * due_s = INFINITY (nothing waits on a clock for their text: a file, a
  * test); the live policy then commits by agreement alone, and the text
- * does not depend on how long runs take. Offline streams ignore due_s. */
+ * does not depend on how long runs take. Offline streams ignore due_s.
+ * With WK_COMMIT_DEADLINE a call runs the model at most once, at the end
+ * of its samples (unless they are longer than 4 s): a caller that queued
+ * audio during a run feeds it at once, the run hears all of it, and the
+ * caller takes and pushes the run's words before the next call. */
 WK_API wk_status wk_stream_feed_at (wk_stream * stream, const float *pcm,
     size_t n_samples, double due_s);
 

@@ -917,11 +917,15 @@ done:
  * captured in real time (each 20 ms piece is due when its first sample
  * was spoken and arrives when its last one was), and every run takes
  * run_cost seconds, during which audio queues up as it would behind a
- * slow model. Returns the number of words committed later than their
- * start + the latency; *n_words receives the words committed. */
+ * slow model. queued: what queued up is fed in one call (up to half a
+ * second, as the element's worker does), else piece by piece. The words
+ * of each call are taken after it, as the element pushes them. Returns
+ * the number of words committed later than their start + the latency;
+ * *n_words receives the words committed. */
+#define QUEUED_MAX (SR / 2)
 static int
 deadline_policy (wk_commit_policy commit, int latency_ms, double run_cost,
-    int *n_words, int *n_forced)
+    bool queued, int *n_words, int *n_forced)
 {
   wk_stream_params p = live_params (latency_ms);
   wk_ctx *ctx = NULL;
@@ -930,9 +934,10 @@ deadline_policy (wk_commit_policy commit, int latency_ms, double run_cost,
   script sc;
   char err[256];
   int lang = -1, i, n_late = 0, n_committed = 0, n_right = 0, next = 0;
+  int n_retract = 0;
   int64_t fed = 0, total, last_end = 0;
   double vt = 0.0, lat = latency_ms / 1000.0;
-  float *zeros = calloc (PIECE, sizeof *zeros);
+  float *zeros = calloc (QUEUED_MAX, sizeof *zeros);
 
   total = script_init (&sc);
   sc.clock = &vt;
@@ -951,15 +956,27 @@ deadline_policy (wk_commit_policy commit, int latency_ms, double run_cost,
   while (fed <= total) {
     const wk_segment *segs;
     size_t n, j;
+    int64_t k = PIECE;
     if (fed < total) {
       double captured = (double) (fed + PIECE) / SR;
       if (vt < captured)
         vt = captured;          /* wait for the piece (late: at once) */
-      CHECK (wk_live_feed (live, zeros, PIECE, (double) fed / SR) == WK_OK);
+      if (queued) {
+        /* every whole piece captured by now */
+        k = (int64_t) (vt * SR + 0.5) / PIECE * PIECE - fed;
+        if (k > QUEUED_MAX)
+          k = QUEUED_MAX;
+        if (k < PIECE)
+          k = PIECE;
+      }
+      if (k > total - fed)
+        k = total - fed;
+      CHECK (wk_live_feed (live, zeros, (size_t) k, (double) fed / SR)
+          == WK_OK);
     } else {
       CHECK (wk_live_finish (live) == WK_OK);
     }
-    fed += PIECE;
+    fed += k;
     n = wk_live_take (live, &segs);
     for (j = 0; j < n; j++) {
       if (segs[j].utterance_end)
@@ -984,14 +1001,27 @@ deadline_policy (wk_commit_policy commit, int latency_ms, double run_cost,
           break;
         }
     }
+    /* never retracted: what is still to come (the partial result) starts
+     * after every committed word, and so nothing can take one's place */
+    n = wk_live_partial (live, &segs, NULL);
+    for (j = 0; j < n; j++)
+      if (segs[j].start < last_end - 160) {
+        n_retract++;
+        printf ("# partial '%s' at %lld, inside the committed text (ends "
+            "%lld)\n", segs[j].text, (long long) segs[j].start,
+            (long long) last_end);
+      }
   }
+  CHECK_MSG (n_retract == 0, "%d partial words inside committed text",
+      n_retract);
   wk_live_get_stats (live, &st);
   CHECK_MSG (st.n_late == n_late, "the policy counted %lld late words, the "
       "test %d", (long long) st.n_late, n_late);
-  printf ("# %s, latency %d ms, runs of %.2f s: %d words (%d of %d right), "
+  printf ("# %s, latency %d ms, runs of %.2f s%s: %d words (%d of %d right), "
       "%lld at their deadline, %d late (at most %.2f s), %d runs\n",
       commit == WK_COMMIT_DEADLINE ? "deadline" : "agreement", latency_ms,
-      run_cost, n_committed, n_right, N_SCRIPT,
+      run_cost, queued ? ", queued audio fed at once" : "", n_committed,
+      n_right, N_SCRIPT,
       (long long) st.n_deadline_commits, n_late, st.max_late_seconds,
       sc.n_calls);
   /* every script word is there (forced ones perhaps after a guess) */
@@ -1013,19 +1043,41 @@ test_deadline (void)
 
   /* runs of 200 ms against a 900 ms latency (room for two runs and the
    * margins): two runs that agree come too late for most words */
-  late = deadline_policy (WK_COMMIT_AGREEMENT, 900, 0.2, &n_words, &n_forced);
+  late = deadline_policy (WK_COMMIT_AGREEMENT, 900, 0.2, false, &n_words,
+      &n_forced);
   CHECK_MSG (late > 0, "agreement alone was never late: the test cannot "
       "tell the policies apart");
   CHECK (n_forced == 0);
-  late = deadline_policy (WK_COMMIT_DEADLINE, 900, 0.2, &n_words, &n_forced);
+  late = deadline_policy (WK_COMMIT_DEADLINE, 900, 0.2, false, &n_words,
+      &n_forced);
   CHECK_MSG (late == 0, "%d words late with deadlines", late);
   CHECK (n_forced > 0);
+  /* and with room for a run after each word's end before its deadline,
+   * runs are timed to hear every word whole: no guess for a word cut at
+   * a window's end is committed (the script's 14 words, nothing else) */
+  CHECK_MSG (n_words == N_SCRIPT, "%d words committed for %d: guesses at "
+      "cut words", n_words, N_SCRIPT);
+  /* the same with what queued up during a run fed in one call, as the
+   * element does: one run per call, on all of it, and its words out
+   * before the next run */
+  late = deadline_policy (WK_COMMIT_DEADLINE, 900, 0.2, true, &n_words,
+      &n_forced);
+  CHECK_MSG (late == 0, "%d words late with deadlines, queued audio fed at "
+      "once", late);
+  CHECK_MSG (n_words == N_SCRIPT, "%d words committed for %d, queued audio "
+      "fed at once", n_words, N_SCRIPT);
   /* tighter: 500 ms with runs of 150 ms */
-  late = deadline_policy (WK_COMMIT_DEADLINE, 500, 0.15, &n_words, &n_forced);
+  late = deadline_policy (WK_COMMIT_DEADLINE, 500, 0.15, false, &n_words,
+      &n_forced);
   CHECK_MSG (late == 0, "%d words late at 500 ms", late);
+  late = deadline_policy (WK_COMMIT_DEADLINE, 500, 0.15, true, &n_words,
+      &n_forced);
+  CHECK_MSG (late == 0, "%d words late at 500 ms, queued audio fed at once",
+      late);
   /* an overloaded machine: runs longer than the latency; words are late
    * but still all there, in order */
-  late = deadline_policy (WK_COMMIT_DEADLINE, 500, 0.6, &n_words, &n_forced);
+  late = deadline_policy (WK_COMMIT_DEADLINE, 500, 0.6, false, &n_words,
+      &n_forced);
   CHECK (late > 0);
 }
 

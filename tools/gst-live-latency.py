@@ -23,7 +23,8 @@ buffer handling, as an application sees them.
 Usage:
   GST_PLUGIN_PATH=build/gst-plugin tools/gst-live-latency.py [--model K] \\
       [--latency MS] [--commit deadline|agreement] [--gap S] [--truth FILE] \\
-      [--fast] [--sweep] FILE.wav...
+      [--fast] [--sweep [--latencies MS,...]] [--streams N] [--source live|identity] \\
+      [-t N] FILE.wav...
 
 --sweep: a table instead, latency 500, 1000, 2000 and 3000 ms with both
 commit policies (the element's `commit` property): WER against the offline
@@ -66,18 +67,50 @@ def wer(ref, hyp):
     return 100.0 * edit_distance(r, h) / max(1, len(r)), len(r)
 
 
-def run_pipeline(audio, model, latency, fast, commit="deadline"):
-    """Pushes audio (bytes) through whisperknot; returns (words, partials, t0):
-    words [(text, start_s, end_s, wall)], partials [(wall, text, start_s, end_s)];
-    wall times on the pipeline's clock (the system clock: time.monotonic()),
-    t0 its base time, so a buffer is late when wall > t0 + start + latency."""
-    live = latency > 0
-    props = "latency=%d commit=%s" % (latency, commit) + (" model=%s" % model if model else "")
-    pipe = Gst.parse_launch(
-        "appsrc name=src is-live=%s format=time block=false "
-        "caps=audio/x-raw,format=S16LE,rate=%d,channels=1,layout=interleaved ! "
-        "whisperknot name=wk %s ! appsink name=sink sync=false emit-signals=true"
-        % ("true" if live else "false", SR, props))
+class Pipeline:
+    """One `appsrc ! whisperknot ! appsink` pipeline playing audio (bytes).
+
+    After run(): words [(text, start_s, end_s, wall)], partials [(wall, text,
+    start_s, end_s)], wall times on the pipeline's clock (the system clock:
+    time.monotonic()), t0 its base time, and reported: the latency the
+    element answers (the pipeline's, its source adding none), so a buffer
+    is late when wall > t0 + start + reported.
+
+    source "live": appsrc is-live=true, each 20 ms buffer pushed when its
+    last sample is in (a capture card); "identity": a non-live appsrc
+    pushed as fast as it takes, paced by `identity sync=true` (a file
+    played at real time)."""
+
+    def __init__(self, audio, model, latency, fast, commit="deadline", source="live",
+                 threads=0):
+        self.audio, self.latency, self.fast = audio, latency, fast
+        live = latency > 0
+        self.paced = live and not fast and source == "live"
+        props = "latency=%d commit=%s threads=%d" % (latency, commit, threads) + (
+            " model=%s" % model if model else "")
+        pace = " ! identity sync=true" if live and not fast and source == "identity" else ""
+        self.pipe = Gst.parse_launch(
+            "appsrc name=src is-live=%s format=time block=%s "
+            "caps=audio/x-raw,format=S16LE,rate=%d,channels=1,layout=interleaved%s ! "
+            "whisperknot name=wk %s ! appsink name=sink sync=false emit-signals=true"
+            % ("true" if self.paced else "false", "false" if self.paced else "true",
+               SR, pace, props))
+        self.words, self.partials, self.t0, self.err = [], [], 0.0, None
+        self.reported = latency / 1000.0
+
+    def run(self):
+        self.words, self.partials, self.t0 = run_pipeline(self)
+        return self
+
+    def check(self):
+        if self.err:
+            sys.exit(self.err)
+        return self
+
+
+def run_pipeline(pl):
+    """Plays pl.audio through pl.pipe; returns (words, partials, t0)."""
+    audio, pipe = pl.audio, pl.pipe
     src, sink = pipe.get_by_name("src"), pipe.get_by_name("sink")
     words, partials = [], []
 
@@ -97,7 +130,8 @@ def run_pipeline(audio, model, latency, fast, commit="deadline"):
     sink.connect("new-sample", on_sample)
     bus = pipe.get_bus()
     if pipe.set_state(Gst.State.PLAYING) == Gst.StateChangeReturn.FAILURE:
-        sys.exit("the pipeline does not start (GST_PLUGIN_PATH? --model?)")
+        pl.err = "the pipeline does not start (GST_PLUGIN_PATH? --model?)"
+        return words, partials, 0.0
     # (no waiting for the state: a live pipeline completes it with data)
     t0 = time.monotonic()
 
@@ -105,7 +139,7 @@ def run_pipeline(audio, model, latency, fast, commit="deadline"):
         n = len(audio) // 2
         for pos in range(0, n, PIECE):
             k = min(PIECE, n - pos)
-            if live and not fast:
+            if pl.paced:
                 delay = t0 + (pos + k) / SR - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
@@ -134,16 +168,19 @@ def run_pipeline(audio, model, latency, fast, commit="deadline"):
             partials.append((time.monotonic(), st.get_string("text") or "",
                              ts / Gst.SECOND, (ts + dur) / Gst.SECOND))
     th.join()
+    q = Gst.Query.new_latency()
+    if sink.get_static_pad("sink").peer_query(q):
+        pl.reported = q.parse_latency()[1] / Gst.SECOND
     # lateness counts on the pipeline's clock, the system clock
     # (CLOCK_MONOTONIC, as time.monotonic()): running time 0 is its base time
     clock = pipe.get_clock()
     if clock and pipe.get_base_time() > 0:
         if abs(clock.get_time() / Gst.SECOND - time.monotonic()) > 0.01:
-            sys.exit("the pipeline clock is not the monotonic system clock")
+            pl.err = "the pipeline clock is not the monotonic system clock"
         t0 = pipe.get_base_time() / Gst.SECOND
     pipe.set_state(Gst.State.NULL)
     if err:
-        sys.exit("pipeline error: %s (%s)" % (err[0].message, err[1]))
+        pl.err = "pipeline error: %s (%s)" % (err[0].message, err[1])
     return words, partials, t0
 
 
@@ -153,16 +190,34 @@ def pct(xs, q):
 
 
 def measure(audio, args, latency, commit, off_text, truth_ref):
-    """One live run: a dict of the figures."""
-    words, partials, t0 = run_pipeline(audio, args.model, latency, args.fast, commit)
-    r = {"words": words, "partials": partials, "t0": t0}
-    r["late"] = [w for w in words if w[3] > t0 + w[1] + latency / 1000.0]
-    r["worst"] = max([w[3] - (t0 + w[1] + latency / 1000.0) for w in words] or [0.0])
-    r["start_d"] = [w[3] - (t0 + w[1]) for w in words]
-    live_text = " ".join(t.strip() for t, _, _, _ in words)
-    r["text"] = live_text
-    r["wer_off"] = wer(off_text, live_text)[0]
-    r["wer_truth"] = wer(truth_ref, live_text)[0] if truth_ref is not None else None
+    """One live run of args.streams pipelines started together: a dict of the
+    figures over all of them (WER: the mean of the streams'). Late: after
+    PTS + the latency the element reported."""
+    pls = [Pipeline(audio, args.model, latency, args.fast, commit, args.source, args.threads)
+           for _ in range(args.streams)]
+    ths = [threading.Thread(target=p.run) for p in pls]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    for p in pls:
+        p.check()
+    r = {"words": [], "late": [], "start_d": [], "worst": 0.0, "wer_off": 0.0,
+         "wer_truth": 0.0 if truth_ref is not None else None,
+         "reported": max(p.reported for p in pls)}
+    for p in pls:
+        words, t0, lat = p.words, p.t0, p.reported
+        r["words"] += words
+        r["late"] += [w for w in words if w[3] > t0 + w[1] + lat]
+        r["worst"] = max([r["worst"]] + [w[3] - (t0 + w[1] + lat) for w in words])
+        r["start_d"] += [w[3] - (t0 + w[1]) for w in words]
+        live_text = " ".join(t.strip() for t, _, _, _ in words)
+        r["wer_off"] += wer(off_text, live_text)[0] / len(pls)
+        if truth_ref is not None:
+            r["wer_truth"] += wer(truth_ref, live_text)[0] / len(pls)
+    p = pls[0]
+    r["partials"], r["t0"] = p.partials, p.t0
+    r["words0"] = p.words
     return r
 
 
@@ -178,6 +233,15 @@ def main():
     ap.add_argument("--fast", action="store_true", help="push as fast as possible")
     ap.add_argument("--sweep", action="store_true",
                     help="latency 500-3000 ms, both policies: a table")
+    ap.add_argument("--latencies", default="500,1000,2000,3000",
+                    help="--sweep: the latencies, ms (default 500,1000,2000,3000)")
+    ap.add_argument("-t", "--threads", type=int, default=0,
+                    help="the element's threads (default 0: its choice)")
+    ap.add_argument("--streams", type=int, default=1,
+                    help="pipelines on the one model, started together (default 1)")
+    ap.add_argument("--source", choices=["live", "identity"], default="live",
+                    help="live: appsrc is-live=true pushed at real time (default); "
+                    "identity: a non-live appsrc ! identity sync=true")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-word lines")
     args = ap.parse_args()
     Gst.init(None)
@@ -201,7 +265,7 @@ def main():
         truth_ref = " ".join(truth[i] for i in ids)
 
     t_off = time.monotonic()
-    off_words, _, _ = run_pipeline(audio, args.model, 0, True)
+    off_words = Pipeline(audio, args.model, 0, True, threads=args.threads).run().check().words
     off_wall = time.monotonic() - t_off
     off_text = " ".join(t.strip() for t, _, _, _ in off_words)
     print("# %d files, %.1f s of audio; offline (latency 0): %d words, %.1f s wall%s" % (
@@ -209,15 +273,18 @@ def main():
         ", WER vs truth %.1f %%" % wer(truth_ref, off_text)[0] if truth_ref else ""))
 
     if args.sweep:
-        print("| latency | commit | WER vs offline | WER vs truth | late buffers | worst late "
-              "| p95 start-to-buffer |")
-        print("|---:|---|---:|---:|---:|---:|---:|")
+        print("# %d pipeline%s started together, source %s; late = after PTS + the "
+              "reported latency" % (args.streams, "s" if args.streams > 1 else "",
+                                    args.source))
+        print("| latency | reported | commit | WER vs offline | WER vs truth | late buffers "
+              "| worst late | p95 start-to-buffer |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|")
         sys.stdout.flush()
-        for latency in (500, 1000, 2000, 3000):
+        for latency in [int(x) for x in args.latencies.split(",")]:
             for commit in ("agreement", "deadline"):
                 r = measure(audio, args, latency, commit, off_text, truth_ref)
-                print("| %d | %s | %.1f %% | %s | %d / %d | %.2f s | %.2f s |" % (
-                    latency, commit, r["wer_off"],
+                print("| %d | %d | %s | %.1f %% | %s | %d / %d | %.2f s | %.2f s |" % (
+                    latency, round(r["reported"] * 1000), commit, r["wer_off"],
                     "%.1f %%" % r["wer_truth"] if truth_ref else "-", len(r["late"]),
                     len(r["words"]), max(0.0, r["worst"]), pct(r["start_d"], 0.95)))
                 sys.stdout.flush()
@@ -226,7 +293,7 @@ def main():
     t_wall = time.monotonic()
     r = measure(audio, args, args.latency, args.commit, off_text, truth_ref)
     live_wall = time.monotonic() - t_wall
-    words, partials, t0 = r["words"], r["partials"], r["t0"]
+    words, partials, t0 = r["words0"], r["partials"], r["t0"]
 
     commit_d, partial_d = [], []
     if not args.quiet:
@@ -259,8 +326,9 @@ def main():
                                           max(commit_d)))
         print("delay from a word's end to its first partial: median %.2f s, p95 %.2f s" % (
             statistics.median(partial_d), pct(partial_d, 0.95)))
-    print("late buffers (after PTS + %d ms): %d of %d, worst %.2f s late" % (
-        args.latency, len(r["late"]), len(words), max(0.0, r["worst"])))
+    print("late buffers (after PTS + the reported %d ms), all pipelines: %d of %d, "
+          "worst %.2f s late" % (round(r["reported"] * 1000), len(r["late"]),
+                                 len(r["words"]), max(0.0, r["worst"])))
     print("WER live vs offline: %.1f %%" % r["wer_off"])
     if truth_ref is not None:
         print("WER vs truth: live %.1f %%, offline %.1f %%" % (
