@@ -93,8 +93,11 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
  * one Whisper window, so upstream keeps flowing while a window runs. */
 #define RING_SAMPLES WK_WINDOW_SAMPLES
 /* Samples handed to the engine per call, so the worker looks at flushes
- * and events between calls. */
+ * and events between calls. Live, the engine runs the model at most once
+ * per call with due times, so a backlog is handed over in one call of up
+ * to LIVE_FEED_CHUNK: in 0.5 s calls it took one stale run per call. */
 #define FEED_CHUNK (WK_SAMPLE_RATE / 2)
+#define LIVE_FEED_CHUNK (2 * WK_SAMPLE_RATE)
 /* Input timing: GstAudioStreamAlign counts the samples received; text
  * times are the time of the recognizer's first sample plus the samples fed
  * since. At a discontinuity it reports (timestamps off by more than
@@ -2086,7 +2089,8 @@ gst_whisperknot_loop (GstPad * srcpad)
     if (marker)
       n = MIN (n, marker->pos - self->read);
     off = self->read % self->ring_size;
-    n = MIN (MIN (n, self->ring_size - off), FEED_CHUNK);
+    n = MIN (MIN (n, self->ring_size - off),
+        self->stream_latency_ms > 0 ? LIVE_FEED_CHUNK : FEED_CHUNK);
     g_mutex_unlock (&self->lock);
 
     /* the chain function does not write into [read, read + n) */
