@@ -508,10 +508,10 @@ test_linear_work (void)
           WK_LINEAR_GELU : WK_LINEAR_ADD);
       worst = w > worst ? w : worst;
     }
+  extreme_blocks = 0;
   /* f32 and f16 weights pass through to the f32 products */
   check_linear_case (pools, n_pools, WK_TYPE_F16, 20, 384, 64, 1, 0);
   check_linear_case (pools, n_pools, WK_TYPE_F32, 20, 100, 40, 0, 0);
-  extreme_blocks = 0;
   via_work = 0;
   printf ("# linear_work (integer products): worst error / tolerance %.3f\n",
       worst);
