@@ -115,7 +115,9 @@ void wk_kernels_set (const wk_kernel_set * set);
 
 /* 0 when WK_INT8=0 (or off) is in the environment (read once): every
  * product then takes f32 activations, for A/B comparisons of the integer
- * path; 1 otherwise. */
+ * path; 2 with WK_INT8=dec: only the decoder's (few-row) products take
+ * integer ones, the encoder's (wk_linear_work) f32 weight panels; 1
+ * otherwise. */
 int wk_kernels_int8 (void);
 
 /* The rule of kernels.h: q8_0 / q4_0 weights with fewer than

@@ -154,6 +154,8 @@ wk_kernels_int8 (void)
     /* racing first calls all compute the same answer */
     const char *env = getenv ("WK_INT8");
     mode = !(env && (strcmp (env, "0") == 0 || strcmp (env, "off") == 0));
+    if (env && strcmp (env, "dec") == 0)
+      mode = 2;
     atomic_store_explicit (&wk_kernels_int8_mode, mode, memory_order_relaxed);
   }
   return mode;
@@ -344,7 +346,7 @@ wk_linear_use_q (const wk_kernel_set * ks, const wk_tensor * W, int64_t n)
   return ks->linear_q && n >= WK_LINEAR_GEMM_ROWS
       && n >= ks->linear_q_min_rows && (W->type == WK_TYPE_Q8_0
       || W->type == WK_TYPE_Q4_0) && W->ne[0] % WK_QK == 0
-      && W->ne[0] <= WK_LINEAR_QMAX_K && wk_kernels_int8 ();
+      && W->ne[0] <= WK_LINEAR_QMAX_K && wk_kernels_int8 () == 1;
 }
 
 static void

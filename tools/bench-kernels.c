@@ -3,8 +3,11 @@
  * medians and GFLOP/s; then whole decoder steps of tiny, base and small
  * dims (every weight distinct, so read from memory) with the bytes a step
  * reads, its effective GB/s and that as a share of the machine's measured
- * read bandwidth (a step that reads each byte once is bound by it). Figures
- * only, no assertions.
+ * read bandwidth (a step that reads each byte once is bound by it); then
+ * the products of one encoder layer of tiny, base and small ("encq tiny"
+ * ...) at 1500 down to 8 frames, q8_0 and q4_0, through the f32 weight
+ * panels and the integer products side by side (sets that have them).
+ * Figures only, no assertions.
  *
  *   wk-bench-kernels [-t max_threads] [-q] [-c] [-s shape-substring]...
  *
