@@ -104,27 +104,28 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
     /* self-attention */
     wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, L->attn_ln_w, L->attn_ln_b,
         WK_LN_EPS, ctx->e_xn, da);
-    wk_linear (ctx->pool, L->attn_q, L->attn_q_b, ctx->e_xn, A, da, ctx->e_q,
-        da);
-    wk_linear (ctx->pool, L->attn_k, NULL, ctx->e_xn, A, da, ctx->e_k, da);
-    wk_linear (ctx->pool, L->attn_v, L->attn_v_b, ctx->e_xn, A, da, ctx->e_v,
-        da);
+    wk_linear_work (ctx->pool, L->attn_q, L->attn_q_b, ctx->e_xn, A, da,
+        ctx->e_q, da, 0, ctx->e_qwork);
+    wk_linear_work (ctx->pool, L->attn_k, NULL, ctx->e_xn, A, da, ctx->e_k, da,
+        0, ctx->e_qwork);
+    wk_linear_work (ctx->pool, L->attn_v, L->attn_v_b, ctx->e_xn, A, da,
+        ctx->e_v, da, 0, ctx->e_qwork);
     CANCEL_POINT (ctx);
     wk_attention (ctx->pool, (int) nh, dh, A, A, ctx->e_q, da, ctx->e_k, da,
         ctx->e_v, da, scale, 0, ctx->e_att, da);
     CANCEL_POINT (ctx);
-    wk_linear_ex (ctx->pool, L->attn_o, L->attn_o_b, ctx->e_att, A, da,
-        ctx->e_x, da, WK_LINEAR_ADD);
+    wk_linear_work (ctx->pool, L->attn_o, L->attn_o_b, ctx->e_att, A, da,
+        ctx->e_x, da, WK_LINEAR_ADD, ctx->e_qwork);
 
     /* MLP */
     CANCEL_POINT (ctx);
     wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, L->mlp_ln_w, L->mlp_ln_b,
         WK_LN_EPS, ctx->e_xn, da);
-    wk_linear_ex (ctx->pool, L->mlp0, L->mlp0_b, ctx->e_xn, A, da, ctx->e_h,
-        4 * da, WK_LINEAR_GELU);
+    wk_linear_work (ctx->pool, L->mlp0, L->mlp0_b, ctx->e_xn, A, da, ctx->e_h,
+        4 * da, WK_LINEAR_GELU, ctx->e_qwork);
     CANCEL_POINT (ctx);
-    wk_linear_ex (ctx->pool, L->mlp2, L->mlp2_b, ctx->e_h, A, 4 * da,
-        ctx->e_x, da, WK_LINEAR_ADD);
+    wk_linear_work (ctx->pool, L->mlp2, L->mlp2_b, ctx->e_h, A, 4 * da,
+        ctx->e_x, da, WK_LINEAR_ADD, ctx->e_qwork);
   }
   wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, m->ln_post_w, m->ln_post_b,
       WK_LN_EPS, ctx->e_x, da);
@@ -137,16 +138,17 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
     size_t off = (size_t) l * A * dt;
     if (ctx->cross_f16) {
       /* through the free MLP scratch (>= A x dt floats, see model.c) */
-      wk_linear (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da, ctx->e_h, dt);
+      wk_linear_work (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da, ctx->e_h,
+          dt, 0, ctx->e_qwork);
       wk_f32_to_f16 (ctx->e_h, ctx->cross_k16 + off, A * dt);
-      wk_linear (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
-          ctx->e_h, dt);
+      wk_linear_work (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
+          ctx->e_h, dt, 0, ctx->e_qwork);
       wk_f32_to_f16 (ctx->e_h, ctx->cross_v16 + off, A * dt);
     } else {
-      wk_linear (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da,
-          ctx->cross_k + off, dt);
-      wk_linear (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
-          ctx->cross_v + off, dt);
+      wk_linear_work (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da,
+          ctx->cross_k + off, dt, 0, ctx->e_qwork);
+      wk_linear_work (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
+          ctx->cross_v + off, dt, 0, ctx->e_qwork);
     }
   }
   ctx->encoded = true;

@@ -627,6 +627,186 @@ gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
   }
 }
 
+/* ---- encoder products with VNNI: quantized rows of X ----
+ *
+ * wk_linear_work's integer products, driven like gemm_core: weight panels
+ * of 32 outputs packed once per depth block, as unsigned bytes (q8_0 +
+ * 128, or q4_0's nibbles) in groups of 4 depths per output, so that one
+ * 64-byte load is 16 outputs x 4 depths, vpdpbusd's unsigned operand; the
+ * signed operand is 4 bytes of a quantized row of X broadcast. A 6 x 32
+ * tile keeps 12 integer block sums (started at the row's offset, -128 or
+ * -8 times the block's sum of q_x, so that they are sum q_w q_x exactly)
+ * and 12 f32 sums, to which each block adds (sum * d_w) * d_x, as
+ * tile_q8_0 does: each output's value is the same sequence of operations
+ * whatever tile, piece or thread it falls in. */
+
+#define QMR 6                   /* rows of X per tile */
+#define QNR 32                  /* outputs per panel */
+#define QNC 64                  /* outputs per packed block */
+#define QKC 1024                /* depth per packed block (32 blocks) */
+
+typedef struct
+{
+  uint8_t w[QKC / 4][QNR][4];   /* [depth / 4][output][depth % 4] */
+  float d[QKC / WK_QK][QNR];    /* d_w per block and output */
+} qpanel;
+
+/* Packs outputs j .. j+nr-1 (the rest zero) at depth l0 .. l0+kc-1:
+ * 4 bytes of 16 rows at a time by one gather (a 16 x 4-byte transpose). */
+static TARGET_VNNI void
+pack_qpanel (const wk_tensor * W, size_t rb, int64_t j, int nr, int64_t l0,
+    int kc, qpanel * p)
+{
+  const unsigned char *data = W->data;
+  const int q8 = W->type == WK_TYPE_Q8_0;
+  const size_t bb = q8 ? sizeof (wk_block_q8_0) : sizeof (wk_block_q4_0);
+  const int nbk = kc / WK_QK;
+  const __m512i roff = _mm512_mullo_epi32 (_mm512_setr_epi32 (0, 1, 2, 3, 4,
+          5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32 ((int)
+          rb));
+  const __m512i flip = _mm512_set1_epi8 ((char) 0x80);
+  const __m512i m4 = _mm512_set1_epi8 (0x0f);
+  int h, b, g;
+
+  for (h = 0; h < QNR / 16; h++) {
+    const __mmask16 m = first_lanes (nr - 16 * h);
+    const unsigned char *base = data + (size_t) (j + 16 * h) * rb
+        + (size_t) (l0 / WK_QK) * bb;
+    for (b = 0; b < nbk; b++) {
+      const unsigned char *wb = base + (size_t) b * bb;
+      __m512 d;
+      if (m == 0) {
+        for (g = 0; g < WK_QK / 4; g++)
+          _mm512_store_si512 ((void *) p->w[b * (WK_QK / 4) + g][16 * h],
+              _mm512_setzero_si512 ());
+        _mm512_store_ps (p->d[b] + 16 * h, _mm512_setzero_ps ());
+        continue;
+      }
+      d = _mm512_cvtph_ps (_mm512_cvtepi32_epi16 (_mm512_mask_i32gather_epi32
+              (_mm512_setzero_si512 (), m, roff, (const void *) wb, 1)));
+      _mm512_store_ps (p->d[b] + 16 * h, d);
+      if (q8) {
+        for (g = 0; g < WK_QK / 4; g++) {
+          __m512i v = _mm512_mask_i32gather_epi32 (_mm512_setzero_si512 (), m,
+              roff, (const void *) (wb + 2 + 4 * g), 1);
+          /* + 128 (lanes of missing rows stay 0) */
+          v = _mm512_maskz_mov_epi32 (m, _mm512_xor_si512 (v, flip));
+          _mm512_store_si512 ((void *) p->w[b * (WK_QK / 4) + g][16 * h], v);
+        }
+      } else {
+        for (g = 0; g < WK_QK / 8; g++) {
+          __m512i v = _mm512_mask_i32gather_epi32 (_mm512_setzero_si512 (), m,
+              roff, (const void *) (wb + 2 + 4 * g), 1);
+          _mm512_store_si512 ((void *) p->w[b * (WK_QK / 4) + g][16 * h],
+              _mm512_and_si512 (v, m4));
+          _mm512_store_si512 ((void *) p->w[b * (WK_QK / 4) + g +
+                  WK_QK / 8][16 * h], _mm512_and_si512 (_mm512_srli_epi16 (v,
+                      4), m4));
+        }
+      }
+    }
+  }
+}
+
+/* c[2r + h] = sum over the nbk blocks of rows r < 6 (q, d, c at the depth
+ * block's first block) against the panel's outputs 16h .. 16h+15. */
+static inline WK_ALWAYS_INLINE TARGET_VNNI void
+qkernel_6x32 (int nbk, const int8_t * const *q, const float *const *d,
+    const int32_t * const *cx, const qpanel * p, __m512 c[12])
+{
+  __m512 acc[12];
+  int b, g, r;
+
+  for (r = 0; r < 12; r++)
+    acc[r] = _mm512_setzero_ps ();
+  for (b = 0; b < nbk; b++) {
+    __m512i s[12];
+    __m512 d0, d1;
+#pragma GCC unroll 6
+    for (r = 0; r < QMR; r++) {
+      s[2 * r] = _mm512_set1_epi32 (cx[r][b]);
+      s[2 * r + 1] = s[2 * r];
+    }
+#pragma GCC unroll 8
+    for (g = 0; g < WK_QK / 4; g++) {
+      const __m512i w0 = _mm512_load_si512 ((const void *)
+          p->w[b * (WK_QK / 4) + g][0]);
+      const __m512i w1 = _mm512_load_si512 ((const void *)
+          p->w[b * (WK_QK / 4) + g][16]);
+#pragma GCC unroll 6
+      for (r = 0; r < QMR; r++) {
+        int32_t x4;
+        __m512i xv;
+        memcpy (&x4, q[r] + b * WK_QK + g * 4, 4);
+        xv = _mm512_set1_epi32 (x4);
+        s[2 * r] = _mm512_dpbusd_epi32 (s[2 * r], w0, xv);
+        s[2 * r + 1] = _mm512_dpbusd_epi32 (s[2 * r + 1], w1, xv);
+      }
+    }
+    d0 = _mm512_load_ps (p->d[b]);
+    d1 = _mm512_load_ps (p->d[b] + 16);
+#pragma GCC unroll 6
+    for (r = 0; r < QMR; r++) {
+      const __m512 dx = _mm512_set1_ps (d[r][b]);
+      acc[2 * r] = _mm512_fmadd_ps (_mm512_mul_ps (_mm512_cvtepi32_ps (s[2 *
+                      r]), d0), dx, acc[2 * r]);
+      acc[2 * r + 1] = _mm512_fmadd_ps (_mm512_mul_ps (_mm512_cvtepi32_ps (s[2
+                      * r + 1]), d1), dx, acc[2 * r + 1]);
+    }
+  }
+  for (r = 0; r < 12; r++)
+    c[r] = acc[r];
+}
+
+static TARGET_VNNI void
+avx512_linear_q (const wk_tensor * W, const float *bias, const int8_t * q,
+    const float *d, const int32_t * c, int64_t n, float *Y, int64_t ldy,
+    int64_t j0, int64_t j1, unsigned flags)
+{
+  qpanel bp[QNC / QNR] __attribute__((aligned (64)));
+  const int64_t k = W->ne[0], nb = k / WK_QK;
+  const size_t rb = wk_type_row_bytes (W->type, k);
+  gemm_epi epi = { bias, flags, 1.0f };
+  int64_t jc, pc, i;
+
+  for (jc = j0; jc < j1; jc += QNC) {
+    int64_t jn = j1 - jc < QNC ? j1 - jc : QNC;
+    int np = (int) ((jn + QNR - 1) / QNR);
+
+    for (pc = 0; pc < k; pc += QKC) {
+      int kc = (int) (k - pc < QKC ? k - pc : QKC);
+      int first = pc == 0, last = pc + kc >= k;
+      int p;
+
+      for (p = 0; p < np; p++) {
+        int64_t jp = jc + p * QNR;
+        int nr = (int) (j1 - jp < QNR ? j1 - jp : QNR);
+        pack_qpanel (W, rb, jp, nr, pc, kc, &bp[p]);
+      }
+      for (i = 0; i < n; i += QMR) {
+        int mr = (int) (n - i < QMR ? n - i : QMR);
+        const int8_t *qr[QMR];
+        const float *dr[QMR];
+        const int32_t *cr[QMR];
+        int r;
+        for (r = 0; r < QMR; r++) {
+          int64_t row = i + (r < mr ? r : mr - 1);
+          qr[r] = q + row * k + pc;
+          dr[r] = d + row * nb + pc / WK_QK;
+          cr[r] = c + row * nb + pc / WK_QK;
+        }
+        for (p = 0; p < np; p++) {
+          int64_t jp = jc + p * QNR;
+          int nr = (int) (j1 - jp < QNR ? j1 - jp : QNR);
+          __m512 t[16];
+          qkernel_6x32 (kc / WK_QK, qr, dr, cr, &bp[p], t);
+          store_tile (t, mr, nr, Y + i * ldy, ldy, jp, first, last, &epi);
+        }
+      }
+    }
+  }
+}
+
 /* ---- f16 decoder products: one row of X ----
  * 16-wide conversions; 8 weight rows per tile, each read start to end
  * (the tile is one sequential stream), sums reduced 8 at a time. */
@@ -1243,5 +1423,9 @@ wk_kernels_avx512_init (wk_kernel_set * ks)
     /* AVX512_VNNI: CPUID leaf 7, ECX bit 11 */
     unsigned a, b, c, d;
     have_vnni = __get_cpuid_count (7, 0, &a, &b, &c, &d) && (c & (1u << 11));
+  }
+  if (have_vnni) {
+    ks->linear_q = avx512_linear_q;
+    ks->linear_q_min_rows = WK_LINEAR_GEMM_ROWS;
   }
 }

@@ -50,6 +50,20 @@ typedef struct
   void (*layer_norm_row) (const float *x, int64_t d, const float *gamma,
       const float *beta, float eps, float *y);
 
+  /* Optional (NULL: the encoder's q8_0 / q4_0 products take f32 weight
+   * panels): wk_linear_work's integer result for outputs j0 .. j1-1 of
+   * n rows of X already quantized (wk_linear_quantize_rows): q [n][k]
+   * int8, d [n][k / 32] the blocks' scales, c [n][k / 32] each block's sum
+   * of q times -128 (q8_0 weights) or -8 (q4_0), k = W->ne[0] (a multiple
+   * of 32, at most WK_LINEAR_QMAX_K). The result of an output never
+   * depends on which rows or outputs the call was given. */
+  void (*linear_q) (const wk_tensor * W, const float *bias, const int8_t * q,
+      const float *d, const int32_t * c, int64_t n, float *Y, int64_t ldy,
+      int64_t j0, int64_t j1, unsigned flags);
+  /* Fewest rows of X for which linear_q is used (below it linear's f32
+   * panels are faster or as fast; measured by tools/bench-kernels). */
+  int linear_q_min_rows;
+
   /* wk_quantize_act, bit for bit */
   void (*quantize_act) (const float *x, int64_t k, int8_t * q, float *d);
 
@@ -101,7 +115,9 @@ void wk_kernels_set (const wk_kernel_set * set);
 
 /* 0 when WK_INT8=0 (or off) is in the environment (read once): every
  * product then takes f32 activations, for A/B comparisons of the integer
- * path; 1 otherwise. */
+ * path; 2 with WK_INT8=dec: only the decoder's (few-row) products take
+ * integer ones, the encoder's (wk_linear_work) f32 weight panels; 1
+ * otherwise. */
 int wk_kernels_int8 (void);
 
 /* The rule of kernels.h: q8_0 / q4_0 weights with fewer than

@@ -154,6 +154,8 @@ wk_kernels_int8 (void)
     /* racing first calls all compute the same answer */
     const char *env = getenv ("WK_INT8");
     mode = !(env && (strcmp (env, "0") == 0 || strcmp (env, "off") == 0));
+    if (env && strcmp (env, "dec") == 0)
+      mode = 2;
     atomic_store_explicit (&wk_kernels_int8_mode, mode, memory_order_relaxed);
   }
   return mode;
@@ -241,6 +243,11 @@ typedef struct
   int act_q8;
   int split_rows;               /* split X's rows rather than W's */
   int64_t unit;
+  /* integer products (linear_q) when q != NULL: X quantized, see
+   * wk_linear_quantize_rows */
+  const int8_t *q;
+  const float *qd;
+  const int32_t *qc;
 } wk_linear_job;
 
 static void
@@ -249,6 +256,22 @@ wk_linear_worker (void *data, int ith, int nth)
   const wk_linear_job *job = data;
   int64_t b, e;
 
+  if (job->q) {
+    const int64_t k = job->W->ne[0], nb = k / WK_QK;
+    if (job->split_rows) {
+      wk_split (job->n, job->unit, ith, nth, &b, &e);
+      if (b < e)
+        job->ks->linear_q (job->W, job->bias, job->q + b * k, job->qd + b * nb,
+            job->qc + b * nb, e - b, job->Y + b * job->ldy, job->ldy, 0,
+            job->W->ne[1], job->flags);
+    } else {
+      wk_split (job->W->ne[1], job->unit, ith, nth, &b, &e);
+      if (b < e)
+        job->ks->linear_q (job->W, job->bias, job->q, job->qd, job->qc,
+            job->n, job->Y, job->ldy, b, e, job->flags);
+    }
+    return;
+  }
   if (job->split_rows) {
     wk_split (job->n, job->unit, ith, nth, &b, &e);
     if (b < e)
@@ -263,10 +286,94 @@ wk_linear_worker (void *data, int ith, int nth)
   }
 }
 
+/* ---- quantized activations (wk_linear_work) ---- */
+
+/* The parts of a work buffer for n rows of depth k: q [n][k], then d and
+ * c [n][k / 32] each, 64-byte aligned. */
+static size_t
+wk_linear_work_q_bytes (int64_t n, int64_t k)
+{
+  return ((size_t) n * (size_t) k + 63) & ~(size_t) 63;
+}
+
+size_t
+wk_linear_work_size (int64_t n, int64_t k)
+{
+  if (n <= 0 || k <= 0)
+    return 0;
+  /* + 64 to align the start */
+  return wk_linear_work_q_bytes (n, k) + 2 * (size_t) n *(size_t) (k /
+      WK_QK) * sizeof (float) + 64;
+}
+
+typedef struct
+{
+  const wk_kernel_set *ks;
+  const float *X;
+  int64_t n, ldx, k;
+  int32_t off;                  /* -128 (q8_0) or -8 (q4_0) */
+  int8_t *q;
+  float *d;
+  int32_t *c;
+} wk_quantize_job;
+
+static void
+wk_quantize_worker (void *data, int ith, int nth)
+{
+  const wk_quantize_job *job = data;
+  const int64_t nb = job->k / WK_QK;
+  int64_t b, e, i, blk;
+  int l;
+
+  wk_split (job->n, 16, ith, nth, &b, &e);
+  for (i = b; i < e; i++) {
+    int8_t *q = job->q + i * job->k;
+    int32_t *c = job->c + i * nb;
+    job->ks->quantize_act (job->X + i * job->ldx, job->k, q, job->d + i * nb);
+    for (blk = 0; blk < nb; blk++) {
+      int32_t sum = 0;
+      for (l = 0; l < WK_QK; l++)
+        sum += q[blk * WK_QK + l];
+      c[blk] = job->off * sum;
+    }
+  }
+}
+
+/* Whether wk_linear_work takes the integer products. */
+static int
+wk_linear_use_q (const wk_kernel_set * ks, const wk_tensor * W, int64_t n)
+{
+  return ks->linear_q && n >= WK_LINEAR_GEMM_ROWS
+      && n >= ks->linear_q_min_rows && (W->type == WK_TYPE_Q8_0
+      || W->type == WK_TYPE_Q4_0) && W->ne[0] % WK_QK == 0
+      && W->ne[0] <= WK_LINEAR_QMAX_K && wk_kernels_int8 () == 1;
+}
+
+static void
+wk_linear_run (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
+    unsigned flags, void *work);
+
 void
 wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
     const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
     unsigned flags)
+{
+  wk_linear_run (pool, W, bias, X, n, ldx, Y, ldy, flags, NULL);
+}
+
+void
+wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
+    unsigned flags, void *work)
+{
+  wk_linear_run (pool, W, bias, X, n, ldx, Y, ldy, flags, work);
+}
+
+static void
+wk_linear_run (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
+    unsigned flags, void *work)
 {
   wk_linear_job job;
   int nth = wk_pool_size (pool);
@@ -277,6 +384,32 @@ wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
     return;
   m = W->ne[1];
   job.ks = wk_kernels_get ();
+  job.q = NULL;
+  job.qd = NULL;
+  job.qc = NULL;
+  if (work && wk_linear_use_q (job.ks, W, n)) {
+    const int64_t k = W->ne[0];
+    unsigned char *base = (unsigned char *) (((uintptr_t) work + 63) &
+        ~(uintptr_t) 63);
+    wk_quantize_job qj;
+    qj.ks = job.ks;
+    qj.X = X;
+    qj.n = n;
+    qj.ldx = ldx;
+    qj.k = k;
+    qj.off = W->type == WK_TYPE_Q8_0 ? -128 : -8;
+    qj.q = (int8_t *) base;
+    qj.d = (float *) (base + wk_linear_work_q_bytes (n, k));
+    qj.c = (int32_t *) (qj.d + n * (k / WK_QK));
+    if (nth == 1 || n * k < WK_PARALLEL_MACS)
+      wk_quantize_worker (&qj, 0, 1);
+    else
+      wk_pool_run_tasks (pool, wk_quantize_worker, &qj, wk_n_tasks (pool,
+              (n + 15) / 16));
+    job.q = qj.q;
+    job.qd = qj.d;
+    job.qc = qj.c;
+  }
   job.W = W;
   job.bias = bias;
   job.X = X;

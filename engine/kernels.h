@@ -61,6 +61,20 @@ void wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
  * converted to f32); fewer rows stream the weights (GEMV). */
 #define WK_LINEAR_GEMM_ROWS 8
 
+/* The encoder's products with a scratch for quantized activations:
+ * wk_linear_ex, except that q8_0 / q4_0 weights with n >=
+ * WK_LINEAR_GEMM_ROWS rows of X may take the integer result of the few-row
+ * products (each row of X quantized per block of 32, see above) where the
+ * kernel set has integer matrix products that beat its f32 panels
+ * (VNNI), unless WK_INT8=0 or WK_INT8=dec (integer products in the
+ * decoder only). work holds wk_linear_work_size (n, W->ne[0])
+ * bytes (or is NULL: wk_linear_ex). The result never depends on the
+ * thread count. */
+size_t wk_linear_work_size (int64_t n, int64_t k);
+void wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
+    const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
+    unsigned flags, void *work);
+
 /* Several independent groups of rows of X through one weight, as
  * wk_linear_ex would take each alone (the decoder steps of several
  * streams): group g is X = groups[g].X [n][ldx] -> Y = groups[g].Y

@@ -1250,6 +1250,7 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
     ctx->e_x = ctx_alloc (ctx, blk, sizeof (float), &ok);
     ctx->enc_scratch = ctx_alloc (ctx, region, sizeof (float), &ok);
     ctx->enc_scratch_floats = region;
+    ctx->e_qwork = ctx_alloc (ctx, wk_linear_work_size (A, 4 * da), 1, &ok);
   }
   ctx->cross_f16 = model->dec[0].cross_q->type != WK_TYPE_F32;
   if (ctx->cross_f16) {
@@ -1307,6 +1308,7 @@ wk_ctx_free (wk_ctx * ctx)
   free (ctx->mel);
   free (ctx->e_x);
   free (ctx->enc_scratch);
+  free (ctx->e_qwork);
   free (ctx->cross_k);
   free (ctx->cross_v);
   free (ctx->cross_k16);

@@ -334,6 +334,9 @@ struct wk_ctx
   float *e_q, *e_k, *e_v;       /* [A][da] */
   float *e_att;                 /* [A][da], = e_xn */
   float *e_h;                   /* [A][4 da] MLP hidden, = e_q .. */
+  /* the quantized rows of X of the integer products (wk_linear_work),
+   * wk_linear_work_size (A, 4 da) bytes */
+  void *e_qwork;
   bool encoded;
 
   /* cross-attention cache, per decoder layer: K and V of the encoder

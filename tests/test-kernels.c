@@ -115,7 +115,7 @@ static double act_q8_worst_ratio;       /* error / bound, over all cases */
 /* Exact values from an independent dequantization: the definition. */
 static void
 exact_linear (const wk_tensor * W, const float *bias, const float *X,
-    int64_t n, int64_t ldx, double *Y, double *L1)
+    int64_t n, int64_t ldx, double *Y, double *L1, int act_q8)
 {
   int64_t k = W->ne[0], m = W->ne[1], i, j, l;
   size_t rb = wk_type_row_bytes (W->type, k);
@@ -124,7 +124,6 @@ exact_linear (const wk_tensor * W, const float *bias, const float *X,
    * max |x| */
   double *xa = malloc ((size_t) (n * k) * sizeof (double));
   double *bmax = malloc ((size_t) (n * k) * sizeof (double));
-  int act_q8 = wk_linear_act_q8 (W, n);
 
   for (i = 0; i < n; i++) {
     if (act_q8) {
@@ -227,6 +226,21 @@ find_simd_sets (void)
         "is tested\n");
 }
 
+/* When set, check_linear_case calls wk_linear_work (the encoder's
+ * products, with a scratch for quantized activations). */
+static int via_work;
+
+/* Whether wk_linear_work takes a set's integer products (kernels.h's
+ * rule): then each row of X is quantized, as with fewer rows. */
+static int
+work_takes_q (const wk_kernel_set * ks, const wk_tensor * W, int64_t n)
+{
+  return via_work && ks->linear_q && n >= WK_LINEAR_GEMM_ROWS
+      && n >= ks->linear_q_min_rows && (W->type == WK_TYPE_Q8_0
+      || W->type == WK_TYPE_Q4_0) && W->ne[0] % 32 == 0
+      && W->ne[0] <= WK_LINEAR_QMAX_K && wk_kernels_int8 () == 1;
+}
+
 /* One linear case: reference vs exact, then every SIMD set vs exact on 1
  * and several threads. Returns the largest error / tolerance ratio. */
 static double
@@ -241,6 +255,10 @@ check_linear_case (wk_pool ** pools, int n_pools, wk_type type, int64_t n,
   float *Y = malloc ((size_t) (n * ldy) * sizeof (float));
   double *E = malloc ((size_t) (n * m) * sizeof (double));
   double *L1 = malloc ((size_t) (n * m) * sizeof (double));
+  /* the definition with quantized rows (the integer products) */
+  double *Eq = malloc ((size_t) (n * m) * sizeof (double));
+  double *L1q = malloc ((size_t) (n * m) * sizeof (double));
+  void *work = via_work ? malloc (wk_linear_work_size (n, k)) : NULL;
   double worst = 0.0;
   int s, p, fails = 0;
 
@@ -250,22 +268,29 @@ check_linear_case (wk_pool ** pools, int n_pools, wk_type type, int64_t n,
       scale_blocks (X + i * ldx, k, i * 3, extreme_x, (int) (sizeof extreme_x
               / sizeof extreme_x[0]));
   }
-  exact_linear (&W, bias, X, n, ldx, E, L1);
+  exact_linear (&W, bias, X, n, ldx, E, L1, wk_linear_act_q8 (&W, n));
+  if (via_work && n >= WK_LINEAR_GEMM_ROWS && (type == WK_TYPE_Q8_0
+          || type == WK_TYPE_Q4_0))
+    exact_linear (&W, bias, X, n, ldx, Eq, L1q, 1);
   for (s = -1; s < n_simd_sets; s++) {
     const wk_kernel_set *ks = s < 0 ? &wk_kernels_ref : simd_sets[s];
+    const int q = work_takes_q (ks, &W, n);
     wk_kernels_set (ks);
     for (p = 0; p < n_pools; p++) {
       int64_t i, j;
       if (s < 0 && p > 0)
         break;
       memcpy (Y, Y0, (size_t) (n * ldy) * sizeof (float));
-      wk_linear_ex (pools[p], &W, bias, X, n, ldx, Y, ldy, flags);
+      if (via_work)
+        wk_linear_work (pools[p], &W, bias, X, n, ldx, Y, ldy, flags, work);
+      else
+        wk_linear_ex (pools[p], &W, bias, X, n, ldx, Y, ldy, flags);
       for (i = 0; i < n; i++) {
         for (j = 0; j < m; j++) {
-          double want = E[i * m + j], tol;
+          double want = q ? Eq[i * m + j] : E[i * m + j], tol;
           double got = Y[i * ldy + j];
           /* the reference rounds the sum once: 1e-7 relative */
-          tol = (s < 0 ? 1e-7 : 1e-5) * L1[i * m + j] + 1e-6;
+          tol = (s < 0 ? 1e-7 : 1e-5) * (q ? L1q : L1)[i * m + j] + 1e-6;
           if (flags & WK_LINEAR_GELU) {
             want = gelu_exact (want);
             tol = tol * 1.2 + 1e-6 * (1.0 + fabs (want));
@@ -298,6 +323,9 @@ check_linear_case (wk_pool ** pools, int n_pools, wk_type type, int64_t n,
   free (Y);
   free (E);
   free (L1);
+  free (Eq);
+  free (L1q);
+  free (work);
   return worst;
 }
 
@@ -454,6 +482,72 @@ test_linear_is_deterministic_across_threads (void)
   free (X);
   free (Y1);
   free (Y2);
+}
+
+/* The encoder's products through wk_linear_work: the integer products of
+ * the sets that have them against the definition with quantized rows
+ * (every other set against the f32 one), at odd sizes: rows not a
+ * multiple of the tile's 6, outputs not of its 32, depths beyond one
+ * packed block of 1024 and not a multiple of it; with extreme blocks. */
+static void
+test_linear_work (void)
+{
+  static const int64_t ns[] = { 8, 9, 13, 31, 64, 101 };
+  static const int64_t ms[] = { 1, 15, 33, 64, 67, 130 };
+  static const int64_t ks[] = { 32, 96, 384, 1056, 2080 };
+  double worst = 0.0;
+  int t, c;
+
+  via_work = 1;
+  for (t = 2; t < 4; t++)
+    for (c = 0; c < 24; c++) {
+      double w;
+      extreme_blocks = c >= 16;
+      w = check_linear_case (pools, n_pools, all_types[t], ns[c % 6],
+          ks[c % 5], ms[(c / 2) % 6], c % 2, c % 3 == 0 ? 0 : c % 3 == 1 ?
+          WK_LINEAR_GELU : WK_LINEAR_ADD);
+      worst = w > worst ? w : worst;
+    }
+  extreme_blocks = 0;
+  /* f32 and f16 weights pass through to the f32 products */
+  check_linear_case (pools, n_pools, WK_TYPE_F16, 20, 384, 64, 1, 0);
+  check_linear_case (pools, n_pools, WK_TYPE_F32, 20, 100, 40, 0, 0);
+  via_work = 0;
+  printf ("# linear_work (integer products): worst error / tolerance %.3f\n",
+      worst);
+}
+
+/* The integer products give the same bits on any number of threads, for
+ * an output split (m large) and a row split (m small, many rows). */
+static void
+test_linear_work_is_deterministic_across_threads (void)
+{
+  static const int64_t shapes[][3] = { {200, 1056, 400}, {1500, 384, 64} };
+  int t, p, c;
+
+  for (t = 2; t < 4; t++)
+    for (c = 0; c < 2; c++) {
+      int64_t n = shapes[c][0], k = shapes[c][1], m = shapes[c][2];
+      wk_tensor W = make_weight (all_types[t], k, m);
+      float *X = rand_floats (n * k, 1.0f);
+      float *Y1 = malloc ((size_t) (n * m) * sizeof (float));
+      float *Y2 = malloc ((size_t) (n * m) * sizeof (float));
+      void *work = malloc (wk_linear_work_size (n, k));
+
+      wk_linear_work (NULL, &W, NULL, X, n, k, Y1, m, WK_LINEAR_GELU, work);
+      for (p = 0; p < n_pools; p++) {
+        wk_linear_work (pools[p], &W, NULL, X, n, k, Y2, m, WK_LINEAR_GELU,
+            work);
+        CHECK_MSG (memcmp (Y1, Y2, (size_t) (n * m) * sizeof (float)) == 0,
+            "%s n=%ld m=%ld threads=%d", wk_type_name (all_types[t]),
+            (long) n, (long) m, wk_pool_size (pools[p]));
+      }
+      free ((void *) W.data);
+      free (X);
+      free (Y1);
+      free (Y2);
+      free (work);
+    }
 }
 
 /* The decoder's products (few rows, weights streamed) split over any
@@ -1175,6 +1269,8 @@ main (void)
   RUN (test_linear_extreme_blocks);
   RUN (test_linear_is_deterministic_across_threads);
   RUN (test_gemv_is_deterministic_across_threads);
+  RUN (test_linear_work);
+  RUN (test_linear_work_is_deterministic_across_threads);
   RUN (test_linear_batch_matches_alone);
   RUN (test_gemm_f32);
   RUN (test_attention);

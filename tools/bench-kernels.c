@@ -3,8 +3,11 @@
  * medians and GFLOP/s; then whole decoder steps of tiny, base and small
  * dims (every weight distinct, so read from memory) with the bytes a step
  * reads, its effective GB/s and that as a share of the machine's measured
- * read bandwidth (a step that reads each byte once is bound by it). Figures
- * only, no assertions.
+ * read bandwidth (a step that reads each byte once is bound by it); then
+ * the products of one encoder layer of tiny, base and small ("encq tiny"
+ * ...) at 1500 down to 8 frames, q8_0 and q4_0, through the f32 weight
+ * panels and the integer products side by side (sets that have them).
+ * Figures only, no assertions.
  *
  *   wk-bench-kernels [-t max_threads] [-q] [-c] [-s shape-substring]...
  *
@@ -416,6 +419,95 @@ run_attn (void *data)
       384, 0.125f, 0, c->O, 384);
 }
 
+/* The products of one encoder layer (q, k, v, out, mlp.0 with GELU, mlp.2
+ * adding) for n frames of a model of width d, through the f32 weight
+ * panels (work NULL) or the integer products (wk_linear_work). */
+typedef struct
+{
+  wk_pool *pool;
+  const wk_tensor *w;           /* [q k v o fc1 fc2] */
+  const float *X;
+  float *Y, *H;
+  int64_t n, d;
+  void *work;
+} enc_layer_ctx;
+
+static void
+run_enc_layer (void *data)
+{
+  enc_layer_ctx *c = data;
+  int i;
+
+  for (i = 0; i < 4; i++)
+    wk_linear_work (c->pool, &c->w[i], NULL, c->X, c->n, c->d, c->Y, c->d, 0,
+        c->work);
+  wk_linear_work (c->pool, &c->w[4], NULL, c->X, c->n, c->d, c->H, 4 * c->d,
+      WK_LINEAR_GELU, c->work);
+  wk_linear_work (c->pool, &c->w[5], NULL, c->H, c->n, 4 * c->d, c->Y, c->d,
+      WK_LINEAR_ADD, c->work);
+}
+
+/* f32 panels against integer products for the encoder layers of tiny,
+ * base and small at 1500 frames (30 s) and the shorter windows of live
+ * use, in the same run: the crossover of linear_q_min_rows. */
+static void
+bench_enc_q (const wk_kernel_set ** sets, int n_sets, int max_threads)
+{
+  static const int64_t dims[] = { 384, 512, 768 };
+  static const char *names[] = { "tiny", "base", "small" };
+  static const int64_t frames[] = { 1500, 500, 150, 32, 8 };
+  static const wk_type qtypes[] = { WK_TYPE_Q8_0, WK_TYPE_Q4_0 };
+  float *X = rand_buf (1500 * 768), *Y = rand_buf (1500 * 768);
+  float *H = rand_buf (1500 * 4 * 768);
+  void *work = malloc (wk_linear_work_size (1500, 4 * 768));
+
+  printf ("\n# encoder layer products (q k v o mlp.0 mlp.2), f32 weight "
+      "panels against integer products (wk_linear_work), medians\n");
+  printf ("%-6s %5s %-5s %-8s %3s %10s %10s %7s\n", "model", "n", "type",
+      "set", "thr", "f32 ms", "int ms", "f32/int");
+  for (int di = 0; di < 3; di++) {
+    char name[64];
+    snprintf (name, sizeof name, "encq %s", names[di]);
+    if (!want_shape (name))
+      continue;
+    for (int t = 0; t < 2; t++) {
+      int64_t d = dims[di];
+      wk_tensor w[6];
+      for (int i = 0; i < 4; i++)
+        w[i] = make_weight (qtypes[t], d, d);
+      w[4] = make_weight (qtypes[t], d, 4 * d);
+      w[5] = make_weight (qtypes[t], 4 * d, d);
+      for (int si = 0; si < n_sets; si++) {
+        if (!sets[si]->linear_q)
+          continue;
+        wk_kernels_set (sets[si]);
+        for (int f = 0; f < 5; f++) {
+          for (int nt = 1; nt <= max_threads; nt++) {
+            wk_pool *pool = nt > 1 ? wk_pool_new (nt) : NULL;
+            enc_layer_ctx c = { pool, w, X, Y, H, frames[f], d, NULL };
+            double ms_f, ms_q;
+            ms_f = median_time (run_enc_layer, &c, 0.6) * 1e3;
+            c.work = work;
+            ms_q = median_time (run_enc_layer, &c, 0.6) * 1e3;
+            printf ("%-6s %5ld %-5s %-8s %3d %10.3f %10.3f %7.2f\n",
+                names[di], (long) frames[f], wk_type_name (qtypes[t]),
+                sets[si]->name, nt, ms_f, ms_q, ms_f / ms_q);
+            fflush (stdout);
+            wk_pool_free (pool);
+          }
+        }
+      }
+      wk_kernels_set (NULL);
+      for (int i = 0; i < 6; i++)
+        free ((void *) w[i].data);
+    }
+  }
+  free (X);
+  free (Y);
+  free (H);
+  free (work);
+}
+
 #ifdef WK_BENCH_HAVE_BLAS
 typedef struct
 {
@@ -569,6 +661,8 @@ main (int argc, char **argv)
     }
   }
   wk_kernels_set (NULL);
+
+  bench_enc_q (sets, n_sets, max_threads);
 
   /* the decoder step of real model sizes (greedy, and 5 beams) */
   for (i = 0; i < n_shape_filters; i++)
