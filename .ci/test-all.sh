@@ -89,6 +89,14 @@ for set in avx2 ref; do
   fi
   [ -d ci-build ] && count_results ci-build "kernels-$set"
 done
+# The encoder's integer products are opt-in (WK_INT8=all; they run where
+# the CPU has AVX-512 VNNI): the kernels and parity tests with them on.
+echo "== ci-build with WK_INT8=all (kernels, parity) =="
+if [ -d ci-build ] && ! WK_INT8=all meson test -C ci-build --no-rebuild \
+    --print-errorlogs --num-processes 2 --logbase "int8-all" kernels parity; then
+  status=1
+fi
+[ -d ci-build ] && count_results ci-build "int8-all"
 TIMEOUT_MULT=4 run_suite ci-build-asan -Db_sanitize=address,undefined \
   -Db_lundef=false -Dbuildtype=debug -Doptimization=1
 # The ORC-less build must compile and pass too (checked-in -dist files).

@@ -113,11 +113,12 @@ void wk_kernels_set (const wk_kernel_set * set);
 /* Largest depth for which quantized activations are used. */
 #define WK_LINEAR_QMAX_K 16384
 
-/* 0 when WK_INT8=0 (or off) is in the environment (read once): every
- * product then takes f32 activations, for A/B comparisons of the integer
- * path; 2 with WK_INT8=dec: only the decoder's (few-row) products take
- * integer ones, the encoder's (wk_linear_work) f32 weight panels; 1
- * otherwise. */
+/* From WK_INT8 in the environment (read once): 0 with WK_INT8=0 (or off):
+ * every product takes f32 activations, for A/B comparisons of the integer
+ * path; 1 with WK_INT8=all: the encoder's products (wk_linear_work) take
+ * integer ones too; 2 otherwise (the default, also WK_INT8=dec): only the
+ * decoder's (few-row) products take integer ones, the encoder's f32 weight
+ * panels. */
 int wk_kernels_int8 (void);
 
 /* The rule of kernels.h: q8_0 / q4_0 weights with fewer than

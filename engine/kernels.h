@@ -66,8 +66,8 @@ void wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
  * WK_LINEAR_GEMM_ROWS rows of X may take the integer result of the few-row
  * products (each row of X quantized per block of 32, see above) where the
  * kernel set has integer matrix products that beat its f32 panels
- * (VNNI), unless WK_INT8=0 or WK_INT8=dec (integer products in the
- * decoder only). work holds wk_linear_work_size (n, W->ne[0])
+ * (VNNI), when WK_INT8=all is in the environment (the default, like
+ * WK_INT8=dec, keeps integer products to the decoder). work holds wk_linear_work_size (n, W->ne[0])
  * bytes (or is NULL: wk_linear_ex). The result never depends on the
  * thread count. */
 size_t wk_linear_work_size (int64_t n, int64_t k);

@@ -64,7 +64,7 @@
  * differences ~5e-2 (|logits| <= ~4.5), so those configurations allow
  * TOL_LOGITS_QDOT there, and the greedy check treats reference margins
  * below twice that as near ties. Where the kernel set has integer matrix
- * products (AVX-512 VNNI, unless WK_INT8=0 or dec) the encoder quantizes
+ * products (AVX-512 VNNI) and WK_INT8=all is set, the encoder quantizes
  * its activations the same way: measured encoder differences 0.031 (q8_0)
  * and 0.025 (q4_0), row sums 1.4e-3 relative, multi-token logits 2e-3, so
  * those stages allow TOL_LOGITS_QDOT too.
