@@ -800,14 +800,10 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     for (r = 0; r < nx; r++) {
       quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
       if (W->type == WK_TYPE_Q4_0) {
-        int64_t b, l;
-        for (b = 0; b < k / WK_QK; b++) {
-          int32_t sum = 0;
-          for (l = 0; l < WK_QK; l++)
-            sum += xq[r][b * WK_QK + l];
+        int64_t b;
+        for (b = 0; b < k / WK_QK; b++)
           /* -8 sum q_x over 8 lanes */
-          xs[r][b] = (float) -sum;
-        }
+          xs[r][b] = (float) -wk_block_sum_i8 (xq[r] + b * WK_QK);
       }
     }
     j = j0;
@@ -1051,17 +1047,13 @@ gemv_q8_tiles (const wk_tensor * W, const float *bias, const float *X,
   int64_t i0, j, bb;
 
   for (i0 = 0; i0 < n; i0 += QX) {
-    int nx = (int) (n - i0 < QX ? n - i0 : QX), x, l;
+    int nx = (int) (n - i0 < QX ? n - i0 : QX), x;
     const int64_t jt = j0 + (j1 - j0) / QT * QT;
 
     for (x = 0; x < nx; x++) {
       quantize_act (X + (i0 + x) * ldx, k, a.q[x], a.d[x]);
-      for (bb = 0; bb < nb; bb++) {
-        int32_t sum = 0;
-        for (l = 0; l < WK_QK; l++)
-          sum += a.q[x][bb * WK_QK + l];
-        a.c[x][bb] = off * (float) sum;
-      }
+      for (bb = 0; bb < nb; bb++)
+        a.c[x][bb] = off * (float) wk_block_sum_i8 (a.q[x] + bb * WK_QK);
     }
     for (j = j0; j < jt; j += QT) {
       __m256 acc[QX];

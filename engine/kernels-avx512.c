@@ -593,18 +593,14 @@ gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
           rb));
   const int64_t jt = j0 + (j1 - j0) / VT * VT;
   int64_t b, j, i0;
-  int l, x;
+  int x;
 
   for (i0 = 0; i0 < n; i0 += VX) {
     int nx = (int) (n - i0 < VX ? n - i0 : VX);
     for (x = 0; x < nx; x++) {
       avx2_set.quantize_act (X + (i0 + x) * ldx, k, a.q[x], a.d[x]);
-      for (b = 0; b < nb; b++) {
-        int32_t sum = 0;
-        for (l = 0; l < WK_QK; l++)
-          sum += a.q[x][b * WK_QK + l];
-        a.c[x][b] = off * (float) sum;
-      }
+      for (b = 0; b < nb; b++)
+        a.c[x][b] = off * (float) wk_block_sum_i8 (a.q[x] + b * WK_QK);
     }
     for (j = j0; j < jt; j += VT) {
       __m512 acc[VX];

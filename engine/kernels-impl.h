@@ -52,7 +52,7 @@ typedef struct
 
   /* Optional (NULL: the encoder's q8_0 / q4_0 products take f32 weight
    * panels): wk_linear_work's integer result for outputs j0 .. j1-1 of
-   * n rows of X already quantized (wk_linear_quantize_rows): q [n][k]
+   * n rows of X already quantized (by wk_linear_work): q [n][k]
    * int8, d [n][k / 32] the blocks' scales, c [n][k / 32] each block's sum
    * of q times -128 (q8_0 weights) or -8 (q4_0), k = W->ne[0] (a multiple
    * of 32, at most WK_LINEAR_QMAX_K). The result of an output never
@@ -161,6 +161,20 @@ wk_quantize_act (const float *x, int64_t k, int8_t * q, float *d)
     }
     d[b] = db;
   }
+}
+
+/* The sum of one block of quantized activations: the integer products take
+ * the weights' offset (-128 for q8_0 as unsigned bytes, -8 for q4_0) out as
+ * offset x this sum. */
+static inline int32_t
+wk_block_sum_i8 (const int8_t * q)
+{
+  int32_t sum = 0;
+  int l;
+
+  for (l = 0; l < WK_QK; l++)
+    sum += q[l];
+  return sum;
 }
 
 /* Last key query i of n_q may see (causal attention over n_kv keys). */

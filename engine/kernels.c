@@ -249,7 +249,7 @@ typedef struct
   int split_rows;               /* split X's rows rather than W's */
   int64_t unit;
   /* integer products (linear_q) when q != NULL: X quantized, see
-   * wk_linear_quantize_rows */
+   * wk_linear_work */
   const int8_t *q;
   const float *qd;
   const int32_t *qc;
@@ -328,55 +328,49 @@ wk_quantize_worker (void *data, int ith, int nth)
   const wk_quantize_job *job = data;
   const int64_t nb = job->k / WK_QK;
   int64_t b, e, i, blk;
-  int l;
 
   wk_split (job->n, 16, ith, nth, &b, &e);
   for (i = b; i < e; i++) {
     int8_t *q = job->q + i * job->k;
     int32_t *c = job->c + i * nb;
     job->ks->quantize_act (job->X + i * job->ldx, job->k, q, job->d + i * nb);
-    for (blk = 0; blk < nb; blk++) {
-      int32_t sum = 0;
-      for (l = 0; l < WK_QK; l++)
-        sum += q[blk * WK_QK + l];
-      c[blk] = job->off * sum;
-    }
+    for (blk = 0; blk < nb; blk++)
+      c[blk] = job->off * wk_block_sum_i8 (q + blk * WK_QK);
   }
+}
+
+static int
+wk_linear_work_enabled (const wk_kernel_set * ks)
+{
+  return ks->linear_q && wk_kernels_int8 () == 1;
+}
+
+int
+wk_linear_work_used (void)
+{
+  return wk_linear_work_enabled (wk_kernels_get ());
 }
 
 /* Whether wk_linear_work takes the integer products. */
 static int
 wk_linear_use_q (const wk_kernel_set * ks, const wk_tensor * W, int64_t n)
 {
-  return ks->linear_q && n >= WK_LINEAR_GEMM_ROWS
+  return wk_linear_work_enabled (ks) && n >= WK_LINEAR_GEMM_ROWS
       && n >= ks->linear_q_min_rows && (W->type == WK_TYPE_Q8_0
       || W->type == WK_TYPE_Q4_0) && W->ne[0] % WK_QK == 0
-      && W->ne[0] <= WK_LINEAR_QMAX_K && wk_kernels_int8 () == 1;
+      && W->ne[0] <= WK_LINEAR_QMAX_K;
 }
-
-static void
-wk_linear_run (wk_pool * pool, const wk_tensor * W, const float *bias,
-    const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
-    unsigned flags, void *work);
 
 void
 wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
     const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
     unsigned flags)
 {
-  wk_linear_run (pool, W, bias, X, n, ldx, Y, ldy, flags, NULL);
+  wk_linear_work (pool, W, bias, X, n, ldx, Y, ldy, flags, NULL);
 }
 
 void
 wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
-    const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
-    unsigned flags, void *work)
-{
-  wk_linear_run (pool, W, bias, X, n, ldx, Y, ldy, flags, work);
-}
-
-static void
-wk_linear_run (wk_pool * pool, const wk_tensor * W, const float *bias,
     const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
     unsigned flags, void *work)
 {

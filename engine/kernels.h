@@ -67,10 +67,13 @@ void wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
  * products (each row of X quantized per block of 32, see above) where the
  * kernel set has integer matrix products that beat its f32 panels
  * (VNNI), when WK_INT8=all is in the environment (the default, like
- * WK_INT8=dec, keeps integer products to the decoder). work holds wk_linear_work_size (n, W->ne[0])
- * bytes (or is NULL: wk_linear_ex). The result never depends on the
- * thread count. */
+ * WK_INT8=dec, keeps integer products to the decoder). work holds
+ * wk_linear_work_size (n, W->ne[0]) bytes (or is NULL: wk_linear_ex). The
+ * result never depends on the thread count. */
 size_t wk_linear_work_size (int64_t n, int64_t k);
+/* Whether wk_linear_work can take integer products with the kernel set
+ * chosen and WK_INT8: a caller needs its work buffer only then. */
+int wk_linear_work_used (void);
 void wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
     const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
     unsigned flags, void *work);

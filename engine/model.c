@@ -1250,7 +1250,9 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
     ctx->e_x = ctx_alloc (ctx, blk, sizeof (float), &ok);
     ctx->enc_scratch = ctx_alloc (ctx, region, sizeof (float), &ok);
     ctx->enc_scratch_floats = region;
-    ctx->e_qwork = ctx_alloc (ctx, wk_linear_work_size (A, 4 * da), 1, &ok);
+    /* NULL (the f32 panels) unless the integer products can run */
+    if (wk_linear_work_used ())
+      ctx->e_qwork = ctx_alloc (ctx, wk_linear_work_size (A, 4 * da), 1, &ok);
   }
   ctx->cross_f16 = model->dec[0].cross_q->type != WK_TYPE_F32;
   if (ctx->cross_f16) {

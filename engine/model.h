@@ -335,7 +335,8 @@ struct wk_ctx
   float *e_att;                 /* [A][da], = e_xn */
   float *e_h;                   /* [A][4 da] MLP hidden, = e_q .. */
   /* the quantized rows of X of the integer products (wk_linear_work),
-   * wk_linear_work_size (A, 4 da) bytes */
+   * wk_linear_work_size (A, 4 da) bytes, or NULL where they cannot run
+   * (wk_linear_work_used) */
   void *e_qwork;
   bool encoded;
 
