@@ -47,19 +47,26 @@ hmax (v128_t v)
 }
 
 /* e^x: Cody-Waite reduction by ln 2 and a degree-6 polynomial, relative
- * error about 2e-7; 0 below -87.3, clamped above 88.4. */
+ * error about 2e-7; 0 below -87.3, clamped above 88.4. The clamps are
+ * pmin/pmax (one instruction each where wasm's min/max take seven for
+ * their NaN and signed-zero rules; a NaN still comes out NaN), and n is
+ * rounded to an integer by adding 1.5 * 2^23, whose low bits are then n
+ * itself (the same round-to-nearest-even as f32x4.nearest, without the
+ * float-to-int conversion's saturation fix-ups). */
 static inline v128_t
 exp4 (v128_t x)
 {
   const v128_t lo = wasm_f32x4_splat (-87.3365447504f);
+  const v128_t magic = wasm_f32x4_splat (12582912.0f);
   v128_t under = wasm_f32x4_lt (x, lo);
-  v128_t n, r, y;
+  v128_t n, nm, r, y;
   v128_t e;
 
-  x = wasm_f32x4_min (x, wasm_f32x4_splat (88.3762626647949f));
-  x = wasm_f32x4_max (x, lo);
-  n = wasm_f32x4_nearest (wasm_f32x4_mul (x,
-          wasm_f32x4_splat (1.44269504088896341f)));
+  x = wasm_f32x4_pmin (x, wasm_f32x4_splat (88.3762626647949f));
+  x = wasm_f32x4_pmax (x, lo);
+  nm = wasm_f32x4_add (wasm_f32x4_mul (x,
+          wasm_f32x4_splat (1.44269504088896341f)), magic);
+  n = wasm_f32x4_sub (nm, magic);
   r = wasm_f32x4_sub (x, wasm_f32x4_mul (n, wasm_f32x4_splat (0.693359375f)));
   r = wasm_f32x4_sub (r, wasm_f32x4_mul (n,
           wasm_f32x4_splat (-2.12194440e-4f)));
@@ -76,8 +83,8 @@ exp4 (v128_t x)
       wasm_f32x4_splat (5.0000001201E-1f));
   y = wasm_f32x4_add (wasm_f32x4_mul (y, wasm_f32x4_mul (r, r)),
       wasm_f32x4_add (r, wasm_f32x4_splat (1.0f)));
-  e = wasm_i32x4_shl (wasm_i32x4_add (wasm_i32x4_trunc_sat_f32x4 (n),
-          wasm_i32x4_splat (127)), 23);
+  /* (bits (nm) + 127) << 23: the magic's own bits shift out */
+  e = wasm_i32x4_shl (wasm_i32x4_add (nm, wasm_i32x4_splat (127)), 23);
   y = wasm_f32x4_mul (y, e);
   return wasm_v128_andnot (y, under);
 }
@@ -291,9 +298,12 @@ store4 (float *y, v128_t acc, const float *bias, int64_t j, int nj,
 /* ---- GEMM (n >= 8) ---- */
 
 /* Rows of X per block: with a depth chunk of GEMM_KC they stay in the
- * cache (96 KiB) while every weight panel passes over them. */
+ * cache (96 KiB) while the packed panels pass over them. */
 #define GEMM_ROWS 96
 #define GEMM_KC 256
+/* Outputs per packed block: GEMM_NC / NR panels of GEMM_KC x NR f32
+ * (128 KiB), converted once and used by every row of X. */
+#define GEMM_NC 128
 
 /* C [4][8] (rows ldc apart) += x[r][0 .. kc) . P [kc][8] for r < mr;
  * first: C starts from 0 instead of its contents. */
@@ -324,10 +334,10 @@ gemm_tile (int kc, const float *P, const float *x0, int64_t ldx, int mr,
   for (l = 0; l < kc; l++) {
     v128_t w0 = wasm_v128_load (P + l * NR);
     v128_t w1 = wasm_v128_load (P + l * NR + 4);
-    v128_t b0 = wasm_f32x4_splat (x0[l]);
-    v128_t b1 = wasm_f32x4_splat (x1[l]);
-    v128_t b2 = wasm_f32x4_splat (x2[l]);
-    v128_t b3 = wasm_f32x4_splat (x3[l]);
+    v128_t b0 = wasm_v128_load32_splat (x0 + l);
+    v128_t b1 = wasm_v128_load32_splat (x1 + l);
+    v128_t b2 = wasm_v128_load32_splat (x2 + l);
+    v128_t b3 = wasm_v128_load32_splat (x3 + l);
     c00 = wasm_f32x4_add (c00, wasm_f32x4_mul (b0, w0));
     c01 = wasm_f32x4_add (c01, wasm_f32x4_mul (b0, w1));
     c10 = wasm_f32x4_add (c10, wasm_f32x4_mul (b1, w0));
@@ -347,83 +357,137 @@ gemm_tile (int kc, const float *P, const float *x0, int64_t ldx, int mr,
     wasm_v128_store (C + 3 * ldc, c30), wasm_v128_store (C + 3 * ldc + 4, c31);
 }
 
-/* Blocks of GEMM_ROWS rows of X and GEMM_KC of depth; for each, every
- * panel of 8 outputs is converted to f32, depth-major, and the 4 x 8 tiles
- * add into Y itself (a ragged last panel into a side buffer). The bias,
- * GELU or residual come in a last pass over the block. */
+/* Weights [l0, l0 + kc) of rows j .. j + nj (nj <= 8; the others zeros)
+ * as the panel P [kc][8]: each row converted, then 4 x 4 transposes. */
+static void
+pack_panel (const wk_tensor * W, size_t row_bytes, int64_t j, int nj,
+    int64_t l0, int kc, float *P)
+{
+  float rows[NR][GEMM_KC];
+  int c, l;
+
+  for (c = 0; c < NR; c++) {
+    if (c < nj)
+      row_seg_to_f32 (W->type, (const unsigned char *) W->data + (size_t) (j
+              + c) * row_bytes, l0, kc, rows[c]);
+    else
+      memset (rows[c], 0, sizeof rows[c]);
+  }
+  for (l = 0; l + 4 <= kc; l += 4)
+    for (c = 0; c < NR; c += 4) {
+      v128_t a = wasm_v128_load (rows[c] + l), b = wasm_v128_load (rows[c +
+              1] + l);
+      v128_t e = wasm_v128_load (rows[c + 2] + l), f =
+          wasm_v128_load (rows[c + 3] + l);
+      v128_t ab_lo = wasm_i32x4_shuffle (a, b, 0, 4, 1, 5);
+      v128_t ab_hi = wasm_i32x4_shuffle (a, b, 2, 6, 3, 7);
+      v128_t ef_lo = wasm_i32x4_shuffle (e, f, 0, 4, 1, 5);
+      v128_t ef_hi = wasm_i32x4_shuffle (e, f, 2, 6, 3, 7);
+      wasm_v128_store (P + l * NR + c, wasm_i32x4_shuffle (ab_lo, ef_lo, 0,
+              1, 4, 5));
+      wasm_v128_store (P + (l + 1) * NR + c, wasm_i32x4_shuffle (ab_lo, ef_lo,
+              2, 3, 6, 7));
+      wasm_v128_store (P + (l + 2) * NR + c, wasm_i32x4_shuffle (ab_hi, ef_hi,
+              0, 1, 4, 5));
+      wasm_v128_store (P + (l + 3) * NR + c, wasm_i32x4_shuffle (ab_hi, ef_hi,
+              2, 3, 6, 7));
+    }
+  for (; l < kc; l++)
+    for (c = 0; c < NR; c++)
+      P[l * NR + c] = rows[c][l];
+}
+
+/* The epilogue of rows i0 .. i0 + ni, outputs j0 .. j1: Y = f (sum +
+ * bias); with ADD the sum already holds Y's old value. */
+static void
+gemm_epilogue (const float *bias, float *Y, int64_t ldy, int64_t i0, int ni,
+    int64_t j0, int64_t j1, unsigned flags)
+{
+  int64_t i, j;
+
+  if (!bias && !(flags & WK_LINEAR_GELU))
+    return;
+  for (i = 0; i < ni; i++) {
+    float *y = Y + (i0 + i) * ldy;
+    for (j = j0; j + 4 <= j1; j += 4) {
+      v128_t v = wasm_v128_load (y + j);
+      if (bias)
+        v = wasm_f32x4_add (v, wasm_v128_load (bias + j));
+      if (flags & WK_LINEAR_GELU)
+        v = gelu4 (v);
+      wasm_v128_store (y + j, v);
+    }
+    for (; j < j1; j++) {
+      float t[4] = { y[j] + (bias ? bias[j] : 0.0f), 0, 0, 0 };
+      if (flags & WK_LINEAR_GELU)
+        wasm_v128_store (t, gelu4 (wasm_v128_load (t)));
+      y[j] = t[0];
+    }
+  }
+}
+
+/* Blocks of GEMM_NC outputs and GEMM_KC of depth: their panels of 8
+ * outputs are converted to f32, depth-major, once, then every block of
+ * GEMM_ROWS rows of X passes over them in 4 x 8 tiles that add into Y
+ * itself (a ragged last panel into a side buffer). The bias, GELU or
+ * residual come after a block's last depth chunk. */
 static void
 gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
 {
   const int64_t k = W->ne[0];
   const size_t row_bytes = wk_type_row_bytes (W->type, k);
-  const unsigned char *data = W->data;
-  float row[GEMM_KC];
-  float panel[GEMM_KC * NR];
+  /* the residual: the sums start from Y's contents */
+  const int add = (flags & WK_LINEAR_ADD) != 0;
+  float panels[GEMM_NC / NR][GEMM_KC * NR];
   float edge[GEMM_ROWS][NR];    /* the ragged panel's sums */
-  int64_t i0, l0, j, i, c;
+  int64_t jb, l0, i0, i;
+  int c;
 
-  for (i0 = 0; i0 < n; i0 += GEMM_ROWS) {
-    const int ni = (int) (n - i0 < GEMM_ROWS ? n - i0 : GEMM_ROWS);
-    /* the residual: the sums start from Y's contents */
-    const int add = (flags & WK_LINEAR_ADD) != 0;
+  for (jb = j0; jb < j1; jb += GEMM_NC) {
+    const int64_t jb1 = j1 - jb < GEMM_NC ? j1 : jb + GEMM_NC;
+    const int np = (int) ((jb1 - jb + NR - 1) / NR);
 
     for (l0 = 0; l0 < k; l0 += GEMM_KC) {
       const int kc = (int) (k - l0 < GEMM_KC ? k - l0 : GEMM_KC);
       const int first = l0 == 0 && !add;
-      for (j = j0; j < j1; j += NR) {
-        const int nj = (int) (j1 - j < NR ? j1 - j : NR);
-        int l;
-        for (c = 0; c < NR; c++) {
-          if (c < nj)
-            row_seg_to_f32 (W->type, data + (size_t) (j + c) * row_bytes, l0,
-                kc, row);
-          else
-            memset (row, 0, sizeof row);
-          for (l = 0; l < kc; l++)
-            panel[l * NR + c] = row[l];
-        }
-        if (nj == NR) {
-          for (i = 0; i < ni; i += MR)
-            gemm_tile (kc, panel, X + (i0 + i) * ldx + l0, ldx,
-                ni - i < MR ? (int) (ni - i) : MR, Y + (i0 + i) * ldy + j,
-                ldy, first);
-        } else {
-          if (l0 == 0)
+      const int last = l0 + kc >= k;
+      int p;
+
+      for (p = 0; p < np; p++) {
+        const int64_t j = jb + (int64_t) p * NR;
+        pack_panel (W, row_bytes, j, (int) (jb1 - j < NR ? jb1 - j : NR), l0,
+            kc, panels[p]);
+      }
+      for (i0 = 0; i0 < n; i0 += GEMM_ROWS) {
+        const int ni = (int) (n - i0 < GEMM_ROWS ? n - i0 : GEMM_ROWS);
+        for (p = 0; p < np; p++) {
+          const int64_t j = jb + (int64_t) p * NR;
+          const int nj = (int) (jb1 - j < NR ? jb1 - j : NR);
+          if (nj == NR) {
+            for (i = 0; i < ni; i += MR)
+              gemm_tile (kc, panels[p], X + (i0 + i) * ldx + l0, ldx,
+                  ni - i < MR ? (int) (ni - i) : MR, Y + (i0 + i) * ldy + j,
+                  ldy, first);
+          } else {
+            /* the ragged panel: its sums so far from Y (or 0), the tiles
+             * into edge, back into Y */
             for (i = 0; i < ni; i++)
               for (c = 0; c < NR; c++)
-                edge[i][c] = add && c < nj ? Y[(i0 + i) * ldy + j + c] : 0.0f;
-          for (i = 0; i < ni; i += MR)
-            gemm_tile (kc, panel, X + (i0 + i) * ldx + l0, ldx,
-                ni - i < MR ? (int) (ni - i) : MR, edge[i], NR, 0);
-          if (l0 + kc >= k)
+                edge[i][c] = !first && c < nj ? Y[(i0 + i) * ldy + j + c] :
+                    0.0f;
+            for (i = 0; i < ni; i += MR)
+              gemm_tile (kc, panels[p], X + (i0 + i) * ldx + l0, ldx,
+                  ni - i < MR ? (int) (ni - i) : MR, edge[i], NR, 0);
             for (i = 0; i < ni; i++)
               for (c = 0; c < nj; c++)
                 Y[(i0 + i) * ldy + j + c] = edge[i][c];
+          }
         }
+        if (last)
+          gemm_epilogue (bias, Y, ldy, i0, ni, jb, jb1, flags);
       }
     }
-
-    /* the epilogue: Y = f (sum + bias); with ADD the sum already holds
-     * Y's old value */
-    if (bias || (flags & WK_LINEAR_GELU))
-      for (i = 0; i < ni; i++) {
-        float *y = Y + (i0 + i) * ldy;
-        for (j = j0; j + 4 <= j1; j += 4) {
-          v128_t v = wasm_v128_load (y + j);
-          if (bias)
-            v = wasm_f32x4_add (v, wasm_v128_load (bias + j));
-          if (flags & WK_LINEAR_GELU)
-            v = gelu4 (v);
-          wasm_v128_store (y + j, v);
-        }
-        for (; j < j1; j++) {
-          float t[4] = { y[j] + (bias ? bias[j] : 0.0f), 0, 0, 0 };
-          if (flags & WK_LINEAR_GELU)
-            wasm_v128_store (t, gelu4 (wasm_v128_load (t)));
-          y[j] = t[0];
-        }
-      }
   }
 }
 
@@ -923,29 +987,32 @@ attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
   }
 }
 
-/* C[r][0 .. 8) += sum_t a[r][t] B[t][0 .. 8) for r < 4 (rows of a past mr
- * are not read, their C not written), t < kc; B rows ldb floats apart. */
+/* C [4][8] = (first ? 0 : C) + sum_{t < kc} a_r[t * as] B [t][0 .. 8) for
+ * r < 4, B rows ldb floats apart, C rows ldc apart (the attention's
+ * products; as is a constant where it is inlined). */
 static inline void
 mk4x8 (int kc, const float *a0, const float *a1, const float *a2,
-    const float *a3, int mr, const float *B, int64_t ldb, float *C, int64_t ldc)
+    const float *a3, int64_t as, const float *B, int64_t ldb, float *C,
+    int64_t ldc, int first)
 {
-  v128_t c00 = wasm_v128_load (C), c01 = wasm_v128_load (C + 4);
-  v128_t c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
+  v128_t c00, c01, c10, c11, c20, c21, c30, c31;
   int t;
 
-  if (mr > 1)
+  if (first) {
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = wasm_f32x4_splat (0.0f);
+  } else {
+    c00 = wasm_v128_load (C), c01 = wasm_v128_load (C + 4);
     c10 = wasm_v128_load (C + ldc), c11 = wasm_v128_load (C + ldc + 4);
-  if (mr > 2)
     c20 = wasm_v128_load (C + 2 * ldc), c21 = wasm_v128_load (C + 2 * ldc + 4);
-  if (mr > 3)
     c30 = wasm_v128_load (C + 3 * ldc), c31 = wasm_v128_load (C + 3 * ldc + 4);
+  }
   for (t = 0; t < kc; t++) {
     v128_t b0 = wasm_v128_load (B + t * ldb);
     v128_t b1 = wasm_v128_load (B + t * ldb + 4);
-    v128_t x0 = wasm_f32x4_splat (a0[t]);
-    v128_t x1 = wasm_f32x4_splat (a1[t]);
-    v128_t x2 = wasm_f32x4_splat (a2[t]);
-    v128_t x3 = wasm_f32x4_splat (a3[t]);
+    v128_t x0 = wasm_v128_load32_splat (a0 + t * as);
+    v128_t x1 = wasm_v128_load32_splat (a1 + t * as);
+    v128_t x2 = wasm_v128_load32_splat (a2 + t * as);
+    v128_t x3 = wasm_v128_load32_splat (a3 + t * as);
     c00 = wasm_f32x4_add (c00, wasm_f32x4_mul (x0, b0));
     c01 = wasm_f32x4_add (c01, wasm_f32x4_mul (x0, b1));
     c10 = wasm_f32x4_add (c10, wasm_f32x4_mul (x1, b0));
@@ -957,161 +1024,148 @@ mk4x8 (int kc, const float *a0, const float *a1, const float *a2,
   }
   wasm_v128_store (C, c00);
   wasm_v128_store (C + 4, c01);
-  if (mr > 1)
-    wasm_v128_store (C + ldc, c10), wasm_v128_store (C + ldc + 4, c11);
-  if (mr > 2)
-    wasm_v128_store (C + 2 * ldc, c20), wasm_v128_store (C + 2 * ldc + 4, c21);
-  if (mr > 3)
-    wasm_v128_store (C + 3 * ldc, c30), wasm_v128_store (C + 3 * ldc + 4, c31);
-}
-
-/* C [nr][nc] += A [nr][kc] (rows lda apart) . B [kc][nc] (rows ldb apart),
- * nc a multiple of 8. */
-static void
-small_gemm (int nr, int nc, int kc, const float *A, int64_t lda,
-    const float *B, int64_t ldb, float *C, int64_t ldc)
-{
-  int r, c;
-
-  for (r = 0; r < nr; r += 4) {
-    int mr = nr - r < 4 ? nr - r : 4;
-    const float *a0 = A + r * lda;
-    const float *a1 = mr > 1 ? a0 + lda : a0;
-    const float *a2 = mr > 2 ? a0 + 2 * lda : a0;
-    const float *a3 = mr > 3 ? a0 + 3 * lda : a0;
-    for (c = 0; c < nc; c += 8)
-      mk4x8 (kc, a0, a1, a2, a3, mr, B + c, ldb, C + r * ldc + c, ldc);
-  }
+  wasm_v128_store (C + ldc, c10);
+  wasm_v128_store (C + ldc + 4, c11);
+  wasm_v128_store (C + 2 * ldc, c20);
+  wasm_v128_store (C + 2 * ldc + 4, c21);
+  wasm_v128_store (C + 3 * ldc, c30);
+  wasm_v128_store (C + 3 * ldc + 4, c31);
 }
 
 #define BQ 32                   /* queries per block (many-query case) */
 #define BK 64                   /* keys per chunk */
 
 /* Many queries (the encoder): per block of BQ queries and chunk of BK
- * keys, S = Q K^T and acc += P V are small GEMMs on the 4 x 8 kernel (K
- * transposed per chunk, so that keys are the vector lanes), with the
- * running softmax in between. d_head a multiple of 8. */
+ * keys, the scores are computed key-major, St [key][query] = K Q^T (the
+ * block's queries transposed once, times the scale), so that the running
+ * softmax works on four queries per vector (column maxima, exp, sums,
+ * no horizontal reductions) and acc += P V takes its broadcasts straight
+ * from St. Both products on the 4 x 8 kernel; d_head a multiple of 8, at
+ * most 256. */
 static void
 attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
     const void *V, int64_t ldv, float scale, int causal, float *O,
     int64_t ldo, int kv16)
 {
+  float Qt[256][BQ];            /* scale Q^T; columns past nq zero */
+  float St[BK][BQ];             /* scores, then probabilities */
   float acc[BQ][256];
-  float S[BQ][BK];
-  float Kt[256][BK];            /* the chunk's keys, transposed */
-  float Vb[BK][256];            /* f16 values as f32 */
-  float kbuf4[4][256];          /* f16 keys as f32 */
+  float Kb[BK][256];            /* f16 keys and values as f32 */
+  float Vb[BK][256];
   static const float zeros[256];
-  float mx[BQ], sum[BQ];
-  int64_t last[BQ], max_last = -1, t0, l;
+  const float *krow[BK];
+  v128_t mx[BQ / 4], sum[BQ / 4], lastv[BQ / 4];
+  int32_t last[BQ];
+  int64_t max_last = -1, min_last = INT64_MAX, t0;
   const int d = (int) d_head;
-  int r;
+  const int nq8 = (nq + 7) & ~7, nq4 = (nq + 3) & ~3, nv = nq8 / 4;
+  int r, c, j, v, l;
 
-  for (r = 0; r < nq; r++) {
-    last[r] = wk_attention_last_key (q0 + r, n_q, n_kv, causal);
-    if (last[r] > max_last)
-      max_last = last[r];
-    mx[r] = -INFINITY;
-    sum[r] = 0.0f;
-    memset (acc[r], 0, (size_t) d * sizeof (float));
+  for (r = 0; r < BQ; r++) {
+    int64_t lk = r < nq ? wk_attention_last_key (q0 + r, n_q, n_kv,
+        causal) : -1;
+    last[r] = (int32_t) lk;
+    if (r < nq && lk > max_last)
+      max_last = lk;
+    if (r < nq && lk < min_last)
+      min_last = lk;
   }
+  for (v = 0; v < nv; v++) {
+    mx[v] = wasm_f32x4_splat (-INFINITY);
+    sum[v] = wasm_f32x4_splat (0.0f);
+    lastv[v] = wasm_v128_load (last + 4 * v);
+  }
+  for (l = 0; l < d; l++) {
+    for (r = 0; r < nq; r++)
+      Qt[l][r] = Q[(q0 + r) * ldq + l] * scale;
+    for (; r < nq8; r++)
+      Qt[l][r] = 0.0f;
+  }
+  for (r = 0; r < nq4; r++)
+    memset (acc[r], 0, (size_t) d * sizeof (float));
 
   for (t0 = 0; t0 <= max_last; t0 += BK) {
-    int nk = (int) (max_last + 1 - t0 < BK ? max_last + 1 - t0 : BK);
-    int nk8 = (nk + 7) & ~7, c;
+    const int nk = (int) (max_last + 1 - t0 < BK ? max_last + 1 - t0 : BK);
+    const int nk4 = (nk + 3) & ~3;
     const float *vsrc;
     int64_t vld;
 
-    /* Kt = the chunk's keys transposed, 4 x 4 at a time (rows past nk
-     * are zeros: zero scores, masked below) */
-    for (c = 0; c < nk8; c += 4) {
-      const float *kr[4];
-      int u;
-      for (u = 0; u < 4; u++)
-        kr[u] = c + u < nk ? kv_row (K, t0 + c + u, ldk, d_head, kv16,
-            kbuf4[u]) : zeros;
-      for (l = 0; l < d; l += 4) {
-        v128_t a = wasm_v128_load (kr[0] + l), b = wasm_v128_load (kr[1] + l);
-        v128_t e = wasm_v128_load (kr[2] + l), f = wasm_v128_load (kr[3] + l);
-        v128_t ab_lo = wasm_i32x4_shuffle (a, b, 0, 4, 1, 5);
-        v128_t ab_hi = wasm_i32x4_shuffle (a, b, 2, 6, 3, 7);
-        v128_t ef_lo = wasm_i32x4_shuffle (e, f, 0, 4, 1, 5);
-        v128_t ef_hi = wasm_i32x4_shuffle (e, f, 2, 6, 3, 7);
-        wasm_v128_store (&Kt[l][c], wasm_i32x4_shuffle (ab_lo, ef_lo, 0, 1, 4,
-                5));
-        wasm_v128_store (&Kt[l + 1][c], wasm_i32x4_shuffle (ab_lo, ef_lo, 2,
-                3, 6, 7));
-        wasm_v128_store (&Kt[l + 2][c], wasm_i32x4_shuffle (ab_hi, ef_hi, 0,
-                1, 4, 5));
-        wasm_v128_store (&Kt[l + 3][c], wasm_i32x4_shuffle (ab_hi, ef_hi, 2,
-                3, 6, 7));
-      }
-    }
+    /* St = K Q^T (key rows past nk are zeros, never used) */
+    for (c = 0; c < nk4; c++)
+      krow[c] = c < nk ? kv_row (K, t0 + c, ldk, d_head, kv16, Kb[c]) : zeros;
+    for (c = 0; c < nk4; c += 4)
+      for (j = 0; j < nq8; j += 8)
+        mk4x8 (d, krow[c], krow[c + 1], krow[c + 2], krow[c + 3], 1,
+            &Qt[0][j], BQ, &St[c][j], BQ, 1);
 
-    for (r = 0; r < nq; r++)
-      memset (S[r], 0, (size_t) nk8 * sizeof (float));
-    small_gemm (nq, nk8, d, Q + q0 * ldq, ldq, &Kt[0][0], BK, &S[0][0], BK);
+    /* keys past a query's last one */
+    if (t0 + nk - 1 > min_last)
+      for (c = 0; c < nk; c++) {
+        v128_t tv = wasm_i32x4_splat ((int32_t) (t0 + c));
+        for (v = 0; v < nv; v++)
+          wasm_v128_store (&St[c][4 * v],
+              wasm_v128_bitselect (wasm_f32x4_splat (-INFINITY),
+                  wasm_v128_load (&St[c][4 * v]), wasm_i32x4_gt (tv,
+                      lastv[v])));
+      }
 
-    for (r = 0; r < nq; r++) {
-      float cmax = -INFINITY, rs;
-      v128_t sc = wasm_f32x4_splat (scale), m4, ps = wasm_f32x4_splat (0.0f);
-      int vis = (int) (last[r] - t0 + 1 < nk ? last[r] - t0 + 1 : nk);
-      if (vis < 0)
-        vis = 0;
-      for (c = 0; c < nk8; c += 4)
-        wasm_v128_store (S[r] + c, wasm_f32x4_mul (wasm_v128_load (S[r] + c),
-                sc));
-      for (c = vis; c < nk8; c++)
-        S[r][c] = -INFINITY;
-      {
-        v128_t mv = wasm_f32x4_splat (-INFINITY);
-        for (c = 0; c < nk8; c += 4)
-          mv = wasm_f32x4_max (mv, wasm_v128_load (S[r] + c));
-        cmax = hmax (mv);
+    /* the running softmax, four queries per vector: rescale by the new
+     * maximum (a query that has seen no key yet keeps -inf and
+     * subtracts 0), p = exp (s - max) */
+    for (v = 0; v < nv; v++) {
+      v128_t cm = wasm_f32x4_splat (-INFINITY), mnew, msub, rs;
+      v128_t ps = wasm_f32x4_splat (0.0f);
+      for (c = 0; c < nk; c++)
+        cm = wasm_f32x4_pmax (cm, wasm_v128_load (&St[c][4 * v]));
+      mnew = wasm_f32x4_pmax (mx[v], cm);
+      msub = wasm_v128_andnot (mnew, wasm_f32x4_eq (mnew,
+              wasm_f32x4_splat (-INFINITY)));
+      rs = exp4 (wasm_f32x4_sub (mx[v], msub));
+      if (!wasm_i32x4_all_true (wasm_f32x4_eq (rs, wasm_f32x4_splat (1.0f)))) {
+        float f[4];
+        wasm_v128_store (f, rs);
+        for (r = 0; r < 4 && 4 * v + r < nq4; r++)
+          for (l = 0; l < d; l += 4)
+            wasm_v128_store (acc[4 * v + r] + l,
+                wasm_f32x4_mul (wasm_v128_load (acc[4 * v + r] + l),
+                    wasm_f32x4_splat (f[r])));
       }
-      if (cmax == -INFINITY) {
-        memset (S[r], 0, (size_t) nk8 * sizeof (float));
-        continue;
-      }
-      if (cmax > mx[r]) {
-        rs = mx[r] == -INFINITY ? 0.0f : expf (mx[r] - cmax);
-        for (l = 0; l < d; l += 4)
-          wasm_v128_store (acc[r] + l, wasm_f32x4_mul (wasm_v128_load (acc[r]
-                      + l), wasm_f32x4_splat (rs)));
-        sum[r] *= rs;
-        mx[r] = cmax;
-      }
-      m4 = wasm_f32x4_splat (mx[r]);
-      for (c = 0; c < nk8; c += 4) {
-        v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (S[r] + c), m4));
-        wasm_v128_store (S[r] + c, p);
+      sum[v] = wasm_f32x4_mul (sum[v], rs);
+      mx[v] = mnew;
+      for (c = 0; c < nk; c++) {
+        v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (&St[c][4 * v]),
+                msub));
+        wasm_v128_store (&St[c][4 * v], p);
         ps = wasm_f32x4_add (ps, p);
       }
-      sum[r] += hsum (ps);
+      sum[v] = wasm_f32x4_add (sum[v], ps);
     }
 
-    if (kv16 || nk8 != nk) {
-      for (c = 0; c < nk; c++) {
-        const float *vr = kv_row (V, t0 + c, ldv, d_head, kv16, Vb[c]);
-        if (vr != Vb[c])
-          memcpy (Vb[c], vr, (size_t) d * sizeof (float));
-      }
-      for (; c < nk8; c++)
-        memset (Vb[c], 0, (size_t) d * sizeof (float));
+    /* acc += P V */
+    if (kv16) {
+      for (c = 0; c < nk; c++)
+        kv_row (V, t0 + c, ldv, d_head, kv16, Vb[c]);
       vsrc = &Vb[0][0];
       vld = 256;
     } else {
       vsrc = (const float *) V + t0 * ldv;
       vld = ldv;
     }
-    small_gemm (nq, d, nk8, &S[0][0], BK, vsrc, vld, &acc[0][0], 256);
+    for (r = 0; r < nq4; r += 4)
+      for (l = 0; l < d; l += 8)
+        mk4x8 (nk, &St[0][r], &St[0][r + 1], &St[0][r + 2], &St[0][r + 3],
+            BQ, vsrc + l, vld, &acc[r][l], 256, 0);
   }
 
-  for (r = 0; r < nq; r++) {
-    float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
-    for (l = 0; l < d; l++)
-      O[(q0 + r) * ldo + l] = acc[r][l] * inv;
+  for (v = 0; v < nv; v++) {
+    float s[4];
+    wasm_v128_store (s, sum[v]);
+    for (r = 0; r < 4 && 4 * v + r < nq; r++) {
+      float inv = s[r] > 0.0f ? 1.0f / s[r] : 0.0f;
+      for (l = 0; l < d; l++)
+        O[(q0 + 4 * v + r) * ldo + l] = acc[4 * v + r][l] * inv;
+    }
   }
 }
 
