@@ -3,12 +3,12 @@
 // are shown as final, the partial hypothesis in grey after them.
 const params = new URLSearchParams(location.search);
 const MODEL = params.get('model') ?? '../knots/model/default.knot';
-// 1.2 s, not the engine's usual 2 s: the live policy runs the model every
+// 0.9 s, not the engine's usual 2 s: the live policy runs the model every
 // latency / 3, so partial words follow the speech by about that step plus
-// a run (in headless Chromium on sample.wav: partials 0.21 s median /
-// 0.39 s p95 behind the speech at 1.2 s, 0.32 / 0.66 s at 2 s; words
-// committed within 1.2 s), for about 40% more runs.
-const LATENCY_MS = +(params.get('latency') ?? 1200);
+// a run (in headless Chromium on sample.wav, the worker warmed up: see
+// BENCHMARKS.md; at 2 s partials trailed by 0.32 / 0.66 s median / p95),
+// for more runs (real-time factor 0.3-0.45 on the loaded 2-core machine).
+const LATENCY_MS = +(params.get('latency') ?? 900);
 
 const $ = (id) => document.getElementById(id);
 const worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });

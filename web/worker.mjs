@@ -22,6 +22,18 @@ self.onmessage = async ({ data: m }) => {
       wk = await Whisperknot.create();
       model = await wk.loadModel(new URL(m.model, self.location.href));
       await wk.loadVad(m.vad ? new URL(m.vad, self.location.href) : undefined);
+      // A short transcription of silence before the page says it is
+      // ready: V8 runs a wasm function baseline-compiled (Liftoff) until
+      // it has been hot, and its optimized code only from its next call,
+      // so the first live run (and the first stream's allocation) would
+      // otherwise take several times as long as the others, and the
+      // first partial came 0.6-0.7 s behind the speech where the rest
+      // came 0.1-0.4 s behind.
+      const warm = model.createStream({ beamSize: 1 });
+      warm.feed(new Float32Array(32000));
+      warm.finish();
+      warm.take();
+      warm.free();
       post('ready', { info: model.info, kernels: wk.kernels, memory: wk.memoryBytes });
     } else if (m.type === 'live') {
       if (live) live.free();
