@@ -167,6 +167,7 @@ enum
   PROP_PROMPT,
   PROP_AUDIO_CTX,
   PROP_WORD_TIMES,
+  N_PROPS
 };
 
 GType
@@ -253,11 +254,21 @@ static GstStructure *gst_whisperknot_make_stats (GstWhisperKnot * self);
 static void gst_whisperknot_forward_partial_event (GstWhisperKnot * self,
     GstEvent * event);
 
+#define RW (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | \
+    GST_PARAM_MUTABLE_READY)
+#define RO (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)
+
+static GParamSpec *properties[N_PROPS];
+/* a property's value (g_value_get_TYPE), with the object lock held */
+#define PROP_GET(self, type, id) g_value_get_##type (&(self)->props[id])
+
 static void
 gst_whisperknot_class_init (GstWhisperKnotClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GParamSpec **p = properties;
+  static const gchar *tags[] = { NULL };
 
   gobject_class->set_property = gst_whisperknot_set_property;
   gobject_class->get_property = gst_whisperknot_get_property;
@@ -273,33 +284,23 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * plugin (or the build tree's). Read when the element goes from READY to
    * PAUSED.
    */
-  g_object_class_install_property (gobject_class, PROP_MODEL,
-      g_param_spec_string ("model", "Model",
-          "Path of the model (a .knot file from whisperknot-convert) or the "
-          "name of one installed by whisperknot-model; "
-          "unset: $WHISPERKNOT_MODEL or the installed default model",
-          DEFAULT_MODEL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_MODEL] = g_param_spec_string ("model", "Model",
+      "Path of the model (a .knot file from whisperknot-convert) or the "
+      "name of one installed by whisperknot-model; "
+      "unset: $WHISPERKNOT_MODEL or the installed default model",
+      DEFAULT_MODEL, RW);
   /**
    * GstWhisperKnot:language:
    *
    * The spoken language as an ISO 639-1 code, or "auto" to detect it.
    * English-only models always transcribe English.
    */
-  g_object_class_install_property (gobject_class, PROP_LANGUAGE,
-      g_param_spec_string ("language", "Language",
-          "Spoken language (ISO 639-1 code such as \"en\" or \"de\"), or "
-          "\"auto\" to detect it (multilingual models)",
-          DEFAULT_LANGUAGE, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_TRANSLATE,
-      g_param_spec_boolean ("translate", "Translate",
-          "Translate the speech into English (multilingual models)",
-          DEFAULT_TRANSLATE, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_LANGUAGE] = g_param_spec_string ("language", "Language",
+      "Spoken language (ISO 639-1 code such as \"en\" or \"de\"), or "
+      "\"auto\" to detect it (multilingual models)", DEFAULT_LANGUAGE, RW);
+  p[PROP_TRANSLATE] = g_param_spec_boolean ("translate", "Translate",
+      "Translate the speech into English (multilingual models)",
+      DEFAULT_TRANSLATE, RW);
   /**
    * GstWhisperKnot:latency:
    *
@@ -307,20 +308,12 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * transcribes in Whisper's 30 second windows (offline behaviour, the most
    * accurate); the element then reports 30 s of latency.
    */
-  g_object_class_install_property (gobject_class, PROP_LATENCY,
-      g_param_spec_uint ("latency", "Latency",
-          "Target delay from speech to text in milliseconds "
-          "(0 = 30 s windows, for files)", 0, MAX_LATENCY, DEFAULT_LATENCY,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_THREADS,
-      g_param_spec_uint ("threads", "Threads",
-          "Threads the recognizer computes on (0 = one per core)",
-          0, 256, DEFAULT_THREADS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_LATENCY] = g_param_spec_uint ("latency", "Latency",
+      "Target delay from speech to text in milliseconds "
+      "(0 = 30 s windows, for files)", 0, MAX_LATENCY, DEFAULT_LATENCY, RW);
+  p[PROP_THREADS] = g_param_spec_uint ("threads", "Threads",
+      "Threads the recognizer computes on (0 = one per core)",
+      0, 256, DEFAULT_THREADS, RW);
   /**
    * GstWhisperKnot:beam-size:
    *
@@ -328,14 +321,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * engine choose: a beam of 5 for 30 s windows (latency 0), 3 with a
    * latency, where the model runs several times a second.
    */
-  g_object_class_install_property (gobject_class, PROP_BEAM_SIZE,
-      g_param_spec_uint ("beam-size", "Beam size",
-          "Beam search width, 1 = greedy (0 = the engine's choice: 5 for "
-          "30 s windows, 3 with a latency)", 0, WK_MAX_BEAM_SIZE,
-          DEFAULT_BEAM_SIZE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_BEAM_SIZE] = g_param_spec_uint ("beam-size", "Beam size",
+      "Beam search width, 1 = greedy (0 = the engine's choice: 5 for "
+      "30 s windows, 3 with a latency)", 0, WK_MAX_BEAM_SIZE,
+      DEFAULT_BEAM_SIZE, RW);
   /**
    * GstWhisperKnot:language-code:
    *
@@ -343,13 +332,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * language tag such as "en-US"; only its language ("en") is used. Writing
    * it sets #GstWhisperKnot:language.
    */
-  g_object_class_install_property (gobject_class, PROP_LANGUAGE_CODE,
-      g_param_spec_string ("language-code", "Language code",
-          "Spoken language as a tag such as \"en-US\" (sets language to its "
-          "first part)", DEFAULT_LANGUAGE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_LANGUAGE_CODE] = g_param_spec_string ("language-code",
+      "Language code", "Spoken language as a tag such as \"en-US\" (sets "
+      "language to its first part)", DEFAULT_LANGUAGE, RW);
   /**
    * GstWhisperKnot:max-observed-delay:
    *
@@ -357,12 +342,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * from the arrival of a word's last sample to its text, since the
    * element went to PAUSED.
    */
-  g_object_class_install_property (gobject_class, PROP_MAX_OBSERVED_DELAY,
-      g_param_spec_uint ("max-observed-delay", "Maximum observed delay",
-          "Live policy: largest delay seen from a word's end arriving to its "
-          "text, in milliseconds", 0, G_MAXUINT, 0,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-
+  p[PROP_MAX_OBSERVED_DELAY] = g_param_spec_uint ("max-observed-delay",
+      "Maximum observed delay", "Live policy: largest delay seen from a "
+      "word's end arriving to its text, in milliseconds", 0, G_MAXUINT, 0, RO);
   /**
    * GstWhisperKnot:lateness:
    *
@@ -371,13 +353,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * and to the delay above which it warns (see
    * #GstWhisperKnot:max-observed-delay).
    */
-  g_object_class_install_property (gobject_class, PROP_LATENESS,
-      g_param_spec_uint ("lateness", "Lateness",
-          "Extra lateness in milliseconds added to the reported latency",
-          0, MAX_LATENCY, DEFAULT_LATENESS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_LATENESS] = g_param_spec_uint ("lateness", "Lateness",
+      "Extra lateness in milliseconds added to the reported latency",
+      0, MAX_LATENCY, DEFAULT_LATENESS, RW);
   /**
    * GstWhisperKnot:vad:
    *
@@ -388,12 +366,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * WHISPERKNOT_VAD_MODEL names another VAD knot (whisperknot-convert
    * makes one from Silero's ggml file).
    */
-  g_object_class_install_property (gobject_class, PROP_VAD,
-      g_param_spec_boolean ("vad", "Voice detection",
-          "Live policy: run the model only on speech found by the voice "
-          "detector", DEFAULT_VAD, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
+  p[PROP_VAD] = g_param_spec_boolean ("vad", "Voice detection",
+      "Live policy: run the model only on speech found by the voice "
+      "detector", DEFAULT_VAD, RW);
   /**
    * GstWhisperKnot:word-times:
    *
@@ -404,24 +379,17 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * no heads, the span between two timestamps is shared out by byte
    * length (cheaper, rougher).
    */
-  g_object_class_install_property (gobject_class, PROP_WORD_TIMES,
-      g_param_spec_boolean ("word-times", "Word times",
-          "Word times from the model's alignment heads (else shared out "
-          "by byte length)", DEFAULT_WORD_TIMES, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_VAD_THRESHOLD,
-      g_param_spec_float ("vad-threshold", "Voice detection threshold",
-          "Live policy: speech probability at which speech starts",
-          0.01f, 0.99f, DEFAULT_VAD_THRESHOLD, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_VAD_MIN_SILENCE,
-      g_param_spec_uint ("vad-min-silence", "Minimum silence",
-          "Live policy: silence in milliseconds that ends an utterance",
-          0, 10000, DEFAULT_VAD_MIN_SILENCE, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
+  p[PROP_WORD_TIMES] = g_param_spec_boolean ("word-times", "Word times",
+      "Word times from the model's alignment heads (else shared out "
+      "by byte length)", DEFAULT_WORD_TIMES, RW);
+  p[PROP_VAD_THRESHOLD] = g_param_spec_float ("vad-threshold",
+      "Voice detection threshold",
+      "Live policy: speech probability at which speech starts",
+      0.01f, 0.99f, DEFAULT_VAD_THRESHOLD, RW);
+  p[PROP_VAD_MIN_SILENCE] = g_param_spec_uint ("vad-min-silence",
+      "Minimum silence",
+      "Live policy: silence in milliseconds that ends an utterance",
+      0, 10000, DEFAULT_VAD_MIN_SILENCE, RW);
   /**
    * GstWhisperKnot:audio-ctx:
    *
@@ -433,14 +401,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * encoder run each time. -1 always the full context, -2 always only the
    * window's audio, N > 0 the window's audio but at least N positions.
    */
-  g_object_class_install_property (gobject_class, PROP_AUDIO_CTX,
-      g_param_spec_int ("audio-ctx", "Audio context",
-          "Live policy: encoder positions per run: 0 = as the model was "
-          "trained, -1 = the full 30 s, -2 = only the window's audio, "
-          "N = at least N", WK_AUDIO_CTX_SHORT, 1 << 14, WK_AUDIO_CTX_AUTO,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_AUDIO_CTX] = g_param_spec_int ("audio-ctx", "Audio context",
+      "Live policy: encoder positions per run: 0 = as the model was "
+      "trained, -1 = the full 30 s, -2 = only the window's audio, "
+      "N = at least N", WK_AUDIO_CTX_SHORT, 1 << 14, WK_AUDIO_CTX_AUTO, RW);
   /**
    * GstWhisperKnot:output:
    *
@@ -448,12 +412,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * committed words up to the end of an utterance or a pause of half a
    * second). Offline (latency 0) a buffer is one of Whisper's segments.
    */
-  g_object_class_install_property (gobject_class, PROP_OUTPUT,
-      g_param_spec_enum ("output", "Output",
-          "Live policy: what a text buffer holds",
-          GST_TYPE_WHISPERKNOT_OUTPUT, DEFAULT_OUTPUT, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
+  p[PROP_OUTPUT] = g_param_spec_enum ("output", "Output",
+      "Live policy: what a text buffer holds",
+      GST_TYPE_WHISPERKNOT_OUTPUT, DEFAULT_OUTPUT, RW);
   /**
    * GstWhisperKnot:commit:
    *
@@ -464,12 +425,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * the element gets it in time. `agreement` waits for two runs to agree
    * (a little more accurate), however late that is.
    */
-  g_object_class_install_property (gobject_class, PROP_COMMIT,
-      g_param_spec_enum ("commit", "Commit",
-          "Live policy: when a word becomes final",
-          GST_TYPE_WHISPERKNOT_COMMIT, DEFAULT_COMMIT, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
+  p[PROP_COMMIT] = g_param_spec_enum ("commit", "Commit",
+      "Live policy: when a word becomes final",
+      GST_TYPE_WHISPERKNOT_COMMIT, DEFAULT_COMMIT, RW);
   /**
    * GstWhisperKnot:text-lines:
    *
@@ -480,13 +438,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * the last word). Off, a buffer holds the text alone, as textoverlay,
    * srtenc and webvttenc want each cue.
    */
-  g_object_class_install_property (gobject_class, PROP_TEXT_LINES,
-      g_param_spec_boolean ("text-lines", "Text lines",
-          "Separate words with spaces and end segments, phrases and "
-          "utterances with a newline (for fdsink or filesink)",
-          DEFAULT_TEXT_LINES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_TEXT_LINES] = g_param_spec_boolean ("text-lines", "Text lines",
+      "Separate words with spaces and end segments, phrases and "
+      "utterances with a newline (for fdsink or filesink)",
+      DEFAULT_TEXT_LINES, RW);
   /**
    * GstWhisperKnot:alignment-threshold:
    *
@@ -494,12 +449,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * far give by up to this many nanoseconds are jitter and ignored (as
    * audiobasesink's property of this name).
    */
-  g_object_class_install_property (gobject_class, PROP_ALIGNMENT_THRESHOLD,
-      g_param_spec_uint64 ("alignment-threshold", "Alignment threshold",
-          "Timestamp jitter in nanoseconds that is ignored", 1,
-          G_MAXUINT64 - 1, DEFAULT_ALIGNMENT_THRESHOLD, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
+  p[PROP_ALIGNMENT_THRESHOLD] = g_param_spec_uint64 ("alignment-threshold",
+      "Alignment threshold", "Timestamp jitter in nanoseconds that is "
+      "ignored", 1, G_MAXUINT64 - 1, DEFAULT_ALIGNMENT_THRESHOLD, RW);
   /**
    * GstWhisperKnot:discont-wait:
    *
@@ -509,13 +461,22 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * this name). Buffers flagged DISCONT act at once. 0 acts on every
    * difference at once.
    */
-  g_object_class_install_property (gobject_class, PROP_DISCONT_WAIT,
-      g_param_spec_uint64 ("discont-wait", "Discont wait",
-          "Time in nanoseconds that timestamps must stay off before it "
-          "counts as a discontinuity", 0, MAX_DISCONT_WAIT,
-          DEFAULT_DISCONT_WAIT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_DISCONT_WAIT] = g_param_spec_uint64 ("discont-wait", "Discont wait",
+      "Time in nanoseconds that timestamps must stay off before it "
+      "counts as a discontinuity", 0, MAX_DISCONT_WAIT, DEFAULT_DISCONT_WAIT,
+      RW);
+  /**
+   * GstWhisperKnot:prompt:
+   *
+   * Text the decoder reads before the audio (openai's initial_prompt):
+   * names, spellings or a style the transcript should follow, e.g.
+   * "Nakamura spoke in Kyoto." Valid UTF-8; a prompt longer than the
+   * model's context (223 tokens for Whisper's models) keeps its end. Read
+   * when the element goes from READY to PAUSED.
+   */
+  p[PROP_PROMPT] = g_param_spec_string ("prompt", "Prompt",
+      "Text the decoder reads before the audio (names, spellings, "
+      "style), as openai's initial_prompt; unset: none", DEFAULT_PROMPT, RW);
   /**
    * GstWhisperKnot:stats:
    *
@@ -533,27 +494,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * (guint64: F32 input outside [-1, 1], clipped, and NaN, infinite or
    * absurd input beyond +-2^32, transcribed as silence).
    */
-  /**
-   * GstWhisperKnot:prompt:
-   *
-   * Text the decoder reads before the audio (openai's initial_prompt):
-   * names, spellings or a style the transcript should follow, e.g.
-   * "Nakamura spoke in Kyoto." Valid UTF-8; a prompt longer than the
-   * model's context (223 tokens for Whisper's models) keeps its end. Read
-   * when the element goes from READY to PAUSED.
-   */
-  g_object_class_install_property (gobject_class, PROP_PROMPT,
-      g_param_spec_string ("prompt", "Prompt",
-          "Text the decoder reads before the audio (names, spellings, "
-          "style), as openai's initial_prompt; unset: none", DEFAULT_PROMPT,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_STATS,
-      g_param_spec_boxed ("stats", "Statistics",
-          "Resident model bytes, load time, audio processed, time per "
-          "stage, real-time factor and delays", GST_TYPE_STRUCTURE,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  p[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
+      "Resident model bytes, load time, audio processed, time per "
+      "stage, real-time factor and delays", GST_TYPE_STRUCTURE, RO);
+  g_object_class_install_properties (gobject_class, N_PROPS, properties);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -574,17 +518,15 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
 
   GST_DEBUG_CATEGORY_INIT (whisperknot_debug, "whisperknot", 0,
       "speech to text");
-  {
-    static const gchar *tags[] = { NULL };
-
-    gst_meta_register_custom (GST_WHISPERKNOT_TEXT_META_NAME, tags, NULL,
-        NULL, NULL);
-  }
+  gst_meta_register_custom (GST_WHISPERKNOT_TEXT_META_NAME, tags, NULL,
+      NULL, NULL);
 }
 
 static void
 gst_whisperknot_init (GstWhisperKnot * self)
 {
+  guint i;
+
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_whisperknot_chain));
@@ -601,24 +543,12 @@ gst_whisperknot_init (GstWhisperKnot * self)
   gst_pad_use_fixed_caps (self->srcpad);
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 
-  self->model_path = g_strdup (DEFAULT_MODEL);
-  self->language = g_strdup (DEFAULT_LANGUAGE);
-  self->prompt = g_strdup (DEFAULT_PROMPT);
-  self->translate = DEFAULT_TRANSLATE;
-  self->latency_ms = DEFAULT_LATENCY;
-  self->n_threads = DEFAULT_THREADS;
-  self->beam_size = DEFAULT_BEAM_SIZE;
-  self->lateness_ms = DEFAULT_LATENESS;
-  self->use_vad = DEFAULT_VAD;
-  self->word_times = DEFAULT_WORD_TIMES;
-  self->vad_threshold = DEFAULT_VAD_THRESHOLD;
-  self->vad_min_silence_ms = DEFAULT_VAD_MIN_SILENCE;
-  self->audio_ctx = WK_AUDIO_CTX_AUTO;
-  self->output = DEFAULT_OUTPUT;
-  self->text_lines = DEFAULT_TEXT_LINES;
-  self->commit = DEFAULT_COMMIT;
-  self->alignment_threshold = DEFAULT_ALIGNMENT_THRESHOLD;
-  self->discont_wait = DEFAULT_DISCONT_WAIT;
+  /* every property's value, at its GParamSpec's default */
+  self->props = g_new0 (GValue, N_PROPS);
+  for (i = 1; i < N_PROPS; i++) {
+    g_value_init (&self->props[i], G_PARAM_SPEC_VALUE_TYPE (properties[i]));
+    g_param_value_set_default (properties[i], &self->props[i]);
+  }
   self->partial_pos = GST_CLOCK_TIME_NONE;
 
   g_mutex_init (&self->lock);
@@ -639,12 +569,13 @@ static void
 gst_whisperknot_finalize (GObject * object)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (object);
+  guint i;
 
   /* a NULL_TO_READY that failed after starting the load */
   gst_whisperknot_join_load (self);
-  g_free (self->model_path);
-  g_free (self->language);
-  g_free (self->prompt);
+  for (i = 1; i < N_PROPS; i++)
+    g_value_unset (&self->props[i]);
+  g_free (self->props);
   g_free (self->tag_language);
   g_free (self->loaded_path);
   g_free (self->load_error);
@@ -662,76 +593,23 @@ gst_whisperknot_finalize (GObject * object)
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
-/* Where each plain property lives in GstWhisperKnot; its type is its
- * GParamSpec's. */
-static const gsize prop_offset[] = {
-  [PROP_MODEL] = G_STRUCT_OFFSET (GstWhisperKnot, model_path),
-  [PROP_LANGUAGE] = G_STRUCT_OFFSET (GstWhisperKnot, language),
-  [PROP_PROMPT] = G_STRUCT_OFFSET (GstWhisperKnot, prompt),
-  [PROP_TRANSLATE] = G_STRUCT_OFFSET (GstWhisperKnot, translate),
-  [PROP_LATENCY] = G_STRUCT_OFFSET (GstWhisperKnot, latency_ms),
-  [PROP_THREADS] = G_STRUCT_OFFSET (GstWhisperKnot, n_threads),
-  [PROP_BEAM_SIZE] = G_STRUCT_OFFSET (GstWhisperKnot, beam_size),
-  [PROP_MAX_OBSERVED_DELAY] =
-      G_STRUCT_OFFSET (GstWhisperKnot, max_observed_delay_ms),
-  [PROP_LATENESS] = G_STRUCT_OFFSET (GstWhisperKnot, lateness_ms),
-  [PROP_VAD] = G_STRUCT_OFFSET (GstWhisperKnot, use_vad),
-  [PROP_WORD_TIMES] = G_STRUCT_OFFSET (GstWhisperKnot, word_times),
-  [PROP_VAD_THRESHOLD] = G_STRUCT_OFFSET (GstWhisperKnot, vad_threshold),
-  [PROP_VAD_MIN_SILENCE] = G_STRUCT_OFFSET (GstWhisperKnot, vad_min_silence_ms),
-  [PROP_AUDIO_CTX] = G_STRUCT_OFFSET (GstWhisperKnot, audio_ctx),
-  [PROP_OUTPUT] = G_STRUCT_OFFSET (GstWhisperKnot, output),
-  [PROP_COMMIT] = G_STRUCT_OFFSET (GstWhisperKnot, commit),
-  [PROP_TEXT_LINES] = G_STRUCT_OFFSET (GstWhisperKnot, text_lines),
-  [PROP_ALIGNMENT_THRESHOLD] =
-      G_STRUCT_OFFSET (GstWhisperKnot, alignment_threshold),
-  [PROP_DISCONT_WAIT] = G_STRUCT_OFFSET (GstWhisperKnot, discont_wait),
-};
-
+/* Changes made in PAUSED or PLAYING are kept and take effect the next
+ * time the element goes from READY to PAUSED. */
 static void
 gst_whisperknot_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (object);
-  gpointer field = G_STRUCT_MEMBER_P (self, prop_offset[prop_id]);
   const gchar *tag;
 
-  /* Changes made in PAUSED or PLAYING are kept and take effect the next
-   * time the element goes from READY to PAUSED. */
   GST_OBJECT_LOCK (self);
-  switch (G_TYPE_FUNDAMENTAL (G_PARAM_SPEC_VALUE_TYPE (pspec))) {
-    case G_TYPE_STRING:
-      tag = g_value_get_string (value);
-      if (prop_id == PROP_LANGUAGE_CODE) {
-        /* "en-US": the language alone */
-        g_free (self->language);
-        self->language = tag ? g_strndup (tag, strcspn (tag, "-_")) : NULL;
-      } else {
-        g_free (*(gchar **) field);
-        *(gchar **) field = g_strdup (tag);
-      }
-      break;
-    case G_TYPE_BOOLEAN:
-      *(gboolean *) field = g_value_get_boolean (value);
-      break;
-    case G_TYPE_UINT:
-      *(guint *) field = g_value_get_uint (value);
-      break;
-    case G_TYPE_INT:
-      *(gint *) field = g_value_get_int (value);
-      break;
-    case G_TYPE_ENUM:
-      *(gint *) field = g_value_get_enum (value);
-      break;
-    case G_TYPE_FLOAT:
-      *(gfloat *) field = g_value_get_float (value);
-      break;
-    case G_TYPE_UINT64:
-      *(guint64 *) field = g_value_get_uint64 (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+  if (prop_id == PROP_LANGUAGE_CODE) {
+    /* "en-US": the language alone */
+    tag = g_value_get_string (value);
+    g_value_take_string (&self->props[PROP_LANGUAGE],
+        tag ? g_strndup (tag, strcspn (tag, "-_")) : NULL);
+  } else {
+    g_value_copy (value, &self->props[prop_id]);
   }
   GST_OBJECT_UNLOCK (self);
 }
@@ -741,41 +619,16 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (object);
-  gpointer field = G_STRUCT_MEMBER_P (self, prop_offset[prop_id]);
 
   GST_OBJECT_LOCK (self);
-  switch (G_TYPE_FUNDAMENTAL (G_PARAM_SPEC_VALUE_TYPE (pspec))) {
-    case G_TYPE_STRING:
-      g_value_set_string (value, prop_id == PROP_LANGUAGE_CODE ?
-          self->language : *(gchar **) field);
-      break;
-    case G_TYPE_BOOLEAN:
-      g_value_set_boolean (value, *(gboolean *) field);
-      break;
-    case G_TYPE_UINT:
-      g_value_set_uint (value, *(guint *) field);
-      break;
-    case G_TYPE_INT:
-      g_value_set_int (value, *(gint *) field);
-      break;
-    case G_TYPE_ENUM:
-      g_value_set_enum (value, *(gint *) field);
-      break;
-    case G_TYPE_FLOAT:
-      g_value_set_float (value, *(gfloat *) field);
-      break;
-    case G_TYPE_UINT64:
-      g_value_set_uint64 (value, *(guint64 *) field);
-      break;
-    case G_TYPE_BOXED:
-      g_value_take_boxed (value, gst_whisperknot_make_stats (self));
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
+  if (prop_id == PROP_STATS)
+    g_value_take_boxed (value, gst_whisperknot_make_stats (self));
+  else
+    g_value_copy (&self->props[prop_id == PROP_LANGUAGE_CODE ?
+            PROP_LANGUAGE : prop_id], value);
   GST_OBJECT_UNLOCK (self);
 }
+
 
 /* ---- the model ---------------------------------------------------------- */
 
@@ -868,22 +721,24 @@ gst_whisperknot_join_load (GstWhisperKnot * self)
 static gboolean
 gst_whisperknot_start_load (GstWhisperKnot * self)
 {
-  gchar *path;
+  gchar *path, *model;
   gboolean is_default;
   GError *error = NULL;
 
   GST_OBJECT_LOCK (self);
-  is_default = !self->model_path || !self->model_path[0];
+  model = g_value_dup_string (&self->props[PROP_MODEL]);
+  GST_OBJECT_UNLOCK (self);
+  is_default = !model || !model[0];
   if (is_default) {
     path = g_strdup (wk_default_model_path ());
   } else {
     /* a name installed by whisperknot-model, or a path */
-    char *resolved = wk_model_resolve_path (self->model_path);
+    char *resolved = wk_model_resolve_path (model);
 
-    path = g_strdup (resolved ? resolved : self->model_path);
+    path = g_strdup (resolved ? resolved : model);
     free (resolved);
   }
-  GST_OBJECT_UNLOCK (self);
+  g_free (model);
 
   /* a load of this file is running, or done */
   if ((self->load_thread || self->model) &&
@@ -969,28 +824,29 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   char err[512] = "";
 
   GST_OBJECT_LOCK (self);
-  language = g_strdup (self->language);
-  prompt = g_strdup (self->prompt);
+  language = g_value_dup_string (&self->props[PROP_LANGUAGE]);
+  prompt = g_value_dup_string (&self->props[PROP_PROMPT]);
   params.initial_prompt = prompt;
-  params.translate = self->translate;
-  params.latency_ms = self->latency_ms;
-  self->stream_latency_ms = self->latency_ms;
-  params.n_threads = self->n_threads;
-  params.beam_size = (int) self->beam_size;
-  params.use_vad = self->use_vad;
-  params.word_times = self->word_times;
-  params.vad_threshold = self->vad_threshold;
-  params.vad_min_silence_ms = self->vad_min_silence_ms;
-  params.audio_ctx = self->audio_ctx;
-  params.commit = self->commit == GST_WHISPERKNOT_COMMIT_AGREEMENT ?
-      WK_COMMIT_AGREEMENT : WK_COMMIT_DEADLINE;
-  self->stream_output = self->output;
-  params.group = self->output == GST_WHISPERKNOT_OUTPUT_PHRASE ?
+  params.translate = PROP_GET (self, boolean, PROP_TRANSLATE);
+  params.latency_ms = PROP_GET (self, uint, PROP_LATENCY);
+  self->stream_latency_ms = params.latency_ms;
+  params.n_threads = PROP_GET (self, uint, PROP_THREADS);
+  params.beam_size = PROP_GET (self, uint, PROP_BEAM_SIZE);
+  params.use_vad = PROP_GET (self, boolean, PROP_VAD);
+  params.word_times = PROP_GET (self, boolean, PROP_WORD_TIMES);
+  params.vad_threshold = PROP_GET (self, float, PROP_VAD_THRESHOLD);
+  params.vad_min_silence_ms = PROP_GET (self, uint, PROP_VAD_MIN_SILENCE);
+  params.audio_ctx = PROP_GET (self, int, PROP_AUDIO_CTX);
+  params.commit = PROP_GET (self, enum, PROP_COMMIT) ==
+      GST_WHISPERKNOT_COMMIT_AGREEMENT ? WK_COMMIT_AGREEMENT :
+      WK_COMMIT_DEADLINE;
+  self->stream_output = PROP_GET (self, enum, PROP_OUTPUT);
+  params.group = self->stream_output == GST_WHISPERKNOT_OUTPUT_PHRASE ?
       WK_GROUP_PHRASE : WK_GROUP_WORD;
-  self->stream_text_lines = self->text_lines;
-  self->stream_translate = self->translate;
-  self->stream_limit = (self->latency_ms + self->lateness_ms) * GST_MSECOND;
-  self->stream_lateness = self->lateness_ms * GST_MSECOND;
+  self->stream_text_lines = PROP_GET (self, boolean, PROP_TEXT_LINES);
+  self->stream_translate = params.translate;
+  self->stream_lateness = PROP_GET (self, uint, PROP_LATENESS) * GST_MSECOND;
+  self->stream_limit = params.latency_ms * GST_MSECOND + self->stream_lateness;
   memset (&self->stats, 0, sizeof self->stats);
   self->qos_warned = FALSE;
   GST_OBJECT_UNLOCK (self);
@@ -1475,8 +1331,8 @@ gst_whisperknot_get_latency (GstWhisperKnot * self)
   guint ms, lateness;
 
   GST_OBJECT_LOCK (self);
-  ms = self->latency_ms;
-  lateness = self->lateness_ms;
+  ms = PROP_GET (self, uint, PROP_LATENCY);
+  lateness = PROP_GET (self, uint, PROP_LATENESS);
   GST_OBJECT_UNLOCK (self);
 
   if (ms == 0)
@@ -1540,8 +1396,9 @@ gst_whisperknot_update_stats (GstWhisperKnot * self)
   GST_OBJECT_LOCK (self);
   previous = (GstClockTime) (self->stats.max_late_seconds * GST_SECOND);
   self->stats = stats;
-  self->max_observed_delay_ms = MAX (self->max_observed_delay_ms,
-      (guint) (stats.max_delay_seconds * 1000));
+  g_value_set_uint (&self->props[PROP_MAX_OBSERVED_DELAY],
+      MAX (PROP_GET (self, uint, PROP_MAX_OBSERVED_DELAY),
+          (guint) (stats.max_delay_seconds * 1000)));
   if (self->stream_latency_ms > 0 && late > self->stream_lateness &&
       late > previous) {
     post = TRUE;
@@ -2258,7 +2115,7 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
         return GST_STATE_CHANGE_FAILURE;
       }
       GST_OBJECT_LOCK (self);
-      self->max_observed_delay_ms = 0;
+      g_value_set_uint (&self->props[PROP_MAX_OBSERVED_DELAY], 0);
       GST_OBJECT_UNLOCK (self);
       /* with this run's language, translate, latency and threads */
       if (!gst_whisperknot_open_stream (self))
@@ -2280,8 +2137,9 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       gst_whisperknot_forget_time (self);
       GST_OBJECT_LOCK (self);
       gst_audio_stream_align_set_alignment_threshold (self->align,
-          self->alignment_threshold);
-      gst_audio_stream_align_set_discont_wait (self->align, self->discont_wait);
+          PROP_GET (self, uint64, PROP_ALIGNMENT_THRESHOLD));
+      gst_audio_stream_align_set_discont_wait (self->align,
+          PROP_GET (self, uint64, PROP_DISCONT_WAIT));
       GST_OBJECT_UNLOCK (self);
       break;
     default:

@@ -80,26 +80,9 @@ struct _GstWhisperKnot
   GstPad *sinkpad;
   GstPad *srcpad;
 
-  /* properties, protected by the object lock */
-  gchar *model_path;            /* NULL: wk_default_model_path () */
-  gchar *language;              /* "auto" or an ISO 639-1 code */
-  gchar *prompt;                /* initial prompt, NULL: none */
-  gboolean translate;
-  guint latency_ms;             /* 0: offline windows */
-  guint n_threads;              /* 0: engine default */
-  guint beam_size;              /* 0: engine default, 1: greedy */
-  guint max_observed_delay_ms;  /* read-only, from the engine's stats */
-  guint lateness_ms;            /* added to the reported latency */
-  gboolean use_vad;
-  gboolean word_times;          /* from the alignment heads */
-  gfloat vad_threshold;
-  guint vad_min_silence_ms;
-  gint audio_ctx;               /* wk_stream_params.audio_ctx */
-  GstWhisperKnotOutput output;
-  GstWhisperKnotCommit commit;
-  gboolean text_lines;          /* text as lines for a terminal or file */
-  GstClockTime alignment_threshold;     /* jitter ignored */
-  GstClockTime discont_wait;    /* audio that confirms a discontinuity */
+  /* the value of each property (PROP_* in the .c file), under the object
+   * lock */
+  GValue *props;
   /* statistics (the stats property), also under the object lock */
   wk_stream_stats stats;        /* the stream's, as of the last feed */
   guint64 model_bytes;          /* mapped bytes of the model file, 0 with
