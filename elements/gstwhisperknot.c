@@ -483,16 +483,19 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * Statistics of the current run as a structure named
    * `application/x-whisperknot-stats`: `model-bytes` (guint64, bytes of the
    * model file mapped; one mapping is shared by every element on the same
-   * file), `load-time` (gdouble, seconds the last model load took),
-   * `audio-seconds`, `mel-seconds`, `encoder-seconds`, `decoder-seconds`,
-   * `vad-seconds`, `speech-seconds` (gdouble), `real-time-factor`
-   * (gdouble, compute time over audio time), `max-delay` and `last-delay`
-   * (gdouble, seconds from a word's last sample arriving to its commit),
-   * `step-seconds` (gdouble), `runs`, `windows`, `tokens`, `words`,
-   * `utterances` (guint64), `state-bytes` (guint64, memory of the
-   * element's recognizer state), `clipped-samples` and `zeroed-samples`
-   * (guint64: F32 input outside [-1, 1], clipped, and NaN, infinite or
-   * absurd input beyond +-2^32, transcribed as silence).
+   * file), `load-time` (gdouble, seconds the last model load took), then
+   * the engine's wk_stream_stats_list() (counts as guint64, the rest
+   * gdouble): `audio-seconds`, `mel-seconds`, `encoder-seconds`,
+   * `decoder-seconds`, `vad-seconds`, `speech-seconds`, `real-time-factor`
+   * (compute time over audio time), `max-delay` and `last-delay` (seconds
+   * from a word's last sample arriving to its commit), `step-seconds`,
+   * `runs`, `windows`, `tokens`, `words`, `utterances`, `state-bytes`
+   * (memory of the element's recognizer state), `deadline-commits`,
+   * `late-words`, `max-lateness`, `run-estimate`, `clipped-samples` and
+   * `zeroed-samples` (F32 input outside [-1, 1], clipped, and NaN,
+   * infinite or absurd input beyond +-2^32, transcribed as silence),
+   * `last-run-seconds`, `max-run-seconds`, `align-seconds`,
+   * `aligned-windows` and `shared-steps`.
    */
   p[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Resident model bytes, load time, audio processed, time per "
@@ -1346,36 +1349,21 @@ gst_whisperknot_get_latency (GstWhisperKnot * self)
 static GstStructure *
 gst_whisperknot_make_stats (GstWhisperKnot * self)
 {
-  const wk_stream_stats *st = &self->stats;
-  gdouble busy = st->mel_seconds + st->encoder_seconds +
-      st->decoder_seconds + st->vad_seconds;
-
-  return gst_structure_new ("application/x-whisperknot-stats",
+  GstStructure *s = gst_structure_new ("application/x-whisperknot-stats",
       "model-bytes", G_TYPE_UINT64, self->model_bytes,
-      "load-time", G_TYPE_DOUBLE, self->load_seconds,
-      "audio-seconds", G_TYPE_DOUBLE, st->audio_seconds,
-      "mel-seconds", G_TYPE_DOUBLE, st->mel_seconds,
-      "encoder-seconds", G_TYPE_DOUBLE, st->encoder_seconds,
-      "decoder-seconds", G_TYPE_DOUBLE, st->decoder_seconds,
-      "vad-seconds", G_TYPE_DOUBLE, st->vad_seconds,
-      "speech-seconds", G_TYPE_DOUBLE, st->speech_seconds,
-      "real-time-factor", G_TYPE_DOUBLE, st->audio_seconds > 0 ?
-      busy / st->audio_seconds : 0.0,
-      "max-delay", G_TYPE_DOUBLE, st->max_delay_seconds,
-      "last-delay", G_TYPE_DOUBLE, st->last_delay_seconds,
-      "step-seconds", G_TYPE_DOUBLE, st->step_seconds,
-      "runs", G_TYPE_UINT64, (guint64) st->n_runs,
-      "windows", G_TYPE_UINT64, (guint64) st->n_windows,
-      "tokens", G_TYPE_UINT64, (guint64) st->n_tokens,
-      "words", G_TYPE_UINT64, (guint64) st->n_committed,
-      "utterances", G_TYPE_UINT64, (guint64) st->n_utterances,
-      "state-bytes", G_TYPE_UINT64, (guint64) st->state_bytes,
-      "deadline-commits", G_TYPE_UINT64, (guint64) st->n_deadline_commits,
-      "late-words", G_TYPE_UINT64, (guint64) st->n_late,
-      "max-lateness", G_TYPE_DOUBLE, st->max_late_seconds,
-      "run-estimate", G_TYPE_DOUBLE, st->run_estimate_seconds,
-      "clipped-samples", G_TYPE_UINT64, (guint64) st->n_clipped,
-      "zeroed-samples", G_TYPE_UINT64, (guint64) st->n_zeroed, NULL);
+      "load-time", G_TYPE_DOUBLE, self->load_seconds, NULL);
+  wk_stat list[64];
+  size_t n = wk_stream_stats_list (&self->stats, list, G_N_ELEMENTS (list));
+  size_t i;
+
+  for (i = 0; i < MIN (n, G_N_ELEMENTS (list)); i++) {
+    if (list[i].is_count)
+      gst_structure_set (s, list[i].name, G_TYPE_UINT64,
+          (guint64) list[i].value, NULL);
+    else
+      gst_structure_set (s, list[i].name, G_TYPE_DOUBLE, list[i].value, NULL);
+  }
+  return s;
 }
 
 /* Worker: copies the engine's counters for the stats property and, with

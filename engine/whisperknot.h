@@ -548,6 +548,26 @@ typedef struct
 WK_API void wk_stream_get_stats (const wk_stream * stream,
     wk_stream_stats * stats);
 
+/* One number of wk_stream_stats under a stable name (lowercase words
+ * joined by '-', such as "encoder-seconds"), for a caller that lists
+ * them all (a GStreamer structure, JSON, a log line) without naming each
+ * field. */
+typedef struct
+{
+  const char *name;             /* static */
+  bool is_count;                /* a count or bytes (value is an integer);
+                                 * else seconds or a ratio */
+  double value;
+} wk_stat;
+
+/* The numbers of stats, one wk_stat each, in a fixed order, with
+ * "real-time-factor" (the time in mel, encoder, decoder and voice
+ * detector over the audio's time, 0 without audio) among them. Writes at
+ * most max of them to out (which may be NULL with max 0) and returns how
+ * many there are. */
+WK_API size_t wk_stream_stats_list (const wk_stream_stats * stats,
+    wk_stat * out, size_t max);
+
 
 /* ---- voice activity detection ---------------------------------------- */
 

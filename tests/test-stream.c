@@ -1472,6 +1472,82 @@ test_misc_api (void)
   CHECK (wk_stream_take (NULL, NULL) == 0);
 }
 
+/* wk_stream_stats_list: every field of wk_stream_stats once, under a
+ * unique name, with its value and kind; the real-time factor computed;
+ * a short out array gets a prefix. */
+static void
+test_stats_list (void)
+{
+  wk_stream_stats st;
+  wk_stat list[64], few[3];
+  size_t n, i, j;
+  double seen = 0.0;
+
+  memset (&st, 0, sizeof st);
+  /* distinct values: 1, 2, 4 ... so the sum says which fields appear */
+  st.audio_seconds = 2.0;       /* the ratio's denominator: 2^1 */
+  st.mel_seconds = 4.0;
+  st.encoder_seconds = 8.0;
+  st.decoder_seconds = 16.0;
+  st.n_windows = 32;
+  st.n_tokens = 64;
+  st.state_bytes = 128;
+  st.n_runs = 256;
+  st.vad_seconds = 512.0;
+  st.speech_seconds = 1024.0;
+  st.step_seconds = 2048.0;
+  st.last_run_seconds = 4096.0;
+  st.max_run_seconds = 8192.0;
+  st.last_delay_seconds = 16384.0;
+  st.max_delay_seconds = 32768.0;
+  st.n_committed = 65536;
+  st.n_utterances = 131072;
+  st.n_clipped = 262144;
+  st.n_zeroed = 524288;
+  st.n_deadline_commits = 1048576;
+  st.n_late = 2097152;
+  st.max_late_seconds = 4194304.0;
+  st.run_estimate_seconds = 8388608.0;
+  st.align_seconds = 16777216.0;
+  st.n_aligned = 33554432;
+  st.n_shared_steps = 67108864;
+
+  n = wk_stream_stats_list (&st, list, 64);
+  CHECK (n == 27);
+  CHECK (wk_stream_stats_list (&st, NULL, 0) == n);
+  for (i = 0; i < n && i < 64; i++) {
+    for (j = 0; j < i; j++)
+      CHECK_MSG (strcmp (list[i].name, list[j].name) != 0, "%s twice",
+          list[i].name);
+    if (strcmp (list[i].name, "real-time-factor") == 0) {
+      CHECK_NEAR (list[i].value, (4.0 + 8 + 16 + 512) / 2.0, 1e-9);
+      CHECK (!list[i].is_count);
+      continue;
+    }
+    seen += list[i].value;
+    /* counts are the powers of two from 32 that are integers above */
+    CHECK_MSG (list[i].is_count == (strstr (list[i].name, "seconds") == NULL
+            && strstr (list[i].name, "delay") == NULL
+            && strstr (list[i].name, "lateness") == NULL
+            && strstr (list[i].name, "estimate") == NULL), "%s", list[i].name);
+  }
+  /* every field exactly once: 2 + 4 + ... + 2^26 */
+  CHECK_NEAR (seen, 134217726.0, 0.5);
+  CHECK (strcmp (list[0].name, "audio-seconds") == 0 && list[0].value == 2.0);
+  for (i = 0; i < n; i++)
+    if (strcmp (list[i].name, "words") == 0)
+      CHECK (list[i].is_count && list[i].value == 65536.0);
+
+  memset (few, 0, sizeof few);
+  CHECK (wk_stream_stats_list (&st, few, 2) == n);
+  CHECK (strcmp (few[1].name, list[1].name) == 0 && few[2].name == NULL);
+
+  memset (&st, 0, sizeof st);
+  wk_stream_stats_list (&st, list, 64);
+  for (i = 0; i < n; i++)
+    CHECK (list[i].value == 0.0);
+}
+
 int
 main (void)
 {
@@ -1498,6 +1574,7 @@ main (void)
   }
 
   RUN (test_misc_api);
+  RUN (test_stats_list);
   RUN (test_model_sharing);
   RUN (test_concurrent_load);
   RUN (test_bad_models);
