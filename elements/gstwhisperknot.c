@@ -57,12 +57,9 @@
 #include "config.h"
 #endif
 
-#include <errno.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
-#include <glib/gstdio.h>
 
 #include "gstwhisperknot.h"
 
@@ -246,7 +243,8 @@ static gboolean gst_whisperknot_src_activate_mode (GstPad * pad,
     GstObject * parent, GstPadMode mode, gboolean active);
 static void gst_whisperknot_loop (GstPad * srcpad);
 static void gst_whisperknot_restart_worker (GstWhisperKnot * self);
-static void gst_whisperknot_join_load (GstWhisperKnot * self);
+static gboolean gst_whisperknot_join_load (GstWhisperKnot * self,
+    gboolean post);
 static GstPad *gst_whisperknot_request_new_pad (GstElement * element,
     GstPadTemplate * templ, const gchar * name, const GstCaps * caps);
 static void gst_whisperknot_release_pad (GstElement * element, GstPad * pad);
@@ -575,13 +573,12 @@ gst_whisperknot_finalize (GObject * object)
   guint i;
 
   /* a NULL_TO_READY that failed after starting the load */
-  gst_whisperknot_join_load (self);
+  gst_whisperknot_join_load (self, FALSE);
   for (i = 1; i < N_PROPS; i++)
     g_value_unset (&self->props[i]);
   g_free (self->props);
   g_free (self->tag_language);
   g_free (self->loaded_path);
-  g_free (self->load_error);
   /* dispose releases request pads; this is for safety only */
   g_clear_object (&self->partial_srcpad);
   g_free (self->ring);
@@ -635,98 +632,61 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
 
 /* ---- the model ---------------------------------------------------------- */
 
-static gpointer
-gst_whisperknot_load_thread (gpointer data)
+/* The loading thread: the stats property shows the model from now on. */
+static void
+gst_whisperknot_loaded (const wk_model * model, wk_status status,
+    double seconds, void *user_data)
 {
-  GstWhisperKnot *self = data;
-  wk_model_params params = wk_model_default_params ();
-  wk_model *model = NULL;
-  wk_status status;
-  gchar *path;
-  char err[512] = "";
-  gint64 t0;
+  GstWhisperKnot *self = user_data;
+  wk_model_info info;
 
-  g_mutex_lock (&self->lock);
-  path = g_strdup (self->loaded_path);
-  g_mutex_unlock (&self->lock);
-
-  GST_INFO_OBJECT (self, "loading model %s", path);
-  t0 = g_get_monotonic_time ();
-  status = wk_model_load (path, &params, &model, err, sizeof err);
-  t0 = g_get_monotonic_time () - t0;
-  GST_INFO_OBJECT (self, "model %s: %s", path, status == WK_OK ? "loaded" :
-      err);
-  if (status == WK_OK) {
-    wk_model_info info;
-
-    wk_model_get_info (model, &info);
-    GST_OBJECT_LOCK (self);
-    self->model_bytes = info.file_bytes;
-    self->load_seconds = t0 / (gdouble) G_USEC_PER_SEC;
-    GST_OBJECT_UNLOCK (self);
-  }
-
-  g_mutex_lock (&self->lock);
-  self->model = model;
-  self->load_status = status;
-  g_free (self->load_error);
-  self->load_error = status != WK_OK ? g_strdup (err) : NULL;
-  g_mutex_unlock (&self->lock);
-
-  g_free (path);
-  return NULL;
+  wk_model_get_info (model, &info);
+  GST_OBJECT_LOCK (self);
+  self->model_bytes = info.file_bytes;
+  if (status == WK_OK)
+    self->load_seconds = seconds;
+  GST_OBJECT_UNLOCK (self);
 }
 
-/* Posts why the model could not be loaded, once per load. */
-static void
-gst_whisperknot_post_load_error (GstWhisperKnot * self)
+/* Waits for a load started by start_load, if any, and keeps its model.
+ * With post, a failed load posts why; returns whether there is a model. */
+static gboolean
+gst_whisperknot_join_load (GstWhisperKnot * self, gboolean post)
 {
-  gchar *path, *err;
   wk_status status;
+  char err[512];
 
-  g_mutex_lock (&self->lock);
-  if (self->load_error_posted) {
-    g_mutex_unlock (&self->lock);
-    return;
-  }
-  self->load_error_posted = TRUE;
-  path = g_strdup (self->loaded_path);
-  err = g_strdup (self->load_error ? self->load_error : "unknown error");
-  status = self->load_status;
-  g_mutex_unlock (&self->lock);
-
-  if (status == WK_ERR_IO) {
+  if (!self->loader)
+    return self->model != NULL;
+  status = wk_model_load_finish (self->loader, &self->model, NULL, err,
+      sizeof err);
+  self->loader = NULL;
+  GST_INFO_OBJECT (self, "model %s: %s", self->loaded_path,
+      status == WK_OK ? "loaded" : err);
+  if (status == WK_OK || !post)
+    return status == WK_OK;
+  if (status == WK_ERR_IO)
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Could not load model '%s': %s.", path, err),
+        ("Could not load model '%s': %s.", self->loaded_path, err),
         ("%s", wk_status_str (status)));
-  } else {
+  else
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("Could not load model '%s': %s. %s.", path, err, MODEL_HINT),
-        ("%s", wk_status_str (status)));
-  }
-  g_free (path);
-  g_free (err);
-}
-
-static void
-gst_whisperknot_join_load (GstWhisperKnot * self)
-{
-  if (self->load_thread) {
-    g_thread_join (self->load_thread);
-    self->load_thread = NULL;
-  }
+        ("Could not load model '%s': %s. %s.", self->loaded_path, err,
+            MODEL_HINT), ("%s", wk_status_str (status)));
+  return FALSE;
 }
 
 /* Starts loading the model named by the properties unless it is the one
  * loaded already. A file that is missing or unreadable fails here, at
- * once, as filesrc does; what is wrong inside it shows when the worker
- * needs the model. */
+ * once, as filesrc does; what is wrong inside it shows when READY_TO_PAUSED
+ * waits for the model. */
 static gboolean
 gst_whisperknot_start_load (GstWhisperKnot * self)
 {
+  wk_model_params params = wk_model_default_params ();
   gchar *path, *model;
   gboolean is_default;
-  GError *error = NULL;
+  char err[512];
 
   GST_OBJECT_LOCK (self);
   model = g_value_dup_string (&self->props[PROP_MODEL]);
@@ -744,77 +704,37 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   g_free (model);
 
   /* a load of this file is running, or done */
-  if ((self->load_thread || self->model) &&
-      !g_strcmp0 (self->loaded_path, path)) {
+  if ((self->loader || self->model) && !g_strcmp0 (self->loaded_path, path)) {
     g_free (path);
     return TRUE;
   }
-  gst_whisperknot_join_load (self);
-
-  g_mutex_lock (&self->lock);
-  if (self->model)
-    wk_model_unref (self->model);
-  self->model = NULL;
+  gst_whisperknot_join_load (self, FALSE);
+  g_clear_pointer (&self->model, wk_model_unref);
   g_free (self->loaded_path);
   self->loaded_path = path;
-  g_mutex_unlock (&self->lock);
   GST_OBJECT_LOCK (self);
   self->model_bytes = 0;
   GST_OBJECT_UNLOCK (self);
 
-  if (!g_file_test (path, G_FILE_TEST_EXISTS))
-    goto not_found;
-  /* only a regular file can be mapped (and a FIFO must not block) */
-  if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
-    goto not_regular;
-  if (g_access (path, R_OK) != 0)
-    goto open_failed;
-
-  g_mutex_lock (&self->lock);
-  self->load_error_posted = FALSE;
-  g_mutex_unlock (&self->lock);
-
-  self->load_thread = g_thread_try_new ("wk-load",
-      gst_whisperknot_load_thread, self, &error);
-  if (!self->load_thread)
-    goto no_thread;
-  return TRUE;
+  GST_INFO_OBJECT (self, "loading model %s", path);
+  if (wk_model_load_start (path, &params, gst_whisperknot_loaded, self,
+          &self->loader, err, sizeof err) == WK_OK)
+    return TRUE;
 
   /* ERRORS */
-not_found:
-  {
-    if (is_default)
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-          ("No model: the model property is not set and the default model "
-              "'%s' does not exist. %s (or set $WHISPERKNOT_MODEL).", path,
-              MODEL_HINT), (NULL));
-    else
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-          ("Could not load model '%s': the file does not exist. %s.", path,
-              MODEL_HINT), (NULL));
-    return FALSE;
-  }
-open_failed:
-  {
+  if (g_file_test (path, G_FILE_TEST_EXISTS))
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Could not load model '%s': %s.", path, g_strerror (errno)), (NULL));
-    return FALSE;
-  }
-not_regular:
-  {
-    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Could not load model '%s': not a regular file (a FIFO, directory "
-            "or device cannot be a model).", path), (NULL));
-    return FALSE;
-  }
-no_thread:
-  {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("Could not start a thread to load the model: %s.", error->message),
-        (NULL));
-    g_clear_error (&error);
-    return FALSE;
-  }
+        ("Could not load model '%s': %s.", path, err), (NULL));
+  else if (is_default)
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No model: the model property is not set and the default model "
+            "'%s' does not exist. %s (or set $WHISPERKNOT_MODEL).", path,
+            MODEL_HINT), (NULL));
+  else
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("Could not load model '%s': the file does not exist. %s.", path,
+            MODEL_HINT), (NULL));
+  return FALSE;
 }
 
 /* Creates the engine stream with the current properties. */
@@ -2097,11 +2017,8 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
        * have changed in READY) */
       if (!gst_whisperknot_start_load (self))
         return GST_STATE_CHANGE_FAILURE;
-      gst_whisperknot_join_load (self);
-      if (!self->model) {
-        gst_whisperknot_post_load_error (self);
+      if (!gst_whisperknot_join_load (self, TRUE))
         return GST_STATE_CHANGE_FAILURE;
-      }
       GST_OBJECT_LOCK (self);
       g_value_set_uint (&self->props[PROP_MAX_OBSERVED_DELAY], 0);
       GST_OBJECT_UNLOCK (self);
@@ -2148,11 +2065,8 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       }
       break;
     case GST_STATE_CHANGE_READY_TO_NULL:
-      gst_whisperknot_join_load (self);
-      if (self->model) {
-        wk_model_unref (self->model);
-        self->model = NULL;
-      }
+      gst_whisperknot_join_load (self, FALSE);
+      g_clear_pointer (&self->model, wk_model_unref);
       GST_OBJECT_LOCK (self);
       self->model_bytes = 0;
       GST_OBJECT_UNLOCK (self);

@@ -92,19 +92,16 @@ struct _GstWhisperKnot
   GstPad *partial_srcpad;       /* the requested partial_src, or NULL */
   gboolean partial_requested;   /* a request_new_pad is making it */
 
-  /* Everything below "lock" is shared by the streaming thread, the worker
-   * (the src pad task) and the model-loading thread; "cond" is broadcast
-   * on every change of the queue. */
+  /* Everything below "lock" is shared by the streaming thread and the
+   * worker (the src pad task); "cond" is broadcast on every change of the
+   * queue. */
   GMutex lock;
   GCond cond;
 
-  /* the model */
-  GThread *load_thread;         /* started at NULL_TO_READY */
+  /* the model, changed in state changes only */
+  wk_model_loader *loader;      /* started at NULL_TO_READY */
   wk_model *model;              /* NULL when none or the load failed */
   gchar *loaded_path;           /* path of model (or of the failed load) */
-  wk_status load_status;
-  gchar *load_error;            /* the engine's message when it failed */
-  gboolean load_error_posted;
 
   /* the bounded queue: audio in a ring, serialized events and resets as
    * markers at sample positions of the ring */

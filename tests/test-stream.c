@@ -1472,6 +1472,86 @@ test_misc_api (void)
   CHECK (wk_stream_take (NULL, NULL) == 0);
 }
 
+typedef struct
+{
+  int calls;
+  const wk_model *model;
+  wk_status status;
+  double seconds;
+} loaded_seen;
+
+static void
+on_loaded (const wk_model * model, wk_status status, double seconds,
+    void *user_data)
+{
+  loaded_seen *seen = user_data;
+
+  seen->calls++;
+  seen->model = model;
+  seen->status = status;
+  seen->seconds = seconds;
+}
+
+/* wk_model_load_start/_finish: what needs no reading fails at once with
+ * WK_ERR_IO (a FIFO without blocking); a good file gives the model
+ * wk_model_load shares; a bad one fails at finish with the loader's
+ * message. */
+static void
+test_model_loader (void)
+{
+  char path[600], err[256];
+  wk_model_loader *l = (wk_model_loader *) 1;
+  wk_model *m = NULL, *shared = NULL;
+  double seconds = -1.0;
+  loaded_seen seen = { 0 };
+
+  snprintf (path, sizeof path, "%s/does-not-exist.knot", tmpdir);
+  CHECK (wk_model_load_start (path, NULL, NULL, NULL, &l, err,
+          sizeof err) == WK_ERR_IO);
+  CHECK (l == NULL && strstr (err, "does not exist") != NULL);
+  CHECK (wk_model_load_start (tmpdir, NULL, NULL, NULL, &l, err, sizeof err)
+      == WK_ERR_IO);
+  CHECK_MSG (l == NULL && strstr (err, "not a regular file") != NULL, "%s",
+      err);
+  snprintf (path, sizeof path, "%s/fifo.knot", tmpdir);
+  CHECK (mkfifo (path, 0600) == 0);
+  CHECK (wk_model_load_start (path, NULL, NULL, NULL, &l, err,
+          sizeof err) == WK_ERR_IO);
+  CHECK (l == NULL && strstr (err, "not a regular file") != NULL);
+  unlink (path);
+  CHECK (wk_model_load_start ("", NULL, NULL, NULL, &l, err,
+          sizeof err) == WK_ERR_ARG);
+  CHECK (wk_model_load_start (small_knot, NULL, NULL, NULL, NULL, err,
+          sizeof err)
+      == WK_ERR_ARG);
+  CHECK (wk_model_load_finish (NULL, &m, NULL, err, sizeof err)
+      == WK_ERR_ARG && m == NULL);
+
+  CHECK (wk_model_load (small_knot, NULL, &shared, NULL, 0) == WK_OK);
+  CHECK (wk_model_load_start (small_knot, NULL, on_loaded, &seen, &l, err,
+          sizeof err) == WK_OK && l != NULL);
+  CHECK (wk_model_load_finish (l, &m, &seconds, err, sizeof err) == WK_OK);
+  CHECK (m != NULL && m == shared && seconds >= 0.0 && err[0] == '\0');
+  /* the callback ran once, before finish returned, with what it gave */
+  CHECK (seen.calls == 1 && seen.model == m && seen.status == WK_OK
+      && seen.seconds == seconds);
+  wk_model_unref (m);
+  /* finished without taking the model: the loader releases it */
+  CHECK (wk_model_load_start (small_knot, NULL, NULL, NULL, &l, NULL, 0)
+      == WK_OK);
+  CHECK (wk_model_load_finish (l, NULL, NULL, NULL, 0) == WK_OK);
+  wk_model_unref (shared);
+
+  /* a whisper.cpp .bin exists and is readable: it fails in the thread */
+  memset (&seen, 0, sizeof seen);
+  CHECK (wk_model_load_start (small_bin, NULL, on_loaded, &seen, &l, err,
+          sizeof err) == WK_OK);
+  m = (wk_model *) 1;
+  CHECK (wk_model_load_finish (l, &m, &seconds, err, sizeof err) != WK_OK);
+  CHECK_MSG (m == NULL && err[0] != '\0', "%s", err);
+  CHECK (seen.calls == 1 && seen.model == NULL && seen.status != WK_OK);
+}
+
 /* wk_stream_stats_list: every field of wk_stream_stats once, under a
  * unique name, with its value and kind; the real-time factor computed;
  * a short out array gets a prefix. */
@@ -1575,6 +1655,7 @@ main (void)
 
   RUN (test_misc_api);
   RUN (test_stats_list);
+  RUN (test_model_loader);
   RUN (test_model_sharing);
   RUN (test_concurrent_load);
   RUN (test_bad_models);
