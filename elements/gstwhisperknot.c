@@ -878,13 +878,14 @@ gst_whisperknot_push_marker (GstWhisperKnot * self, MarkerKind kind)
   return marker;
 }
 
-/* With the lock held. On a flush, sticky events still queued (stream-start,
- * caps, tags) are stored on the src pad, to go out before the next data. */
+/* On a flush, sticky events still queued (stream-start, caps, tags) are
+ * stored on the src pad, to go out before the next data. */
 static void
 gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean keep_sticky)
 {
   Marker *marker;
 
+  g_mutex_lock (&self->lock);
   while ((marker = g_queue_pop_head (&self->markers))) {
     GstEvent *event = marker->event;
 
@@ -895,6 +896,7 @@ gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean keep_sticky)
     marker_free (marker);
   }
   self->written = self->read = 0;
+  g_mutex_unlock (&self->lock);
 }
 
 /* Streaming thread: copies n samples (silence when data is NULL) into the
@@ -962,6 +964,20 @@ gst_whisperknot_forget_time (GstWhisperKnot * self)
 {
   gst_audio_stream_align_mark_discont (self->align);
   self->in_end = GST_CLOCK_TIME_NONE;
+}
+
+/* With the worker stopped: empties the queue, and the text starts anew at
+ * the next input's time. */
+static void
+gst_whisperknot_start_anew (GstWhisperKnot * self, gboolean keep_sticky)
+{
+  gst_whisperknot_clear_queue (self, keep_sticky);
+  self->fed = 0;
+  self->base = GST_CLOCK_TIME_NONE;
+  self->out_pos = GST_CLOCK_TIME_NONE;
+  self->discont = TRUE;
+  self->line_open = FALSE;
+  gst_whisperknot_forget_time (self);
 }
 
 /* Streaming thread: times the next n input samples, stamped ts (lost data
@@ -1139,19 +1155,9 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       gboolean ret;
 
       /* the worker is paused: its state is ours to reset */
-      g_mutex_lock (&self->lock);
-      gst_whisperknot_clear_queue (self, TRUE);
-      g_mutex_unlock (&self->lock);
-
       if (self->stream)
         wk_stream_reset (self->stream);
-      self->fed = 0;
-      self->base = GST_CLOCK_TIME_NONE;
-      self->out_pos = GST_CLOCK_TIME_NONE;
-      self->discont = TRUE;
-      gst_whisperknot_forget_time (self);
-      self->line_open = FALSE;
-
+      gst_whisperknot_start_anew (self, TRUE);
       gst_whisperknot_forward_partial_event (self, event);
       ret = gst_pad_push_event (self->srcpad, event);
       gst_whisperknot_restart_worker (self);
@@ -1822,6 +1828,18 @@ gst_whisperknot_due (GstWhisperKnot * self)
       (double) G_USEC_PER_SEC;
 }
 
+/* Worker: stops, and upstream gets ret from the chain function. */
+static void
+gst_whisperknot_pause_worker (GstWhisperKnot * self, GstFlowReturn ret)
+{
+  g_mutex_lock (&self->lock);
+  if (self->srcresult == GST_FLOW_OK)
+    self->srcresult = ret;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  gst_pad_pause_task (self->srcpad);
+}
+
 static void
 gst_whisperknot_loop (GstPad * srcpad)
 {
@@ -1892,24 +1910,14 @@ own_error:
      * too */
     self->own_error = FALSE;
     GST_DEBUG_OBJECT (self, "pausing after an error");
-    g_mutex_lock (&self->lock);
-    if (self->srcresult == GST_FLOW_OK)
-      self->srcresult = GST_FLOW_ERROR;
-    g_cond_broadcast (&self->cond);
-    g_mutex_unlock (&self->lock);
-    gst_pad_pause_task (self->srcpad);
+    gst_whisperknot_pause_worker (self, GST_FLOW_ERROR);
     return;
   }
 error:
   {
     /* downstream refused data */
     GST_DEBUG_OBJECT (self, "pausing: %s", gst_flow_get_name (ret));
-    g_mutex_lock (&self->lock);
-    if (self->srcresult == GST_FLOW_OK)
-      self->srcresult = ret;
-    g_cond_broadcast (&self->cond);
-    g_mutex_unlock (&self->lock);
-    gst_pad_pause_task (self->srcpad);
+    gst_whisperknot_pause_worker (self, ret);
     if (ret == GST_FLOW_NOT_LINKED || ret < GST_FLOW_EOS) {
       GST_ELEMENT_FLOW_ERROR (self, ret);
       gst_pad_push_event (self->srcpad, gst_event_new_eos ());
@@ -2025,21 +2033,13 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       /* with this run's language, translate, latency and threads */
       if (!gst_whisperknot_open_stream (self))
         return GST_STATE_CHANGE_FAILURE;
-      g_mutex_lock (&self->lock);
-      gst_whisperknot_clear_queue (self, FALSE);
-      g_mutex_unlock (&self->lock);
-      self->fed = 0;
-      self->base = GST_CLOCK_TIME_NONE;
-      self->out_pos = GST_CLOCK_TIME_NONE;
-      self->discont = TRUE;
-      self->line_open = FALSE;
+      gst_whisperknot_start_anew (self, FALSE);
       self->partial_pos = GST_CLOCK_TIME_NONE;
       self->partial_serial = 0;
       self->negotiated = FALSE;
       self->format = GST_AUDIO_FORMAT_F32LE;
       gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
       gst_segment_init (&self->out_segment, GST_FORMAT_UNDEFINED);
-      gst_whisperknot_forget_time (self);
       GST_OBJECT_LOCK (self);
       gst_audio_stream_align_set_alignment_threshold (self->align,
           PROP_GET (self, uint64, PROP_ALIGNMENT_THRESHOLD));
@@ -2056,9 +2056,7 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
   switch (transition) {
     case GST_STATE_CHANGE_PAUSED_TO_READY:
       /* the pads are inactive: the worker has stopped */
-      g_mutex_lock (&self->lock);
       gst_whisperknot_clear_queue (self, FALSE);
-      g_mutex_unlock (&self->lock);
       if (self->stream) {
         wk_stream_free (self->stream);
         self->stream = NULL;
