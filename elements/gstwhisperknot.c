@@ -95,14 +95,9 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
  * to LIVE_FEED_CHUNK: in 0.5 s calls it took one stale run per call. */
 #define FEED_CHUNK (WK_SAMPLE_RATE / 2)
 #define LIVE_FEED_CHUNK (2 * WK_SAMPLE_RATE)
-/* Input timing: GstAudioStreamAlign counts the samples received; text
- * times are the time of the recognizer's first sample plus the samples fed
- * since. At a discontinuity it reports (timestamps off by more than
- * alignment-threshold for discont-wait of audio, or at once on a DISCONT
- * buffer or a GAP event), a hole up to FILL_MAX is transcribed as silence,
- * which keeps a short dropout from splitting a sentence; anything else (a
- * step back, a long pause, a new stream) transcribes what came before and
- * restarts the recognizer at the new time. */
+/* Input timing (see gst_whisperknot_align): at a discontinuity a hole up
+ * to FILL_MAX is transcribed as silence, so that a short dropout does not
+ * split a sentence. */
 #define MAX_DISCONT_WAIT (10 * GST_SECOND)
 #define FILL_MAX (2 * GST_SECOND)
 /* the shortest text buffer: the engine's time step */
@@ -167,6 +162,16 @@ enum
   N_PROPS
 };
 
+static GType
+register_enum (GType * type, const gchar * name, const GEnumValue * values)
+{
+  if (g_once_init_enter (type)) {
+    GType t = g_enum_register_static (name, values);
+    g_once_init_leave (type, t);
+  }
+  return *type;
+}
+
 GType
 gst_whisperknot_output_get_type (void)
 {
@@ -178,11 +183,7 @@ gst_whisperknot_output_get_type (void)
     {0, NULL, NULL},
   };
 
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstWhisperKnotOutput", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
+  return register_enum (&type, "GstWhisperKnotOutput", values);
 }
 
 GType
@@ -197,11 +198,7 @@ gst_whisperknot_commit_get_type (void)
     {0, NULL, NULL},
   };
 
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstWhisperKnotCommit", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
+  return register_enum (&type, "GstWhisperKnotCommit", values);
 }
 
 /* Something the worker does at a position of the audio queue. */
@@ -981,8 +978,14 @@ gst_whisperknot_start_anew (GstWhisperKnot * self, gboolean keep_sticky)
 }
 
 /* Streaming thread: times the next n input samples, stamped ts (lost data
- * before them when discont), with GstAudioStreamAlign (see "Input timing"
- * at the top), and acts on a discontinuity before they are queued. */
+ * before them when discont), with GstAudioStreamAlign, which counts the
+ * samples received (text times are the recognizer's first sample's time
+ * plus the samples fed since). At a discontinuity it reports (timestamps
+ * off by more than alignment-threshold for discont-wait of audio, or at
+ * once on a DISCONT buffer or a GAP event) a hole up to FILL_MAX is
+ * queued as silence; anything else (a step back, a long pause, a new
+ * stream) transcribes what came before and restarts the recognizer at the
+ * new time. */
 static GstFlowReturn
 gst_whisperknot_align (GstWhisperKnot * self, GstClockTime ts,
     gboolean discont, gsize n)
