@@ -57,12 +57,9 @@
 #include "config.h"
 #endif
 
-#include <errno.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
-#include <glib/gstdio.h>
 
 #include "gstwhisperknot.h"
 
@@ -98,14 +95,9 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
  * to LIVE_FEED_CHUNK: in 0.5 s calls it took one stale run per call. */
 #define FEED_CHUNK (WK_SAMPLE_RATE / 2)
 #define LIVE_FEED_CHUNK (2 * WK_SAMPLE_RATE)
-/* Input timing: GstAudioStreamAlign counts the samples received; text
- * times are the time of the recognizer's first sample plus the samples fed
- * since. At a discontinuity it reports (timestamps off by more than
- * alignment-threshold for discont-wait of audio, or at once on a DISCONT
- * buffer or a GAP event), a hole up to FILL_MAX is transcribed as silence,
- * which keeps a short dropout from splitting a sentence; anything else (a
- * step back, a long pause, a new stream) transcribes what came before and
- * restarts the recognizer at the new time. */
+/* Input timing (see gst_whisperknot_align): at a discontinuity a hole up
+ * to FILL_MAX is transcribed as silence, so that a short dropout does not
+ * split a sentence. */
 #define MAX_DISCONT_WAIT (10 * GST_SECOND)
 #define FILL_MAX (2 * GST_SECOND)
 /* the shortest text buffer: the engine's time step */
@@ -167,7 +159,18 @@ enum
   PROP_PROMPT,
   PROP_AUDIO_CTX,
   PROP_WORD_TIMES,
+  N_PROPS
 };
+
+static GType
+register_enum (GType * type, const gchar * name, const GEnumValue * values)
+{
+  if (g_once_init_enter (type)) {
+    GType t = g_enum_register_static (name, values);
+    g_once_init_leave (type, t);
+  }
+  return *type;
+}
 
 GType
 gst_whisperknot_output_get_type (void)
@@ -180,11 +183,7 @@ gst_whisperknot_output_get_type (void)
     {0, NULL, NULL},
   };
 
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstWhisperKnotOutput", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
+  return register_enum (&type, "GstWhisperKnotOutput", values);
 }
 
 GType
@@ -199,11 +198,7 @@ gst_whisperknot_commit_get_type (void)
     {0, NULL, NULL},
   };
 
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstWhisperKnotCommit", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
+  return register_enum (&type, "GstWhisperKnotCommit", values);
 }
 
 /* Something the worker does at a position of the audio queue. */
@@ -245,7 +240,8 @@ static gboolean gst_whisperknot_src_activate_mode (GstPad * pad,
     GstObject * parent, GstPadMode mode, gboolean active);
 static void gst_whisperknot_loop (GstPad * srcpad);
 static void gst_whisperknot_restart_worker (GstWhisperKnot * self);
-static void gst_whisperknot_join_load (GstWhisperKnot * self);
+static gboolean gst_whisperknot_join_load (GstWhisperKnot * self,
+    gboolean post);
 static GstPad *gst_whisperknot_request_new_pad (GstElement * element,
     GstPadTemplate * templ, const gchar * name, const GstCaps * caps);
 static void gst_whisperknot_release_pad (GstElement * element, GstPad * pad);
@@ -253,11 +249,21 @@ static GstStructure *gst_whisperknot_make_stats (GstWhisperKnot * self);
 static void gst_whisperknot_forward_partial_event (GstWhisperKnot * self,
     GstEvent * event);
 
+#define RW (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | \
+    GST_PARAM_MUTABLE_READY)
+#define RO (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)
+
+static GParamSpec *properties[N_PROPS];
+/* a property's value (g_value_get_TYPE), with the object lock held */
+#define PROP_GET(self, type, id) g_value_get_##type (&(self)->props[id])
+
 static void
 gst_whisperknot_class_init (GstWhisperKnotClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GParamSpec **p = properties;
+  static const gchar *tags[] = { NULL };
 
   gobject_class->set_property = gst_whisperknot_set_property;
   gobject_class->get_property = gst_whisperknot_get_property;
@@ -273,33 +279,23 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * plugin (or the build tree's). Read when the element goes from READY to
    * PAUSED.
    */
-  g_object_class_install_property (gobject_class, PROP_MODEL,
-      g_param_spec_string ("model", "Model",
-          "Path of the model (a .knot file from whisperknot-convert) or the "
-          "name of one installed by whisperknot-model; "
-          "unset: $WHISPERKNOT_MODEL or the installed default model",
-          DEFAULT_MODEL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_MODEL] = g_param_spec_string ("model", "Model",
+      "Path of the model (a .knot file from whisperknot-convert) or the "
+      "name of one installed by whisperknot-model; "
+      "unset: $WHISPERKNOT_MODEL or the installed default model",
+      DEFAULT_MODEL, RW);
   /**
    * GstWhisperKnot:language:
    *
    * The spoken language as an ISO 639-1 code, or "auto" to detect it.
    * English-only models always transcribe English.
    */
-  g_object_class_install_property (gobject_class, PROP_LANGUAGE,
-      g_param_spec_string ("language", "Language",
-          "Spoken language (ISO 639-1 code such as \"en\" or \"de\"), or "
-          "\"auto\" to detect it (multilingual models)",
-          DEFAULT_LANGUAGE, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_TRANSLATE,
-      g_param_spec_boolean ("translate", "Translate",
-          "Translate the speech into English (multilingual models)",
-          DEFAULT_TRANSLATE, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_LANGUAGE] = g_param_spec_string ("language", "Language",
+      "Spoken language (ISO 639-1 code such as \"en\" or \"de\"), or "
+      "\"auto\" to detect it (multilingual models)", DEFAULT_LANGUAGE, RW);
+  p[PROP_TRANSLATE] = g_param_spec_boolean ("translate", "Translate",
+      "Translate the speech into English (multilingual models)",
+      DEFAULT_TRANSLATE, RW);
   /**
    * GstWhisperKnot:latency:
    *
@@ -307,20 +303,12 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * transcribes in Whisper's 30 second windows (offline behaviour, the most
    * accurate); the element then reports 30 s of latency.
    */
-  g_object_class_install_property (gobject_class, PROP_LATENCY,
-      g_param_spec_uint ("latency", "Latency",
-          "Target delay from speech to text in milliseconds "
-          "(0 = 30 s windows, for files)", 0, MAX_LATENCY, DEFAULT_LATENCY,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_THREADS,
-      g_param_spec_uint ("threads", "Threads",
-          "Threads the recognizer computes on (0 = one per core)",
-          0, 256, DEFAULT_THREADS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_LATENCY] = g_param_spec_uint ("latency", "Latency",
+      "Target delay from speech to text in milliseconds "
+      "(0 = 30 s windows, for files)", 0, MAX_LATENCY, DEFAULT_LATENCY, RW);
+  p[PROP_THREADS] = g_param_spec_uint ("threads", "Threads",
+      "Threads the recognizer computes on (0 = one per core)",
+      0, 256, DEFAULT_THREADS, RW);
   /**
    * GstWhisperKnot:beam-size:
    *
@@ -328,14 +316,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * engine choose: a beam of 5 for 30 s windows (latency 0), 3 with a
    * latency, where the model runs several times a second.
    */
-  g_object_class_install_property (gobject_class, PROP_BEAM_SIZE,
-      g_param_spec_uint ("beam-size", "Beam size",
-          "Beam search width, 1 = greedy (0 = the engine's choice: 5 for "
-          "30 s windows, 3 with a latency)", 0, WK_MAX_BEAM_SIZE,
-          DEFAULT_BEAM_SIZE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_BEAM_SIZE] = g_param_spec_uint ("beam-size", "Beam size",
+      "Beam search width, 1 = greedy (0 = the engine's choice: 5 for "
+      "30 s windows, 3 with a latency)", 0, WK_MAX_BEAM_SIZE,
+      DEFAULT_BEAM_SIZE, RW);
   /**
    * GstWhisperKnot:language-code:
    *
@@ -343,13 +327,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * language tag such as "en-US"; only its language ("en") is used. Writing
    * it sets #GstWhisperKnot:language.
    */
-  g_object_class_install_property (gobject_class, PROP_LANGUAGE_CODE,
-      g_param_spec_string ("language-code", "Language code",
-          "Spoken language as a tag such as \"en-US\" (sets language to its "
-          "first part)", DEFAULT_LANGUAGE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_LANGUAGE_CODE] = g_param_spec_string ("language-code",
+      "Language code", "Spoken language as a tag such as \"en-US\" (sets "
+      "language to its first part)", DEFAULT_LANGUAGE, RW);
   /**
    * GstWhisperKnot:max-observed-delay:
    *
@@ -357,12 +337,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * from the arrival of a word's last sample to its text, since the
    * element went to PAUSED.
    */
-  g_object_class_install_property (gobject_class, PROP_MAX_OBSERVED_DELAY,
-      g_param_spec_uint ("max-observed-delay", "Maximum observed delay",
-          "Live policy: largest delay seen from a word's end arriving to its "
-          "text, in milliseconds", 0, G_MAXUINT, 0,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-
+  p[PROP_MAX_OBSERVED_DELAY] = g_param_spec_uint ("max-observed-delay",
+      "Maximum observed delay", "Live policy: largest delay seen from a "
+      "word's end arriving to its text, in milliseconds", 0, G_MAXUINT, 0, RO);
   /**
    * GstWhisperKnot:lateness:
    *
@@ -371,13 +348,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * and to the delay above which it warns (see
    * #GstWhisperKnot:max-observed-delay).
    */
-  g_object_class_install_property (gobject_class, PROP_LATENESS,
-      g_param_spec_uint ("lateness", "Lateness",
-          "Extra lateness in milliseconds added to the reported latency",
-          0, MAX_LATENCY, DEFAULT_LATENESS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_LATENESS] = g_param_spec_uint ("lateness", "Lateness",
+      "Extra lateness in milliseconds added to the reported latency",
+      0, MAX_LATENCY, DEFAULT_LATENESS, RW);
   /**
    * GstWhisperKnot:vad:
    *
@@ -388,12 +361,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * WHISPERKNOT_VAD_MODEL names another VAD knot (whisperknot-convert
    * makes one from Silero's ggml file).
    */
-  g_object_class_install_property (gobject_class, PROP_VAD,
-      g_param_spec_boolean ("vad", "Voice detection",
-          "Live policy: run the model only on speech found by the voice "
-          "detector", DEFAULT_VAD, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
+  p[PROP_VAD] = g_param_spec_boolean ("vad", "Voice detection",
+      "Live policy: run the model only on speech found by the voice "
+      "detector", DEFAULT_VAD, RW);
   /**
    * GstWhisperKnot:word-times:
    *
@@ -404,24 +374,17 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * no heads, the span between two timestamps is shared out by byte
    * length (cheaper, rougher).
    */
-  g_object_class_install_property (gobject_class, PROP_WORD_TIMES,
-      g_param_spec_boolean ("word-times", "Word times",
-          "Word times from the model's alignment heads (else shared out "
-          "by byte length)", DEFAULT_WORD_TIMES, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_VAD_THRESHOLD,
-      g_param_spec_float ("vad-threshold", "Voice detection threshold",
-          "Live policy: speech probability at which speech starts",
-          0.01f, 0.99f, DEFAULT_VAD_THRESHOLD, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_VAD_MIN_SILENCE,
-      g_param_spec_uint ("vad-min-silence", "Minimum silence",
-          "Live policy: silence in milliseconds that ends an utterance",
-          0, 10000, DEFAULT_VAD_MIN_SILENCE, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
+  p[PROP_WORD_TIMES] = g_param_spec_boolean ("word-times", "Word times",
+      "Word times from the model's alignment heads (else shared out "
+      "by byte length)", DEFAULT_WORD_TIMES, RW);
+  p[PROP_VAD_THRESHOLD] = g_param_spec_float ("vad-threshold",
+      "Voice detection threshold",
+      "Live policy: speech probability at which speech starts",
+      0.01f, 0.99f, DEFAULT_VAD_THRESHOLD, RW);
+  p[PROP_VAD_MIN_SILENCE] = g_param_spec_uint ("vad-min-silence",
+      "Minimum silence",
+      "Live policy: silence in milliseconds that ends an utterance",
+      0, 10000, DEFAULT_VAD_MIN_SILENCE, RW);
   /**
    * GstWhisperKnot:audio-ctx:
    *
@@ -433,14 +396,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * encoder run each time. -1 always the full context, -2 always only the
    * window's audio, N > 0 the window's audio but at least N positions.
    */
-  g_object_class_install_property (gobject_class, PROP_AUDIO_CTX,
-      g_param_spec_int ("audio-ctx", "Audio context",
-          "Live policy: encoder positions per run: 0 = as the model was "
-          "trained, -1 = the full 30 s, -2 = only the window's audio, "
-          "N = at least N", WK_AUDIO_CTX_SHORT, 1 << 14, WK_AUDIO_CTX_AUTO,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_AUDIO_CTX] = g_param_spec_int ("audio-ctx", "Audio context",
+      "Live policy: encoder positions per run: 0 = as the model was "
+      "trained, -1 = the full 30 s, -2 = only the window's audio, "
+      "N = at least N", WK_AUDIO_CTX_SHORT, 1 << 14, WK_AUDIO_CTX_AUTO, RW);
   /**
    * GstWhisperKnot:output:
    *
@@ -448,12 +407,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * committed words up to the end of an utterance or a pause of half a
    * second). Offline (latency 0) a buffer is one of Whisper's segments.
    */
-  g_object_class_install_property (gobject_class, PROP_OUTPUT,
-      g_param_spec_enum ("output", "Output",
-          "Live policy: what a text buffer holds",
-          GST_TYPE_WHISPERKNOT_OUTPUT, DEFAULT_OUTPUT, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
+  p[PROP_OUTPUT] = g_param_spec_enum ("output", "Output",
+      "Live policy: what a text buffer holds",
+      GST_TYPE_WHISPERKNOT_OUTPUT, DEFAULT_OUTPUT, RW);
   /**
    * GstWhisperKnot:commit:
    *
@@ -464,12 +420,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * the element gets it in time. `agreement` waits for two runs to agree
    * (a little more accurate), however late that is.
    */
-  g_object_class_install_property (gobject_class, PROP_COMMIT,
-      g_param_spec_enum ("commit", "Commit",
-          "Live policy: when a word becomes final",
-          GST_TYPE_WHISPERKNOT_COMMIT, DEFAULT_COMMIT, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
+  p[PROP_COMMIT] = g_param_spec_enum ("commit", "Commit",
+      "Live policy: when a word becomes final",
+      GST_TYPE_WHISPERKNOT_COMMIT, DEFAULT_COMMIT, RW);
   /**
    * GstWhisperKnot:text-lines:
    *
@@ -480,13 +433,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * the last word). Off, a buffer holds the text alone, as textoverlay,
    * srtenc and webvttenc want each cue.
    */
-  g_object_class_install_property (gobject_class, PROP_TEXT_LINES,
-      g_param_spec_boolean ("text-lines", "Text lines",
-          "Separate words with spaces and end segments, phrases and "
-          "utterances with a newline (for fdsink or filesink)",
-          DEFAULT_TEXT_LINES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
+  p[PROP_TEXT_LINES] = g_param_spec_boolean ("text-lines", "Text lines",
+      "Separate words with spaces and end segments, phrases and "
+      "utterances with a newline (for fdsink or filesink)",
+      DEFAULT_TEXT_LINES, RW);
   /**
    * GstWhisperKnot:alignment-threshold:
    *
@@ -494,12 +444,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * far give by up to this many nanoseconds are jitter and ignored (as
    * audiobasesink's property of this name).
    */
-  g_object_class_install_property (gobject_class, PROP_ALIGNMENT_THRESHOLD,
-      g_param_spec_uint64 ("alignment-threshold", "Alignment threshold",
-          "Timestamp jitter in nanoseconds that is ignored", 1,
-          G_MAXUINT64 - 1, DEFAULT_ALIGNMENT_THRESHOLD, G_PARAM_READWRITE |
-          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-
+  p[PROP_ALIGNMENT_THRESHOLD] = g_param_spec_uint64 ("alignment-threshold",
+      "Alignment threshold", "Timestamp jitter in nanoseconds that is "
+      "ignored", 1, G_MAXUINT64 - 1, DEFAULT_ALIGNMENT_THRESHOLD, RW);
   /**
    * GstWhisperKnot:discont-wait:
    *
@@ -509,30 +456,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * this name). Buffers flagged DISCONT act at once. 0 acts on every
    * difference at once.
    */
-  g_object_class_install_property (gobject_class, PROP_DISCONT_WAIT,
-      g_param_spec_uint64 ("discont-wait", "Discont wait",
-          "Time in nanoseconds that timestamps must stay off before it "
-          "counts as a discontinuity", 0, MAX_DISCONT_WAIT,
-          DEFAULT_DISCONT_WAIT, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
-  /**
-   * GstWhisperKnot:stats:
-   *
-   * Statistics of the current run as a structure named
-   * `application/x-whisperknot-stats`: `model-bytes` (guint64, bytes of the
-   * model file mapped; one mapping is shared by every element on the same
-   * file), `load-time` (gdouble, seconds the last model load took),
-   * `audio-seconds`, `mel-seconds`, `encoder-seconds`, `decoder-seconds`,
-   * `vad-seconds`, `speech-seconds` (gdouble), `real-time-factor`
-   * (gdouble, compute time over audio time), `max-delay` and `last-delay`
-   * (gdouble, seconds from a word's last sample arriving to its commit),
-   * `step-seconds` (gdouble), `runs`, `windows`, `tokens`, `words`,
-   * `utterances` (guint64), `state-bytes` (guint64, memory of the
-   * element's recognizer state), `clipped-samples` and `zeroed-samples`
-   * (guint64: F32 input outside [-1, 1], clipped, and NaN, infinite or
-   * absurd input beyond +-2^32, transcribed as silence).
-   */
+  p[PROP_DISCONT_WAIT] = g_param_spec_uint64 ("discont-wait", "Discont wait",
+      "Time in nanoseconds that timestamps must stay off before it "
+      "counts as a discontinuity", 0, MAX_DISCONT_WAIT, DEFAULT_DISCONT_WAIT,
+      RW);
   /**
    * GstWhisperKnot:prompt:
    *
@@ -542,18 +469,33 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
    * model's context (223 tokens for Whisper's models) keeps its end. Read
    * when the element goes from READY to PAUSED.
    */
-  g_object_class_install_property (gobject_class, PROP_PROMPT,
-      g_param_spec_string ("prompt", "Prompt",
-          "Text the decoder reads before the audio (names, spellings, "
-          "style), as openai's initial_prompt; unset: none", DEFAULT_PROMPT,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_STATS,
-      g_param_spec_boxed ("stats", "Statistics",
-          "Resident model bytes, load time, audio processed, time per "
-          "stage, real-time factor and delays", GST_TYPE_STRUCTURE,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  p[PROP_PROMPT] = g_param_spec_string ("prompt", "Prompt",
+      "Text the decoder reads before the audio (names, spellings, "
+      "style), as openai's initial_prompt; unset: none", DEFAULT_PROMPT, RW);
+  /**
+   * GstWhisperKnot:stats:
+   *
+   * Statistics of the current run as a structure named
+   * `application/x-whisperknot-stats`: `model-bytes` (guint64, bytes of the
+   * model file mapped; one mapping is shared by every element on the same
+   * file), `load-time` (gdouble, seconds the last model load took), then
+   * the engine's wk_stream_stats_list() (counts as guint64, the rest
+   * gdouble): `audio-seconds`, `mel-seconds`, `encoder-seconds`,
+   * `decoder-seconds`, `vad-seconds`, `speech-seconds`, `real-time-factor`
+   * (compute time over audio time), `max-delay` and `last-delay` (seconds
+   * from a word's last sample arriving to its commit), `step-seconds`,
+   * `runs`, `windows`, `tokens`, `words`, `utterances`, `state-bytes`
+   * (memory of the element's recognizer state), `deadline-commits`,
+   * `late-words`, `max-lateness`, `run-estimate`, `clipped-samples` and
+   * `zeroed-samples` (F32 input outside [-1, 1], clipped, and NaN,
+   * infinite or absurd input beyond +-2^32, transcribed as silence),
+   * `last-run-seconds`, `max-run-seconds`, `align-seconds`,
+   * `aligned-windows` and `shared-steps`.
+   */
+  p[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
+      "Resident model bytes, load time, audio processed, time per "
+      "stage, real-time factor and delays", GST_TYPE_STRUCTURE, RO);
+  g_object_class_install_properties (gobject_class, N_PROPS, properties);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -574,17 +516,15 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
 
   GST_DEBUG_CATEGORY_INIT (whisperknot_debug, "whisperknot", 0,
       "speech to text");
-  {
-    static const gchar *tags[] = { NULL };
-
-    gst_meta_register_custom (GST_WHISPERKNOT_TEXT_META_NAME, tags, NULL,
-        NULL, NULL);
-  }
+  gst_meta_register_custom (GST_WHISPERKNOT_TEXT_META_NAME, tags, NULL,
+      NULL, NULL);
 }
 
 static void
 gst_whisperknot_init (GstWhisperKnot * self)
 {
+  guint i;
+
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_whisperknot_chain));
@@ -601,24 +541,12 @@ gst_whisperknot_init (GstWhisperKnot * self)
   gst_pad_use_fixed_caps (self->srcpad);
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 
-  self->model_path = g_strdup (DEFAULT_MODEL);
-  self->language = g_strdup (DEFAULT_LANGUAGE);
-  self->prompt = g_strdup (DEFAULT_PROMPT);
-  self->translate = DEFAULT_TRANSLATE;
-  self->latency_ms = DEFAULT_LATENCY;
-  self->n_threads = DEFAULT_THREADS;
-  self->beam_size = DEFAULT_BEAM_SIZE;
-  self->lateness_ms = DEFAULT_LATENESS;
-  self->use_vad = DEFAULT_VAD;
-  self->word_times = DEFAULT_WORD_TIMES;
-  self->vad_threshold = DEFAULT_VAD_THRESHOLD;
-  self->vad_min_silence_ms = DEFAULT_VAD_MIN_SILENCE;
-  self->audio_ctx = WK_AUDIO_CTX_AUTO;
-  self->output = DEFAULT_OUTPUT;
-  self->text_lines = DEFAULT_TEXT_LINES;
-  self->commit = DEFAULT_COMMIT;
-  self->alignment_threshold = DEFAULT_ALIGNMENT_THRESHOLD;
-  self->discont_wait = DEFAULT_DISCONT_WAIT;
+  /* every property's value, at its GParamSpec's default */
+  self->props = g_new0 (GValue, N_PROPS);
+  for (i = 1; i < N_PROPS; i++) {
+    g_value_init (&self->props[i], G_PARAM_SPEC_VALUE_TYPE (properties[i]));
+    g_param_value_set_default (properties[i], &self->props[i]);
+  }
   self->partial_pos = GST_CLOCK_TIME_NONE;
 
   g_mutex_init (&self->lock);
@@ -639,15 +567,15 @@ static void
 gst_whisperknot_finalize (GObject * object)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (object);
+  guint i;
 
   /* a NULL_TO_READY that failed after starting the load */
-  gst_whisperknot_join_load (self);
-  g_free (self->model_path);
-  g_free (self->language);
-  g_free (self->prompt);
+  gst_whisperknot_join_load (self, FALSE);
+  for (i = 1; i < N_PROPS; i++)
+    g_value_unset (&self->props[i]);
+  g_free (self->props);
   g_free (self->tag_language);
   g_free (self->loaded_path);
-  g_free (self->load_error);
   /* dispose releases request pads; this is for safety only */
   g_clear_object (&self->partial_srcpad);
   g_free (self->ring);
@@ -662,76 +590,23 @@ gst_whisperknot_finalize (GObject * object)
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
-/* Where each plain property lives in GstWhisperKnot; its type is its
- * GParamSpec's. */
-static const gsize prop_offset[] = {
-  [PROP_MODEL] = G_STRUCT_OFFSET (GstWhisperKnot, model_path),
-  [PROP_LANGUAGE] = G_STRUCT_OFFSET (GstWhisperKnot, language),
-  [PROP_PROMPT] = G_STRUCT_OFFSET (GstWhisperKnot, prompt),
-  [PROP_TRANSLATE] = G_STRUCT_OFFSET (GstWhisperKnot, translate),
-  [PROP_LATENCY] = G_STRUCT_OFFSET (GstWhisperKnot, latency_ms),
-  [PROP_THREADS] = G_STRUCT_OFFSET (GstWhisperKnot, n_threads),
-  [PROP_BEAM_SIZE] = G_STRUCT_OFFSET (GstWhisperKnot, beam_size),
-  [PROP_MAX_OBSERVED_DELAY] =
-      G_STRUCT_OFFSET (GstWhisperKnot, max_observed_delay_ms),
-  [PROP_LATENESS] = G_STRUCT_OFFSET (GstWhisperKnot, lateness_ms),
-  [PROP_VAD] = G_STRUCT_OFFSET (GstWhisperKnot, use_vad),
-  [PROP_WORD_TIMES] = G_STRUCT_OFFSET (GstWhisperKnot, word_times),
-  [PROP_VAD_THRESHOLD] = G_STRUCT_OFFSET (GstWhisperKnot, vad_threshold),
-  [PROP_VAD_MIN_SILENCE] = G_STRUCT_OFFSET (GstWhisperKnot, vad_min_silence_ms),
-  [PROP_AUDIO_CTX] = G_STRUCT_OFFSET (GstWhisperKnot, audio_ctx),
-  [PROP_OUTPUT] = G_STRUCT_OFFSET (GstWhisperKnot, output),
-  [PROP_COMMIT] = G_STRUCT_OFFSET (GstWhisperKnot, commit),
-  [PROP_TEXT_LINES] = G_STRUCT_OFFSET (GstWhisperKnot, text_lines),
-  [PROP_ALIGNMENT_THRESHOLD] =
-      G_STRUCT_OFFSET (GstWhisperKnot, alignment_threshold),
-  [PROP_DISCONT_WAIT] = G_STRUCT_OFFSET (GstWhisperKnot, discont_wait),
-};
-
+/* Changes made in PAUSED or PLAYING are kept and take effect the next
+ * time the element goes from READY to PAUSED. */
 static void
 gst_whisperknot_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (object);
-  gpointer field = G_STRUCT_MEMBER_P (self, prop_offset[prop_id]);
   const gchar *tag;
 
-  /* Changes made in PAUSED or PLAYING are kept and take effect the next
-   * time the element goes from READY to PAUSED. */
   GST_OBJECT_LOCK (self);
-  switch (G_TYPE_FUNDAMENTAL (G_PARAM_SPEC_VALUE_TYPE (pspec))) {
-    case G_TYPE_STRING:
-      tag = g_value_get_string (value);
-      if (prop_id == PROP_LANGUAGE_CODE) {
-        /* "en-US": the language alone */
-        g_free (self->language);
-        self->language = tag ? g_strndup (tag, strcspn (tag, "-_")) : NULL;
-      } else {
-        g_free (*(gchar **) field);
-        *(gchar **) field = g_strdup (tag);
-      }
-      break;
-    case G_TYPE_BOOLEAN:
-      *(gboolean *) field = g_value_get_boolean (value);
-      break;
-    case G_TYPE_UINT:
-      *(guint *) field = g_value_get_uint (value);
-      break;
-    case G_TYPE_INT:
-      *(gint *) field = g_value_get_int (value);
-      break;
-    case G_TYPE_ENUM:
-      *(gint *) field = g_value_get_enum (value);
-      break;
-    case G_TYPE_FLOAT:
-      *(gfloat *) field = g_value_get_float (value);
-      break;
-    case G_TYPE_UINT64:
-      *(guint64 *) field = g_value_get_uint64 (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+  if (prop_id == PROP_LANGUAGE_CODE) {
+    /* "en-US": the language alone */
+    tag = g_value_get_string (value);
+    g_value_take_string (&self->props[PROP_LANGUAGE],
+        tag ? g_strndup (tag, strcspn (tag, "-_")) : NULL);
+  } else {
+    g_value_copy (value, &self->props[prop_id]);
   }
   GST_OBJECT_UNLOCK (self);
 }
@@ -741,222 +616,122 @@ gst_whisperknot_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (object);
-  gpointer field = G_STRUCT_MEMBER_P (self, prop_offset[prop_id]);
 
   GST_OBJECT_LOCK (self);
-  switch (G_TYPE_FUNDAMENTAL (G_PARAM_SPEC_VALUE_TYPE (pspec))) {
-    case G_TYPE_STRING:
-      g_value_set_string (value, prop_id == PROP_LANGUAGE_CODE ?
-          self->language : *(gchar **) field);
-      break;
-    case G_TYPE_BOOLEAN:
-      g_value_set_boolean (value, *(gboolean *) field);
-      break;
-    case G_TYPE_UINT:
-      g_value_set_uint (value, *(guint *) field);
-      break;
-    case G_TYPE_INT:
-      g_value_set_int (value, *(gint *) field);
-      break;
-    case G_TYPE_ENUM:
-      g_value_set_enum (value, *(gint *) field);
-      break;
-    case G_TYPE_FLOAT:
-      g_value_set_float (value, *(gfloat *) field);
-      break;
-    case G_TYPE_UINT64:
-      g_value_set_uint64 (value, *(guint64 *) field);
-      break;
-    case G_TYPE_BOXED:
-      g_value_take_boxed (value, gst_whisperknot_make_stats (self));
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
+  if (prop_id == PROP_STATS)
+    g_value_take_boxed (value, gst_whisperknot_make_stats (self));
+  else
+    g_value_copy (&self->props[prop_id == PROP_LANGUAGE_CODE ?
+            PROP_LANGUAGE : prop_id], value);
   GST_OBJECT_UNLOCK (self);
 }
 
+
 /* ---- the model ---------------------------------------------------------- */
 
-static gpointer
-gst_whisperknot_load_thread (gpointer data)
+/* The loading thread: the stats property shows the model from now on. */
+static void
+gst_whisperknot_loaded (const wk_model * model, wk_status status,
+    double seconds, void *user_data)
 {
-  GstWhisperKnot *self = data;
-  wk_model_params params = wk_model_default_params ();
-  wk_model *model = NULL;
-  wk_status status;
-  gchar *path;
-  char err[512] = "";
-  gint64 t0;
+  GstWhisperKnot *self = user_data;
+  wk_model_info info;
 
-  g_mutex_lock (&self->lock);
-  path = g_strdup (self->loaded_path);
-  g_mutex_unlock (&self->lock);
-
-  GST_INFO_OBJECT (self, "loading model %s", path);
-  t0 = g_get_monotonic_time ();
-  status = wk_model_load (path, &params, &model, err, sizeof err);
-  t0 = g_get_monotonic_time () - t0;
-  GST_INFO_OBJECT (self, "model %s: %s", path, status == WK_OK ? "loaded" :
-      err);
-  if (status == WK_OK) {
-    wk_model_info info;
-
-    wk_model_get_info (model, &info);
-    GST_OBJECT_LOCK (self);
-    self->model_bytes = info.file_bytes;
-    self->load_seconds = t0 / (gdouble) G_USEC_PER_SEC;
-    GST_OBJECT_UNLOCK (self);
-  }
-
-  g_mutex_lock (&self->lock);
-  self->model = model;
-  self->load_status = status;
-  g_free (self->load_error);
-  self->load_error = status != WK_OK ? g_strdup (err) : NULL;
-  g_mutex_unlock (&self->lock);
-
-  g_free (path);
-  return NULL;
+  wk_model_get_info (model, &info);
+  GST_OBJECT_LOCK (self);
+  self->model_bytes = info.file_bytes;
+  if (status == WK_OK)
+    self->load_seconds = seconds;
+  GST_OBJECT_UNLOCK (self);
 }
 
-/* Posts why the model could not be loaded, once per load. */
-static void
-gst_whisperknot_post_load_error (GstWhisperKnot * self)
+/* Waits for a load started by start_load, if any, and keeps its model.
+ * With post, a failed load posts why; returns whether there is a model. */
+static gboolean
+gst_whisperknot_join_load (GstWhisperKnot * self, gboolean post)
 {
-  gchar *path, *err;
   wk_status status;
+  char err[512];
 
-  g_mutex_lock (&self->lock);
-  if (self->load_error_posted) {
-    g_mutex_unlock (&self->lock);
-    return;
-  }
-  self->load_error_posted = TRUE;
-  path = g_strdup (self->loaded_path);
-  err = g_strdup (self->load_error ? self->load_error : "unknown error");
-  status = self->load_status;
-  g_mutex_unlock (&self->lock);
-
-  if (status == WK_ERR_IO) {
+  if (!self->loader)
+    return self->model != NULL;
+  status = wk_model_load_finish (self->loader, &self->model, NULL, err,
+      sizeof err);
+  self->loader = NULL;
+  GST_INFO_OBJECT (self, "model %s: %s", self->loaded_path,
+      status == WK_OK ? "loaded" : err);
+  if (status == WK_OK || !post)
+    return status == WK_OK;
+  if (status == WK_ERR_IO)
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Could not load model '%s': %s.", path, err),
+        ("Could not load model '%s': %s.", self->loaded_path, err),
         ("%s", wk_status_str (status)));
-  } else {
+  else
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("Could not load model '%s': %s. %s.", path, err, MODEL_HINT),
-        ("%s", wk_status_str (status)));
-  }
-  g_free (path);
-  g_free (err);
-}
-
-static void
-gst_whisperknot_join_load (GstWhisperKnot * self)
-{
-  if (self->load_thread) {
-    g_thread_join (self->load_thread);
-    self->load_thread = NULL;
-  }
+        ("Could not load model '%s': %s. %s.", self->loaded_path, err,
+            MODEL_HINT), ("%s", wk_status_str (status)));
+  return FALSE;
 }
 
 /* Starts loading the model named by the properties unless it is the one
  * loaded already. A file that is missing or unreadable fails here, at
- * once, as filesrc does; what is wrong inside it shows when the worker
- * needs the model. */
+ * once, as filesrc does; what is wrong inside it shows when READY_TO_PAUSED
+ * waits for the model. */
 static gboolean
 gst_whisperknot_start_load (GstWhisperKnot * self)
 {
-  gchar *path;
+  wk_model_params params = wk_model_default_params ();
+  gchar *path, *model;
   gboolean is_default;
-  GError *error = NULL;
+  char err[512];
 
   GST_OBJECT_LOCK (self);
-  is_default = !self->model_path || !self->model_path[0];
+  model = g_value_dup_string (&self->props[PROP_MODEL]);
+  GST_OBJECT_UNLOCK (self);
+  is_default = !model || !model[0];
   if (is_default) {
     path = g_strdup (wk_default_model_path ());
   } else {
     /* a name installed by whisperknot-model, or a path */
-    char *resolved = wk_model_resolve_path (self->model_path);
+    char *resolved = wk_model_resolve_path (model);
 
-    path = g_strdup (resolved ? resolved : self->model_path);
+    path = g_strdup (resolved ? resolved : model);
     free (resolved);
   }
-  GST_OBJECT_UNLOCK (self);
+  g_free (model);
 
   /* a load of this file is running, or done */
-  if ((self->load_thread || self->model) &&
-      !g_strcmp0 (self->loaded_path, path)) {
+  if ((self->loader || self->model) && !g_strcmp0 (self->loaded_path, path)) {
     g_free (path);
     return TRUE;
   }
-  gst_whisperknot_join_load (self);
-
-  g_mutex_lock (&self->lock);
-  if (self->model)
-    wk_model_unref (self->model);
-  self->model = NULL;
+  gst_whisperknot_join_load (self, FALSE);
+  g_clear_pointer (&self->model, wk_model_unref);
   g_free (self->loaded_path);
   self->loaded_path = path;
-  g_mutex_unlock (&self->lock);
   GST_OBJECT_LOCK (self);
   self->model_bytes = 0;
   GST_OBJECT_UNLOCK (self);
 
-  if (!g_file_test (path, G_FILE_TEST_EXISTS))
-    goto not_found;
-  /* only a regular file can be mapped (and a FIFO must not block) */
-  if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
-    goto not_regular;
-  if (g_access (path, R_OK) != 0)
-    goto open_failed;
-
-  g_mutex_lock (&self->lock);
-  self->load_error_posted = FALSE;
-  g_mutex_unlock (&self->lock);
-
-  self->load_thread = g_thread_try_new ("wk-load",
-      gst_whisperknot_load_thread, self, &error);
-  if (!self->load_thread)
-    goto no_thread;
-  return TRUE;
+  GST_INFO_OBJECT (self, "loading model %s", path);
+  if (wk_model_load_start (path, &params, gst_whisperknot_loaded, self,
+          &self->loader, err, sizeof err) == WK_OK)
+    return TRUE;
 
   /* ERRORS */
-not_found:
-  {
-    if (is_default)
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-          ("No model: the model property is not set and the default model "
-              "'%s' does not exist. %s (or set $WHISPERKNOT_MODEL).", path,
-              MODEL_HINT), (NULL));
-    else
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-          ("Could not load model '%s': the file does not exist. %s.", path,
-              MODEL_HINT), (NULL));
-    return FALSE;
-  }
-open_failed:
-  {
+  if (g_file_test (path, G_FILE_TEST_EXISTS))
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Could not load model '%s': %s.", path, g_strerror (errno)), (NULL));
-    return FALSE;
-  }
-not_regular:
-  {
-    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Could not load model '%s': not a regular file (a FIFO, directory "
-            "or device cannot be a model).", path), (NULL));
-    return FALSE;
-  }
-no_thread:
-  {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("Could not start a thread to load the model: %s.", error->message),
-        (NULL));
-    g_clear_error (&error);
-    return FALSE;
-  }
+        ("Could not load model '%s': %s.", path, err), (NULL));
+  else if (is_default)
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No model: the model property is not set and the default model "
+            "'%s' does not exist. %s (or set $WHISPERKNOT_MODEL).", path,
+            MODEL_HINT), (NULL));
+  else
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("Could not load model '%s': the file does not exist. %s.", path,
+            MODEL_HINT), (NULL));
+  return FALSE;
 }
 
 /* Creates the engine stream with the current properties. */
@@ -969,28 +744,29 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   char err[512] = "";
 
   GST_OBJECT_LOCK (self);
-  language = g_strdup (self->language);
-  prompt = g_strdup (self->prompt);
+  language = g_value_dup_string (&self->props[PROP_LANGUAGE]);
+  prompt = g_value_dup_string (&self->props[PROP_PROMPT]);
   params.initial_prompt = prompt;
-  params.translate = self->translate;
-  params.latency_ms = self->latency_ms;
-  self->stream_latency_ms = self->latency_ms;
-  params.n_threads = self->n_threads;
-  params.beam_size = (int) self->beam_size;
-  params.use_vad = self->use_vad;
-  params.word_times = self->word_times;
-  params.vad_threshold = self->vad_threshold;
-  params.vad_min_silence_ms = self->vad_min_silence_ms;
-  params.audio_ctx = self->audio_ctx;
-  params.commit = self->commit == GST_WHISPERKNOT_COMMIT_AGREEMENT ?
-      WK_COMMIT_AGREEMENT : WK_COMMIT_DEADLINE;
-  self->stream_output = self->output;
-  params.group = self->output == GST_WHISPERKNOT_OUTPUT_PHRASE ?
+  params.translate = PROP_GET (self, boolean, PROP_TRANSLATE);
+  params.latency_ms = PROP_GET (self, uint, PROP_LATENCY);
+  self->stream_latency_ms = params.latency_ms;
+  params.n_threads = PROP_GET (self, uint, PROP_THREADS);
+  params.beam_size = PROP_GET (self, uint, PROP_BEAM_SIZE);
+  params.use_vad = PROP_GET (self, boolean, PROP_VAD);
+  params.word_times = PROP_GET (self, boolean, PROP_WORD_TIMES);
+  params.vad_threshold = PROP_GET (self, float, PROP_VAD_THRESHOLD);
+  params.vad_min_silence_ms = PROP_GET (self, uint, PROP_VAD_MIN_SILENCE);
+  params.audio_ctx = PROP_GET (self, int, PROP_AUDIO_CTX);
+  params.commit = PROP_GET (self, enum, PROP_COMMIT) ==
+      GST_WHISPERKNOT_COMMIT_AGREEMENT ? WK_COMMIT_AGREEMENT :
+      WK_COMMIT_DEADLINE;
+  self->stream_output = PROP_GET (self, enum, PROP_OUTPUT);
+  params.group = self->stream_output == GST_WHISPERKNOT_OUTPUT_PHRASE ?
       WK_GROUP_PHRASE : WK_GROUP_WORD;
-  self->stream_text_lines = self->text_lines;
-  self->stream_translate = self->translate;
-  self->stream_limit = (self->latency_ms + self->lateness_ms) * GST_MSECOND;
-  self->stream_lateness = self->lateness_ms * GST_MSECOND;
+  self->stream_text_lines = PROP_GET (self, boolean, PROP_TEXT_LINES);
+  self->stream_translate = params.translate;
+  self->stream_lateness = PROP_GET (self, uint, PROP_LATENESS) * GST_MSECOND;
+  self->stream_limit = params.latency_ms * GST_MSECOND + self->stream_lateness;
   memset (&self->stats, 0, sizeof self->stats);
   self->qos_warned = FALSE;
   GST_OBJECT_UNLOCK (self);
@@ -1099,13 +875,14 @@ gst_whisperknot_push_marker (GstWhisperKnot * self, MarkerKind kind)
   return marker;
 }
 
-/* With the lock held. On a flush, sticky events still queued (stream-start,
- * caps, tags) are stored on the src pad, to go out before the next data. */
+/* On a flush, sticky events still queued (stream-start, caps, tags) are
+ * stored on the src pad, to go out before the next data. */
 static void
 gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean keep_sticky)
 {
   Marker *marker;
 
+  g_mutex_lock (&self->lock);
   while ((marker = g_queue_pop_head (&self->markers))) {
     GstEvent *event = marker->event;
 
@@ -1116,6 +893,7 @@ gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean keep_sticky)
     marker_free (marker);
   }
   self->written = self->read = 0;
+  g_mutex_unlock (&self->lock);
 }
 
 /* Streaming thread: copies n samples (silence when data is NULL) into the
@@ -1185,9 +963,29 @@ gst_whisperknot_forget_time (GstWhisperKnot * self)
   self->in_end = GST_CLOCK_TIME_NONE;
 }
 
+/* With the worker stopped: empties the queue, and the text starts anew at
+ * the next input's time. */
+static void
+gst_whisperknot_start_anew (GstWhisperKnot * self, gboolean keep_sticky)
+{
+  gst_whisperknot_clear_queue (self, keep_sticky);
+  self->fed = 0;
+  self->base = GST_CLOCK_TIME_NONE;
+  self->out_pos = GST_CLOCK_TIME_NONE;
+  self->discont = TRUE;
+  self->line_open = FALSE;
+  gst_whisperknot_forget_time (self);
+}
+
 /* Streaming thread: times the next n input samples, stamped ts (lost data
- * before them when discont), with GstAudioStreamAlign (see "Input timing"
- * at the top), and acts on a discontinuity before they are queued. */
+ * before them when discont), with GstAudioStreamAlign, which counts the
+ * samples received (text times are the recognizer's first sample's time
+ * plus the samples fed since). At a discontinuity it reports (timestamps
+ * off by more than alignment-threshold for discont-wait of audio, or at
+ * once on a DISCONT buffer or a GAP event) a hole up to FILL_MAX is
+ * queued as silence; anything else (a step back, a long pause, a new
+ * stream) transcribes what came before and restarts the recognizer at the
+ * new time. */
 static GstFlowReturn
 gst_whisperknot_align (GstWhisperKnot * self, GstClockTime ts,
     gboolean discont, gsize n)
@@ -1360,19 +1158,9 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       gboolean ret;
 
       /* the worker is paused: its state is ours to reset */
-      g_mutex_lock (&self->lock);
-      gst_whisperknot_clear_queue (self, TRUE);
-      g_mutex_unlock (&self->lock);
-
       if (self->stream)
         wk_stream_reset (self->stream);
-      self->fed = 0;
-      self->base = GST_CLOCK_TIME_NONE;
-      self->out_pos = GST_CLOCK_TIME_NONE;
-      self->discont = TRUE;
-      gst_whisperknot_forget_time (self);
-      self->line_open = FALSE;
-
+      gst_whisperknot_start_anew (self, TRUE);
       gst_whisperknot_forward_partial_event (self, event);
       ret = gst_pad_push_event (self->srcpad, event);
       gst_whisperknot_restart_worker (self);
@@ -1475,8 +1263,8 @@ gst_whisperknot_get_latency (GstWhisperKnot * self)
   guint ms, lateness;
 
   GST_OBJECT_LOCK (self);
-  ms = self->latency_ms;
-  lateness = self->lateness_ms;
+  ms = PROP_GET (self, uint, PROP_LATENCY);
+  lateness = PROP_GET (self, uint, PROP_LATENESS);
   GST_OBJECT_UNLOCK (self);
 
   if (ms == 0)
@@ -1490,36 +1278,21 @@ gst_whisperknot_get_latency (GstWhisperKnot * self)
 static GstStructure *
 gst_whisperknot_make_stats (GstWhisperKnot * self)
 {
-  const wk_stream_stats *st = &self->stats;
-  gdouble busy = st->mel_seconds + st->encoder_seconds +
-      st->decoder_seconds + st->vad_seconds;
-
-  return gst_structure_new ("application/x-whisperknot-stats",
+  GstStructure *s = gst_structure_new ("application/x-whisperknot-stats",
       "model-bytes", G_TYPE_UINT64, self->model_bytes,
-      "load-time", G_TYPE_DOUBLE, self->load_seconds,
-      "audio-seconds", G_TYPE_DOUBLE, st->audio_seconds,
-      "mel-seconds", G_TYPE_DOUBLE, st->mel_seconds,
-      "encoder-seconds", G_TYPE_DOUBLE, st->encoder_seconds,
-      "decoder-seconds", G_TYPE_DOUBLE, st->decoder_seconds,
-      "vad-seconds", G_TYPE_DOUBLE, st->vad_seconds,
-      "speech-seconds", G_TYPE_DOUBLE, st->speech_seconds,
-      "real-time-factor", G_TYPE_DOUBLE, st->audio_seconds > 0 ?
-      busy / st->audio_seconds : 0.0,
-      "max-delay", G_TYPE_DOUBLE, st->max_delay_seconds,
-      "last-delay", G_TYPE_DOUBLE, st->last_delay_seconds,
-      "step-seconds", G_TYPE_DOUBLE, st->step_seconds,
-      "runs", G_TYPE_UINT64, (guint64) st->n_runs,
-      "windows", G_TYPE_UINT64, (guint64) st->n_windows,
-      "tokens", G_TYPE_UINT64, (guint64) st->n_tokens,
-      "words", G_TYPE_UINT64, (guint64) st->n_committed,
-      "utterances", G_TYPE_UINT64, (guint64) st->n_utterances,
-      "state-bytes", G_TYPE_UINT64, (guint64) st->state_bytes,
-      "deadline-commits", G_TYPE_UINT64, (guint64) st->n_deadline_commits,
-      "late-words", G_TYPE_UINT64, (guint64) st->n_late,
-      "max-lateness", G_TYPE_DOUBLE, st->max_late_seconds,
-      "run-estimate", G_TYPE_DOUBLE, st->run_estimate_seconds,
-      "clipped-samples", G_TYPE_UINT64, (guint64) st->n_clipped,
-      "zeroed-samples", G_TYPE_UINT64, (guint64) st->n_zeroed, NULL);
+      "load-time", G_TYPE_DOUBLE, self->load_seconds, NULL);
+  wk_stat list[64];
+  size_t n = wk_stream_stats_list (&self->stats, list, G_N_ELEMENTS (list));
+  size_t i;
+
+  for (i = 0; i < MIN (n, G_N_ELEMENTS (list)); i++) {
+    if (list[i].is_count)
+      gst_structure_set (s, list[i].name, G_TYPE_UINT64,
+          (guint64) list[i].value, NULL);
+    else
+      gst_structure_set (s, list[i].name, G_TYPE_DOUBLE, list[i].value, NULL);
+  }
+  return s;
 }
 
 /* Worker: copies the engine's counters for the stats property and, with
@@ -1540,8 +1313,9 @@ gst_whisperknot_update_stats (GstWhisperKnot * self)
   GST_OBJECT_LOCK (self);
   previous = (GstClockTime) (self->stats.max_late_seconds * GST_SECOND);
   self->stats = stats;
-  self->max_observed_delay_ms = MAX (self->max_observed_delay_ms,
-      (guint) (stats.max_delay_seconds * 1000));
+  g_value_set_uint (&self->props[PROP_MAX_OBSERVED_DELAY],
+      MAX (PROP_GET (self, uint, PROP_MAX_OBSERVED_DELAY),
+          (guint) (stats.max_delay_seconds * 1000)));
   if (self->stream_latency_ms > 0 && late > self->stream_lateness &&
       late > previous) {
     post = TRUE;
@@ -2057,6 +1831,18 @@ gst_whisperknot_due (GstWhisperKnot * self)
       (double) G_USEC_PER_SEC;
 }
 
+/* Worker: stops, and upstream gets ret from the chain function. */
+static void
+gst_whisperknot_pause_worker (GstWhisperKnot * self, GstFlowReturn ret)
+{
+  g_mutex_lock (&self->lock);
+  if (self->srcresult == GST_FLOW_OK)
+    self->srcresult = ret;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  gst_pad_pause_task (self->srcpad);
+}
+
 static void
 gst_whisperknot_loop (GstPad * srcpad)
 {
@@ -2127,24 +1913,14 @@ own_error:
      * too */
     self->own_error = FALSE;
     GST_DEBUG_OBJECT (self, "pausing after an error");
-    g_mutex_lock (&self->lock);
-    if (self->srcresult == GST_FLOW_OK)
-      self->srcresult = GST_FLOW_ERROR;
-    g_cond_broadcast (&self->cond);
-    g_mutex_unlock (&self->lock);
-    gst_pad_pause_task (self->srcpad);
+    gst_whisperknot_pause_worker (self, GST_FLOW_ERROR);
     return;
   }
 error:
   {
     /* downstream refused data */
     GST_DEBUG_OBJECT (self, "pausing: %s", gst_flow_get_name (ret));
-    g_mutex_lock (&self->lock);
-    if (self->srcresult == GST_FLOW_OK)
-      self->srcresult = ret;
-    g_cond_broadcast (&self->cond);
-    g_mutex_unlock (&self->lock);
-    gst_pad_pause_task (self->srcpad);
+    gst_whisperknot_pause_worker (self, ret);
     if (ret == GST_FLOW_NOT_LINKED || ret < GST_FLOW_EOS) {
       GST_ELEMENT_FLOW_ERROR (self, ret);
       gst_pad_push_event (self->srcpad, gst_event_new_eos ());
@@ -2252,36 +2028,26 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
        * have changed in READY) */
       if (!gst_whisperknot_start_load (self))
         return GST_STATE_CHANGE_FAILURE;
-      gst_whisperknot_join_load (self);
-      if (!self->model) {
-        gst_whisperknot_post_load_error (self);
+      if (!gst_whisperknot_join_load (self, TRUE))
         return GST_STATE_CHANGE_FAILURE;
-      }
       GST_OBJECT_LOCK (self);
-      self->max_observed_delay_ms = 0;
+      g_value_set_uint (&self->props[PROP_MAX_OBSERVED_DELAY], 0);
       GST_OBJECT_UNLOCK (self);
       /* with this run's language, translate, latency and threads */
       if (!gst_whisperknot_open_stream (self))
         return GST_STATE_CHANGE_FAILURE;
-      g_mutex_lock (&self->lock);
-      gst_whisperknot_clear_queue (self, FALSE);
-      g_mutex_unlock (&self->lock);
-      self->fed = 0;
-      self->base = GST_CLOCK_TIME_NONE;
-      self->out_pos = GST_CLOCK_TIME_NONE;
-      self->discont = TRUE;
-      self->line_open = FALSE;
+      gst_whisperknot_start_anew (self, FALSE);
       self->partial_pos = GST_CLOCK_TIME_NONE;
       self->partial_serial = 0;
       self->negotiated = FALSE;
       self->format = GST_AUDIO_FORMAT_F32LE;
       gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
       gst_segment_init (&self->out_segment, GST_FORMAT_UNDEFINED);
-      gst_whisperknot_forget_time (self);
       GST_OBJECT_LOCK (self);
       gst_audio_stream_align_set_alignment_threshold (self->align,
-          self->alignment_threshold);
-      gst_audio_stream_align_set_discont_wait (self->align, self->discont_wait);
+          PROP_GET (self, uint64, PROP_ALIGNMENT_THRESHOLD));
+      gst_audio_stream_align_set_discont_wait (self->align,
+          PROP_GET (self, uint64, PROP_DISCONT_WAIT));
       GST_OBJECT_UNLOCK (self);
       break;
     default:
@@ -2293,20 +2059,15 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
   switch (transition) {
     case GST_STATE_CHANGE_PAUSED_TO_READY:
       /* the pads are inactive: the worker has stopped */
-      g_mutex_lock (&self->lock);
       gst_whisperknot_clear_queue (self, FALSE);
-      g_mutex_unlock (&self->lock);
       if (self->stream) {
         wk_stream_free (self->stream);
         self->stream = NULL;
       }
       break;
     case GST_STATE_CHANGE_READY_TO_NULL:
-      gst_whisperknot_join_load (self);
-      if (self->model) {
-        wk_model_unref (self->model);
-        self->model = NULL;
-      }
+      gst_whisperknot_join_load (self, FALSE);
+      g_clear_pointer (&self->model, wk_model_unref);
       GST_OBJECT_LOCK (self);
       self->model_bytes = 0;
       GST_OBJECT_UNLOCK (self);

@@ -80,26 +80,9 @@ struct _GstWhisperKnot
   GstPad *sinkpad;
   GstPad *srcpad;
 
-  /* properties, protected by the object lock */
-  gchar *model_path;            /* NULL: wk_default_model_path () */
-  gchar *language;              /* "auto" or an ISO 639-1 code */
-  gchar *prompt;                /* initial prompt, NULL: none */
-  gboolean translate;
-  guint latency_ms;             /* 0: offline windows */
-  guint n_threads;              /* 0: engine default */
-  guint beam_size;              /* 0: engine default, 1: greedy */
-  guint max_observed_delay_ms;  /* read-only, from the engine's stats */
-  guint lateness_ms;            /* added to the reported latency */
-  gboolean use_vad;
-  gboolean word_times;          /* from the alignment heads */
-  gfloat vad_threshold;
-  guint vad_min_silence_ms;
-  gint audio_ctx;               /* wk_stream_params.audio_ctx */
-  GstWhisperKnotOutput output;
-  GstWhisperKnotCommit commit;
-  gboolean text_lines;          /* text as lines for a terminal or file */
-  GstClockTime alignment_threshold;     /* jitter ignored */
-  GstClockTime discont_wait;    /* audio that confirms a discontinuity */
+  /* the value of each property (PROP_* in the .c file), under the object
+   * lock */
+  GValue *props;
   /* statistics (the stats property), also under the object lock */
   wk_stream_stats stats;        /* the stream's, as of the last feed */
   guint64 model_bytes;          /* mapped bytes of the model file, 0 with
@@ -109,19 +92,16 @@ struct _GstWhisperKnot
   GstPad *partial_srcpad;       /* the requested partial_src, or NULL */
   gboolean partial_requested;   /* a request_new_pad is making it */
 
-  /* Everything below "lock" is shared by the streaming thread, the worker
-   * (the src pad task) and the model-loading thread; "cond" is broadcast
-   * on every change of the queue. */
+  /* Everything below "lock" is shared by the streaming thread and the
+   * worker (the src pad task); "cond" is broadcast on every change of the
+   * queue. */
   GMutex lock;
   GCond cond;
 
-  /* the model */
-  GThread *load_thread;         /* started at NULL_TO_READY */
+  /* the model, changed in state changes only */
+  wk_model_loader *loader;      /* started at NULL_TO_READY */
   wk_model *model;              /* NULL when none or the load failed */
   gchar *loaded_path;           /* path of model (or of the failed load) */
-  wk_status load_status;
-  gchar *load_error;            /* the engine's message when it failed */
-  gboolean load_error_posted;
 
   /* the bounded queue: audio in a ring, serialized events and resets as
    * markers at sample positions of the ring */

@@ -21,6 +21,7 @@
 #include "model.h"
 #include "scheduler.h"
 #include "wk-err.h"
+#include "wk-time.h"
 
 /* ---- status and paths -------------------------------------------------- */
 
@@ -1086,6 +1087,118 @@ wk_model_load (const char *path, const wk_model_params * params,
   st = wk_registry_load (&model_kind, path, &obj, err, err_size);
   if (st == WK_OK)
     *out = (wk_model *) obj;
+  return st;
+}
+
+struct wk_model_loader
+{
+  pthread_t thread;
+  bool threaded;
+  char *path;
+  wk_model_params params;
+  wk_model_loaded_fn done;
+  void *user_data;
+  /* the load's results, written by its thread before it ends */
+  wk_model *model;
+  wk_status status;
+  double seconds;
+  char err[512];
+};
+
+static void *
+loader_run (void *data)
+{
+  wk_model_loader *l = data;
+  double t0 = wk_now_s ();
+
+  l->status = wk_model_load (l->path, &l->params, &l->model, l->err,
+      sizeof l->err);
+  l->seconds = wk_now_s () - t0;
+  if (l->done)
+    l->done (l->model, l->status, l->seconds, l->user_data);
+  return NULL;
+}
+
+wk_status
+wk_model_load_start (const char *path, const wk_model_params * params,
+    wk_model_loaded_fn done, void *user_data, wk_model_loader ** out,
+    char *err, size_t err_size)
+{
+  struct stat sb;
+  wk_model_loader *l;
+
+  if (err && err_size)
+    err[0] = '\0';
+  if (!out) {
+    wk_set_err (err, err_size, "model: no output pointer");
+    return WK_ERR_ARG;
+  }
+  *out = NULL;
+  if (!path || !path[0]) {
+    wk_set_err (err, err_size, "model: no model path given");
+    return WK_ERR_ARG;
+  }
+  if (stat (path, &sb) != 0) {
+    wk_set_err (err, err_size, "%s", errno == ENOENT ?
+        "the file does not exist" : strerror (errno));
+    return WK_ERR_IO;
+  }
+  /* only a regular file can be mapped (and a FIFO must not block) */
+  if (!S_ISREG (sb.st_mode)) {
+    wk_set_err (err, err_size, "not a regular file (a FIFO, directory or "
+        "device cannot be a model)");
+    return WK_ERR_IO;
+  }
+  if (access (path, R_OK) != 0) {
+    wk_set_err (err, err_size, "%s", strerror (errno));
+    return WK_ERR_IO;
+  }
+  l = calloc (1, sizeof *l);
+  if (!l || !(l->path = strdup (path))) {
+    free (l);
+    wk_set_err (err, err_size, "model: out of memory");
+    return WK_ERR_NOMEM;
+  }
+  l->params = params ? *params : wk_model_default_params ();
+  l->done = done;
+  l->user_data = user_data;
+  l->threaded = pthread_create (&l->thread, NULL, loader_run, l) == 0;
+  if (!l->threaded)
+    loader_run (l);             /* no threads (the WebAssembly build) */
+  *out = l;
+  return WK_OK;
+}
+
+wk_status
+wk_model_load_finish (wk_model_loader * loader, wk_model ** model,
+    double *seconds, char *err, size_t err_size)
+{
+  wk_status st;
+
+  if (err && err_size)
+    err[0] = '\0';
+  if (model)
+    *model = NULL;
+  if (seconds)
+    *seconds = 0.0;
+  if (!loader) {
+    wk_set_err (err, err_size, "model: no loader");
+    return WK_ERR_ARG;
+  }
+  if (loader->threaded)
+    pthread_join (loader->thread, NULL);
+  st = loader->status;
+  if (model)
+    *model = loader->model;
+  else
+    wk_model_unref (loader->model);
+  if (seconds)
+    *seconds = loader->seconds;
+  if (st != WK_OK)
+    wk_set_err (err, err_size, "%s", loader->err[0] ? loader->err :
+        wk_status_str (st));
+  free (loader->path);
+  free (loader);
   return st;
 }
 

@@ -997,3 +997,49 @@ wk_stream_get_stats (const wk_stream * s, wk_stream_stats * stats)
   stats->state_bytes = wk_ctx_state_bytes (s->ctx) + s->own_bytes + sizeof *s;
   wk_live_get_stats (s->live, stats);
 }
+
+size_t
+wk_stream_stats_list (const wk_stream_stats * st, wk_stat * out, size_t max)
+{
+  double busy = st->mel_seconds + st->encoder_seconds + st->decoder_seconds +
+      st->vad_seconds;
+#define SEC(name, v) { name, false, v }
+#define NUM(name, v) { name, true, (double) (v) }
+  const wk_stat list[] = {
+    SEC ("audio-seconds", st->audio_seconds),
+    SEC ("mel-seconds", st->mel_seconds),
+    SEC ("encoder-seconds", st->encoder_seconds),
+    SEC ("decoder-seconds", st->decoder_seconds),
+    SEC ("vad-seconds", st->vad_seconds),
+    SEC ("speech-seconds", st->speech_seconds),
+    SEC ("real-time-factor",
+        st->audio_seconds > 0 ? busy / st->audio_seconds : 0.0),
+    SEC ("max-delay", st->max_delay_seconds),
+    SEC ("last-delay", st->last_delay_seconds),
+    SEC ("step-seconds", st->step_seconds),
+    NUM ("runs", st->n_runs),
+    NUM ("windows", st->n_windows),
+    NUM ("tokens", st->n_tokens),
+    NUM ("words", st->n_committed),
+    NUM ("utterances", st->n_utterances),
+    NUM ("state-bytes", st->state_bytes),
+    NUM ("deadline-commits", st->n_deadline_commits),
+    NUM ("late-words", st->n_late),
+    SEC ("max-lateness", st->max_late_seconds),
+    SEC ("run-estimate", st->run_estimate_seconds),
+    NUM ("clipped-samples", st->n_clipped),
+    NUM ("zeroed-samples", st->n_zeroed),
+    SEC ("last-run-seconds", st->last_run_seconds),
+    SEC ("max-run-seconds", st->max_run_seconds),
+    SEC ("align-seconds", st->align_seconds),
+    NUM ("aligned-windows", st->n_aligned),
+    NUM ("shared-steps", st->n_shared_steps),
+  };
+#undef SEC
+#undef NUM
+  size_t n = sizeof list / sizeof list[0];
+
+  if (out && max > 0)
+    memcpy (out, list, (max < n ? max : n) * sizeof *out);
+  return n;
+}

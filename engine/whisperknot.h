@@ -134,6 +134,33 @@ WK_API wk_status wk_model_load (const char *path,
     const wk_model_params * params, wk_model ** out, char *err,
     size_t err_size);
 
+/* A load of a knot file on a thread of its own, for a caller that must
+ * not wait for it (a GStreamer element while it goes to READY, a user
+ * interface): wk_model_load_start checks at once what needs no reading
+ * (the file exists, is a regular file rather than a FIFO, directory or
+ * device, and is readable; otherwise WK_ERR_IO with the reason in err
+ * and *out NULL), then starts wk_model_load on a thread (where no thread
+ * can be started, as in the single-threaded WebAssembly build, it loads
+ * before returning). wk_model_load_finish waits for the load to end,
+ * frees the loader and returns wk_model_load's status and message, the
+ * model in *model (NULL on failure; with model NULL it is released) and
+ * in *seconds (if not NULL) the wall time the load took. Every started
+ * load must be finished once; a loader is used by one thread at a
+ * time. done, if not NULL, is called with user_data on the loading
+ * thread as soon as the load ends (before wk_model_load_finish returns),
+ * with the model (NULL on failure; valid during the call only: the
+ * reference is wk_model_load_finish's), the status and the seconds, so
+ * that a caller can show the model as loaded without waiting for it. */
+typedef struct wk_model_loader wk_model_loader;
+typedef void (*wk_model_loaded_fn) (const wk_model * model, wk_status status,
+    double seconds, void *user_data);
+
+WK_API wk_status wk_model_load_start (const char *path,
+    const wk_model_params * params, wk_model_loaded_fn done,
+    void *user_data, wk_model_loader ** out, char *err, size_t err_size);
+WK_API wk_status wk_model_load_finish (wk_model_loader * loader,
+    wk_model ** model, double *seconds, char *err, size_t err_size);
+
 WK_API wk_model *wk_model_ref (wk_model * model);
 WK_API void wk_model_unref (wk_model * model);
 
@@ -547,6 +574,26 @@ typedef struct
 
 WK_API void wk_stream_get_stats (const wk_stream * stream,
     wk_stream_stats * stats);
+
+/* One number of wk_stream_stats under a stable name (lowercase words
+ * joined by '-', such as "encoder-seconds"), for a caller that lists
+ * them all (a GStreamer structure, JSON, a log line) without naming each
+ * field. */
+typedef struct
+{
+  const char *name;             /* static */
+  bool is_count;                /* a count or bytes (value is an integer);
+                                 * else seconds or a ratio */
+  double value;
+} wk_stat;
+
+/* The numbers of stats, one wk_stat each, in a fixed order, with
+ * "real-time-factor" (the time in mel, encoder, decoder and voice
+ * detector over the audio's time, 0 without audio) among them. Writes at
+ * most max of them to out (which may be NULL with max 0) and returns how
+ * many there are. */
+WK_API size_t wk_stream_stats_list (const wk_stream_stats * stats,
+    wk_stat * out, size_t max);
 
 
 /* ---- voice activity detection ---------------------------------------- */

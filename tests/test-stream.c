@@ -1472,6 +1472,162 @@ test_misc_api (void)
   CHECK (wk_stream_take (NULL, NULL) == 0);
 }
 
+typedef struct
+{
+  int calls;
+  const wk_model *model;
+  wk_status status;
+  double seconds;
+} loaded_seen;
+
+static void
+on_loaded (const wk_model * model, wk_status status, double seconds,
+    void *user_data)
+{
+  loaded_seen *seen = user_data;
+
+  seen->calls++;
+  seen->model = model;
+  seen->status = status;
+  seen->seconds = seconds;
+}
+
+/* wk_model_load_start/_finish: what needs no reading fails at once with
+ * WK_ERR_IO (a FIFO without blocking); a good file gives the model
+ * wk_model_load shares; a bad one fails at finish with the loader's
+ * message. */
+static void
+test_model_loader (void)
+{
+  char path[600], err[256];
+  wk_model_loader *l = (wk_model_loader *) 1;
+  wk_model *m = NULL, *shared = NULL;
+  double seconds = -1.0;
+  loaded_seen seen = { 0 };
+
+  snprintf (path, sizeof path, "%s/does-not-exist.knot", tmpdir);
+  CHECK (wk_model_load_start (path, NULL, NULL, NULL, &l, err,
+          sizeof err) == WK_ERR_IO);
+  CHECK (l == NULL && strstr (err, "does not exist") != NULL);
+  CHECK (wk_model_load_start (tmpdir, NULL, NULL, NULL, &l, err, sizeof err)
+      == WK_ERR_IO);
+  CHECK_MSG (l == NULL && strstr (err, "not a regular file") != NULL, "%s",
+      err);
+  snprintf (path, sizeof path, "%s/fifo.knot", tmpdir);
+  CHECK (mkfifo (path, 0600) == 0);
+  CHECK (wk_model_load_start (path, NULL, NULL, NULL, &l, err,
+          sizeof err) == WK_ERR_IO);
+  CHECK (l == NULL && strstr (err, "not a regular file") != NULL);
+  unlink (path);
+  CHECK (wk_model_load_start ("", NULL, NULL, NULL, &l, err,
+          sizeof err) == WK_ERR_ARG);
+  CHECK (wk_model_load_start (small_knot, NULL, NULL, NULL, NULL, err,
+          sizeof err)
+      == WK_ERR_ARG);
+  CHECK (wk_model_load_finish (NULL, &m, NULL, err, sizeof err)
+      == WK_ERR_ARG && m == NULL);
+
+  CHECK (wk_model_load (small_knot, NULL, &shared, NULL, 0) == WK_OK);
+  CHECK (wk_model_load_start (small_knot, NULL, on_loaded, &seen, &l, err,
+          sizeof err) == WK_OK && l != NULL);
+  CHECK (wk_model_load_finish (l, &m, &seconds, err, sizeof err) == WK_OK);
+  CHECK (m != NULL && m == shared && seconds >= 0.0 && err[0] == '\0');
+  /* the callback ran once, before finish returned, with what it gave */
+  CHECK (seen.calls == 1 && seen.model == m && seen.status == WK_OK
+      && seen.seconds == seconds);
+  wk_model_unref (m);
+  /* finished without taking the model: the loader releases it */
+  CHECK (wk_model_load_start (small_knot, NULL, NULL, NULL, &l, NULL, 0)
+      == WK_OK);
+  CHECK (wk_model_load_finish (l, NULL, NULL, NULL, 0) == WK_OK);
+  wk_model_unref (shared);
+
+  /* a whisper.cpp .bin exists and is readable: it fails in the thread */
+  memset (&seen, 0, sizeof seen);
+  CHECK (wk_model_load_start (small_bin, NULL, on_loaded, &seen, &l, err,
+          sizeof err) == WK_OK);
+  m = (wk_model *) 1;
+  CHECK (wk_model_load_finish (l, &m, &seconds, err, sizeof err) != WK_OK);
+  CHECK_MSG (m == NULL && err[0] != '\0', "%s", err);
+  CHECK (seen.calls == 1 && seen.model == NULL && seen.status != WK_OK);
+}
+
+/* wk_stream_stats_list: every field of wk_stream_stats once, under a
+ * unique name, with its value and kind; the real-time factor computed;
+ * a short out array gets a prefix. */
+static void
+test_stats_list (void)
+{
+  wk_stream_stats st;
+  wk_stat list[64], few[3];
+  size_t n, i, j;
+  double seen = 0.0;
+
+  memset (&st, 0, sizeof st);
+  /* distinct values: 1, 2, 4 ... so the sum says which fields appear */
+  st.audio_seconds = 2.0;       /* the ratio's denominator: 2^1 */
+  st.mel_seconds = 4.0;
+  st.encoder_seconds = 8.0;
+  st.decoder_seconds = 16.0;
+  st.n_windows = 32;
+  st.n_tokens = 64;
+  st.state_bytes = 128;
+  st.n_runs = 256;
+  st.vad_seconds = 512.0;
+  st.speech_seconds = 1024.0;
+  st.step_seconds = 2048.0;
+  st.last_run_seconds = 4096.0;
+  st.max_run_seconds = 8192.0;
+  st.last_delay_seconds = 16384.0;
+  st.max_delay_seconds = 32768.0;
+  st.n_committed = 65536;
+  st.n_utterances = 131072;
+  st.n_clipped = 262144;
+  st.n_zeroed = 524288;
+  st.n_deadline_commits = 1048576;
+  st.n_late = 2097152;
+  st.max_late_seconds = 4194304.0;
+  st.run_estimate_seconds = 8388608.0;
+  st.align_seconds = 16777216.0;
+  st.n_aligned = 33554432;
+  st.n_shared_steps = 67108864;
+
+  n = wk_stream_stats_list (&st, list, 64);
+  CHECK (n == 27);
+  CHECK (wk_stream_stats_list (&st, NULL, 0) == n);
+  for (i = 0; i < n && i < 64; i++) {
+    for (j = 0; j < i; j++)
+      CHECK_MSG (strcmp (list[i].name, list[j].name) != 0, "%s twice",
+          list[i].name);
+    if (strcmp (list[i].name, "real-time-factor") == 0) {
+      CHECK_NEAR (list[i].value, (4.0 + 8 + 16 + 512) / 2.0, 1e-9);
+      CHECK (!list[i].is_count);
+      continue;
+    }
+    seen += list[i].value;
+    /* counts are the powers of two from 32 that are integers above */
+    CHECK_MSG (list[i].is_count == (strstr (list[i].name, "seconds") == NULL
+            && strstr (list[i].name, "delay") == NULL
+            && strstr (list[i].name, "lateness") == NULL
+            && strstr (list[i].name, "estimate") == NULL), "%s", list[i].name);
+  }
+  /* every field exactly once: 2 + 4 + ... + 2^26 */
+  CHECK_NEAR (seen, 134217726.0, 0.5);
+  CHECK (strcmp (list[0].name, "audio-seconds") == 0 && list[0].value == 2.0);
+  for (i = 0; i < n; i++)
+    if (strcmp (list[i].name, "words") == 0)
+      CHECK (list[i].is_count && list[i].value == 65536.0);
+
+  memset (few, 0, sizeof few);
+  CHECK (wk_stream_stats_list (&st, few, 2) == n);
+  CHECK (strcmp (few[1].name, list[1].name) == 0 && few[2].name == NULL);
+
+  memset (&st, 0, sizeof st);
+  wk_stream_stats_list (&st, list, 64);
+  for (i = 0; i < n; i++)
+    CHECK (list[i].value == 0.0);
+}
+
 int
 main (void)
 {
@@ -1498,6 +1654,8 @@ main (void)
   }
 
   RUN (test_misc_api);
+  RUN (test_stats_list);
+  RUN (test_model_loader);
   RUN (test_model_sharing);
   RUN (test_concurrent_load);
   RUN (test_bad_models);
