@@ -62,7 +62,7 @@ ukernel (int kc, const float *const *a, int64_t sa, const float *b,
 
 /* Stores a tile of mr x nr sums c (two vectors a row) at Y (row stride
  * ldy), columns starting at output j, through the epilogue. */
-static inline void
+static inline WK_ALWAYS_INLINE void
 store_tile (const VF * c, int mr, int nr, float *Y, int64_t ldy, int64_t j,
     int first, int last, const wk_gemm_epi * epi)
 {
