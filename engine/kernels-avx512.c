@@ -590,15 +590,6 @@ qkernel_6x32 (int nbk, const int8_t * const *q, const float *const *d,
     c[r] = acc[r];
 }
 
-/* The quantized rows of X (wk_kernel_set.linear_q's q, d, c). */
-typedef struct
-{
-  const int8_t *q;
-  const float *d;
-  const int32_t *c;
-  int64_t k;
-} qrows;
-
 /* The weights as wk_gemm_blocked's operand b. */
 typedef struct
 {
@@ -621,19 +612,12 @@ q_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
     const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
     int last, const wk_gemm_epi * epi)
 {
-  const qrows *x = a;
-  const int64_t nb = x->k / WK_QK;
   const int8_t *qr[QMR];
   const float *dr[QMR];
   const int32_t *cr[QMR];
   __m512 t[12];
-  int r;
 
-  for (r = 0; r < QMR; r++) {
-    qr[r] = x->q + rows[r] * x->k + l0;
-    dr[r] = x->d + rows[r] * nb + l0 / WK_QK;
-    cr[r] = x->c + rows[r] * nb + l0 / WK_QK;
-  }
+  wk_gemm_qrows_at (a, rows, QMR, l0, qr, dr, cr);
   qkernel_6x32 (kc / WK_QK, qr, dr, cr, panel, t);
   store_tile (t, mr, nr, Y, ldy, j, first, last, epi);
 }
@@ -648,7 +632,7 @@ avx512_linear_q (const wk_tensor * W, const float *bias, const int8_t * q,
     int64_t j0, int64_t j1, unsigned flags)
 {
   qpanel bp[QNC / QNR] __attribute__((aligned (64)));
-  const qrows x = { q, d, c, W->ne[0] };
+  const wk_gemm_qrows x = { q, d, c, W->ne[0] };
   const qweights w = { W, wk_type_row_bytes (W->type, W->ne[0]) };
   const wk_gemm_epi epi = { bias, flags, 1.0f };
 

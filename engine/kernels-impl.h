@@ -125,6 +125,31 @@ void wk_gemm_blocked (const wk_gemm_ukernel * uk, const void *a,
     const void *b, int64_t n, float *Y, int64_t ldy, int64_t j0, int64_t j1,
     int64_t k, const wk_gemm_epi * epi, void *panels);
 
+/* The quantized rows of X (wk_kernel_set.linear_q's q, d, c; depth k) as
+ * wk_gemm_blocked's operand a for the integer tiles. */
+typedef struct
+{
+  const int8_t *q;
+  const float *d;
+  const int32_t *c;
+  int64_t k;
+} wk_gemm_qrows;
+
+/* A tile's row pointers into x: rows rows[0 .. mr-1] at depth l0. */
+static inline void
+wk_gemm_qrows_at (const wk_gemm_qrows * x, const int64_t * rows, int mr,
+    int64_t l0, const int8_t ** q, const float **d, const int32_t ** c)
+{
+  const int64_t nb = x->k / WK_QK;
+  int r;
+
+  for (r = 0; r < mr; r++) {
+    q[r] = x->q + rows[r] * x->k + l0;
+    d[r] = x->d + rows[r] * nb + l0 / WK_QK;
+    c[r] = x->c + rows[r] * nb + l0 / WK_QK;
+  }
+}
+
 extern const wk_kernel_set wk_kernels_ref;
 #ifdef WK_HAVE_AVX2_KERNELS
 extern const wk_kernel_set wk_kernels_avx2;
