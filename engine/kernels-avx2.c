@@ -985,6 +985,209 @@ gemv_f16_tiles (const wk_tensor * W, const float *bias, const float *X,
     gemv (W, bias, X, 1, ldx, Y, ldy, jt, j1, flags);
 }
 
+/* ---- encoder products with maddubs: quantized rows of X ----
+ *
+ * wk_linear_work's integer products without VNNI, driven by
+ * wk_gemm_blocked like the AVX-512 VNNI ones (kernels-avx512.c's
+ * qkernel_6x32): weight panels of 16 outputs packed once per depth block
+ * as bytes in groups of 4 depths per output (one 32-byte load is 8
+ * outputs x 4 depths), against 4 bytes of a quantized row of X broadcast.
+ * maddubs multiplies unsigned by signed bytes and adds pairs into int16
+ * with saturation, so:
+ * - q4_0: the nibbles (0 .. 15) are the unsigned operand; a pair is at
+ *   most 2 * 15 * 127 = 3810, so the 8 groups of a block add up in int16
+ *   (at most 30480) before one madd widens them; the sum starts at the
+ *   row's offset c (-8 times the block's sum of q_x).
+ * - q8_0: |q_w| (0 .. 128) is the unsigned operand and q_x with q_w's sign
+ *   the signed one (|q_x| <= 127 negates safely); a pair is at most
+ *   2 * 128 * 127 = 32512, each widened by madd at once.
+ * Both block sums are sum q_w q_x exactly, and each block adds
+ * (sum * d_w) * d_x to an f32 sum as the VNNI kernels do, so the result
+ * has their bits (up to the epilogue's GELU). */
+
+#define QMR 4                   /* rows of X per tile */
+#define QNR 16                  /* outputs per panel */
+#define QNC 64                  /* outputs per packed block */
+#define QKC 1024                /* depth per packed block (32 blocks) */
+
+typedef struct
+{
+  int8_t w[QKC / 4][QNR][4];    /* [depth / 4][output][depth % 4] */
+  float d[QKC / WK_QK][QNR];    /* d_w per block and output */
+} qpanel;
+
+/* wk_gemm_ukernel.pack: operand b is the weight tensor. */
+static void
+q_pack (const void *b, int64_t j, int nr, int64_t l0, int kc, void *panel)
+{
+  const wk_tensor *W = b;
+  const size_t rb = wk_type_row_bytes (W->type, W->ne[0]);
+  const int nbk = kc / WK_QK;
+  qpanel *p = panel;
+  int jj, bk, g;
+
+  for (jj = 0; jj < QNR; jj++) {
+    const unsigned char *row;
+    if (jj >= nr) {
+      for (bk = 0; bk < nbk; bk++) {
+        for (g = 0; g < WK_QK / 4; g++)
+          memset (p->w[bk * (WK_QK / 4) + g][jj], 0, 4);
+        p->d[bk][jj] = 0.0f;
+      }
+      continue;
+    }
+    row = (const unsigned char *) W->data + (size_t) (j + jj) * rb;
+    for (bk = 0; bk < nbk; bk++) {
+      const int64_t blk = l0 / WK_QK + bk;
+      int8_t *w = &p->w[bk * (WK_QK / 4)][jj][0];
+      if (W->type == WK_TYPE_Q8_0) {
+        const wk_block_q8_0 *qb = (const wk_block_q8_0 *) row + blk;
+        for (g = 0; g < WK_QK / 4; g++)
+          memcpy (w + g * QNR * 4, qb->qs + 4 * g, 4);
+        p->d[bk][jj] = f16 (qb->d);
+      } else {
+        const wk_block_q4_0 *qb = (const wk_block_q4_0 *) row + blk;
+        int u;
+        for (g = 0; g < WK_QK / 8; g++)
+          for (u = 0; u < 4; u++) {
+            w[g * QNR * 4 + u] = (int8_t) (qb->qs[4 * g + u] & 0x0f);
+            w[(g + WK_QK / 8) * QNR * 4 + u] =
+                (int8_t) (qb->qs[4 * g + u] >> 4);
+          }
+        p->d[bk][jj] = f16 (qb->d);
+      }
+    }
+  }
+}
+
+/* acc[2r + h] += per block (sum q_w q_x * d_w) * d_x, rows r < QMR
+ * against the panel's outputs 8h .. 8h+7. */
+static inline WK_ALWAYS_INLINE void
+qkernel_4x16 (const int q8, int nbk, const int8_t * const *q,
+    const float *const *d, const int32_t * const *cx, const qpanel * p,
+    __m256 acc[2 * QMR])
+{
+  const __m256i ones = _mm256_set1_epi16 (1);
+  int b, g, r;
+
+  for (b = 0; b < nbk; b++) {
+    /* s: int32 block sums; t: q4_0's int16 ones */
+    __m256i s[2 * QMR], t[2 * QMR];
+    __m256 d0, d1;
+#pragma GCC unroll 8
+    for (r = 0; r < 2 * QMR; r++)
+      s[r] = t[r] = _mm256_setzero_si256 ();
+#pragma GCC unroll 8
+    for (g = 0; g < WK_QK / 4; g++) {
+      const __m256i w0 = _mm256_load_si256 ((const __m256i *)
+          p->w[b * (WK_QK / 4) + g][0]);
+      const __m256i w1 = _mm256_load_si256 ((const __m256i *)
+          p->w[b * (WK_QK / 4) + g][8]);
+      /* the unsigned operands */
+      const __m256i u0 = q8 ? _mm256_abs_epi8 (w0) : w0;
+      const __m256i u1 = q8 ? _mm256_abs_epi8 (w1) : w1;
+#pragma GCC unroll 4
+      for (r = 0; r < QMR; r++) {
+        int32_t x4;
+        __m256i xv;
+        memcpy (&x4, q[r] + b * WK_QK + g * 4, 4);
+        xv = _mm256_set1_epi32 (x4);
+        if (q8) {
+          s[2 * r] = _mm256_add_epi32 (s[2 * r],
+              _mm256_madd_epi16 (_mm256_maddubs_epi16 (u0,
+                      _mm256_sign_epi8 (xv, w0)), ones));
+          s[2 * r + 1] = _mm256_add_epi32 (s[2 * r + 1],
+              _mm256_madd_epi16 (_mm256_maddubs_epi16 (u1,
+                      _mm256_sign_epi8 (xv, w1)), ones));
+        } else {
+          t[2 * r] = _mm256_add_epi16 (t[2 * r], _mm256_maddubs_epi16 (u0, xv));
+          t[2 * r + 1] = _mm256_add_epi16 (t[2 * r + 1],
+              _mm256_maddubs_epi16 (u1, xv));
+        }
+      }
+    }
+    if (!q8) {
+#pragma GCC unroll 4
+      for (r = 0; r < QMR; r++) {
+        const __m256i c0 = _mm256_set1_epi32 (cx[r][b]);
+        s[2 * r] = _mm256_add_epi32 (c0, _mm256_madd_epi16 (t[2 * r], ones));
+        s[2 * r + 1] = _mm256_add_epi32 (c0, _mm256_madd_epi16 (t[2 * r + 1],
+                ones));
+      }
+    }
+    d0 = _mm256_load_ps (p->d[b]);
+    d1 = _mm256_load_ps (p->d[b] + 8);
+#pragma GCC unroll 4
+    for (r = 0; r < QMR; r++) {
+      const __m256 dx = _mm256_set1_ps (d[r][b]);
+      acc[2 * r] = _mm256_fmadd_ps (_mm256_mul_ps (_mm256_cvtepi32_ps (s[2 *
+                      r]), d0), dx, acc[2 * r]);
+      acc[2 * r + 1] = _mm256_fmadd_ps (_mm256_mul_ps (_mm256_cvtepi32_ps (s[2
+                      * r + 1]), d1), dx, acc[2 * r + 1]);
+    }
+  }
+}
+
+/* wk_gemm_ukernel.tile */
+static void
+q_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
+    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
+    int last, const wk_gemm_epi * epi, int q8)
+{
+  const int8_t *qr[QMR];
+  const float *dr[QMR];
+  const int32_t *cr[QMR];
+  __m256 t[2 * QMR];
+  int r;
+
+  wk_gemm_qrows_at (a, rows, QMR, l0, qr, dr, cr);
+  for (r = 0; r < 2 * QMR; r++)
+    t[r] = _mm256_setzero_ps ();
+  if (q8)
+    qkernel_4x16 (1, kc / WK_QK, qr, dr, cr, panel, t);
+  else
+    qkernel_4x16 (0, kc / WK_QK, qr, dr, cr, panel, t);
+  store_tile (t, mr, nr, Y, ldy, j, first, last, epi);
+}
+
+static void
+q8_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
+    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
+    int last, const wk_gemm_epi * epi)
+{
+  q_tile (a, rows, mr, l0, kc, panel, nr, Y, ldy, j, first, last, epi, 1);
+}
+
+static void
+q4_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
+    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
+    int last, const wk_gemm_epi * epi)
+{
+  q_tile (a, rows, mr, l0, kc, panel, nr, Y, ldy, j, first, last, epi, 0);
+}
+
+static const wk_gemm_ukernel q8_panels = {
+  QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q8_tile
+};
+
+static const wk_gemm_ukernel q4_panels = {
+  QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q4_tile
+};
+
+/* wk_kernel_set.linear_q */
+static void
+avx2_linear_q (const wk_tensor * W, const float *bias, const int8_t * q,
+    const float *d, const int32_t * c, int64_t n, float *Y, int64_t ldy,
+    int64_t j0, int64_t j1, unsigned flags)
+{
+  qpanel bp[QNC / QNR] __attribute__((aligned (32)));
+  const wk_gemm_qrows x = { q, d, c, W->ne[0] };
+  const wk_gemm_epi epi = { bias, flags, 1.0f };
+
+  wk_gemm_blocked (W->type == WK_TYPE_Q8_0 ? &q8_panels : &q4_panels, &x, W,
+      n, Y, ldy, j0, j1, W->ne[0], &epi, bp);
+}
+
 static void
 linear_any (const wk_tensor * W, const float *bias, const float *X,
     int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
@@ -1326,6 +1529,8 @@ const wk_kernel_set wk_kernels_avx2 = {
   .f32_to_f16 = avx2_f32_to_f16,
   .layer_norm_row = avx2_layer_norm_row,
   .quantize_act = quantize_act,
+  .linear_q = avx2_linear_q,
+  .linear_q_min_rows = WK_LINEAR_GEMM_ROWS,
   .gelu = avx2_gelu,
   .softmax = avx2_softmax,
   .add = avx2_add,
@@ -1342,6 +1547,8 @@ const wk_kernel_set wk_kernels_avx2vnni = {
   .f32_to_f16 = avx2_f32_to_f16,
   .layer_norm_row = avx2_layer_norm_row,
   .quantize_act = quantize_act,
+  .linear_q = avx2_linear_q,
+  .linear_q_min_rows = WK_LINEAR_GEMM_ROWS,
   .gelu = avx2_gelu,
   .softmax = avx2_softmax,
   .add = avx2_add,
