@@ -2,10 +2,11 @@
  * after a run-time CPU check). Held to kernels-ref.c by
  * tests/test-kernels.c.
  *
- * Products with many rows of X are blocked GEMMs: a panel of 16 weight rows
- * by up to KC depth is converted once to f32 ([depth][16], on the stack)
- * and a 6x16 register-blocked FMA micro-kernel runs over every 6-row stripe
- * of X. Products with few rows (the decoder) stream each weight row once,
+ * Products with many rows of X are blocked GEMMs (wk_gemm_blocked over
+ * kernels-simd.h's f32 panels): a panel of 16 weight rows by up to KC
+ * depth is converted once to f32 ([depth][16], on the stack) and a 6x16
+ * register-blocked FMA micro-kernel runs over every 6-row stripe of X.
+ * Products with few rows (the decoder) stream each weight row once,
  * dequantizing blocks in registers. */
 #include "kernels-impl.h"
 
@@ -210,205 +211,40 @@ row_seg_to_f32 (wk_type type, const unsigned char *row, int64_t l0,
   }
 }
 
-/* ---- blocked GEMM core ---- */
+/* ---- the shared f32 micro-kernels (kernels-simd.h) over 8 lanes ---- */
 
-/* Where the right-hand operand's columns (outputs) come from. */
-typedef struct
-{
-  int kind;                     /* 0 weight rows, 1 f32 rows, 2 f32 columns */
-  wk_type type;
-  const unsigned char *data;    /* kind 0 */
-  size_t row_bytes;
-  const float *B;               /* kind 1: B[j*ldb + l]; 2: B[l*ldb + j] */
-  int64_t ldb;
-} gemm_src;
+#define SIMD_ALIGN 32
+#define VL 8
+#define VF __m256
+#define VMASK __m256i
+#define v_zero() _mm256_setzero_ps ()
+#define v_set1(x) _mm256_set1_ps (x)
+#define v_iota() _mm256_setr_ps (0, 1, 2, 3, 4, 5, 6, 7)
+#define v_load(p) _mm256_load_ps (p)
+#define v_store(p, v) _mm256_store_ps ((p), (v))
+#define v_mask(n) lane_mask ((n) < 0 ? 0 : (n) > 8 ? 8 : (n))
+#define v_load_part(p, m, full) \
+  ((full) ? _mm256_loadu_ps (p) : _mm256_maskload_ps ((p), (m)))
+#define v_store_part(p, m, full, v) \
+  do { \
+    if (full) \
+      _mm256_storeu_ps ((p), (v)); \
+    else \
+      _mm256_maskstore_ps ((p), (m), (v)); \
+  } while (0)
+#define v_add(a, b) _mm256_add_ps ((a), (b))
+#define v_sub(a, b) _mm256_sub_ps ((a), (b))
+#define v_mul(a, b) _mm256_mul_ps ((a), (b))
+#define v_max(a, b) _mm256_max_ps ((a), (b))
+#define v_fma(a, b, c) _mm256_fmadd_ps ((a), (b), (c))
+#define v_exp(x) exp256 (x)
+#define v_gelu(x) gelu256 (x)
+#define v_sel_lt(a, b, s, x) \
+  _mm256_blendv_ps ((s), (x), _mm256_cmp_ps ((a), (b), _CMP_LT_OQ))
+#define v_sel_eq(a, b, s, x) \
+  _mm256_blendv_ps ((s), (x), _mm256_cmp_ps ((a), (b), _CMP_EQ_OQ))
 
-typedef struct
-{
-  const float *bias;            /* added on the last depth block */
-  unsigned flags;               /* WK_LINEAR_GELU / WK_LINEAR_ADD */
-  float alpha;
-} gemm_epi;
-
-/* Packs outputs j .. j+nr-1 (nr <= NR, the rest zero) at depth l0 ..
- * l0+kc-1 into bp[kk * NR + jj]. */
-static void
-pack_panel (const gemm_src * s, int64_t j, int nr, int64_t l0, int kc,
-    float *bp)
-{
-  float tmp[KC];
-  int jj, kk;
-
-  if (s->kind == 2) {
-    for (kk = 0; kk < kc; kk++) {
-      const float *src = s->B + (l0 + kk) * s->ldb + j;
-      float *dst = bp + kk * NR;
-      if (nr == NR) {
-        _mm256_storeu_ps (dst, _mm256_loadu_ps (src));
-        _mm256_storeu_ps (dst + 8, _mm256_loadu_ps (src + 8));
-      } else {
-        for (jj = 0; jj < nr; jj++)
-          dst[jj] = src[jj];
-        for (; jj < NR; jj++)
-          dst[jj] = 0.0f;
-      }
-    }
-    return;
-  }
-  for (jj = 0; jj < NR; jj++) {
-    const float *src;
-    if (jj >= nr) {
-      for (kk = 0; kk < kc; kk++)
-        bp[kk * NR + jj] = 0.0f;
-      continue;
-    }
-    if (s->kind == 1) {
-      src = s->B + (j + jj) * s->ldb + l0;
-    } else {
-      row_seg_to_f32 (s->type, s->data + (size_t) (j + jj) * s->row_bytes,
-          l0, kc, tmp);
-      src = tmp;
-    }
-    for (kk = 0; kk < kc; kk++)
-      bp[kk * NR + jj] = src[kk];
-  }
-}
-
-/* c[r][h] += sum_kk a_r[kk] * bp[kk][8h .. 8h+7] for r < 6. */
-static inline void
-ukernel_6x16 (int kc, const float *a0, const float *a1, const float *a2,
-    const float *a3, const float *a4, const float *a5, const float *bp,
-    __m256 c[12])
-{
-  __m256 c00 = _mm256_setzero_ps (), c01 = _mm256_setzero_ps ();
-  __m256 c10 = _mm256_setzero_ps (), c11 = _mm256_setzero_ps ();
-  __m256 c20 = _mm256_setzero_ps (), c21 = _mm256_setzero_ps ();
-  __m256 c30 = _mm256_setzero_ps (), c31 = _mm256_setzero_ps ();
-  __m256 c40 = _mm256_setzero_ps (), c41 = _mm256_setzero_ps ();
-  __m256 c50 = _mm256_setzero_ps (), c51 = _mm256_setzero_ps ();
-  int kk;
-
-  for (kk = 0; kk < kc; kk++) {
-    __m256 b0 = _mm256_loadu_ps (bp + kk * NR);
-    __m256 b1 = _mm256_loadu_ps (bp + kk * NR + 8);
-    __m256 a;
-    a = _mm256_broadcast_ss (a0 + kk);
-    c00 = _mm256_fmadd_ps (a, b0, c00);
-    c01 = _mm256_fmadd_ps (a, b1, c01);
-    a = _mm256_broadcast_ss (a1 + kk);
-    c10 = _mm256_fmadd_ps (a, b0, c10);
-    c11 = _mm256_fmadd_ps (a, b1, c11);
-    a = _mm256_broadcast_ss (a2 + kk);
-    c20 = _mm256_fmadd_ps (a, b0, c20);
-    c21 = _mm256_fmadd_ps (a, b1, c21);
-    a = _mm256_broadcast_ss (a3 + kk);
-    c30 = _mm256_fmadd_ps (a, b0, c30);
-    c31 = _mm256_fmadd_ps (a, b1, c31);
-    a = _mm256_broadcast_ss (a4 + kk);
-    c40 = _mm256_fmadd_ps (a, b0, c40);
-    c41 = _mm256_fmadd_ps (a, b1, c41);
-    a = _mm256_broadcast_ss (a5 + kk);
-    c50 = _mm256_fmadd_ps (a, b0, c50);
-    c51 = _mm256_fmadd_ps (a, b1, c51);
-  }
-  c[0] = c00;
-  c[1] = c01;
-  c[2] = c10;
-  c[3] = c11;
-  c[4] = c20;
-  c[5] = c21;
-  c[6] = c30;
-  c[7] = c31;
-  c[8] = c40;
-  c[9] = c41;
-  c[10] = c50;
-  c[11] = c51;
-}
-
-/* Stores a tile of mr x nr partial sums at Y (row stride ldy), columns
- * starting at output j: first/last say which depth block this is. */
-static inline void
-store_tile (const __m256 c[12], int mr, int nr, float *Y, int64_t ldy,
-    int64_t j, int first, int last, const gemm_epi * epi)
-{
-  __m256i m0 = lane_mask (nr >= 8 ? 8 : nr);
-  __m256i m1 = lane_mask (nr >= 16 ? 8 : nr > 8 ? nr - 8 : 0);
-  __m256 bias0 = _mm256_setzero_ps (), bias1 = _mm256_setzero_ps ();
-  __m256 alpha = _mm256_set1_ps (epi->alpha);
-  int accumulate = !first || (epi->flags & WK_LINEAR_ADD);
-  int gelu = last && (epi->flags & WK_LINEAR_GELU);
-  int r;
-
-  if (last && epi->bias) {
-    bias0 = _mm256_maskload_ps (epi->bias + j, m0);
-    bias1 = _mm256_maskload_ps (epi->bias + j + 8, m1);
-  }
-  for (r = 0; r < mr; r++) {
-    float *y = Y + r * ldy + j;
-    __m256 v0 = _mm256_mul_ps (c[2 * r], alpha);
-    __m256 v1 = _mm256_mul_ps (c[2 * r + 1], alpha);
-    if (accumulate) {
-      v0 = _mm256_add_ps (v0, _mm256_maskload_ps (y, m0));
-      v1 = _mm256_add_ps (v1, _mm256_maskload_ps (y + 8, m1));
-    }
-    v0 = _mm256_add_ps (v0, bias0);
-    v1 = _mm256_add_ps (v1, bias1);
-    if (gelu) {
-      v0 = gelu256 (v0);
-      v1 = gelu256 (v1);
-    }
-    if (nr == NR) {
-      _mm256_storeu_ps (y, v0);
-      _mm256_storeu_ps (y + 8, v1);
-    } else {
-      _mm256_maskstore_ps (y, m0, v0);
-      _mm256_maskstore_ps (y + 8, m1, v1);
-    }
-  }
-}
-
-/* Y[i][j] (i < n, j0 <= j < j1) = epilogue (sum_l X[i][l] * src(l, j)). */
-static void
-gemm_core (const gemm_src * s, const float *X, int64_t n, int64_t ldx,
-    float *Y, int64_t ldy, int64_t j0, int64_t j1, int64_t k,
-    const gemm_epi * epi)
-{
-  float bp[NC / NR][KC * NR] __attribute__((aligned (32)));
-  int64_t jc, pc, i;
-
-  for (jc = j0; jc < j1; jc += NC) {
-    int64_t jn = j1 - jc < NC ? j1 - jc : NC;
-    int np = (int) ((jn + NR - 1) / NR);
-
-    for (pc = 0; pc < k; pc += KC) {
-      int kc = (int) (k - pc < KC ? k - pc : KC);
-      int first = pc == 0, last = pc + kc >= k;
-      int p;
-
-      for (p = 0; p < np; p++) {
-        int64_t jp = jc + p * NR;
-        int nr = (int) (j1 - jp < NR ? j1 - jp : NR);
-        pack_panel (s, jp, nr, pc, kc, bp[p]);
-      }
-      for (i = 0; i < n; i += MR) {
-        int mr = (int) (n - i < MR ? n - i : MR);
-        const float *a[MR];
-        int r;
-        /* short stripes repeat their last row; the extra sums are not
-         * stored */
-        for (r = 0; r < MR; r++)
-          a[r] = X + (i + (r < mr ? r : mr - 1)) * ldx + pc;
-        for (p = 0; p < np; p++) {
-          int64_t jp = jc + p * NR;
-          int nr = (int) (j1 - jp < NR ? j1 - jp : NR);
-          __m256 c[12];
-          ukernel_6x16 (kc, a[0], a[1], a[2], a[3], a[4], a[5], bp[p], c);
-          store_tile (c, mr, nr, Y + i * ldy, ldy, jp, first, last, epi);
-        }
-      }
-    }
-  }
-}
+#include "kernels-simd.h"
 
 /* ---- streamed products for a few rows of X (decoder) ---- */
 
@@ -1149,14 +985,214 @@ gemv_f16_tiles (const wk_tensor * W, const float *bias, const float *X,
     gemv (W, bias, X, 1, ldx, Y, ldy, jt, j1, flags);
 }
 
+/* ---- encoder products with maddubs: quantized rows of X ----
+ *
+ * wk_linear_work's integer products without VNNI, driven by
+ * wk_gemm_blocked like the AVX-512 VNNI ones (kernels-avx512.c's
+ * qkernel_6x32): weight panels of 16 outputs packed once per depth block
+ * as bytes in groups of 4 depths per output (one 32-byte load is 8
+ * outputs x 4 depths), against 4 bytes of a quantized row of X broadcast.
+ * maddubs multiplies unsigned by signed bytes and adds pairs into int16
+ * with saturation, so:
+ * - q4_0: the nibbles (0 .. 15) are the unsigned operand; a pair is at
+ *   most 2 * 15 * 127 = 3810, so the 8 groups of a block add up in int16
+ *   (at most 30480) before one madd widens them; the sum starts at the
+ *   row's offset c (-8 times the block's sum of q_x).
+ * - q8_0: |q_w| (0 .. 128) is the unsigned operand and q_x with q_w's sign
+ *   the signed one (|q_x| <= 127 negates safely); a pair is at most
+ *   2 * 128 * 127 = 32512, each widened by madd at once.
+ * Both block sums are sum q_w q_x exactly, and each block adds
+ * (sum * d_w) * d_x to an f32 sum as the VNNI kernels do, so the result
+ * has their bits (up to the epilogue's GELU). */
+
+#define QMR 4                   /* rows of X per tile */
+#define QNR 16                  /* outputs per panel */
+#define QNC 64                  /* outputs per packed block */
+#define QKC 1024                /* depth per packed block (32 blocks) */
+
+typedef struct
+{
+  int8_t w[QKC / 4][QNR][4];    /* [depth / 4][output][depth % 4] */
+  float d[QKC / WK_QK][QNR];    /* d_w per block and output */
+} qpanel;
+
+/* wk_gemm_ukernel.pack: operand b is the weight tensor. */
+static void
+q_pack (const void *b, int64_t j, int nr, int64_t l0, int kc, void *panel)
+{
+  const wk_tensor *W = b;
+  const size_t rb = wk_type_row_bytes (W->type, W->ne[0]);
+  const int nbk = kc / WK_QK;
+  qpanel *p = panel;
+  int jj, bk, g;
+
+  for (jj = 0; jj < QNR; jj++) {
+    const unsigned char *row;
+    if (jj >= nr) {
+      for (bk = 0; bk < nbk; bk++) {
+        for (g = 0; g < WK_QK / 4; g++)
+          memset (p->w[bk * (WK_QK / 4) + g][jj], 0, 4);
+        p->d[bk][jj] = 0.0f;
+      }
+      continue;
+    }
+    row = (const unsigned char *) W->data + (size_t) (j + jj) * rb;
+    for (bk = 0; bk < nbk; bk++) {
+      const int64_t blk = l0 / WK_QK + bk;
+      int8_t *w = &p->w[bk * (WK_QK / 4)][jj][0];
+      if (W->type == WK_TYPE_Q8_0) {
+        const wk_block_q8_0 *qb = (const wk_block_q8_0 *) row + blk;
+        for (g = 0; g < WK_QK / 4; g++)
+          memcpy (w + g * QNR * 4, qb->qs + 4 * g, 4);
+        p->d[bk][jj] = f16 (qb->d);
+      } else {
+        const wk_block_q4_0 *qb = (const wk_block_q4_0 *) row + blk;
+        int u;
+        for (g = 0; g < WK_QK / 8; g++)
+          for (u = 0; u < 4; u++) {
+            w[g * QNR * 4 + u] = (int8_t) (qb->qs[4 * g + u] & 0x0f);
+            w[(g + WK_QK / 8) * QNR * 4 + u] =
+                (int8_t) (qb->qs[4 * g + u] >> 4);
+          }
+        p->d[bk][jj] = f16 (qb->d);
+      }
+    }
+  }
+}
+
+/* acc[2r + h] += per block (sum q_w q_x * d_w) * d_x, rows r < QMR
+ * against the panel's outputs 8h .. 8h+7. */
+static inline WK_ALWAYS_INLINE void
+qkernel_4x16 (const int q8, int nbk, const int8_t * const *q,
+    const float *const *d, const int32_t * const *cx, const qpanel * p,
+    __m256 acc[2 * QMR])
+{
+  const __m256i ones = _mm256_set1_epi16 (1);
+  int b, g, r;
+
+  for (b = 0; b < nbk; b++) {
+    /* s: int32 block sums; t: q4_0's int16 ones */
+    __m256i s[2 * QMR], t[2 * QMR];
+    __m256 d0, d1;
+#pragma GCC unroll 8
+    for (r = 0; r < 2 * QMR; r++)
+      s[r] = t[r] = _mm256_setzero_si256 ();
+#pragma GCC unroll 8
+    for (g = 0; g < WK_QK / 4; g++) {
+      const __m256i w0 = _mm256_load_si256 ((const __m256i *)
+          p->w[b * (WK_QK / 4) + g][0]);
+      const __m256i w1 = _mm256_load_si256 ((const __m256i *)
+          p->w[b * (WK_QK / 4) + g][8]);
+      /* the unsigned operands */
+      const __m256i u0 = q8 ? _mm256_abs_epi8 (w0) : w0;
+      const __m256i u1 = q8 ? _mm256_abs_epi8 (w1) : w1;
+#pragma GCC unroll 4
+      for (r = 0; r < QMR; r++) {
+        int32_t x4;
+        __m256i xv;
+        memcpy (&x4, q[r] + b * WK_QK + g * 4, 4);
+        xv = _mm256_set1_epi32 (x4);
+        if (q8) {
+          s[2 * r] = _mm256_add_epi32 (s[2 * r],
+              _mm256_madd_epi16 (_mm256_maddubs_epi16 (u0,
+                      _mm256_sign_epi8 (xv, w0)), ones));
+          s[2 * r + 1] = _mm256_add_epi32 (s[2 * r + 1],
+              _mm256_madd_epi16 (_mm256_maddubs_epi16 (u1,
+                      _mm256_sign_epi8 (xv, w1)), ones));
+        } else {
+          t[2 * r] = _mm256_add_epi16 (t[2 * r], _mm256_maddubs_epi16 (u0, xv));
+          t[2 * r + 1] = _mm256_add_epi16 (t[2 * r + 1],
+              _mm256_maddubs_epi16 (u1, xv));
+        }
+      }
+    }
+    if (!q8) {
+#pragma GCC unroll 4
+      for (r = 0; r < QMR; r++) {
+        const __m256i c0 = _mm256_set1_epi32 (cx[r][b]);
+        s[2 * r] = _mm256_add_epi32 (c0, _mm256_madd_epi16 (t[2 * r], ones));
+        s[2 * r + 1] = _mm256_add_epi32 (c0, _mm256_madd_epi16 (t[2 * r + 1],
+                ones));
+      }
+    }
+    d0 = _mm256_load_ps (p->d[b]);
+    d1 = _mm256_load_ps (p->d[b] + 8);
+#pragma GCC unroll 4
+    for (r = 0; r < QMR; r++) {
+      const __m256 dx = _mm256_set1_ps (d[r][b]);
+      acc[2 * r] = _mm256_fmadd_ps (_mm256_mul_ps (_mm256_cvtepi32_ps (s[2 *
+                      r]), d0), dx, acc[2 * r]);
+      acc[2 * r + 1] = _mm256_fmadd_ps (_mm256_mul_ps (_mm256_cvtepi32_ps (s[2
+                      * r + 1]), d1), dx, acc[2 * r + 1]);
+    }
+  }
+}
+
+/* wk_gemm_ukernel.tile */
+static void
+q_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
+    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
+    int last, const wk_gemm_epi * epi, int q8)
+{
+  const int8_t *qr[QMR];
+  const float *dr[QMR];
+  const int32_t *cr[QMR];
+  __m256 t[2 * QMR];
+  int r;
+
+  wk_gemm_qrows_at (a, rows, QMR, l0, qr, dr, cr);
+  for (r = 0; r < 2 * QMR; r++)
+    t[r] = _mm256_setzero_ps ();
+  if (q8)
+    qkernel_4x16 (1, kc / WK_QK, qr, dr, cr, panel, t);
+  else
+    qkernel_4x16 (0, kc / WK_QK, qr, dr, cr, panel, t);
+  store_tile (t, mr, nr, Y, ldy, j, first, last, epi);
+}
+
+static void
+q8_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
+    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
+    int last, const wk_gemm_epi * epi)
+{
+  q_tile (a, rows, mr, l0, kc, panel, nr, Y, ldy, j, first, last, epi, 1);
+}
+
+static void
+q4_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
+    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
+    int last, const wk_gemm_epi * epi)
+{
+  q_tile (a, rows, mr, l0, kc, panel, nr, Y, ldy, j, first, last, epi, 0);
+}
+
+static const wk_gemm_ukernel q8_panels = {
+  QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q8_tile
+};
+
+static const wk_gemm_ukernel q4_panels = {
+  QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q4_tile
+};
+
+/* wk_kernel_set.linear_q */
+static void
+avx2_linear_q (const wk_tensor * W, const float *bias, const int8_t * q,
+    const float *d, const int32_t * c, int64_t n, float *Y, int64_t ldy,
+    int64_t j0, int64_t j1, unsigned flags)
+{
+  qpanel bp[QNC / QNR] __attribute__((aligned (32)));
+  const wk_gemm_qrows x = { q, d, c, W->ne[0] };
+  const wk_gemm_epi epi = { bias, flags, 1.0f };
+
+  wk_gemm_blocked (W->type == WK_TYPE_Q8_0 ? &q8_panels : &q4_panels, &x, W,
+      n, Y, ldy, j0, j1, W->ne[0], &epi, bp);
+}
+
 static void
 linear_any (const wk_tensor * W, const float *bias, const float *X,
     int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
     unsigned flags, int act_q8, int vnni)
 {
-  gemm_src s;
-  gemm_epi epi;
-
   /* q8_0 against one row of X without VNNI: the two-row kernel is as fast
    * as the tiles (its two sign operations per row are what the tiles'
    * maddubs needs too) */
@@ -1176,16 +1212,7 @@ linear_any (const wk_tensor * W, const float *bias, const float *X,
     gemv (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
     return;
   }
-  s.kind = 0;
-  s.type = W->type;
-  s.data = W->data;
-  s.row_bytes = wk_type_row_bytes (W->type, W->ne[0]);
-  s.B = NULL;
-  s.ldb = 0;
-  epi.bias = bias;
-  epi.flags = flags;
-  epi.alpha = 1.0f;
-  gemm_core (&s, X, n, ldx, Y, ldy, j0, j1, W->ne[0], &epi);
+  linear_f32_panels (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
 }
 
 static void
@@ -1205,207 +1232,7 @@ avx2vnni_linear (const wk_tensor * W, const float *bias, const float *X,
   linear_any (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, act_q8, 1);
 }
 
-static void
-avx2_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-    int64_t k, float alpha, const float *A, int64_t lda, const float *B,
-    int64_t ldb, float *C, int64_t ldc)
-{
-  gemm_src s = { b_trans ? 1 : 2, WK_TYPE_F32, NULL, 0, B, ldb };
-  gemm_epi epi = { NULL, 0, alpha };
-  int64_t i;
-
-  if (k <= 0) {
-    for (i = i0; i < i1; i++)
-      memset (C + i * ldc + j0, 0, (size_t) (j1 - j0) * sizeof (float));
-    return;
-  }
-  gemm_core (&s, A + i0 * lda, i1 - i0, lda, C + i0 * ldc, ldc, j0, j1, k,
-      &epi);
-}
-
-/* ---- attention ---- */
-
-#define AQ 16                   /* queries per block: the vector lanes */
-#define AK 96                   /* keys per chunk (16 stripes of MR) */
-
-/* c[r][h] = sum_kk a_r[kk * sa] * b[kk * ldb + 8h ..] for r < 6, with B
- * read in place (masked when the panel is partial). */
-static inline void
-ukernel_6x16_strided (int kc, const float *const *a, int64_t sa,
-    const float *b, int64_t ldb, __m256i m0, __m256i m1, int full, __m256 c[12])
-{
-  __m256 c00 = _mm256_setzero_ps (), c01 = _mm256_setzero_ps ();
-  __m256 c10 = _mm256_setzero_ps (), c11 = _mm256_setzero_ps ();
-  __m256 c20 = _mm256_setzero_ps (), c21 = _mm256_setzero_ps ();
-  __m256 c30 = _mm256_setzero_ps (), c31 = _mm256_setzero_ps ();
-  __m256 c40 = _mm256_setzero_ps (), c41 = _mm256_setzero_ps ();
-  __m256 c50 = _mm256_setzero_ps (), c51 = _mm256_setzero_ps ();
-  const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4],
-      *a5 = a[5];
-  int kk;
-
-  for (kk = 0; kk < kc; kk++) {
-    __m256 b0, b1, x;
-    if (full) {
-      b0 = _mm256_loadu_ps (b + kk * ldb);
-      b1 = _mm256_loadu_ps (b + kk * ldb + 8);
-    } else {
-      b0 = _mm256_maskload_ps (b + kk * ldb, m0);
-      b1 = _mm256_maskload_ps (b + kk * ldb + 8, m1);
-    }
-    x = _mm256_broadcast_ss (a0 + kk * sa);
-    c00 = _mm256_fmadd_ps (x, b0, c00);
-    c01 = _mm256_fmadd_ps (x, b1, c01);
-    x = _mm256_broadcast_ss (a1 + kk * sa);
-    c10 = _mm256_fmadd_ps (x, b0, c10);
-    c11 = _mm256_fmadd_ps (x, b1, c11);
-    x = _mm256_broadcast_ss (a2 + kk * sa);
-    c20 = _mm256_fmadd_ps (x, b0, c20);
-    c21 = _mm256_fmadd_ps (x, b1, c21);
-    x = _mm256_broadcast_ss (a3 + kk * sa);
-    c30 = _mm256_fmadd_ps (x, b0, c30);
-    c31 = _mm256_fmadd_ps (x, b1, c31);
-    x = _mm256_broadcast_ss (a4 + kk * sa);
-    c40 = _mm256_fmadd_ps (x, b0, c40);
-    c41 = _mm256_fmadd_ps (x, b1, c41);
-    x = _mm256_broadcast_ss (a5 + kk * sa);
-    c50 = _mm256_fmadd_ps (x, b0, c50);
-    c51 = _mm256_fmadd_ps (x, b1, c51);
-  }
-  c[0] = c00;
-  c[1] = c01;
-  c[2] = c10;
-  c[3] = c11;
-  c[4] = c20;
-  c[5] = c21;
-  c[6] = c30;
-  c[7] = c31;
-  c[8] = c40;
-  c[9] = c41;
-  c[10] = c50;
-  c[11] = c51;
-}
-
-/* Up to 16 queries at once, keys in chunks of AK with a running softmax.
- * Scores are kept transposed, S^T[key][query], so that the softmax runs
- * across the 16 queries in two vectors: S^T = K (scale Q)^T with the
- * queries packed once as the micro-kernel's panel, then O += P V with the
- * value rows read in place. */
-static void
-attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
-    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
-    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
-{
-  float qt[256 * AQ] __attribute__((aligned (32)));
-  float pt[AK * AQ] __attribute__((aligned (32)));
-  float acc[AQ * 256] __attribute__((aligned (32)));
-  float rr[AQ] __attribute__((aligned (32)));
-  const int64_t dpad = (d_head + 15) & ~(int64_t) 15;
-  const __m256 ninf = _mm256_set1_ps (-INFINITY);
-  const __m256 iota0 = _mm256_setr_ps (0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256 iota1 = _mm256_setr_ps (8, 9, 10, 11, 12, 13, 14, 15);
-  /* query q0 + i sees keys t <= base + i (causal) */
-  const int64_t base = n_kv - n_q + q0;
-  int64_t last_all = wk_attention_last_key (q0 + nq - 1, n_q, n_kv, causal);
-  __m256 mx0 = ninf, mx1 = ninf, sm0 = _mm256_setzero_ps (),
-      sm1 = _mm256_setzero_ps ();
-  int64_t t0, l;
-  int i;
-
-  for (l = 0; l < d_head; l++)
-    for (i = 0; i < AQ; i++)
-      qt[l * AQ + i] = i < nq ? Q[(q0 + i) * ldq + l] * scale : 0.0f;
-  memset (acc, 0, sizeof (float) * (size_t) (AQ * dpad));
-
-  for (t0 = 0; t0 <= last_all; t0 += AK) {
-    int kn = (int) (last_all + 1 - t0 < AK ? last_all + 1 - t0 : AK);
-    __m256 n0 = mx0, n1 = mx1, r0, r1, z0, z1, ps0, ps1;
-    int t;
-
-    /* S^T for keys t0 .. t0+kn-1 */
-    for (t = 0; t < kn; t += MR) {
-      int mr = kn - t < MR ? kn - t : MR, r;
-      const float *a[MR];
-      __m256 c[12];
-      for (r = 0; r < MR; r++)
-        a[r] = K + (t0 + t + (r < mr ? r : mr - 1)) * ldk;
-      ukernel_6x16_strided ((int) d_head, a, 1, qt, AQ, lane_mask (8),
-          lane_mask (8), 1, c);
-      for (r = 0; r < mr; r++) {
-        __m256 s0 = c[2 * r], s1 = c[2 * r + 1];
-        if (causal) {
-          /* lanes i < t0 + t + r - base are in the future */
-          __m256 thr = _mm256_set1_ps ((float) (t0 + t + r - base));
-          s0 = _mm256_blendv_ps (s0, ninf, _mm256_cmp_ps (iota0, thr,
-                  _CMP_LT_OQ));
-          s1 = _mm256_blendv_ps (s1, ninf, _mm256_cmp_ps (iota1, thr,
-                  _CMP_LT_OQ));
-        }
-        _mm256_store_ps (pt + (t + r) * AQ, s0);
-        _mm256_store_ps (pt + (t + r) * AQ + 8, s1);
-        n0 = _mm256_max_ps (n0, s0);
-        n1 = _mm256_max_ps (n1, s1);
-      }
-    }
-    /* running softmax across the 16 query lanes; lanes that have seen
-     * no key yet keep a max of -inf and get zero weights */
-    z0 = _mm256_blendv_ps (n0, _mm256_setzero_ps (), _mm256_cmp_ps (n0, ninf,
-            _CMP_EQ_OQ));
-    z1 = _mm256_blendv_ps (n1, _mm256_setzero_ps (), _mm256_cmp_ps (n1, ninf,
-            _CMP_EQ_OQ));
-    r0 = exp256 (_mm256_sub_ps (mx0, z0));
-    r1 = exp256 (_mm256_sub_ps (mx1, z1));
-    mx0 = n0;
-    mx1 = n1;
-    ps0 = _mm256_setzero_ps ();
-    ps1 = _mm256_setzero_ps ();
-    for (t = 0; t < kn; t++) {
-      __m256 p0 = exp256 (_mm256_sub_ps (_mm256_load_ps (pt + t * AQ), z0));
-      __m256 p1 = exp256 (_mm256_sub_ps (_mm256_load_ps (pt + t * AQ + 8),
-              z1));
-      _mm256_store_ps (pt + t * AQ, p0);
-      _mm256_store_ps (pt + t * AQ + 8, p1);
-      ps0 = _mm256_add_ps (ps0, p0);
-      ps1 = _mm256_add_ps (ps1, p1);
-    }
-    sm0 = _mm256_fmadd_ps (sm0, r0, ps0);
-    sm1 = _mm256_fmadd_ps (sm1, r1, ps1);
-    _mm256_store_ps (rr, r0);
-    _mm256_store_ps (rr + 8, r1);
-
-    /* acc = r * acc + P V */
-    for (i = 0; i < nq; i += MR) {
-      int mr = nq - i < MR ? nq - i : MR, r;
-      const float *a[MR];
-      for (r = 0; r < MR; r++)
-        a[r] = pt + i + (r < mr ? r : mr - 1);
-      for (l = 0; l < d_head; l += 16) {
-        int nr = (int) (d_head - l < 16 ? d_head - l : 16);
-        __m256i m0 = lane_mask (nr >= 8 ? 8 : nr);
-        __m256i m1 = lane_mask (nr >= 16 ? 8 : nr > 8 ? nr - 8 : 0);
-        __m256 c[12];
-        ukernel_6x16_strided (kn, a, AQ, V + t0 * ldv + l, ldv, m0, m1,
-            nr == 16, c);
-        for (r = 0; r < mr; r++) {
-          float *o = acc + (i + r) * dpad + l;
-          __m256 vr = _mm256_set1_ps (rr[i + r]);
-          _mm256_store_ps (o, _mm256_fmadd_ps (_mm256_load_ps (o), vr,
-                  c[2 * r]));
-          _mm256_store_ps (o + 8, _mm256_fmadd_ps (_mm256_load_ps (o + 8), vr,
-                  c[2 * r + 1]));
-        }
-      }
-    }
-  }
-
-  _mm256_store_ps (rr, sm0);
-  _mm256_store_ps (rr + 8, sm1);
-  for (i = 0; i < nq; i++) {
-    float inv = rr[i] > 0.0f ? 1.0f / rr[i] : 0.0f;
-    for (l = 0; l < d_head; l++)
-      O[(q0 + i) * ldo + l] = acc[i * dpad + l] * inv;
-  }
-}
+/* ---- attention (attention_block: kernels-simd.h) ---- */
 
 /* Eight dot products of 8-lane partial sums, reduced into one vector. */
 static inline __m256
@@ -1696,12 +1523,14 @@ avx2_add (float *y, const float *x, int64_t n)
 const wk_kernel_set wk_kernels_avx2 = {
   .name = "avx2",
   .linear = avx2_linear,
-  .gemm_f32 = avx2_gemm_f32,
+  .gemm_f32 = simd_gemm_f32,
   .attention_head = avx2_attention_head,
   .attention_head_f16kv = avx2_attention_head_f16kv,
   .f32_to_f16 = avx2_f32_to_f16,
   .layer_norm_row = avx2_layer_norm_row,
   .quantize_act = quantize_act,
+  .linear_q = avx2_linear_q,
+  .linear_q_min_rows = WK_LINEAR_GEMM_ROWS,
   .gelu = avx2_gelu,
   .softmax = avx2_softmax,
   .add = avx2_add,
@@ -1712,12 +1541,14 @@ const wk_kernel_set wk_kernels_avx2 = {
 const wk_kernel_set wk_kernels_avx2vnni = {
   .name = "avx2vnni",
   .linear = avx2vnni_linear,
-  .gemm_f32 = avx2_gemm_f32,
+  .gemm_f32 = simd_gemm_f32,
   .attention_head = avx2_attention_head,
   .attention_head_f16kv = avx2_attention_head_f16kv,
   .f32_to_f16 = avx2_f32_to_f16,
   .layer_norm_row = avx2_layer_norm_row,
   .quantize_act = quantize_act,
+  .linear_q = avx2_linear_q,
+  .linear_q_min_rows = WK_LINEAR_GEMM_ROWS,
   .gelu = avx2_gelu,
   .softmax = avx2_softmax,
   .add = avx2_add,

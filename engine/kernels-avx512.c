@@ -9,10 +9,10 @@
  * element-wise kernels) is the AVX2 set's: see wk_kernels_avx512_init.
  * Held to kernels-ref.c by tests/test-kernels.c.
  *
- * Same structure as kernels-avx2.c: weight panels of 32 outputs converted
- * to f32 once per depth block, an 8x32 register-blocked micro-kernel (16
- * accumulators), and attention over blocks of 32 queries with the scores
- * kept transposed so the running softmax is two vectors wide. */
+ * The blocked products and the many-query attention are kernels-simd.h's,
+ * as for kernels-avx2.c, over 16 lanes: weight panels of 32 outputs
+ * converted to f32 once per depth block, an 8x32 register-blocked
+ * micro-kernel (16 accumulators), attention over blocks of 32 queries. */
 #include "kernels-impl.h"
 
 /* GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
@@ -167,201 +167,37 @@ row_seg_to_f32 (wk_type type, const unsigned char *row, int64_t l0,
   }
 }
 
-/* ---- blocked GEMM core ---- */
+/* ---- the shared f32 micro-kernels (kernels-simd.h) over 16 lanes ---- */
 
-typedef struct
-{
-  int kind;                     /* 0 weight rows, 1 f32 rows, 2 f32 columns */
-  wk_type type;
-  const unsigned char *data;
-  size_t row_bytes;
-  const float *B;
-  int64_t ldb;
-} gemm_src;
+#define SIMD_ALIGN 64
+#define VL 16
+#define VF __m512
+#define VMASK __mmask16
+#define v_zero() _mm512_setzero_ps ()
+#define v_set1(x) _mm512_set1_ps (x)
+#define v_iota() \
+  _mm512_setr_ps (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#define v_load(p) _mm512_load_ps (p)
+#define v_store(p, v) _mm512_store_ps ((p), (v))
+#define v_mask(n) first_lanes (n)
+/* masked whether full or not: as fast here */
+#define v_load_part(p, m, full) \
+  ((void) (full), _mm512_maskz_loadu_ps ((m), (p)))
+#define v_store_part(p, m, full, v) \
+  ((void) (full), _mm512_mask_storeu_ps ((p), (m), (v)))
+#define v_add(a, b) _mm512_add_ps ((a), (b))
+#define v_sub(a, b) _mm512_sub_ps ((a), (b))
+#define v_mul(a, b) _mm512_mul_ps ((a), (b))
+#define v_max(a, b) _mm512_max_ps ((a), (b))
+#define v_fma(a, b, c) _mm512_fmadd_ps ((a), (b), (c))
+#define v_exp(x) exp512 (x)
+#define v_gelu(x) gelu512 (x)
+#define v_sel_lt(a, b, s, x) \
+  _mm512_mask_mov_ps ((s), _mm512_cmp_ps_mask ((a), (b), _CMP_LT_OQ), (x))
+#define v_sel_eq(a, b, s, x) \
+  _mm512_mask_mov_ps ((s), _mm512_cmp_ps_mask ((a), (b), _CMP_EQ_OQ), (x))
 
-typedef struct
-{
-  const float *bias;
-  unsigned flags;
-  float alpha;
-} gemm_epi;
-
-/* Packs outputs j .. j+nr-1 (nr <= NR, the rest zero) at depth l0 ..
- * l0+kc-1 into bp[kk * NR + jj]. */
-static void
-pack_panel (const gemm_src * s, int64_t j, int nr, int64_t l0, int kc,
-    float *bp)
-{
-  float tmp[KC];
-  int jj, kk;
-
-  if (s->kind == 2) {
-    __mmask16 m0 = first_lanes (nr), m1 = first_lanes (nr - 16);
-    for (kk = 0; kk < kc; kk++) {
-      const float *src = s->B + (l0 + kk) * s->ldb + j;
-      _mm512_storeu_ps (bp + kk * NR, _mm512_maskz_loadu_ps (m0, src));
-      _mm512_storeu_ps (bp + kk * NR + 16, _mm512_maskz_loadu_ps (m1,
-              src + 16));
-    }
-    return;
-  }
-  for (jj = 0; jj < NR; jj++) {
-    const float *src;
-    if (jj >= nr) {
-      for (kk = 0; kk < kc; kk++)
-        bp[kk * NR + jj] = 0.0f;
-      continue;
-    }
-    if (s->kind == 1) {
-      src = s->B + (j + jj) * s->ldb + l0;
-    } else {
-      row_seg_to_f32 (s->type, s->data + (size_t) (j + jj) * s->row_bytes,
-          l0, kc, tmp);
-      src = tmp;
-    }
-    for (kk = 0; kk < kc; kk++)
-      bp[kk * NR + jj] = src[kk];
-  }
-}
-
-/* c[2r + h] = sum_kk a[r][kk * sa] * b[kk * ldb + 16h ..], r < 8; b's
- * 32 columns masked by m0 / m1. */
-static inline WK_ALWAYS_INLINE void
-ukernel_8x32 (int kc, const float *const *a, int64_t sa, const float *b,
-    int64_t ldb, __mmask16 m0, __mmask16 m1, __m512 c[16])
-{
-  __m512 c00 = _mm512_setzero_ps (), c01 = _mm512_setzero_ps ();
-  __m512 c10 = _mm512_setzero_ps (), c11 = _mm512_setzero_ps ();
-  __m512 c20 = _mm512_setzero_ps (), c21 = _mm512_setzero_ps ();
-  __m512 c30 = _mm512_setzero_ps (), c31 = _mm512_setzero_ps ();
-  __m512 c40 = _mm512_setzero_ps (), c41 = _mm512_setzero_ps ();
-  __m512 c50 = _mm512_setzero_ps (), c51 = _mm512_setzero_ps ();
-  __m512 c60 = _mm512_setzero_ps (), c61 = _mm512_setzero_ps ();
-  __m512 c70 = _mm512_setzero_ps (), c71 = _mm512_setzero_ps ();
-  const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4],
-      *a5 = a[5], *a6 = a[6], *a7 = a[7];
-  int kk;
-
-  for (kk = 0; kk < kc; kk++) {
-    __m512 b0 = _mm512_maskz_loadu_ps (m0, b + kk * ldb);
-    __m512 b1 = _mm512_maskz_loadu_ps (m1, b + kk * ldb + 16);
-    __m512 x;
-    x = _mm512_set1_ps (a0[kk * sa]);
-    c00 = _mm512_fmadd_ps (x, b0, c00);
-    c01 = _mm512_fmadd_ps (x, b1, c01);
-    x = _mm512_set1_ps (a1[kk * sa]);
-    c10 = _mm512_fmadd_ps (x, b0, c10);
-    c11 = _mm512_fmadd_ps (x, b1, c11);
-    x = _mm512_set1_ps (a2[kk * sa]);
-    c20 = _mm512_fmadd_ps (x, b0, c20);
-    c21 = _mm512_fmadd_ps (x, b1, c21);
-    x = _mm512_set1_ps (a3[kk * sa]);
-    c30 = _mm512_fmadd_ps (x, b0, c30);
-    c31 = _mm512_fmadd_ps (x, b1, c31);
-    x = _mm512_set1_ps (a4[kk * sa]);
-    c40 = _mm512_fmadd_ps (x, b0, c40);
-    c41 = _mm512_fmadd_ps (x, b1, c41);
-    x = _mm512_set1_ps (a5[kk * sa]);
-    c50 = _mm512_fmadd_ps (x, b0, c50);
-    c51 = _mm512_fmadd_ps (x, b1, c51);
-    x = _mm512_set1_ps (a6[kk * sa]);
-    c60 = _mm512_fmadd_ps (x, b0, c60);
-    c61 = _mm512_fmadd_ps (x, b1, c61);
-    x = _mm512_set1_ps (a7[kk * sa]);
-    c70 = _mm512_fmadd_ps (x, b0, c70);
-    c71 = _mm512_fmadd_ps (x, b1, c71);
-  }
-  c[0] = c00;
-  c[1] = c01;
-  c[2] = c10;
-  c[3] = c11;
-  c[4] = c20;
-  c[5] = c21;
-  c[6] = c30;
-  c[7] = c31;
-  c[8] = c40;
-  c[9] = c41;
-  c[10] = c50;
-  c[11] = c51;
-  c[12] = c60;
-  c[13] = c61;
-  c[14] = c70;
-  c[15] = c71;
-}
-
-static inline void
-store_tile (const __m512 c[16], int mr, int nr, float *Y, int64_t ldy,
-    int64_t j, int first, int last, const gemm_epi * epi)
-{
-  __mmask16 m0 = first_lanes (nr), m1 = first_lanes (nr - 16);
-  __m512 bias0 = _mm512_setzero_ps (), bias1 = _mm512_setzero_ps ();
-  __m512 alpha = _mm512_set1_ps (epi->alpha);
-  int accumulate = !first || (epi->flags & WK_LINEAR_ADD);
-  int gelu = last && (epi->flags & WK_LINEAR_GELU);
-  int r;
-
-  if (last && epi->bias) {
-    bias0 = _mm512_maskz_loadu_ps (m0, epi->bias + j);
-    bias1 = _mm512_maskz_loadu_ps (m1, epi->bias + j + 16);
-  }
-  for (r = 0; r < mr; r++) {
-    float *y = Y + r * ldy + j;
-    __m512 v0 = _mm512_mul_ps (c[2 * r], alpha);
-    __m512 v1 = _mm512_mul_ps (c[2 * r + 1], alpha);
-    if (accumulate) {
-      v0 = _mm512_add_ps (v0, _mm512_maskz_loadu_ps (m0, y));
-      v1 = _mm512_add_ps (v1, _mm512_maskz_loadu_ps (m1, y + 16));
-    }
-    v0 = _mm512_add_ps (v0, bias0);
-    v1 = _mm512_add_ps (v1, bias1);
-    if (gelu) {
-      v0 = gelu512 (v0);
-      v1 = gelu512 (v1);
-    }
-    _mm512_mask_storeu_ps (y, m0, v0);
-    _mm512_mask_storeu_ps (y + 16, m1, v1);
-  }
-}
-
-static void
-gemm_core (const gemm_src * s, const float *X, int64_t n, int64_t ldx,
-    float *Y, int64_t ldy, int64_t j0, int64_t j1, int64_t k,
-    const gemm_epi * epi)
-{
-  float bp[NC / NR][KC * NR] __attribute__((aligned (64)));
-  int64_t jc, pc, i;
-
-  for (jc = j0; jc < j1; jc += NC) {
-    int64_t jn = j1 - jc < NC ? j1 - jc : NC;
-    int np = (int) ((jn + NR - 1) / NR);
-
-    for (pc = 0; pc < k; pc += KC) {
-      int kc = (int) (k - pc < KC ? k - pc : KC);
-      int first = pc == 0, last = pc + kc >= k;
-      int p;
-
-      for (p = 0; p < np; p++) {
-        int64_t jp = jc + p * NR;
-        int nr = (int) (j1 - jp < NR ? j1 - jp : NR);
-        pack_panel (s, jp, nr, pc, kc, bp[p]);
-      }
-      for (i = 0; i < n; i += MR) {
-        int mr = (int) (n - i < MR ? n - i : MR);
-        const float *a[MR];
-        int r;
-        for (r = 0; r < MR; r++)
-          a[r] = X + (i + (r < mr ? r : mr - 1)) * ldx + pc;
-        for (p = 0; p < np; p++) {
-          int64_t jp = jc + p * NR;
-          int nr = (int) (j1 - jp < NR ? j1 - jp : NR);
-          __m512 c[16];
-          ukernel_8x32 (kc, a, 1, bp[p], NR, 0xffff, 0xffff, c);
-          store_tile (c, mr, nr, Y + i * ldy, ldy, jp, first, last, epi);
-        }
-      }
-    }
-  }
-}
+#include "kernels-simd.h"
 
 /* Eight 16-lane partial sums reduced into one vector of 8 sums. */
 static inline __m256
@@ -625,7 +461,7 @@ gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
 
 /* ---- encoder products with VNNI: quantized rows of X ----
  *
- * wk_linear_work's integer products, driven like gemm_core: weight panels
+ * wk_linear_work's integer products, driven by wk_gemm_blocked: weight panels
  * of 32 outputs packed once per depth block, as unsigned bytes (q8_0 +
  * 128, or q4_0's nibbles) in groups of 4 depths per output, so that one
  * 64-byte load is 16 outputs x 4 depths, vpdpbusd's unsigned operand; the
@@ -754,53 +590,53 @@ qkernel_6x32 (int nbk, const int8_t * const *q, const float *const *d,
     c[r] = acc[r];
 }
 
+/* The weights as wk_gemm_blocked's operand b. */
+typedef struct
+{
+  const wk_tensor *W;
+  size_t rb;
+} qweights;
+
+/* wk_gemm_ukernel.pack */
+static void
+q_pack (const void *b, int64_t j, int nr, int64_t l0, int kc, void *panel)
+{
+  const qweights *w = b;
+
+  pack_qpanel (w->W, w->rb, j, nr, l0, kc, panel);
+}
+
+/* wk_gemm_ukernel.tile */
 static TARGET_VNNI void
+q_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
+    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
+    int last, const wk_gemm_epi * epi)
+{
+  const int8_t *qr[QMR];
+  const float *dr[QMR];
+  const int32_t *cr[QMR];
+  __m512 t[12];
+
+  wk_gemm_qrows_at (a, rows, QMR, l0, qr, dr, cr);
+  qkernel_6x32 (kc / WK_QK, qr, dr, cr, panel, t);
+  store_tile (t, mr, nr, Y, ldy, j, first, last, epi);
+}
+
+static const wk_gemm_ukernel q_panels = {
+  QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q_tile
+};
+
+static void
 avx512_linear_q (const wk_tensor * W, const float *bias, const int8_t * q,
     const float *d, const int32_t * c, int64_t n, float *Y, int64_t ldy,
     int64_t j0, int64_t j1, unsigned flags)
 {
   qpanel bp[QNC / QNR] __attribute__((aligned (64)));
-  const int64_t k = W->ne[0], nb = k / WK_QK;
-  const size_t rb = wk_type_row_bytes (W->type, k);
-  gemm_epi epi = { bias, flags, 1.0f };
-  int64_t jc, pc, i;
+  const wk_gemm_qrows x = { q, d, c, W->ne[0] };
+  const qweights w = { W, wk_type_row_bytes (W->type, W->ne[0]) };
+  const wk_gemm_epi epi = { bias, flags, 1.0f };
 
-  for (jc = j0; jc < j1; jc += QNC) {
-    int64_t jn = j1 - jc < QNC ? j1 - jc : QNC;
-    int np = (int) ((jn + QNR - 1) / QNR);
-
-    for (pc = 0; pc < k; pc += QKC) {
-      int kc = (int) (k - pc < QKC ? k - pc : QKC);
-      int first = pc == 0, last = pc + kc >= k;
-      int p;
-
-      for (p = 0; p < np; p++) {
-        int64_t jp = jc + p * QNR;
-        int nr = (int) (j1 - jp < QNR ? j1 - jp : QNR);
-        pack_qpanel (W, rb, jp, nr, pc, kc, &bp[p]);
-      }
-      for (i = 0; i < n; i += QMR) {
-        int mr = (int) (n - i < QMR ? n - i : QMR);
-        const int8_t *qr[QMR];
-        const float *dr[QMR];
-        const int32_t *cr[QMR];
-        int r;
-        for (r = 0; r < QMR; r++) {
-          int64_t row = i + (r < mr ? r : mr - 1);
-          qr[r] = q + row * k + pc;
-          dr[r] = d + row * nb + pc / WK_QK;
-          cr[r] = c + row * nb + pc / WK_QK;
-        }
-        for (p = 0; p < np; p++) {
-          int64_t jp = jc + p * QNR;
-          int nr = (int) (j1 - jp < QNR ? j1 - jp : QNR);
-          __m512 t[16];
-          qkernel_6x32 (kc / WK_QK, qr, dr, cr, &bp[p], t);
-          store_tile (t, mr, nr, Y + i * ldy, ldy, jp, first, last, &epi);
-        }
-      }
-    }
-  }
+  wk_gemm_blocked (&q_panels, &x, &w, n, Y, ldy, j0, j1, W->ne[0], &epi, bp);
 }
 
 /* ---- f16 decoder products: one row of X ----
@@ -859,9 +695,6 @@ avx512_linear (const wk_tensor * W, const float *bias, const float *X,
     int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
     unsigned flags, int act_q8)
 {
-  gemm_src s;
-  gemm_epi epi;
-
   if (act_q8 && have_vnni) {
     gemv_q_vnni (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
     return;
@@ -874,151 +707,10 @@ avx512_linear (const wk_tensor * W, const float *bias, const float *X,
     avx2_set.linear (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, act_q8);
     return;
   }
-  s.kind = 0;
-  s.type = W->type;
-  s.data = W->data;
-  s.row_bytes = wk_type_row_bytes (W->type, W->ne[0]);
-  s.B = NULL;
-  s.ldb = 0;
-  epi.bias = bias;
-  epi.flags = flags;
-  epi.alpha = 1.0f;
-  gemm_core (&s, X, n, ldx, Y, ldy, j0, j1, W->ne[0], &epi);
+  linear_f32_panels (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
 }
 
-static void
-avx512_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0,
-    int64_t j1, int64_t k, float alpha, const float *A, int64_t lda,
-    const float *B, int64_t ldb, float *C, int64_t ldc)
-{
-  gemm_src s = { b_trans ? 1 : 2, WK_TYPE_F32, NULL, 0, B, ldb };
-  gemm_epi epi = { NULL, 0, alpha };
-  int64_t i;
-
-  if (k <= 0) {
-    for (i = i0; i < i1; i++)
-      memset (C + i * ldc + j0, 0, (size_t) (j1 - j0) * sizeof (float));
-    return;
-  }
-  gemm_core (&s, A + i0 * lda, i1 - i0, lda, C + i0 * ldc, ldc, j0, j1, k,
-      &epi);
-}
-
-/* ---- attention ---- */
-
-#define AQ 32                   /* queries per block: two vectors of lanes */
-#define AK 96                   /* keys per chunk (12 stripes of MR) */
-
-/* kernels-avx2.c's attention_block with 32 queries: S^T = K (scale Q)^T
- * with the queries packed once, a running softmax across the 32 query
- * lanes, then O += P V with the value rows read in place. */
-static void
-attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
-    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
-    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
-{
-  float qt[256 * AQ] __attribute__((aligned (64)));
-  float pt[AK * AQ] __attribute__((aligned (64)));
-  float acc[AQ * 256] __attribute__((aligned (64)));
-  float rr[AQ] __attribute__((aligned (64)));
-  const int64_t dpad = (d_head + 31) & ~(int64_t) 31;
-  const __m512 ninf = _mm512_set1_ps (-INFINITY);
-  const __m512 iota0 = _mm512_setr_ps (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-      12, 13, 14, 15);
-  const __m512 iota1 = _mm512_add_ps (iota0, _mm512_set1_ps (16.0f));
-  const int64_t base = n_kv - n_q + q0;
-  int64_t last_all = wk_attention_last_key (q0 + nq - 1, n_q, n_kv, causal);
-  __m512 mx0 = ninf, mx1 = ninf, sm0 = _mm512_setzero_ps (),
-      sm1 = _mm512_setzero_ps ();
-  int64_t t0, l;
-  int i;
-
-  for (l = 0; l < d_head; l++)
-    for (i = 0; i < AQ; i++)
-      qt[l * AQ + i] = i < nq ? Q[(q0 + i) * ldq + l] * scale : 0.0f;
-  memset (acc, 0, sizeof (float) * (size_t) (AQ * dpad));
-
-  for (t0 = 0; t0 <= last_all; t0 += AK) {
-    int kn = (int) (last_all + 1 - t0 < AK ? last_all + 1 - t0 : AK);
-    __m512 n0 = mx0, n1 = mx1, r0, r1, z0, z1, ps0, ps1;
-    int t;
-
-    for (t = 0; t < kn; t += MR) {
-      int mr = kn - t < MR ? kn - t : MR, r;
-      const float *a[MR];
-      __m512 c[16];
-      for (r = 0; r < MR; r++)
-        a[r] = K + (t0 + t + (r < mr ? r : mr - 1)) * ldk;
-      ukernel_8x32 ((int) d_head, a, 1, qt, AQ, 0xffff, 0xffff, c);
-      for (r = 0; r < mr; r++) {
-        __m512 s0 = c[2 * r], s1 = c[2 * r + 1];
-        if (causal) {
-          __m512 thr = _mm512_set1_ps ((float) (t0 + t + r - base));
-          s0 = _mm512_mask_mov_ps (s0, _mm512_cmp_ps_mask (iota0, thr,
-                  _CMP_LT_OQ), ninf);
-          s1 = _mm512_mask_mov_ps (s1, _mm512_cmp_ps_mask (iota1, thr,
-                  _CMP_LT_OQ), ninf);
-        }
-        _mm512_store_ps (pt + (t + r) * AQ, s0);
-        _mm512_store_ps (pt + (t + r) * AQ + 16, s1);
-        n0 = _mm512_max_ps (n0, s0);
-        n1 = _mm512_max_ps (n1, s1);
-      }
-    }
-    z0 = _mm512_mask_mov_ps (n0, _mm512_cmp_ps_mask (n0, ninf, _CMP_EQ_OQ),
-        _mm512_setzero_ps ());
-    z1 = _mm512_mask_mov_ps (n1, _mm512_cmp_ps_mask (n1, ninf, _CMP_EQ_OQ),
-        _mm512_setzero_ps ());
-    r0 = exp512 (_mm512_sub_ps (mx0, z0));
-    r1 = exp512 (_mm512_sub_ps (mx1, z1));
-    mx0 = n0;
-    mx1 = n1;
-    ps0 = _mm512_setzero_ps ();
-    ps1 = _mm512_setzero_ps ();
-    for (t = 0; t < kn; t++) {
-      __m512 p0 = exp512 (_mm512_sub_ps (_mm512_load_ps (pt + t * AQ), z0));
-      __m512 p1 = exp512 (_mm512_sub_ps (_mm512_load_ps (pt + t * AQ + 16),
-              z1));
-      _mm512_store_ps (pt + t * AQ, p0);
-      _mm512_store_ps (pt + t * AQ + 16, p1);
-      ps0 = _mm512_add_ps (ps0, p0);
-      ps1 = _mm512_add_ps (ps1, p1);
-    }
-    sm0 = _mm512_fmadd_ps (sm0, r0, ps0);
-    sm1 = _mm512_fmadd_ps (sm1, r1, ps1);
-    _mm512_store_ps (rr, r0);
-    _mm512_store_ps (rr + 16, r1);
-
-    for (i = 0; i < nq; i += MR) {
-      int mr = nq - i < MR ? nq - i : MR, r;
-      const float *a[MR];
-      for (r = 0; r < MR; r++)
-        a[r] = pt + i + (r < mr ? r : mr - 1);
-      for (l = 0; l < d_head; l += 32) {
-        int nr = (int) (d_head - l < 32 ? d_head - l : 32);
-        __m512 c[16];
-        ukernel_8x32 (kn, a, AQ, V + t0 * ldv + l, ldv, first_lanes (nr),
-            first_lanes (nr - 16), c);
-        for (r = 0; r < mr; r++) {
-          float *o = acc + (i + r) * dpad + l;
-          __m512 vr = _mm512_set1_ps (rr[i + r]);
-          _mm512_store_ps (o, _mm512_fmadd_ps (_mm512_load_ps (o), vr,
-                  c[2 * r]));
-          _mm512_store_ps (o + 16, _mm512_fmadd_ps (_mm512_load_ps (o + 16),
-                  vr, c[2 * r + 1]));
-        }
-      }
-    }
-  }
-
-  _mm512_store_ps (rr, sm0);
-  _mm512_store_ps (rr + 16, sm1);
-  for (i = 0; i < nq; i++) {
-    float inv = rr[i] > 0.0f ? 1.0f / rr[i] : 0.0f;
-    for (l = 0; l < d_head; l++)
-      O[(q0 + i) * ldo + l] = acc[i * dpad + l] * inv;
-  }
-}
+/* ---- attention (attention_block: kernels-simd.h) ---- */
 
 /* ---- one-query attention (the decoder) ---- */
 
@@ -1410,7 +1102,7 @@ wk_kernels_avx512_init (wk_kernel_set * ks)
   *ks = wk_kernels_avx2;
   ks->name = "avx512";
   ks->linear = avx512_linear;
-  ks->gemm_f32 = avx512_gemm_f32;
+  ks->gemm_f32 = simd_gemm_f32;
   ks->attention_head = avx512_attention_head;
   ks->attention_head_f16kv = avx512_attention_head_f16kv;
   ks->gelu = avx512_gelu;

@@ -82,6 +82,74 @@ typedef struct
       int causal, float *O, int64_t ldo, int kv16);
 } wk_kernel_set;
 
+/* ---- the blocked matrix-product driver (kernels-gemm.c) ---- */
+
+/* What a tile does with its sums before they are stored. */
+typedef struct
+{
+  const float *bias;            /* added on the last depth block */
+  unsigned flags;               /* WK_LINEAR_GELU / WK_LINEAR_ADD */
+  float alpha;                  /* the sums' factor */
+} wk_gemm_epi;
+
+/* Most rows of X in one tile, over every kernel set. */
+#define WK_GEMM_MAX_MR 8
+
+/* One ISA's micro-kernels for wk_gemm_blocked: tile sizes, the packing of
+ * a panel and the register tile over it. */
+typedef struct
+{
+  int mr;                       /* rows of X per tile (<= WK_GEMM_MAX_MR) */
+  int nr;                       /* outputs per panel */
+  int nc;                       /* outputs per packed block (nr multiple) */
+  int kc;                       /* depth per packed block (32 multiple) */
+  size_t panel_bytes;           /* one packed panel (keeps its alignment) */
+  /* Packs outputs j .. j+nr-1 (nr <= the set's nr; the rest zero) at
+   * depth l0 .. l0+kc-1 of operand b into panel. */
+  void (*pack) (const void *b, int64_t j, int nr, int64_t l0, int kc,
+      void *panel);
+  /* Y[r][j .. j+nr-1], r < mr = epilogue (sum over depth l0 .. l0+kc-1
+   * of operand a's rows rows[0 .. mr-1] with the panel), the set's mr
+   * rows given (short stripes repeat their last row): first / last say
+   * whether this is the first / last depth block (before it, Y holds the
+   * partial sums). */
+  void (*tile) (const void *a, const int64_t * rows, int mr, int64_t l0,
+      int kc, const void *panel, int nr, float *Y, int64_t ldy, int64_t j,
+      int first, int last, const wk_gemm_epi * epi);
+} wk_gemm_ukernel;
+
+/* Y[i][j] (i < n, j0 <= j < j1) = epilogue (sum_l a[i][l] b[l][j]), l <
+ * k, blocked as uk says; panels: uk->nc / uk->nr panels of
+ * uk->panel_bytes, aligned as uk's tiles need. */
+void wk_gemm_blocked (const wk_gemm_ukernel * uk, const void *a,
+    const void *b, int64_t n, float *Y, int64_t ldy, int64_t j0, int64_t j1,
+    int64_t k, const wk_gemm_epi * epi, void *panels);
+
+/* The quantized rows of X (wk_kernel_set.linear_q's q, d, c; depth k) as
+ * wk_gemm_blocked's operand a for the integer tiles. */
+typedef struct
+{
+  const int8_t *q;
+  const float *d;
+  const int32_t *c;
+  int64_t k;
+} wk_gemm_qrows;
+
+/* A tile's row pointers into x: rows rows[0 .. mr-1] at depth l0. */
+static inline void
+wk_gemm_qrows_at (const wk_gemm_qrows * x, const int64_t * rows, int mr,
+    int64_t l0, const int8_t ** q, const float **d, const int32_t ** c)
+{
+  const int64_t nb = x->k / WK_QK;
+  int r;
+
+  for (r = 0; r < mr; r++) {
+    q[r] = x->q + rows[r] * x->k + l0;
+    d[r] = x->d + rows[r] * nb + l0 / WK_QK;
+    c[r] = x->c + rows[r] * nb + l0 / WK_QK;
+  }
+}
+
 extern const wk_kernel_set wk_kernels_ref;
 #ifdef WK_HAVE_AVX2_KERNELS
 extern const wk_kernel_set wk_kernels_avx2;

@@ -65,8 +65,8 @@ void wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
  * wk_linear_ex, except that q8_0 / q4_0 weights with n >=
  * WK_LINEAR_GEMM_ROWS rows of X may take the integer result of the few-row
  * products (each row of X quantized per block of 32, see above) where the
- * kernel set has integer matrix products that beat its f32 panels
- * (VNNI), when WK_INT8=all is in the environment (the default, like
+ * kernel set has integer matrix products (AVX-512 VNNI; AVX2 maddubs),
+ * when WK_INT8=all is in the environment (the default, like
  * WK_INT8=dec, keeps integer products to the decoder). work holds
  * wk_linear_work_size (n, W->ne[0]) bytes (or is NULL: wk_linear_ex). The
  * result never depends on the thread count. */

@@ -517,6 +517,108 @@ test_linear_work (void)
       worst);
 }
 
+/* The integer products' edges, exactly: weights at -128 (q8_0) and at
+ * both ends of q4_0, activations at +-127 with unit scales, so that each
+ * block's sum is an exact integer, added in f32 in the kernels' order:
+ * the result is known to the bit. Saturating int16 pairs (maddubs) or
+ * negating -128 would change it. */
+static void
+test_linear_q_extremes (void)
+{
+  static const int8_t wq8[] = { -128, 127, -127, 0, 1, -128, 64, -1 };
+  static const int8_t xs[] = { 127, -127, 127, 127, -127, -127, 0, 1 };
+  const int64_t n = 9, k = 2080, m = 37, nb = k / WK_QK;
+  int8_t *q = malloc ((size_t) (n * k));
+  float *d = malloc ((size_t) (n * nb) * sizeof (float));
+  int32_t *c = malloc ((size_t) (n * nb) * sizeof (int32_t));
+  float *Y = malloc ((size_t) (n * m) * sizeof (float));
+  int t, s;
+
+  for (t = 2; t < 4; t++) {
+    const wk_type type = all_types[t];
+    const int q8 = type == WK_TYPE_Q8_0;
+    const size_t rb = wk_type_row_bytes (type, k);
+    unsigned char *wd = calloc ((size_t) m, rb);
+    wk_tensor W = { 0 };
+    int64_t i, j, b, l;
+
+    /* w[j][l]: q8_0 from wq8, in equal pairs (maddubs adds pairs: -128
+     * or 127 twice against 127 twice is the most it sees);
+     * q4_0 nibbles 0 or 15 (-8 or 7) */
+    for (j = 0; j < m; j++)
+      for (b = 0; b < nb; b++) {
+        if (q8) {
+          wk_block_q8_0 *blk = (wk_block_q8_0 *) (wd + j * rb) + b;
+          blk->d = wk_fp32_to_fp16 (1.0f);
+          for (l = 0; l < WK_QK; l++)
+            blk->qs[l] = wq8[((j + b) * 3 + l / 2) % 8];
+        } else {
+          wk_block_q4_0 *blk = (wk_block_q4_0 *) (wd + j * rb) + b;
+          blk->d = wk_fp32_to_fp16 (1.0f);
+          for (l = 0; l < WK_QK / 2; l++)
+            blk->qs[l] = (uint8_t) (((j + l) % 4 ? 0x0f : 0x00)
+                | ((j + b + l) % 5 ? 0x00 : 0xf0));
+        }
+      }
+    W.type = type;
+    W.n_dims = 2;
+    W.ne[0] = k;
+    W.ne[1] = m;
+    W.ne[2] = W.ne[3] = 1;
+    W.data = wd;
+    W.nbytes = rb * (size_t) m;
+    /* rows of +-127 (and a few 0 and 1) */
+    for (i = 0; i < n; i++)
+      for (b = 0; b < nb; b++) {
+        int32_t sum = 0;
+        for (l = 0; l < WK_QK; l++) {
+          int8_t v = (i + l) % 4 ? xs[(i + l) % 8] : (int8_t) 127;
+          if (b % 2)
+            v = (int8_t) - v;
+          q[i * k + b * WK_QK + l] = v;
+          sum += v;
+        }
+        d[i * nb + b] = 1.0f;
+        c[i * nb + b] = (q8 ? -128 : -8) * sum;
+      }
+    for (s = 0; s < n_simd_sets; s++) {
+      const wk_kernel_set *ks = simd_sets[s];
+      int fails = 0;
+      if (!ks->linear_q)
+        continue;
+      ks->linear_q (&W, NULL, q, d, c, n, Y, m, 0, m, 0);
+      for (i = 0; i < n; i++)
+        for (j = 0; j < m; j++) {
+          float want = 0.0f;
+          for (b = 0; b < nb; b++) {
+            int32_t dot = 0;
+            for (l = 0; l < WK_QK; l++) {
+              int w;
+              if (q8) {
+                w = ((const wk_block_q8_0 *) (wd + j * rb))[b].qs[l];
+              } else {
+                const wk_block_q4_0 *blk =
+                    (const wk_block_q4_0 *) (wd + j * rb) + b;
+                w = (l < 16 ? blk->qs[l] & 0x0f : blk->qs[l - 16] >> 4) - 8;
+              }
+              dot += w * q[i * k + b * WK_QK + l];
+            }
+            want += (float) dot;
+          }
+          if (Y[i * m + j] != want && fails++ < 3)
+            CHECK_MSG (0, "%s %s: Y[%ld][%ld] = %.9g, want %.9g", ks->name,
+                wk_type_name (type), (long) i, (long) j, Y[i * m + j], want);
+        }
+      CHECK (fails == 0);
+    }
+    free (wd);
+  }
+  free (q);
+  free (d);
+  free (c);
+  free (Y);
+}
+
 /* The integer products give the same bits on any number of threads, for
  * an output split (m large) and a row split (m small, many rows). */
 static void
@@ -1270,6 +1372,7 @@ main (void)
   RUN (test_linear_is_deterministic_across_threads);
   RUN (test_gemv_is_deterministic_across_threads);
   RUN (test_linear_work);
+  RUN (test_linear_q_extremes);
   RUN (test_linear_work_is_deterministic_across_threads);
   RUN (test_linear_batch_matches_alone);
   RUN (test_gemm_f32);
