@@ -1167,11 +1167,11 @@ q4_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
 }
 
 static const wk_gemm_ukernel q8_panels = {
-  QMR, QNR, QNC, QKC, QMR, sizeof (qpanel), q_pack, q8_tile
+  QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q8_tile
 };
 
 static const wk_gemm_ukernel q4_panels = {
-  QMR, QNR, QNC, QKC, QMR, sizeof (qpanel), q_pack, q4_tile
+  QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q4_tile
 };
 
 /* wk_kernel_set.linear_q */

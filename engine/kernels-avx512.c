@@ -623,7 +623,7 @@ q_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
 }
 
 static const wk_gemm_ukernel q_panels = {
-  QMR, QNR, QNC, QKC, QMR, sizeof (qpanel), q_pack, q_tile
+  QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q_tile
 };
 
 static void

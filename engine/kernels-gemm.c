@@ -2,7 +2,7 @@
  * set (kernels-simd.h's f32 panels for AVX2 and AVX-512, the AVX-512
  * VNNI and AVX2 integer panels): cache blocking over outputs (nc) and
  * depth (kc), one packing of each panel per block, and the walk of
- * mr-row stripes of X over the packed panels (in groups of mc rows). What differs per ISA (the
+ * mr-row stripes of X over the packed panels. What differs per ISA (the
  * panel layout, the register tile and its epilogue) comes in
  * wk_gemm_ukernel; the split over threads is the caller's (kernels.c
  * gives each thread a range of outputs). Plain C: compiled without ISA
@@ -15,7 +15,7 @@ wk_gemm_blocked (const wk_gemm_ukernel * uk, const void *a, const void *b,
     const wk_gemm_epi * epi, void *panels)
 {
   unsigned char *pb = panels;
-  int64_t jc, pc, ic, i;
+  int64_t jc, pc, i;
 
   for (jc = j0; jc < j1; jc += uk->nc) {
     int64_t jn = j1 - jc < uk->nc ? j1 - jc : uk->nc;
@@ -31,23 +31,19 @@ wk_gemm_blocked (const wk_gemm_ukernel * uk, const void *a, const void *b,
         int nr = (int) (j1 - jp < uk->nr ? j1 - jp : uk->nr);
         uk->pack (b, jp, nr, pc, kc, pb + (size_t) p * uk->panel_bytes);
       }
-      for (ic = 0; ic < n; ic += uk->mc) {
-        const int64_t ie = n - ic < uk->mc ? n : ic + uk->mc;
+      for (i = 0; i < n; i += uk->mr) {
+        int mr = (int) (n - i < uk->mr ? n - i : uk->mr);
+        int64_t rows[WK_GEMM_MAX_MR];
+        int r;
+        /* short stripes repeat their last row; the extra sums are not
+         * stored */
+        for (r = 0; r < uk->mr; r++)
+          rows[r] = i + (r < mr ? r : mr - 1);
         for (p = 0; p < np; p++) {
           int64_t jp = jc + (int64_t) p * uk->nr;
           int nr = (int) (j1 - jp < uk->nr ? j1 - jp : uk->nr);
-          for (i = ic; i < ie; i += uk->mr) {
-            int mr = (int) (ie - i < uk->mr ? ie - i : uk->mr);
-            int64_t rows[WK_GEMM_MAX_MR];
-            int r;
-            /* short stripes repeat their last row; the extra sums are
-             * not stored */
-            for (r = 0; r < uk->mr; r++)
-              rows[r] = i + (r < mr ? r : mr - 1);
-            uk->tile (a, rows, mr, pc, kc,
-                pb + (size_t) p * uk->panel_bytes, nr, Y + i * ldy, ldy, jp,
-                first, last, epi);
-          }
+          uk->tile (a, rows, mr, pc, kc, pb + (size_t) p * uk->panel_bytes,
+              nr, Y + i * ldy, ldy, jp, first, last, epi);
         }
       }
     }

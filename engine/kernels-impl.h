@@ -103,11 +103,6 @@ typedef struct
   int nr;                       /* outputs per panel */
   int nc;                       /* outputs per packed block (nr multiple) */
   int kc;                       /* depth per packed block (32 multiple) */
-  /* rows of X per pass over a block's panels (an mr multiple): mc = mr
-   * walks each stripe over all the panels (the stripe stays in L1);
-   * larger, each panel in turn meets mc rows (the panel stays in L1, the
-   * mc rows in L2) */
-  int mc;
   size_t panel_bytes;           /* one packed panel (keeps its alignment) */
   /* Packs outputs j .. j+nr-1 (nr <= the set's nr; the rest zero) at
    * depth l0 .. l0+kc-1 of operand b into panel. */

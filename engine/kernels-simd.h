@@ -172,7 +172,7 @@ f32_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
 }
 
 static const wk_gemm_ukernel f32_panels = {
-  MR, NR, NC, KC, MR, KC * NR * sizeof (float), pack_panel, f32_tile
+  MR, NR, NC, KC, KC * NR * sizeof (float), pack_panel, f32_tile
 };
 
 /* Y = epilogue (X src) for outputs j0 .. j1-1 of depth k. */

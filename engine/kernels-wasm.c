@@ -7,11 +7,9 @@
  * but nothing shares state between calls either, except the GEMM's packed
  * weight panel, which is per call and on the stack.
  *
- * - linear, n >= 8 rows (the encoder): wk_gemm_blocked (kernels-gemm.c,
- *   the driver every SIMD set shares) over this file's micro-kernel: a
- *   panel of 8 outputs converted to f32 and laid out depth-major, [l][8],
- *   in chunks of GEMM_KC; a 4 x 8 tile that broadcasts x and adds into 8
- *   accumulators (V8 has 15 vector registers to give it).
+ * - linear, n >= 8 rows (the encoder): a panel of 8 outputs is converted
+ *   to f32 and laid out depth-major, [l][8], in chunks of KC; a 4 x 8
+ *   micro-kernel broadcasts x and adds into 8 accumulators.
  * - linear, n < 8 rows with q8_0 / q4_0 (the decoder): activations
  *   quantized per block (wk_quantize_act, bit for bit), then integer
  *   block dot products: weights and activations widened to i16, eight
@@ -297,29 +295,29 @@ store4 (float *y, v128_t acc, const float *bias, int64_t j, int nj,
   }
 }
 
-/* ---- GEMM (n >= 8): wk_gemm_blocked over 4 x 8 tiles ---- */
+/* ---- GEMM (n >= 8) ---- */
 
+/* Rows of X per block: with a depth chunk of GEMM_KC they stay in the
+ * cache (96 KiB) while the packed panels pass over them. */
+#define GEMM_ROWS 96
+#define GEMM_KC 256
 /* Outputs per packed block: GEMM_NC / NR panels of GEMM_KC x NR f32
  * (128 KiB), converted once and used by every row of X. */
 #define GEMM_NC 128
-#define GEMM_KC 256
-/* Rows of X per pass over the block's panels: with a depth chunk of
- * GEMM_KC they stay in the cache (96 KiB) while each panel (8 KiB) meets
- * all of them in turn. */
-#define GEMM_ROWS 96
 
-/* C [r][0 .. 8) (rows ldc apart) = (from_c ? C : 0) + x[r][0 .. kc) .
- * P [kc][8] for r < mr (x[r] for r >= mr: any row, not stored); bias
- * (the tile's 8, or NULL) then GELU (gelu) applied before the store. */
+/* C [4][8] (rows ldc apart) += x[r][0 .. kc) . P [kc][8] for r < mr;
+ * first: C starts from 0 instead of its contents. */
 static inline void
-gemm_tile (int kc, const float *P, const float *const *x, int mr, float *C,
-    int64_t ldc, int from_c, const float *bias, int gelu)
+gemm_tile (int kc, const float *P, const float *x0, int64_t ldx, int mr,
+    float *C, int64_t ldc, int first)
 {
-  const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+  const float *x1 = mr > 1 ? x0 + ldx : x0;
+  const float *x2 = mr > 2 ? x0 + 2 * ldx : x0;
+  const float *x3 = mr > 3 ? x0 + 3 * ldx : x0;
   v128_t c00, c01, c10, c11, c20, c21, c30, c31;
   int l;
 
-  if (!from_c) {
+  if (first) {
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = wasm_f32x4_splat (0.0f);
   } else {
     c00 = wasm_v128_load (C), c01 = wasm_v128_load (C + 4);
@@ -349,18 +347,6 @@ gemm_tile (int kc, const float *P, const float *const *x, int mr, float *C,
     c30 = wasm_f32x4_add (c30, wasm_f32x4_mul (b3, w0));
     c31 = wasm_f32x4_add (c31, wasm_f32x4_mul (b3, w1));
   }
-  if (bias) {
-    v128_t bb0 = wasm_v128_load (bias), bb1 = wasm_v128_load (bias + 4);
-    c00 = wasm_f32x4_add (c00, bb0), c01 = wasm_f32x4_add (c01, bb1);
-    c10 = wasm_f32x4_add (c10, bb0), c11 = wasm_f32x4_add (c11, bb1);
-    c20 = wasm_f32x4_add (c20, bb0), c21 = wasm_f32x4_add (c21, bb1);
-    c30 = wasm_f32x4_add (c30, bb0), c31 = wasm_f32x4_add (c31, bb1);
-  }
-  if (gelu) {
-    c00 = gelu4 (c00), c01 = gelu4 (c01), c10 = gelu4 (c10);
-    c11 = gelu4 (c11), c20 = gelu4 (c20), c21 = gelu4 (c21);
-    c30 = gelu4 (c30), c31 = gelu4 (c31);
-  }
   wasm_v128_store (C, c00);
   wasm_v128_store (C + 4, c01);
   if (mr > 1)
@@ -371,34 +357,19 @@ gemm_tile (int kc, const float *P, const float *const *x, int mr, float *C,
     wasm_v128_store (C + 3 * ldc, c30), wasm_v128_store (C + 3 * ldc + 4, c31);
 }
 
-/* The weights as wk_gemm_blocked's operand b, X as its operand a. */
-typedef struct
-{
-  const wk_tensor *W;
-  size_t row_bytes;
-} gemm_weights;
-
-typedef struct
-{
-  const float *X;
-  int64_t ldx;
-} gemm_rows;
-
-/* wk_gemm_ukernel.pack: weights [l0, l0 + kc) of rows j .. j + nj (nj <=
- * 8; the others zeros) as the panel P [kc][8]: each row converted, then
- * 4 x 4 transposes. */
+/* Weights [l0, l0 + kc) of rows j .. j + nj (nj <= 8; the others zeros)
+ * as the panel P [kc][8]: each row converted, then 4 x 4 transposes. */
 static void
-pack_panel (const void *src, int64_t j, int nj, int64_t l0, int kc, void *panel)
+pack_panel (const wk_tensor * W, size_t row_bytes, int64_t j, int nj,
+    int64_t l0, int kc, float *P)
 {
-  const gemm_weights *w = src;
   float rows[NR][GEMM_KC];
-  float *P = panel;
   int c, l;
 
   for (c = 0; c < NR; c++) {
     if (c < nj)
-      row_seg_to_f32 (w->W->type, (const unsigned char *) w->W->data +
-          (size_t) (j + c) * w->row_bytes, l0, kc, rows[c]);
+      row_seg_to_f32 (W->type, (const unsigned char *) W->data + (size_t) (j
+              + c) * row_bytes, l0, kc, rows[c]);
     else
       memset (rows[c], 0, sizeof rows[c]);
   }
@@ -426,60 +397,98 @@ pack_panel (const void *src, int64_t j, int nj, int64_t l0, int kc, void *panel)
       P[l * NR + c] = rows[c][l];
 }
 
-/* wk_gemm_ukernel.tile: the sums add into Y itself (from 0 on the first
- * depth block unless the residual's ADD starts them from Y), a ragged
- * panel's through a side tile; the bias and GELU on the last block. The
- * same operations in the same order as this file's own blocked loop had
- * before it moved to wk_gemm_blocked. */
+/* The epilogue of rows i0 .. i0 + ni, outputs j0 .. j1: Y = f (sum +
+ * bias); with ADD the sum already holds Y's old value. */
 static void
-gemm_tile_y (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
-    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
-    int last, const wk_gemm_epi * epi)
+gemm_epilogue (const float *bias, float *Y, int64_t ldy, int64_t i0, int ni,
+    int64_t j0, int64_t j1, unsigned flags)
 {
-  const gemm_rows *x = a;
-  const int from_y = !first || (epi->flags & WK_LINEAR_ADD);
-  const int gelu = last && (epi->flags & WK_LINEAR_GELU);
-  const float *bias = last && epi->bias ? epi->bias + j : NULL;
-  const float *xr[MR];
-  float edge[MR][NR], eb[NR];
-  int r, c;
+  int64_t i, j;
 
-  for (r = 0; r < MR; r++)
-    xr[r] = x->X + rows[r] * x->ldx + l0;
-  if (nr == NR) {
-    gemm_tile (kc, panel, xr, mr, Y + j, ldy, from_y, bias, gelu);
+  if (!bias && !(flags & WK_LINEAR_GELU))
     return;
+  for (i = 0; i < ni; i++) {
+    float *y = Y + (i0 + i) * ldy;
+    for (j = j0; j + 4 <= j1; j += 4) {
+      v128_t v = wasm_v128_load (y + j);
+      if (bias)
+        v = wasm_f32x4_add (v, wasm_v128_load (bias + j));
+      if (flags & WK_LINEAR_GELU)
+        v = gelu4 (v);
+      wasm_v128_store (y + j, v);
+    }
+    for (; j < j1; j++) {
+      float t[4] = { y[j] + (bias ? bias[j] : 0.0f), 0, 0, 0 };
+      if (flags & WK_LINEAR_GELU)
+        wasm_v128_store (t, gelu4 (wasm_v128_load (t)));
+      y[j] = t[0];
+    }
   }
-  for (r = 0; r < mr; r++)
-    for (c = 0; c < NR; c++)
-      edge[r][c] = from_y && c < nr ? Y[r * ldy + j + c] : 0.0f;
-  if (bias) {
-    for (c = 0; c < NR; c++)
-      eb[c] = c < nr ? bias[c] : 0.0f;
-    bias = eb;
-  }
-  gemm_tile (kc, panel, xr, mr, edge[0], NR, 1, bias, gelu);
-  for (r = 0; r < mr; r++)
-    for (c = 0; c < nr; c++)
-      Y[r * ldy + j + c] = edge[r][c];
 }
 
-static const wk_gemm_ukernel gemm_panels = {
-  MR, NR, GEMM_NC, GEMM_KC, GEMM_ROWS, GEMM_KC * NR * sizeof (float),
-  pack_panel, gemm_tile_y
-};
-
+/* Blocks of GEMM_NC outputs and GEMM_KC of depth: their panels of 8
+ * outputs are converted to f32, depth-major, once, then every block of
+ * GEMM_ROWS rows of X passes over them in 4 x 8 tiles that add into Y
+ * itself (a ragged last panel into a side buffer). The bias, GELU or
+ * residual come after a block's last depth chunk. */
 static void
 gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
 {
+  const int64_t k = W->ne[0];
+  const size_t row_bytes = wk_type_row_bytes (W->type, k);
+  /* the residual: the sums start from Y's contents */
+  const int add = (flags & WK_LINEAR_ADD) != 0;
   float panels[GEMM_NC / NR][GEMM_KC * NR];
-  gemm_weights w = { W, wk_type_row_bytes (W->type, W->ne[0]) };
-  gemm_rows x = { X, ldx };
-  wk_gemm_epi epi = { bias, flags, 1.0f };
+  float edge[GEMM_ROWS][NR];    /* the ragged panel's sums */
+  int64_t jb, l0, i0, i;
+  int c;
 
-  wk_gemm_blocked (&gemm_panels, &x, &w, n, Y, ldy, j0, j1, W->ne[0], &epi,
-      panels);
+  for (jb = j0; jb < j1; jb += GEMM_NC) {
+    const int64_t jb1 = j1 - jb < GEMM_NC ? j1 : jb + GEMM_NC;
+    const int np = (int) ((jb1 - jb + NR - 1) / NR);
+
+    for (l0 = 0; l0 < k; l0 += GEMM_KC) {
+      const int kc = (int) (k - l0 < GEMM_KC ? k - l0 : GEMM_KC);
+      const int first = l0 == 0 && !add;
+      const int last = l0 + kc >= k;
+      int p;
+
+      for (p = 0; p < np; p++) {
+        const int64_t j = jb + (int64_t) p * NR;
+        pack_panel (W, row_bytes, j, (int) (jb1 - j < NR ? jb1 - j : NR), l0,
+            kc, panels[p]);
+      }
+      for (i0 = 0; i0 < n; i0 += GEMM_ROWS) {
+        const int ni = (int) (n - i0 < GEMM_ROWS ? n - i0 : GEMM_ROWS);
+        for (p = 0; p < np; p++) {
+          const int64_t j = jb + (int64_t) p * NR;
+          const int nj = (int) (jb1 - j < NR ? jb1 - j : NR);
+          if (nj == NR) {
+            for (i = 0; i < ni; i += MR)
+              gemm_tile (kc, panels[p], X + (i0 + i) * ldx + l0, ldx,
+                  ni - i < MR ? (int) (ni - i) : MR, Y + (i0 + i) * ldy + j,
+                  ldy, first);
+          } else {
+            /* the ragged panel: its sums so far from Y (or 0), the tiles
+             * into edge, back into Y */
+            for (i = 0; i < ni; i++)
+              for (c = 0; c < NR; c++)
+                edge[i][c] = !first && c < nj ? Y[(i0 + i) * ldy + j + c] :
+                    0.0f;
+            for (i = 0; i < ni; i += MR)
+              gemm_tile (kc, panels[p], X + (i0 + i) * ldx + l0, ldx,
+                  ni - i < MR ? (int) (ni - i) : MR, edge[i], NR, 0);
+            for (i = 0; i < ni; i++)
+              for (c = 0; c < nj; c++)
+                Y[(i0 + i) * ldy + j + c] = edge[i][c];
+          }
+        }
+        if (last)
+          gemm_epilogue (bias, Y, ldy, i0, ni, jb, jb1, flags);
+      }
+    }
+  }
 }
 
 /* ---- GEMV (n < 8) ---- */
