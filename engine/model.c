@@ -1065,6 +1065,24 @@ fail:
   return st;
 }
 
+/* The arguments wk_model_load and wk_model_load_start check first: an
+ * output pointer (the caller clears it) and a path. */
+static wk_status
+check_load_args (const char *path, int have_out, char *err, size_t err_size)
+{
+  if (err && err_size)
+    err[0] = '\0';
+  if (!have_out) {
+    wk_set_err (err, err_size, "model: no output pointer");
+    return WK_ERR_ARG;
+  }
+  if (!path || !path[0]) {
+    wk_set_err (err, err_size, "model: no model path given");
+    return WK_ERR_ARG;
+  }
+  return WK_OK;
+}
+
 wk_status
 wk_model_load (const char *path, const wk_model_params * params,
     wk_model ** out, char *err, size_t err_size)
@@ -1073,17 +1091,10 @@ wk_model_load (const char *path, const wk_model_params * params,
   wk_status st;
 
   (void) params;
-  if (err && err_size)
-    err[0] = '\0';
-  if (!out) {
-    wk_set_err (err, err_size, "model: no output pointer");
-    return WK_ERR_ARG;
-  }
-  *out = NULL;
-  if (!path || !path[0]) {
-    wk_set_err (err, err_size, "model: no model path given");
-    return WK_ERR_ARG;
-  }
+  if (out)
+    *out = NULL;
+  if ((st = check_load_args (path, out != NULL, err, err_size)) != WK_OK)
+    return st;
   st = wk_registry_load (&model_kind, path, &obj, err, err_size);
   if (st == WK_OK)
     *out = (wk_model *) obj;
@@ -1126,18 +1137,12 @@ wk_model_load_start (const char *path, const wk_model_params * params,
 {
   struct stat sb;
   wk_model_loader *l;
+  wk_status st;
 
-  if (err && err_size)
-    err[0] = '\0';
-  if (!out) {
-    wk_set_err (err, err_size, "model: no output pointer");
-    return WK_ERR_ARG;
-  }
-  *out = NULL;
-  if (!path || !path[0]) {
-    wk_set_err (err, err_size, "model: no model path given");
-    return WK_ERR_ARG;
-  }
+  if (out)
+    *out = NULL;
+  if ((st = check_load_args (path, out != NULL, err, err_size)) != WK_OK)
+    return st;
   if (stat (path, &sb) != 0) {
     wk_set_err (err, err_size, "%s", errno == ENOENT ?
         "the file does not exist" : strerror (errno));
