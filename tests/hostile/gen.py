@@ -710,6 +710,22 @@ def knot_cases(ctx):
 
 # ---- model paths: special files --------------------------------------------
 
+def wait_mapped(proc, path, limit=600.0):
+    """Wait until process proc has file path mapped (or has exited)."""
+    import time
+    real = os.path.realpath(path)
+    maps = "/proc/%d/maps" % proc.pid
+    t_end = time.monotonic() + limit
+    while proc.poll() is None and time.monotonic() < t_end:
+        try:
+            with open(maps) as f:
+                if any(line.rstrip("\n").endswith(real) for line in f):
+                    return
+        except OSError:
+            return
+        time.sleep(0.01)
+
+
 def path_cases(ctx):
     cases = []
     clip_wav = wav_bytes(ctx.clip[:16000 * 2])
@@ -757,9 +773,11 @@ def path_cases(ctx):
         "the weights raises SIGBUS (FORMAT.md: what remains)")
 
     def replace(proc, d):
-        import time
-        time.sleep(0.3)
+        # replace the file only once the transcriber has mapped it: a
+        # fixed delay raced a slow start (under TSan the program had not
+        # opened the model after 0.3 s and read the half-written one)
         p = os.path.join(d, "model.knot")
+        wait_mapped(proc, p)
         write(d, "new.knot", ctx.small_knot[:len(ctx.small_knot) // 2])
         os.replace(os.path.join(d, "new.knot"), p)
     add("replaced-while-running", shrinking, "ok", during=replace,
