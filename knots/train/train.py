@@ -230,6 +230,11 @@ class CTCHead(torch.nn.Module):
         return self.proj(xa).log_softmax(-1)
 
 
+# (lowest, highest) dB of a window's level below the stored one (--gain-db); None: the
+# per-utterance 0-12 dB the earlier runs trained with
+GAIN_DB = None
+
+
 def plan_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_tokens=440,
                 speed=(0.0, 1.0, 1.0), p_stop=0.0, p_nospeech=0.0, p_prompt=0.0):
     """One training example, planned: (segments [(utterance ref, start sample, samples,
@@ -277,12 +282,17 @@ def plan_window_target(pool, rng, win, p_notimestamps, p_single, max_tokens, spe
     partial = None
     t = rng.uniform(0.0, min(2.0, win_s / 10)) if not single else rng.uniform(0.0, win_s / 3)
     n_tok = 3
+    # the window's level: --gain-db draws one per window (dB below the stored level,
+    # which real.py and synth.py normalise to a -0.9 dBFS peak), each utterance then
+    # 0-6 dB under it; without it, each utterance draws 0-12 dB down on its own
+    level = rng.uniform(*GAIN_DB) if GAIN_DB else None
     while True:
         ref, n_src, toks, text = pool.sample()
         f = rng.uniform(speed[1], speed[2]) if rng.random() < speed[0] else 1.0
         n = int((n_src - 1) / f) + 1 if f != 1.0 else n_src
         start = int(t * SR)
-        gain = 10 ** (rng.uniform(-12, 0) / 20) / 32768.0
+        gain = 10 ** ((rng.uniform(-12, 0) if level is None else
+                       level + rng.uniform(-6, 0)) / 20) / 32768.0
         if start + n <= WIN:
             if n_tok + len(toks) + 2 > max_tokens:
                 break
@@ -760,6 +770,12 @@ def main():
     ap.add_argument("--p-prompt", type=float, default=0.0,
                     help="fraction of windows whose tokens start with <|startofprev|> and "
                     "earlier text (Whisper's conditioning on the previous text)")
+    ap.add_argument("--gain-db", type=float, nargs=2, default=None, metavar=("LO", "HI"),
+                    help="draw each window's level uniformly in LO..HI dB (negative: "
+                    "quieter than the stored -0.9 dBFS peaks) and each utterance 0-6 dB "
+                    "under it; real microphones are often 30 dB quieter than the "
+                    "normalised training audio (FSDD theo peaks at -30 dBFS). Default: "
+                    "each utterance 0-12 dB down")
     ap.add_argument("--specaug", action="store_true",
                     help="SpecAugment-style frequency and time masks on the log-mel")
     ap.add_argument("--device-pool", choices=["auto", "on", "off"], default="auto",
@@ -780,6 +796,8 @@ def main():
     ap.add_argument("--prefetch", type=int, default=2,
                     help="batches prepared ahead by a data thread (0: none)")
     args = ap.parse_args()
+    global GAIN_DB
+    GAIN_DB = tuple(args.gain_db) if args.gain_db else None
 
     torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
