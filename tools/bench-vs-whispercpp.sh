@@ -9,7 +9,8 @@
 # WHISPERCPP_BIN  the bin folder tools/whispercpp-build.sh made
 # TYPES           any of f16 q8_0 q4_0 (default: all three)
 #
-# 1. whisper-tiny-sized random-weight models: wk-make-test-model writes each
+# 1. whisper-tiny-sized random-weight models (DIMS="tiny base small" for
+#    the other sizes): wk-make-test-model writes each dims and
 #    type as a whisper.cpp .bin (whisper.cpp loads these), whisperknot-convert
 #    copies it bit for bit into a knot, so both engines run the very same
 #    weights. Random weights give no meaningful text and the two engines
@@ -30,7 +31,8 @@
 # -DGGML_F16C=OFF"; avx512: the native build on an AVX-512 machine). The
 # script prints the ISA whisper.cpp reports it was built with beside ours.
 #
-# Environment: AUDIO (default: jfk.wav from the shared data), THREADS (2),
+# Environment: DIMS (the random models' sizes, any of tiny base small;
+# default tiny), AUDIO (default: jfk.wav from the shared data), THREADS (2),
 # RUNS (5), E2E_RUNS (RUNS), E2E_RUNS_RANDOM (1), WORK (a folder for the
 # generated models; default a temporary one, removed afterwards), VOCAB
 # (the vocabulary-only .bin for the random models), DEFAULT_GGML, RANDOM_MODELS
@@ -38,7 +40,7 @@
 set -eu
 
 if [ $# -lt 2 ]; then
-  sed -n '2,38s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,41s/^# \{0,1\}//p' "$0" >&2
   exit 2
 fi
 build=$(cd "$1" && pwd)
@@ -80,7 +82,9 @@ esac
 if [ -n "$isa" ]; then
   export WK_KERNELS=$isa
   # whisper.cpp's system_info line names the SIMD it was compiled with
-  wisa=$("$wcpp/whisper-cli" -m /dev/null -f /dev/null 2>&1 \
+  # (printed once a model and audio are read: the vocabulary-only model on
+  # the first 0.1 s)
+  wisa=$("$wcpp/whisper-cli" -m "$vocab" -f "$audio" -d 100 -t 1 2>&1 \
     | sed -n 's/.*system_info: *//p' | head -1)
   echo "# ISA $isa: whisperknot WK_KERNELS=$isa; whisper.cpp built with: ${wisa:-unknown}"
 fi
@@ -90,18 +94,26 @@ echo "# whisperknot $commit vs $(cat "$wcpp/wk-whispercpp-version.txt" 2>/dev/nu
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)), threads $threads, runs $runs"
 echo
 
-for t in $types; do
-  [ "${RANDOM_MODELS:-1}" = 0 ] && break
-  bin=$work/tiny-$t.bin
-  knot=$work/tiny-$t.knot
-  if [ ! -f "$knot" ]; then
-    "$make_model" --dims tiny --type "$t" --vocab "$vocab" "$bin" >/dev/null
-    "$convert" --quiet "$bin" "$knot" >/dev/null
-  fi
-  echo "## whisper-tiny-sized random-weight model, $t (compare stages)"
-  "$bench" -m "$knot" -f "$audio" -t "$threads" -r "$runs" \
-    --e2e-runs "$e2e_random" --whispercpp "$wcpp" --ggml "$bin"
-  echo
+for dims in ${DIMS:-tiny}; do
+  case "$dims" in
+    tiny|base|small) ;;
+    *) echo "$0: DIMS takes tiny, base and small" >&2; exit 2 ;;
+  esac
+  for t in $types; do
+    [ "${RANDOM_MODELS:-1}" = 0 ] && break
+    bin=$work/$dims-$t.bin
+    knot=$work/$dims-$t.knot
+    if [ ! -f "$knot" ]; then
+      "$make_model" --dims "$dims" --type "$t" --vocab "$vocab" "$bin" \
+        >/dev/null
+      "$convert" --quiet "$bin" "$knot" >/dev/null
+    fi
+    echo "## whisper-$dims-sized random-weight model, $t (compare stages)"
+    echo "# load: $(uptime | sed 's/.*load average: *//')"
+    "$bench" -m "$knot" -f "$audio" -t "$threads" -r "$runs" \
+      --e2e-runs "$e2e_random" --whispercpp "$wcpp" --ggml "$bin"
+    echo
+  done
 done
 
 if [ -n "${DEFAULT_GGML:-}" ]; then
