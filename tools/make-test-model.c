@@ -26,6 +26,11 @@ typedef struct
 } dims;
 
 static const dims dims_tiny = { 51864, 1500, 384, 6, 4, 448, 384, 6, 4, 80 };
+static const dims dims_base = { 51864, 1500, 512, 8, 6, 448, 512, 8, 6, 80 };
+
+static const dims dims_small_en = {
+  51864, 1500, 768, 12, 12, 448, 768, 12, 12, 80
+};
 static const dims dims_small = { 51864, 1500, 64, 2, 2, 64, 64, 2, 2, 80 };
 
 /* ---- PRNG ---------------------------------------------------------------- */
@@ -281,6 +286,14 @@ parse_dims (const char *s, dims * d)
     *d = dims_tiny;
     return 0;
   }
+  if (!strcmp (s, "base")) {
+    *d = dims_base;
+    return 0;
+  }
+  if (!strcmp (s, "small")) {
+    *d = dims_small_en;
+    return 0;
+  }
   if (!strcmp (s, "small-test")) {
     *d = dims_small;
     return 0;
@@ -315,7 +328,8 @@ parse_dims (const char *s, dims * d)
 static void
 usage (FILE * f)
 {
-  fprintf (f, "usage: wk-make-test-model [--dims tiny|small-test|LIST] "
+  fprintf (f, "usage: wk-make-test-model [--dims tiny|base|small|small-test|"
+      "LIST] "
       "[--type f32|f16|q8_0|q4_0]\n"
       "                          [--seed S] --vocab VOCAB.bin OUT.bin\n\n"
       "Writes a random-weight Whisper model in whisper.cpp's ggml .bin "
@@ -324,6 +338,8 @@ usage (FILE * f)
       "n_audio_layer,\n"
       "        n_text_ctx,n_text_state,n_text_head,n_text_layer,n_mels\n"
       "tiny       = 51864,1500,384,6,4,448,384,6,4,80 (whisper tiny.en)\n"
+      "base       = 51864,1500,512,8,6,448,512,8,6,80 (whisper base.en)\n"
+      "small      = 51864,1500,768,12,12,448,768,12,12,80 (whisper small.en)\n"
       "small-test = 51864,1500,64,2,2,64,64,2,2,80 (default)\n"
       "VOCAB.bin supplies the vocabulary and, when its n_mels matches, the "
       "mel filters\n(else Whisper's are computed). Output depends only on "
