@@ -1009,6 +1009,11 @@ test_attention (void)
   check_attention_case (7, 64, 3, 129, 1);
   check_attention_case (13, 64, 1, 9, 0);
   check_attention_case (5, 64, 7, 300, 1);
+  /* the AVX2 kernel's groups (at most 24 heads and 1536 columns a pass)
+   * and a width of 64 + 8 */
+  check_attention_case (26, 64, 2, 150, 1);
+  check_attention_case (9, 256, 1, 100, 0);
+  check_attention_case (3, 72, 1, 97, 0);
 }
 
 static void
