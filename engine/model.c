@@ -425,15 +425,14 @@ bind_all (wk_model * m, char *err, size_t err_size)
       hp->n_audio_ctx);
   for (i = 0; i < hp->n_audio_layer; i++) {
     wk_enc_layer *l = &m->enc[i];
-    char name[160];
 
     snprintf (prefix, sizeof prefix, "encoder.blocks.%d.attn_ln", i);
     bind_ln (&b, prefix, da, &l->attn_ln_w, &l->attn_ln_b);
     snprintf (prefix, sizeof prefix, "encoder.blocks.%d.attn", i);
     bind_attn (&b, prefix, da, da, &l->attn_q, &l->attn_q_b, &l->attn_k,
         &l->attn_v, &l->attn_v_b, &l->attn_o, &l->attn_o_b);
-    snprintf (name, sizeof name, "encoder.blocks.%d.mlp_ln", i);
-    bind_ln (&b, name, da, &l->mlp_ln_w, &l->mlp_ln_b);
+    snprintf (prefix, sizeof prefix, "encoder.blocks.%d.mlp_ln", i);
+    bind_ln (&b, prefix, da, &l->mlp_ln_w, &l->mlp_ln_b);
     snprintf (prefix, sizeof prefix, "encoder.blocks.%d", i);
     bind_mlp (&b, prefix, da, &l->mlp0, &l->mlp0_b, &l->mlp2, &l->mlp2_b);
   }
@@ -443,7 +442,6 @@ bind_all (wk_model * m, char *err, size_t err_size)
   m->dec_pos = bind (&b, "decoder.positional_embedding", 2, dt, hp->n_text_ctx);
   for (i = 0; i < hp->n_text_layer; i++) {
     wk_dec_layer *l = &m->dec[i];
-    char name[160];
 
     snprintf (prefix, sizeof prefix, "decoder.blocks.%d.attn_ln", i);
     bind_ln (&b, prefix, dt, &l->attn_ln_w, &l->attn_ln_b);
@@ -455,8 +453,8 @@ bind_all (wk_model * m, char *err, size_t err_size)
     snprintf (prefix, sizeof prefix, "decoder.blocks.%d.cross_attn", i);
     bind_attn (&b, prefix, da, dt, &l->cross_q, &l->cross_q_b, &l->cross_k,
         &l->cross_v, &l->cross_v_b, &l->cross_o, &l->cross_o_b);
-    snprintf (name, sizeof name, "decoder.blocks.%d.mlp_ln", i);
-    bind_ln (&b, name, dt, &l->mlp_ln_w, &l->mlp_ln_b);
+    snprintf (prefix, sizeof prefix, "decoder.blocks.%d.mlp_ln", i);
+    bind_ln (&b, prefix, dt, &l->mlp_ln_w, &l->mlp_ln_b);
     snprintf (prefix, sizeof prefix, "decoder.blocks.%d", i);
     bind_mlp (&b, prefix, dt, &l->mlp0, &l->mlp0_b, &l->mlp2, &l->mlp2_b);
   }
