@@ -78,8 +78,8 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define DEFAULT_WORD_TIMES TRUE
 #define DEFAULT_VAD_THRESHOLD 0.5f
 #define DEFAULT_VAD_MIN_SILENCE 300
-#define DEFAULT_OUTPUT GST_WHISPERKNOT_OUTPUT_WORD
-#define DEFAULT_COMMIT GST_WHISPERKNOT_COMMIT_DEADLINE
+#define DEFAULT_OUTPUT WK_GROUP_WORD
+#define DEFAULT_COMMIT WK_COMMIT_DEADLINE
 #define DEFAULT_TEXT_LINES FALSE
 #define DEFAULT_ALIGNMENT_THRESHOLD (40 * GST_MSECOND)
 #define DEFAULT_DISCONT_WAIT (1 * GST_SECOND)
@@ -103,9 +103,6 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 /* the shortest text buffer: the engine's time step */
 #define MIN_TEXT_DURATION \
   (WK_TIME_STEP_SAMPLES * GST_SECOND / WK_SAMPLE_RATE)
-/* GAP events for a stretch without text are sent in steps at least this
- * long while audio flows (at a drain they cover everything). */
-#define MIN_GAP (GST_SECOND / 2)
 
 #define SINK_CAPS "audio/x-raw, " \
     "format = (string) { F32LE, S16LE }, " \
@@ -177,8 +174,8 @@ gst_whisperknot_output_get_type (void)
 {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {GST_WHISPERKNOT_OUTPUT_WORD, "One buffer per committed word", "word"},
-    {GST_WHISPERKNOT_OUTPUT_PHRASE, "One buffer per run of words up to the "
+    {WK_GROUP_WORD, "One buffer per committed word", "word"},
+    {WK_GROUP_PHRASE, "One buffer per run of words up to the "
           "end of an utterance or a pause", "phrase"},
     {0, NULL, NULL},
   };
@@ -191,9 +188,9 @@ gst_whisperknot_commit_get_type (void)
 {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {GST_WHISPERKNOT_COMMIT_DEADLINE, "When two runs agree or, at the "
+    {WK_COMMIT_DEADLINE, "When two runs agree or, at the "
           "latest, at the word's start + latency", "deadline"},
-    {GST_WHISPERKNOT_COMMIT_AGREEMENT, "Only when two runs agree, however "
+    {WK_COMMIT_AGREEMENT, "Only when two runs agree, however "
           "late", "agreement"},
     {0, NULL, NULL},
   };
@@ -269,27 +266,20 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   gobject_class->get_property = gst_whisperknot_get_property;
   gobject_class->finalize = gst_whisperknot_finalize;
 
+  /* The README's "Pipelines" section describes every property; the
+   * engine's wk_stream_params the live policy's in full. Properties are
+   * read when the element goes from READY to PAUSED. */
   /**
    * GstWhisperKnot:model:
    *
-   * The knot file to load, or the name of one installed by
-   * whisperknot-model (NAME.knot in $WHISPERKNOT_MODEL_DIR, else
-   * $XDG_DATA_HOME/whisperknot, else ~/.local/share/whisperknot). Unset,
-   * the default model: $WHISPERKNOT_MODEL, else the one installed with the
-   * plugin (or the build tree's). Read when the element goes from READY to
-   * PAUSED.
+   * A knot file, or the name of one installed by whisperknot-model
+   * (wk_model_resolve_path()); unset: wk_default_model_path().
    */
   p[PROP_MODEL] = g_param_spec_string ("model", "Model",
       "Path of the model (a .knot file from whisperknot-convert) or the "
       "name of one installed by whisperknot-model; "
       "unset: $WHISPERKNOT_MODEL or the installed default model",
       DEFAULT_MODEL, RW);
-  /**
-   * GstWhisperKnot:language:
-   *
-   * The spoken language as an ISO 639-1 code, or "auto" to detect it.
-   * English-only models always transcribe English.
-   */
   p[PROP_LANGUAGE] = g_param_spec_string ("language", "Language",
       "Spoken language (ISO 639-1 code such as \"en\" or \"de\"), or "
       "\"auto\" to detect it (multilingual models)", DEFAULT_LANGUAGE, RW);
@@ -299,9 +289,8 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:latency:
    *
-   * Target delay in milliseconds from the end of a word to its text. 0
-   * transcribes in Whisper's 30 second windows (offline behaviour, the most
-   * accurate); the element then reports 30 s of latency.
+   * 0 transcribes in 30 s windows (the element then reports 30 s of
+   * latency); else the live policy's target (wk_stream_params.latency_ms).
    */
   p[PROP_LATENCY] = g_param_spec_uint ("latency", "Latency",
       "Target delay from speech to text in milliseconds "
@@ -309,13 +298,6 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   p[PROP_THREADS] = g_param_spec_uint ("threads", "Threads",
       "Threads the recognizer computes on (0 = one per core)",
       0, 256, DEFAULT_THREADS, RW);
-  /**
-   * GstWhisperKnot:beam-size:
-   *
-   * Beam search width at temperature 0. 1 is greedy decoding; 0 lets the
-   * engine choose: a beam of 5 for 30 s windows (latency 0), 3 with a
-   * latency, where the model runs several times a second.
-   */
   p[PROP_BEAM_SIZE] = g_param_spec_uint ("beam-size", "Beam size",
       "Beam search width, 1 = greedy (0 = the engine's choice: 5 for "
       "30 s windows, 3 with a latency)", 0, WK_MAX_BEAM_SIZE,
@@ -323,9 +305,7 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:language-code:
    *
-   * The name transcriberbin (gst-plugins-rs) gives the spoken language: a
-   * language tag such as "en-US"; only its language ("en") is used. Writing
-   * it sets #GstWhisperKnot:language.
+   * transcriberbin's name (gst-plugins-rs) for the spoken language.
    */
   p[PROP_LANGUAGE_CODE] = g_param_spec_string ("language-code",
       "Language code", "Spoken language as a tag such as \"en-US\" (sets "
@@ -333,9 +313,7 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:max-observed-delay:
    *
-   * Live policy: the largest delay seen, in milliseconds of wall time,
-   * from the arrival of a word's last sample to its text, since the
-   * element went to PAUSED.
+   * Wall time since the element went to PAUSED.
    */
   p[PROP_MAX_OBSERVED_DELAY] = g_param_spec_uint ("max-observed-delay",
       "Maximum observed delay", "Live policy: largest delay seen from a "
@@ -343,10 +321,8 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:lateness:
    *
-   * Extra lateness in milliseconds that downstream allows (as
-   * transcriberbin's `lateness`): added to the latency the element reports,
-   * and to the delay above which it warns (see
-   * #GstWhisperKnot:max-observed-delay).
+   * As transcriberbin's: also added to the delay above which the element
+   * warns and posts `whisperknot-qos`.
    */
   p[PROP_LATENESS] = g_param_spec_uint ("lateness", "Lateness",
       "Extra lateness in milliseconds added to the reported latency",
@@ -354,12 +330,8 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:vad:
    *
-   * Live policy: gate the model with the voice detector (Silero VAD).
-   * Off, all audio counts as speech and utterances end only at a drain
-   * (EOS, a new segment, a restart). The detector's model is the shipped
-   * knot (silero-v6.2.0.knot) unless the environment variable
-   * WHISPERKNOT_VAD_MODEL names another VAD knot (whisperknot-convert
-   * makes one from Silero's ggml file).
+   * Silero VAD (wk_stream_params.use_vad); its model is
+   * wk_default_vad_model_path(). Off, utterances end only at a drain.
    */
   p[PROP_VAD] = g_param_spec_boolean ("vad", "Voice detection",
       "Live policy: run the model only on speech found by the voice "
@@ -367,12 +339,8 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:word-times:
    *
-   * Word times (the PTS and duration of live word buffers, the tokens'
-   * times) from the model's alignment heads: the decoder reads each
-   * window's text once more and dynamic time warping over those heads'
-   * cross-attention gives each word its audio. Off, or for a model with
-   * no heads, the span between two timestamps is shared out by byte
-   * length (cheaper, rougher).
+   * wk_stream_params.word_times: dynamic time warping over the alignment
+   * heads' cross-attention.
    */
   p[PROP_WORD_TIMES] = g_param_spec_boolean ("word-times", "Word times",
       "Word times from the model's alignment heads (else shared out "
@@ -388,13 +356,8 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:audio-ctx:
    *
-   * Live policy: the encoder positions of each run (wk_stream_params'
-   * audio_ctx). 0, the default, is what the model was trained for (its
-   * knot's whisperknot.live_audio_ctx): only the window's own audio for
-   * whisperknot's own model, the full 30 s context for OpenAI's models,
-   * which lose accuracy and hallucinate on a shortened one but cost a 30 s
-   * encoder run each time. -1 always the full context, -2 always only the
-   * window's audio, N > 0 the window's audio but at least N positions.
+   * wk_stream_params.audio_ctx: OpenAI's models need the full context,
+   * whisperknot's own model runs on the window's audio alone.
    */
   p[PROP_AUDIO_CTX] = g_param_spec_int ("audio-ctx", "Audio context",
       "Live policy: encoder positions per run: 0 = as the model was "
@@ -403,9 +366,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:output:
    *
-   * Live policy: one text buffer per committed word, or per phrase (the
-   * committed words up to the end of an utterance or a pause of half a
-   * second). Offline (latency 0) a buffer is one of Whisper's segments.
+   * A phrase ends at a pause of half a second or the utterance's end
+   * (wk_stream_params.group). Offline a buffer is one of Whisper's
+   * segments.
    */
   p[PROP_OUTPUT] = g_param_spec_enum ("output", "Output",
       "Live policy: what a text buffer holds",
@@ -413,12 +376,9 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:commit:
    *
-   * Live policy: when a word becomes final. `deadline` (the default) keeps
-   * the latency the element reports: a word is pushed when two runs of
-   * the model agree on it or, at the latest, by its start (its PTS) + the
-   * latency, as the latest run heard it, so a synchronised sink behind
-   * the element gets it in time. `agreement` waits for two runs to agree
-   * (a little more accurate), however late that is.
+   * wk_commit_policy: `deadline` keeps the latency the element reports,
+   * for a synchronised sink; `agreement` is a little more accurate,
+   * however late.
    */
   p[PROP_COMMIT] = g_param_spec_enum ("commit", "Commit",
       "Live policy: when a word becomes final",
@@ -426,12 +386,8 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:text-lines:
    *
-   * Text for a terminal or a text file (fdsink, filesink) rather than for
-   * caption elements: each offline segment and each live phrase ends with
-   * a newline; live words are separated by spaces and each utterance
-   * ends with a newline (a buffer of its own, lasting 0, at the end of
-   * the last word). Off, a buffer holds the text alone, as textoverlay,
-   * srtenc and webvttenc want each cue.
+   * wk_stream_params.text_lines. Off, a buffer holds the text alone, as
+   * textoverlay, srtenc and webvttenc want each cue.
    */
   p[PROP_TEXT_LINES] = g_param_spec_boolean ("text-lines", "Text lines",
       "Separate words with spaces and end segments, phrases and "
@@ -440,9 +396,7 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:alignment-threshold:
    *
-   * Input timestamps that differ from the time the samples received so
-   * far give by up to this many nanoseconds are jitter and ignored (as
-   * audiobasesink's property of this name).
+   * GstAudioStreamAlign's (and audiobasesink's) property of this name.
    */
   p[PROP_ALIGNMENT_THRESHOLD] = g_param_spec_uint64 ("alignment-threshold",
       "Alignment threshold", "Timestamp jitter in nanoseconds that is "
@@ -450,11 +404,8 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:discont-wait:
    *
-   * How long, in nanoseconds, timestamps must stay off by more than
-   * #GstWhisperKnot:alignment-threshold before the element takes it for a
-   * discontinuity (GstAudioStreamAlign's and audiobasesink's property of
-   * this name). Buffers flagged DISCONT act at once. 0 acts on every
-   * difference at once.
+   * GstAudioStreamAlign's (and audiobasesink's) property of this name.
+   * Buffers flagged DISCONT act at once.
    */
   p[PROP_DISCONT_WAIT] = g_param_spec_uint64 ("discont-wait", "Discont wait",
       "Time in nanoseconds that timestamps must stay off before it "
@@ -463,11 +414,8 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:prompt:
    *
-   * Text the decoder reads before the audio (openai's initial_prompt):
-   * names, spellings or a style the transcript should follow, e.g.
-   * "Nakamura spoke in Kyoto." Valid UTF-8; a prompt longer than the
-   * model's context (223 tokens for Whisper's models) keeps its end. Read
-   * when the element goes from READY to PAUSED.
+   * wk_stream_params.initial_prompt: valid UTF-8; a model never trained
+   * with a prompt ignores it, with a warning.
    */
   p[PROP_PROMPT] = g_param_spec_string ("prompt", "Prompt",
       "Text the decoder reads before the audio (names, spellings, "
@@ -475,22 +423,10 @@ gst_whisperknot_class_init (GstWhisperKnotClass * klass)
   /**
    * GstWhisperKnot:stats:
    *
-   * Statistics of the current run as a structure named
-   * `application/x-whisperknot-stats`: `model-bytes` (guint64, bytes of the
-   * model file mapped; one mapping is shared by every element on the same
-   * file), `load-time` (gdouble, seconds the last model load took), then
-   * the engine's wk_stream_stats_list() (counts as guint64, the rest
-   * gdouble): `audio-seconds`, `mel-seconds`, `encoder-seconds`,
-   * `decoder-seconds`, `vad-seconds`, `speech-seconds`, `real-time-factor`
-   * (compute time over audio time), `max-delay` and `last-delay` (seconds
-   * from a word's last sample arriving to its commit), `step-seconds`,
-   * `runs`, `windows`, `tokens`, `words`, `utterances`, `state-bytes`
-   * (memory of the element's recognizer state), `deadline-commits`,
-   * `late-words`, `max-lateness`, `run-estimate`, `clipped-samples` and
-   * `zeroed-samples` (F32 input outside [-1, 1], clipped, and NaN,
-   * infinite or absurd input beyond +-2^32, transcribed as silence),
-   * `last-run-seconds`, `max-run-seconds`, `align-seconds`,
-   * `aligned-windows` and `shared-steps`.
+   * A structure named `application/x-whisperknot-stats`: `model-bytes`
+   * (guint64; one mapping is shared by every element on the same file),
+   * `load-time` (gdouble, seconds), then wk_stream_stats_list()'s
+   * numbers under their names (counts as guint64, the rest gdouble).
    */
   p[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Resident model bytes, load time, audio processed, time per "
@@ -757,13 +693,9 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   params.vad_threshold = PROP_GET (self, float, PROP_VAD_THRESHOLD);
   params.vad_min_silence_ms = PROP_GET (self, uint, PROP_VAD_MIN_SILENCE);
   params.audio_ctx = PROP_GET (self, int, PROP_AUDIO_CTX);
-  params.commit = PROP_GET (self, enum, PROP_COMMIT) ==
-      GST_WHISPERKNOT_COMMIT_AGREEMENT ? WK_COMMIT_AGREEMENT :
-      WK_COMMIT_DEADLINE;
-  self->stream_output = PROP_GET (self, enum, PROP_OUTPUT);
-  params.group = self->stream_output == GST_WHISPERKNOT_OUTPUT_PHRASE ?
-      WK_GROUP_PHRASE : WK_GROUP_WORD;
-  self->stream_text_lines = PROP_GET (self, boolean, PROP_TEXT_LINES);
+  params.commit = PROP_GET (self, enum, PROP_COMMIT);
+  params.group = PROP_GET (self, enum, PROP_OUTPUT);
+  params.text_lines = PROP_GET (self, boolean, PROP_TEXT_LINES);
   self->stream_translate = params.translate;
   self->stream_lateness = PROP_GET (self, uint, PROP_LATENESS) * GST_MSECOND;
   self->stream_limit = params.latency_ms * GST_MSECOND + self->stream_lateness;
@@ -925,25 +857,16 @@ gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
     m = MIN (MIN (space, self->ring_size - wpos), n - done);
     out = self->ring + wpos;
 
-    if (!data) {
+    /* buffer memory need not be aligned: GST_READ_* */
+    if (!data)
       memset (out, 0, m * sizeof (gfloat));
-    } else if (self->format == GST_AUDIO_FORMAT_S16LE) {
-      /* memcpy: buffer memory need not be aligned */
-      const guint8 *in = data + done * 2;
-      guint16 v;
-      for (i = 0; i < m; i++) {
-        memcpy (&v, in + 2 * i, 2);
-        out[i] = (gint16) GUINT16_FROM_LE (v) * (1.0f / 32768.0f);
-      }
-    } else {
-      const guint8 *in = data + done * 4;
-      guint32 v;
-      for (i = 0; i < m; i++) {
-        memcpy (&v, in + 4 * i, 4);
-        v = GUINT32_FROM_LE (v);
-        memcpy (out + i, &v, 4);
-      }
-    }
+    else if (self->format == GST_AUDIO_FORMAT_S16LE)
+      for (i = 0; i < m; i++)
+        out[i] = (gint16) GST_READ_UINT16_LE (data + 2 * (done + i)) *
+            (1.0f / 32768.0f);
+    else
+      for (i = 0; i < m; i++)
+        out[i] = GST_READ_FLOAT_LE (data + 4 * (done + i));
 
     self->written += m;
     done += m;
@@ -973,7 +896,6 @@ gst_whisperknot_start_anew (GstWhisperKnot * self, gboolean keep_sticky)
   self->base = GST_CLOCK_TIME_NONE;
   self->out_pos = GST_CLOCK_TIME_NONE;
   self->discont = TRUE;
-  self->line_open = FALSE;
   gst_whisperknot_forget_time (self);
 }
 
@@ -1344,44 +1266,6 @@ gst_whisperknot_update_stats (GstWhisperKnot * self)
                 NULL)));
 }
 
-static GstFlowReturn
-gst_whisperknot_push_gap (GstWhisperKnot * self, GstClockTime end,
-    GstClockTime min_gap)
-{
-  GstClockTime start = self->out_pos;
-
-  if (!GST_CLOCK_TIME_IS_VALID (start) || !GST_CLOCK_TIME_IS_VALID (end) ||
-      end <= start || end - start < min_gap)
-    return GST_FLOW_OK;
-
-  GST_LOG_OBJECT (self, "gap %" GST_TIME_FORMAT " - %" GST_TIME_FORMAT,
-      GST_TIME_ARGS (start), GST_TIME_ARGS (end));
-  self->out_pos = end;
-  if (!gst_pad_push_event (self->srcpad, gst_event_new_gap (start,
-              end - start)))
-    GST_DEBUG_OBJECT (self, "gap event not handled downstream");
-  return GST_FLOW_OK;
-}
-
-/* text-lines: a separator as read-only memory of a buffer */
-static GstMemory *
-gst_whisperknot_separator (const gchar * sep)
-{
-  gsize len = strlen (sep);
-
-  return gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, (gpointer) sep,
-      len, 0, len, NULL, NULL);
-}
-
-/* text-lines with one buffer per live word: words go on one line, one
- * space apart. */
-static gboolean
-gst_whisperknot_words_on_lines (GstWhisperKnot * self)
-{
-  return self->stream_text_lines && self->stream_latency_ms > 0 &&
-      self->stream_output != GST_WHISPERKNOT_OUTPUT_PHRASE;
-}
-
 /* The text meta (see the element's documentation) on buf. */
 static void
 gst_whisperknot_add_text_meta (GstWhisperKnot * self, GstBuffer * buf,
@@ -1400,113 +1284,49 @@ gst_whisperknot_add_text_meta (GstWhisperKnot * self, GstBuffer * buf,
     gst_structure_set (st, "language", G_TYPE_STRING, self->tag_language, NULL);
 }
 
+/* Pushes one of the engine's cues (see wk_stream_take_cues: text, gaps
+ * and utterance ends, in order and shaped by the engine) in the input's
+ * time. */
 static GstFlowReturn
-gst_whisperknot_push_segment (GstWhisperKnot * self, const wk_segment * seg)
+gst_whisperknot_push_cue (GstWhisperKnot * self, const wk_cue * cue)
 {
-  GstClockTime start, end, limit;
+  GstClockTime start = self->base + samples_to_time (cue->start);
+  GstClockTime end = self->base + samples_to_time (cue->end);
   GstBuffer *buf;
-  GstFlowReturn ret;
+  gchar *text;
 
-  /* the engine's text is trimmed valid UTF-8 */
-  if (!seg->text[0])
-    return GST_FLOW_OK;
-  buf = gst_buffer_new_memdup (seg->text, strlen (seg->text));
-  gst_whisperknot_add_text_meta (self, buf, seg->p);
-  if (gst_whisperknot_words_on_lines (self)) {
-    if (self->line_open) {
-      if (seg->space_before)
-        gst_buffer_prepend_memory (buf, gst_whisperknot_separator (" "));
-    } else {
-      self->line_p = 0.0;
-      self->line_words = 0;
-    }
-    self->line_open = TRUE;
-    self->line_p += seg->p;
-    self->line_words++;
-  } else if (self->stream_text_lines) {
-    gst_buffer_append_memory (buf, gst_whisperknot_separator ("\n"));
+  if (!GST_CLOCK_TIME_IS_VALID (self->out_pos) || end > self->out_pos)
+    self->out_pos = end;
+  switch (cue->kind) {
+    case WK_CUE_GAP:
+      GST_LOG_OBJECT (self, "gap %" GST_TIME_FORMAT " - %" GST_TIME_FORMAT,
+          GST_TIME_ARGS (start), GST_TIME_ARGS (end));
+      gst_pad_push_event (self->srcpad, gst_event_new_gap (start, end - start));
+      return GST_FLOW_OK;
+    case WK_CUE_UTTERANCE_END:
+      /* the event caption elements that know gst-plugins-rs'
+       * transcribers react to */
+      GST_DEBUG_OBJECT (self, "utterance ends at %" GST_TIME_FORMAT,
+          GST_TIME_ARGS (start));
+      gst_pad_push_event (self->srcpad,
+          gst_event_new_custom (GST_EVENT_CUSTOM_DOWNSTREAM,
+              gst_structure_new_empty ("rstranscribe/final-transcript")));
+      return GST_FLOW_OK;
+    case WK_CUE_TEXT:
+      break;
   }
-
-  /* within the audio fed, whatever the model says */
-  limit = self->base + samples_to_time (self->fed);
-  start = MIN (self->base + samples_to_time (seg->start), limit);
-  end = MIN (self->base + samples_to_time (seg->end), limit);
-  /* downstream has seen time up to out_pos: keep buffers in order */
-  if (GST_CLOCK_TIME_IS_VALID (self->out_pos)) {
-    if (start > self->out_pos) {
-      ret = gst_whisperknot_push_gap (self, start, 0);
-      if (ret != GST_FLOW_OK) {
-        gst_buffer_unref (buf);
-        return ret;
-      }
-    }
-    start = MAX (start, self->out_pos);
-  }
-  /* a word the model gave no time of its own, or that the clamps above
-   * squeezed, still shows for one time step (a caption cue never lasts
-   * 0): within the audio when there is room (moved earlier at its end, but
-   * never before what was pushed), else just past it */
-  if (end < start + MIN_TEXT_DURATION) {
-    if (start + MIN_TEXT_DURATION > limit && limit >= MIN_TEXT_DURATION)
-      start = MAX (limit - MIN_TEXT_DURATION, GST_CLOCK_TIME_IS_VALID
-          (self->out_pos) ? self->out_pos : 0);
-    end = start + MIN_TEXT_DURATION;
-  }
-
+  text = g_strconcat (cue->before, cue->text, cue->after, NULL);
+  buf = gst_buffer_new_wrapped (text, strlen (text));
+  gst_whisperknot_add_text_meta (self, buf, cue->p);
   GST_BUFFER_PTS (buf) = start;
   GST_BUFFER_DURATION (buf) = end - start;
   if (self->discont) {
     GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
     self->discont = FALSE;
   }
-  self->out_pos = end;
-
   GST_DEBUG_OBJECT (self, "text %" GST_TIME_FORMAT " - %" GST_TIME_FORMAT
-      ": %s", GST_TIME_ARGS (start), GST_TIME_ARGS (end), seg->text);
+      ": %s", GST_TIME_ARGS (start), GST_TIME_ARGS (end), cue->text);
   return gst_pad_push (self->srcpad, buf);
-}
-
-/* text-lines, live words: ends the line of words with a newline, a
- * buffer lasting 0 at the end of the last word. */
-static GstFlowReturn
-gst_whisperknot_end_line (GstWhisperKnot * self)
-{
-  GstBuffer *buf;
-
-  if (!self->line_open)
-    return GST_FLOW_OK;
-  self->line_open = FALSE;
-  buf = gst_buffer_new ();
-  gst_buffer_append_memory (buf, gst_whisperknot_separator ("\n"));
-  /* the line's: the mean of its words' */
-  gst_whisperknot_add_text_meta (self, buf,
-      self->line_words ? self->line_p / self->line_words : 0.0);
-  GST_BUFFER_PTS (buf) = self->out_pos;
-  GST_BUFFER_DURATION (buf) = 0;
-  return gst_pad_push (self->srcpad, buf);
-}
-
-/* The end of an utterance (live policy): text before it is complete, so
- * GAP up to it, then the event caption elements that know
- * gst-plugins-rs' transcribers react to. */
-static GstFlowReturn
-gst_whisperknot_push_utterance_end (GstWhisperKnot * self,
-    const wk_segment * seg)
-{
-  GstClockTime at = self->base + MIN (samples_to_time (seg->start),
-      samples_to_time (self->fed));
-  GstFlowReturn ret;
-
-  ret = gst_whisperknot_end_line (self);
-  if (ret != GST_FLOW_OK)
-    return ret;
-  gst_whisperknot_push_gap (self, at, 0);
-  GST_DEBUG_OBJECT (self, "utterance ends at %" GST_TIME_FORMAT,
-      GST_TIME_ARGS (at));
-  gst_pad_push_event (self->srcpad,
-      gst_event_new_custom (GST_EVENT_CUSTOM_DOWNSTREAM,
-          gst_structure_new_empty ("rstranscribe/final-transcript")));
-  return GST_FLOW_OK;
 }
 
 /* Live policy: the partial result on partial_src, when requested: a
@@ -1581,42 +1401,28 @@ gst_whisperknot_forward_partial_event (GstWhisperKnot * self, GstEvent * event)
 }
 
 /* Live policy: posts the words not committed yet as an element message
- * when they changed, and returns where they start (or -1). */
-static gint64
+ * when they changed. */
+static void
 gst_whisperknot_post_partial (GstWhisperKnot * self)
 {
-  const wk_segment *words;
+  wk_cue cue;
   guint64 serial = 0;
-  size_t n, i;
-  GString *text;
-  gdouble stability = 1.0;
-  GstClockTime start, end;
+  size_t n = wk_stream_partial_cue (self->stream, &cue, &serial);
+  GstClockTime start = self->base + samples_to_time (cue.start);
+  GstClockTime end = self->base + samples_to_time (cue.end);
 
-  n = wk_stream_partial (self->stream, &words, &serial);
-  if (serial != self->partial_serial) {
-    self->partial_serial = serial;
-    text = g_string_new (NULL);
-    for (i = 0; i < n; i++) {
-      if (i > 0 && words[i].space_before)
-        g_string_append_c (text, ' ');
-      g_string_append (text, words[i].text);
-      stability = MIN (stability, words[i].stability);
-    }
-    start = n ? self->base + samples_to_time (words[0].start) : self->base +
-        samples_to_time (self->fed);
-    end = n ? self->base + samples_to_time (words[n - 1].end) : start;
-    gst_element_post_message (GST_ELEMENT (self),
-        gst_message_new_element (GST_OBJECT (self),
-            gst_structure_new ("whisperknot-partial",
-                "text", G_TYPE_STRING, text->str,
-                "timestamp", G_TYPE_UINT64, start,
-                "duration", G_TYPE_UINT64, end > start ? end - start : 0,
-                "stability", G_TYPE_DOUBLE, n ? stability : 1.0,
-                "words", G_TYPE_UINT, (guint) n, NULL)));
-    gst_whisperknot_push_partial (self, text->str, start, end);
-    g_string_free (text, TRUE);
-  }
-  return n ? words[0].start : -1;
+  if (serial == self->partial_serial)
+    return;
+  self->partial_serial = serial;
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("whisperknot-partial",
+              "text", G_TYPE_STRING, cue.text,
+              "timestamp", G_TYPE_UINT64, start,
+              "duration", G_TYPE_UINT64, end > start ? end - start : 0,
+              "stability", G_TYPE_DOUBLE, cue.p,
+              "words", G_TYPE_UINT, (guint) n, NULL)));
+  gst_whisperknot_push_partial (self, cue.text, start, end);
 }
 
 /* Once the stream's language is known, and whenever it changes: a
@@ -1663,48 +1469,25 @@ gst_whisperknot_tag_language (GstWhisperKnot * self)
   gst_structure_free (langs);
 }
 
-/* Pushes the segments the engine has completed, then a GAP up to where no
- * more text can come from (the end of the audio once it is finished). */
+/* Pushes what the engine has completed (and after wk_stream_finish, the
+ * rest), the stats and the partial result. */
 static GstFlowReturn
-gst_whisperknot_push_results (GstWhisperKnot * self, gboolean finished)
+gst_whisperknot_push_results (GstWhisperKnot * self)
 {
-  const wk_segment *segs;
+  const wk_cue *cues;
   size_t n, i;
   GstFlowReturn ret = GST_FLOW_OK;
-  gint64 settled;
 
   if (!GST_CLOCK_TIME_IS_VALID (self->base))
     return GST_FLOW_OK;
-
-  n = wk_stream_take (self->stream, &segs);
+  n = wk_stream_take_cues (self->stream, &cues);
   gst_whisperknot_tag_language (self);
-  for (i = 0; i < n && ret == GST_FLOW_OK; i++) {
-    if (segs[i].utterance_end)
-      ret = gst_whisperknot_push_utterance_end (self, &segs[i]);
-    else
-      ret = gst_whisperknot_push_segment (self, &segs[i]);
-  }
+  for (i = 0; i < n && ret == GST_FLOW_OK; i++)
+    ret = gst_whisperknot_push_cue (self, &cues[i]);
   if (ret != GST_FLOW_OK)
     return ret;
   gst_whisperknot_update_stats (self);
-
-  if (finished) {
-    ret = gst_whisperknot_end_line (self);
-    if (ret != GST_FLOW_OK)
-      return ret;
-    gst_whisperknot_post_partial (self);
-    return gst_whisperknot_push_gap (self,
-        self->base + samples_to_time (self->fed), 0);
-  }
-
-  /* no text can come any more for the audio before the engine's settled
-   * point (which the partial words and an open phrase follow) */
-  settled = wk_stream_settled (self->stream);
-  if (self->stream_latency_ms > 0)
-    gst_whisperknot_post_partial (self);
-  if (settled > 0)
-    return gst_whisperknot_push_gap (self,
-        self->base + samples_to_time (settled), MIN_GAP);
+  gst_whisperknot_post_partial (self);
   return GST_FLOW_OK;
 }
 
@@ -1740,7 +1523,7 @@ gst_whisperknot_drain (GstWhisperKnot * self)
     status = wk_stream_finish (self->stream);
     if (status != WK_OK)
       goto failed;
-    ret = gst_whisperknot_push_results (self, TRUE);
+    ret = gst_whisperknot_push_results (self);
   }
   wk_stream_reset (self->stream);
   self->fed = 0;
@@ -1760,8 +1543,11 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
     ret = gst_whisperknot_drain (self);
     self->base = marker->base;
     /* within a segment, a step back does not take text back in time */
-    self->out_pos = GST_CLOCK_TIME_IS_VALID (self->out_pos) ?
-        MAX (self->out_pos, marker->base) : marker->base;
+    if (GST_CLOCK_TIME_IS_VALID (self->out_pos) && self->out_pos > self->base)
+      wk_stream_cues_from (self->stream, gst_util_uint64_scale_int_ceil
+          (self->out_pos - self->base, WK_SAMPLE_RATE, GST_SECOND));
+    else
+      self->out_pos = marker->base;
     self->discont = TRUE;
     return ret;
   }
@@ -1890,7 +1676,7 @@ gst_whisperknot_loop (GstPad * srcpad)
       ret = gst_whisperknot_feed_failed (self, status);
     } else {
       self->fed += n;
-      ret = gst_whisperknot_push_results (self, FALSE);
+      ret = gst_whisperknot_push_results (self);
     }
   }
 

@@ -30,39 +30,10 @@ typedef struct _GstWhisperKnot GstWhisperKnot;
  * GST_WHISPERKNOT_TEXT_META_NAME). */
 #define GST_WHISPERKNOT_TEXT_META_NAME "GstWhisperKnotTextMeta"
 
-/**
- * GstWhisperKnotOutput:
- * @GST_WHISPERKNOT_OUTPUT_WORD: one text buffer per committed word
- * @GST_WHISPERKNOT_OUTPUT_PHRASE: one text buffer per run of committed
- *     words up to the end of an utterance or a pause
- *
- * What a text buffer holds with the live policy.
- */
-typedef enum
-{
-  GST_WHISPERKNOT_OUTPUT_WORD,
-  GST_WHISPERKNOT_OUTPUT_PHRASE,
-} GstWhisperKnotOutput;
-
+/* the output and commit properties' types: wk_group_by (word, phrase)
+ * and wk_commit_policy values */
 #define GST_TYPE_WHISPERKNOT_OUTPUT (gst_whisperknot_output_get_type ())
 GType gst_whisperknot_output_get_type (void);
-
-/**
- * GstWhisperKnotCommit:
- * @GST_WHISPERKNOT_COMMIT_DEADLINE: a word is committed when two runs agree
- *   on it or, at the latest, when its deadline comes (its start + the
- *   latency): text is on time for a synchronised sink
- * @GST_WHISPERKNOT_COMMIT_AGREEMENT: only when two runs agree (or the
- *   utterance ends), however late that is
- *
- * When the live policy makes a word final (#GstWhisperKnot:commit).
- */
-typedef enum
-{
-  GST_WHISPERKNOT_COMMIT_DEADLINE,
-  GST_WHISPERKNOT_COMMIT_AGREEMENT,
-} GstWhisperKnotCommit;
-
 #define GST_TYPE_WHISPERKNOT_COMMIT (gst_whisperknot_commit_get_type ())
 GType gst_whisperknot_commit_get_type (void);
 
@@ -130,12 +101,7 @@ struct _GstWhisperKnot
   GstClockTime out_pos;         /* text or gaps cover time up to here */
   gboolean discont;             /* next text buffer carries DISCONT */
   gboolean own_error;           /* the error was posted already */
-  guint stream_output;          /* GstWhisperKnotOutput of this run */
-  gboolean stream_text_lines;   /* text-lines of this run */
   gboolean stream_translate;    /* translate of this run */
-  gboolean line_open;           /* text-lines: a word line is not ended */
-  gdouble line_p;               /* the sum of its words' probabilities */
-  guint line_words;
   GstClockTime stream_limit;    /* latency + lateness of this run */
   GstClockTime stream_lateness; /* lateness of this run */
   gchar *tag_language;          /* the language code tagged downstream */

@@ -1756,6 +1756,18 @@ wk_live_take (wk_live * l, const wk_segment ** segs)
 }
 
 size_t
+wk_live_take_max (const wk_live * l)
+{
+  return (size_t) l->out.segs_cap;
+}
+
+size_t
+wk_live_partial_bytes_max (const wk_live * l)
+{
+  return l->part.text_cap;
+}
+
+size_t
 wk_live_partial (wk_live * l, const wk_segment ** segs, uint64_t * serial)
 {
   begin_call (l);

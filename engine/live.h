@@ -36,6 +36,10 @@ wk_status wk_live_finish (wk_live * live);
 void wk_live_reset (wk_live * live);
 
 size_t wk_live_take (wk_live * live, const wk_segment ** segs);
+/* The most segments one take returns. */
+size_t wk_live_take_max (const wk_live * live);
+/* The bytes of the partial result's words' text, NULs included, at most. */
+size_t wk_live_partial_bytes_max (const wk_live * live);
 int64_t wk_live_settled (const wk_live * live);
 size_t wk_live_partial (wk_live * live, const wk_segment ** segs,
     uint64_t * serial);

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cues.h"
 #include "group.h"
 #include "align.h"
 #include "live.h"
@@ -96,6 +97,9 @@ struct wk_stream
 
   wk_live *live;                /* the live policy (latency_ms > 0) */
   wk_group *group;              /* its words grouped (group != WORD) */
+  wk_cues *cues;                /* wk_stream_take_cues' */
+  char *partial;                /* wk_stream_partial_cue's text */
+  size_t partial_cap;
 };
 
 /* what a grouper holds between takes */
@@ -370,6 +374,18 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
       }
     }
   }
+  s->cues = wk_cues_new (s->group ? WK_GROUP_MAX_WORDS : s->live ?
+      wk_live_take_max (s->live) : (size_t) s->segs_cap, p.text_lines,
+      s->live && !s->group, &s->own_bytes);
+  if (s->live) {
+    s->partial_cap = wk_live_partial_bytes_max (s->live) + 1;
+    s->partial = stream_alloc (s, s->partial_cap, 1, &ok);
+  }
+  if (!s->cues || !ok) {
+    wk_set_err (err, err_size, "stream: out of memory");
+    wk_stream_free (s);
+    return WK_ERR_NOMEM;
+  }
   *out = s;
   return WK_OK;
 }
@@ -388,6 +404,8 @@ wk_stream_free (wk_stream * s)
   free (s->text);
   wk_live_free (s->live);
   wk_group_free (s->group);
+  wk_cues_free (s->cues);
+  free (s->partial);
   wk_ctx_free (s->ctx);         /* drops the model reference last */
   free (s);
 }
@@ -866,6 +884,7 @@ wk_stream_reset (wk_stream * s)
   wk_live_reset (s->live);
   if (s->group)
     wk_group_reset (s->group);
+  wk_cues_reset (s->cues, 0);
 }
 
 size_t
@@ -889,6 +908,28 @@ wk_stream_take (wk_stream * s, const wk_segment ** segs)
     *segs = s->n_segs ? s->segs : NULL;
   s->taken = true;
   return (size_t) s->n_segs;
+}
+
+size_t
+wk_stream_take_cues (wk_stream * s, const wk_cue ** cues)
+{
+  const wk_segment *segs;
+  size_t n;
+
+  if (cues)
+    *cues = NULL;
+  if (!s)
+    return 0;
+  n = wk_stream_take (s, &segs);
+  return wk_cues_make (s->cues, segs, n, s->total, wk_stream_settled (s),
+      s->finished, cues);
+}
+
+void
+wk_stream_cues_from (wk_stream * s, int64_t from)
+{
+  if (s)
+    wk_cues_reset (s->cues, from);
 }
 
 int64_t
@@ -927,6 +968,43 @@ wk_stream_partial (wk_stream * s, const wk_segment ** segs, uint64_t * serial)
   if (!s->live)
     return 0;
   return wk_live_partial (s->live, segs, serial);
+}
+
+size_t
+wk_stream_partial_cue (wk_stream * s, wk_cue * cue, uint64_t * serial)
+{
+  const wk_segment *w;
+  size_t n = wk_stream_partial (s, &w, serial), i, len = 0, k;
+  double stability = 1.0;
+
+  if (!cue)
+    return n;
+  memset (cue, 0, sizeof *cue);
+  cue->kind = WK_CUE_TEXT;
+  cue->before = cue->text = cue->after = "";
+  cue->p = 1.0;
+  if (!s)
+    return 0;
+  for (i = 0; i < n && s->partial; i++) {
+    k = strlen (w[i].text);
+    /* cannot happen: the words' text with a NUL each fits */
+    if (len + 1 + k >= s->partial_cap)
+      break;
+    if (i > 0 && w[i].space_before)
+      s->partial[len++] = ' ';
+    memcpy (s->partial + len, w[i].text, k);
+    len += k;
+    if (w[i].stability < stability)
+      stability = w[i].stability;
+  }
+  if (s->partial) {
+    s->partial[len] = '\0';
+    cue->text = s->partial;
+  }
+  cue->start = n ? w[0].start : s->total;
+  cue->end = n ? w[n - 1].end : cue->start;
+  cue->p = stability;
+  return n;
 }
 
 size_t

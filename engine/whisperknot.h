@@ -364,6 +364,13 @@ typedef struct
   /* What one committed segment holds (see wk_group_by); offline segments
    * are the model's own whatever this says. */
   wk_group_by group;
+  /* wk_stream_take_cues' text for a terminal or a file rather than for
+   * caption elements: each offline segment, phrase and utterance ends
+   * with a newline; live words (WK_GROUP_WORD) are separated by a space
+   * where the model put one, and each utterance's line ends with a
+   * newline cue lasting 0 at the end of its last word. Default false:
+   * a cue holds the text alone, as a caption cue. */
+  bool text_lines;
   /* Token and word times (wk_segment.start/.end of live words, wk_token
    * times offline) from the decoder's cross-attention: once a window's
    * text is decoded, the decoder reads it again and dynamic time warping
@@ -494,6 +501,52 @@ WK_API size_t wk_stream_take (wk_stream * stream, const wk_segment ** segs);
  * second. */
 WK_API int64_t wk_stream_settled (const wk_stream * stream);
 
+/* Text ready to show: wk_stream_take's segments shaped into cues that
+ * cover the stream's time in order. */
+typedef enum
+{
+  WK_CUE_TEXT,                  /* .before + .text + .after shown from
+                                 * .start to .end */
+  WK_CUE_GAP,                   /* no text from .start to .end, nor any
+                                 * to come */
+  WK_CUE_UTTERANCE_END          /* live: the utterance ended at .start
+                                 * (= .end); text before it is complete */
+} wk_cue_kind;
+
+typedef struct
+{
+  wk_cue_kind kind;
+  int64_t start, end;           /* samples, as wk_segment's */
+  /* WK_CUE_TEXT: the segment's text and its separators
+   * (wk_stream_params.text_lines): .before "" or " ", .after "" or
+   * "\n"; all "" but .after for the newline that ends a line of live
+   * words; "" for the other kinds */
+  const char *before, *text, *after;
+  double p;                     /* WK_CUE_TEXT: the segment's p, a line
+                                 * end's its words' mean */
+  const wk_segment *segment;    /* WK_CUE_TEXT: the segment shown; NULL
+                                 * for a line end and the other kinds */
+} wk_cue;
+
+/* Takes the segments completed since the previous take (as
+ * wk_stream_take, which it replaces for a caller that shows text) and
+ * returns them as cues, ready to show: in time order, never overlapping
+ * nor going back, each text within the audio fed (but a text cue lasts
+ * at least WK_TIME_STEP_SAMPLES, past the audio if need be; only a line
+ * end lasts 0), a gap before text
+ * that starts later than the cues so far, a gap up to
+ * wk_stream_settled() once it is at least half a second ahead, and
+ * after wk_stream_finish everything up to the end of the audio closed.
+ * Cues start at 0 after wk_stream_reset (or where
+ * wk_stream_cues_from says). The array and its strings stay valid until
+ * the next call of any wk_stream_* function on this stream. */
+WK_API size_t wk_stream_take_cues (wk_stream * stream, const wk_cue ** cues);
+
+/* Cues start at sample from rather than 0: for a caller whose output
+ * already covers time up to there (a restart at an earlier time), so
+ * that its text never goes back. Call after wk_stream_reset. */
+WK_API void wk_stream_cues_from (wk_stream * stream, int64_t from);
+
 /* Live policy: the partial result, i.e. the words of the latest
  * hypothesis that are not committed yet, one segment per word (start,
  * end, text, tokens, stability), in time order. Taking it does not
@@ -503,6 +556,15 @@ WK_API int64_t wk_stream_settled (const wk_stream * stream);
  * *serial (if not NULL) receives a number that changes whenever the
  * partial result changes. */
 WK_API size_t wk_stream_partial (wk_stream * stream, const wk_segment ** segs,
+    uint64_t * serial);
+
+/* Live policy: the partial result as one text cue: its words joined as
+ * the model spaced them (.text; "" when there are none), from the first
+ * word's start (the end of the audio fed when there is none) to the
+ * last's end, .p the least stability of its words (1 for none). Returns
+ * the number of words; *serial and the text's lifetime as
+ * wk_stream_partial's. Offline streams give an empty cue. */
+WK_API size_t wk_stream_partial_cue (wk_stream * stream, wk_cue * cue,
     uint64_t * serial);
 
 /* The detected (or configured) language code of the stream, or NULL. */

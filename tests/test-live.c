@@ -724,6 +724,128 @@ test_group_stream (void)
   }
 }
 
+/* wk_stream_take_cues and wk_stream_partial_cue on jfk: the text cues
+ * hold the words wk_stream_take gives (text_lines: a newline ends each
+ * utterance or phrase), the cues cover the audio in order without a
+ * hole, and the partial cue is the partial words joined. */
+static void
+cues_stream (wk_model * m, wk_group_by by, const char *words, int n_markers)
+{
+  wk_stream_params p = live_params (1000);
+  wk_stream *s = NULL;
+  char err[256], text[4096], part[1024], want[4096];
+  size_t n_all = jfk_n + 2 * SR, len = 0, off, i, j, k;
+  float *all = calloc (n_all, sizeof *all);
+  int64_t pos = 0;
+  int lines = 0, ends = 0;
+  bool order = true, partial = true;
+
+  p.group = by;
+  p.text_lines = true;
+  CHECK_MSG (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK, "%s", err);
+  if (!s || !all) {
+    free (all);
+    wk_stream_free (s);
+    return;
+  }
+  memcpy (all, jfk, jfk_n * sizeof *all);
+  for (off = 0; off <= n_all; off += PIECE) {
+    const wk_segment *w;
+    const wk_cue *c;
+    wk_cue pc;
+    size_t n, pl = 0;
+    if (off < n_all)
+      CHECK (wk_stream_feed (s, all + off, n_all - off < PIECE ? n_all - off :
+              PIECE) == WK_OK);
+    else
+      CHECK (wk_stream_finish (s) == WK_OK);
+    n = wk_stream_take_cues (s, &c);
+    for (i = 0; i < n; i++) {
+      if (c[i].kind == WK_CUE_UTTERANCE_END) {
+        ends++;
+        order &= c[i].start <= pos && c[i].start == c[i].end;
+        continue;
+      }
+      /* from where the cues so far end, never a hole */
+      order &= c[i].start == pos && c[i].end >= c[i].start;
+      pos = c[i].end;
+      if (c[i].kind == WK_CUE_TEXT) {
+        int t = snprintf (text + len, sizeof text - len, "%s%s%s",
+            c[i].before, c[i].text, c[i].after);
+        lines += c[i].after[0] == '\n';
+        if (t > 0 && len + (size_t) t < sizeof text)
+          len += (size_t) t;
+        /* only a line end lasts 0 */
+        order &= c[i].end > c[i].start || !c[i].segment;
+      }
+    }
+    /* the partial words joined as the model spaced them */
+    n = wk_stream_partial (s, &w, NULL);
+    part[0] = '\0';
+    for (i = 0; i < n && pl < sizeof part; i++)
+      pl += (size_t) snprintf (part + pl, sizeof part - pl, "%s%s",
+          i > 0 && w[i].space_before ? " " : "", w[i].text);
+    CHECK (wk_stream_partial_cue (s, &pc, NULL) == n);
+    partial &= !strcmp (pc.text, part) && pc.kind == WK_CUE_TEXT;
+    partial &= n == 0 ? pc.start == pc.end : pc.start <= pc.end;
+  }
+  CHECK (order);
+  CHECK (partial);
+  CHECK_MSG (pos == (int64_t) n_all, "cues end at %lld of %zu",
+      (long long) pos, n_all);
+  CHECK_MSG (ends == n_markers, "%d utterance ends, %d markers", ends,
+      n_markers);
+  /* a newline after each utterance's words (a finish may close the
+   * last line), or after each phrase */
+  CHECK_MSG (lines > 0 && (by != WK_GROUP_WORD || lines <= ends + 1),
+      "%d lines, %d utterance ends", lines, ends);
+  /* lines joined without their newlines are the words, but for the
+   * spaces: compare without white space */
+  for (i = j = 0; text[i]; i++)
+    if (text[i] != '\n' && text[i] != ' ')
+      text[j++] = text[i];
+  text[j] = '\0';
+  for (i = k = 0; words[i] && k + 1 < sizeof want; i++)
+    if (words[i] != ' ')
+      want[k++] = words[i];
+  want[k] = '\0';
+  CHECK_MSG (!strcmp (text, want), "cues '%s', words '%s'", text, want);
+
+  /* after a restart at an earlier time, cues start where told */
+  wk_stream_reset (s);
+  wk_stream_cues_from (s, 5000);
+  CHECK (wk_stream_feed (s, all, SR) == WK_OK);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  {
+    const wk_cue *c;
+    size_t n = wk_stream_take_cues (s, &c);
+    CHECK (n > 0 && c[0].start == 5000 && c[n - 1].end >= SR);
+  }
+  free (all);
+  wk_stream_free (s);
+}
+
+static void
+test_cues_stream (void)
+{
+  static char words[4096];
+  int nw, mw;
+  bool ok = true;
+  wk_model *m = NULL;
+  char err[256];
+
+  if (wk_model_load (wk_default_model_path (), NULL, &m, err,
+          sizeof err) != WK_OK) {
+    printf ("# no default model (%s): cues checked on the test model\n", err);
+    m = wk_model_ref (model);
+  }
+  live_joined (m, WK_GROUP_WORD, words, sizeof words, &nw, &mw, &ok);
+  CHECK (ok && nw > 0);
+  cues_stream (m, WK_GROUP_WORD, words, mw);
+  cues_stream (m, WK_GROUP_PHRASE, words, mw);
+  wk_model_unref (m);
+}
+
 /* ---- the policy with a scripted model ------------------------------------
  *
  * An ideal recognizer: it hears the words of a fixed script whose times
@@ -1122,6 +1244,7 @@ main (void)
   RUN (test_helpers);
   RUN (test_group_unit);
   RUN (test_group_stream);
+  RUN (test_cues_stream);
   RUN (test_params);
   RUN (test_script);
   RUN (test_script_echo);
