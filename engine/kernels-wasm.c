@@ -1350,4 +1350,5 @@ const wk_kernel_set wk_kernels_wasm = {
   .gelu = wasm_gelu,
   .softmax = wasm_softmax,
   .add = wasm_add,
+  .f16kv_slow = 1,
 };
