@@ -149,6 +149,10 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
           ctx->cross_k + off, dt, 0, ctx->e_qwork);
       wk_linear_work (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
           ctx->cross_v + off, dt, 0, ctx->e_qwork);
+      if (ctx->cross_f16_in_f32) {
+        wk_round_f16 (ctx->cross_k + off, A * dt);
+        wk_round_f16 (ctx->cross_v + off, A * dt);
+      }
     }
   }
   ctx->encoded = true;

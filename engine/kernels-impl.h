@@ -80,6 +80,11 @@ typedef struct
       int64_t q1, int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
       const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
       int causal, float *O, int64_t ldo, int kv16);
+
+  /* Nonzero where halves are converted in software (wasm: no F16C), so
+   * that f16 keys and values read at every decoder step cost more to
+   * convert than twice their memory: wk_kernels_f16kv_slow. */
+  int f16kv_slow;
 } wk_kernel_set;
 
 /* ---- the blocked matrix-product driver (kernels-gemm.c) ---- */

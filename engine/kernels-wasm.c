@@ -577,6 +577,23 @@ block_i8 (wk_type type, const unsigned char *wrow, int64_t b, v128_t * w0,
   }
 }
 
+/* The same, with the scale's bits as they are stored (f16). */
+static inline uint16_t
+block_i8_h (wk_type type, const unsigned char *wrow, int64_t b, v128_t * w0,
+    v128_t * w1)
+{
+  if (type == WK_TYPE_Q8_0) {
+    const wk_block_q8_0 *blk = (const wk_block_q8_0 *) wrow + b;
+    *w0 = wasm_v128_load (blk->qs);
+    *w1 = wasm_v128_load (blk->qs + 16);
+    return blk->d;
+  } else {
+    const wk_block_q4_0 *blk = (const wk_block_q4_0 *) wrow + b;
+    q4_unpack (blk->qs, w0, w1);
+    return blk->d;
+  }
+}
+
 /* Weight rows per pass: independent sums for the adder's latency, and
  * each activation block loaded once for all of them. */
 #define QROWS 4
@@ -600,32 +617,38 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
       wk_quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
     j = j0;
     if (nx == 1) {
-      /* one row of X (greedy decoding): four weight rows with their sums
-       * in registers */
+      /* one row of X (greedy decoding): four weight rows at once, each
+       * block's four integer sums reduced across lanes into one vector
+       * (lane q: row j + q) and scaled by the four rows' block scales
+       * converted together, so that the per-block float work is shared
+       * by the four rows */
       const int8_t *x = xq[0];
       for (; j + 4 <= j1; j += 4) {
         const unsigned char *r0 = data + (size_t) j * row_bytes;
-        v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, a2 = a0, a3 = a0;
+        v128_t acc = wasm_f32x4_splat (0.0f);
         for (b = 0; b < nb; b++) {
-          v128_t xs[4];
-          v128_t w0, w1;
-          float d0, d1, d2, d3, dx = xd[0][b];
+          v128_t xs[4], w0, w1, s0, s1, s2, s3, t01, t23, d4;
+          uint16_t h0, h1, h2, h3;
           widen_x32 (x + b * WK_QK, xs);
-          d0 = block_i8 (W->type, r0, b, &w0, &w1);
-          a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
-                  (dot_i8x32 (w0, w1, xs)), wasm_f32x4_splat (d0 * dx)));
-          d1 = block_i8 (W->type, r0 + row_bytes, b, &w0, &w1);
-          a1 = wasm_f32x4_add (a1, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
-                  (dot_i8x32 (w0, w1, xs)), wasm_f32x4_splat (d1 * dx)));
-          d2 = block_i8 (W->type, r0 + 2 * row_bytes, b, &w0, &w1);
-          a2 = wasm_f32x4_add (a2, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
-                  (dot_i8x32 (w0, w1, xs)), wasm_f32x4_splat (d2 * dx)));
-          d3 = block_i8 (W->type, r0 + 3 * row_bytes, b, &w0, &w1);
-          a3 = wasm_f32x4_add (a3, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
-                  (dot_i8x32 (w0, w1, xs)), wasm_f32x4_splat (d3 * dx)));
+          h0 = block_i8_h (W->type, r0, b, &w0, &w1);
+          s0 = dot_i8x32 (w0, w1, xs);
+          h1 = block_i8_h (W->type, r0 + row_bytes, b, &w0, &w1);
+          s1 = dot_i8x32 (w0, w1, xs);
+          h2 = block_i8_h (W->type, r0 + 2 * row_bytes, b, &w0, &w1);
+          s2 = dot_i8x32 (w0, w1, xs);
+          h3 = block_i8_h (W->type, r0 + 3 * row_bytes, b, &w0, &w1);
+          s3 = dot_i8x32 (w0, w1, xs);
+          t01 = wasm_i32x4_add (wasm_i32x4_shuffle (s0, s1, 0, 1, 4, 5),
+              wasm_i32x4_shuffle (s0, s1, 2, 3, 6, 7));
+          t23 = wasm_i32x4_add (wasm_i32x4_shuffle (s2, s3, 0, 1, 4, 5),
+              wasm_i32x4_shuffle (s2, s3, 2, 3, 6, 7));
+          s0 = wasm_i32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2, 4, 6),
+              wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7));
+          d4 = f16x4_to_f32 (wasm_i32x4_make (h0, h1, h2, h3));
+          acc = wasm_f32x4_add (acc, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
+                  (s0), wasm_f32x4_mul (d4, wasm_f32x4_splat (xd[0][b]))));
         }
-        store4 (Y + i0 * ldy + j, wasm_f32x4_make (hsum (a0), hsum (a1),
-                hsum (a2), hsum (a3)), bias, j, 4, flags);
+        store4 (Y + i0 * ldy + j, acc, bias, j, 4, flags);
       }
     }
     for (; j < j1; j += QROWS) {
@@ -877,6 +900,112 @@ attention_one_pass (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
   }
 }
 
+/* One query over f32 keys and values (the decoder's steps: its
+ * self-attention cache, and the cross-attention cache where halves are
+ * slow, f16kv_slow), d_head a multiple of 8, at most 256: the scores of
+ * four keys at a time, each slice of q loaded once for the four and
+ * their sums reduced across lanes into one vector; p V four keys per pass
+ * over acc. */
+static void
+attention_one_f32 (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
+    const float *Q, int64_t ldq, const float *K, int64_t ldk, const float *V,
+    int64_t ldv, float scale, int causal, float *O, int64_t ldo)
+{
+  float acc[256];
+  float s[AK];
+  const float *q = Q + i * ldq;
+  const int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+  float mx = -INFINITY, sum = 0.0f;
+  int64_t t0, l;
+
+  memset (acc, 0, (size_t) d_head * sizeof (float));
+  for (t0 = 0; t0 <= last; t0 += AK) {
+    int nk = (int) (last + 1 - t0 < AK ? last + 1 - t0 : AK), c;
+    float cmax = -INFINITY;
+    v128_t m4, ps = wasm_f32x4_splat (0.0f);
+
+    for (c = 0; c + 4 <= nk; c += 4) {
+      const float *k0 = K + (t0 + c) * ldk, *k1 = k0 + ldk, *k2 = k1 + ldk,
+          *k3 = k2 + ldk;
+      v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, a2 = a0, a3 = a0;
+      v128_t t01, t23, sc;
+      for (l = 0; l < d_head; l += 4) {
+        v128_t qv = wasm_v128_load (q + l);
+        a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (wasm_v128_load (k0 + l), qv));
+        a1 = wasm_f32x4_add (a1, wasm_f32x4_mul (wasm_v128_load (k1 + l), qv));
+        a2 = wasm_f32x4_add (a2, wasm_f32x4_mul (wasm_v128_load (k2 + l), qv));
+        a3 = wasm_f32x4_add (a3, wasm_f32x4_mul (wasm_v128_load (k3 + l), qv));
+      }
+      t01 = wasm_f32x4_add (wasm_i32x4_shuffle (a0, a1, 0, 1, 4, 5),
+          wasm_i32x4_shuffle (a0, a1, 2, 3, 6, 7));
+      t23 = wasm_f32x4_add (wasm_i32x4_shuffle (a2, a3, 0, 1, 4, 5),
+          wasm_i32x4_shuffle (a2, a3, 2, 3, 6, 7));
+      sc = wasm_f32x4_mul (wasm_f32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2,
+                  4, 6), wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7)),
+          wasm_f32x4_splat (scale));
+      wasm_v128_store (s + c, sc);
+    }
+    for (; c < nk; c++) {
+      const float *kr = K + (t0 + c) * ldk;
+      v128_t a0 = wasm_f32x4_splat (0.0f);
+      for (l = 0; l < d_head; l += 4)
+        a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (wasm_v128_load (kr + l),
+                wasm_v128_load (q + l)));
+      s[c] = hsum (a0) * scale;
+    }
+    for (c = 0; c < nk; c++)
+      cmax = s[c] > cmax ? s[c] : cmax;
+    if (cmax > mx) {
+      float rs = mx == -INFINITY ? 0.0f : expf (mx - cmax);
+      for (l = 0; l < d_head; l += 4)
+        wasm_v128_store (acc + l, wasm_f32x4_mul (wasm_v128_load (acc + l),
+                wasm_f32x4_splat (rs)));
+      sum *= rs;
+      mx = cmax;
+    }
+    m4 = wasm_f32x4_splat (mx);
+    for (c = 0; c + 4 <= nk; c += 4) {
+      v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (s + c), m4));
+      wasm_v128_store (s + c, p);
+      ps = wasm_f32x4_add (ps, p);
+    }
+    sum += hsum (ps);
+    for (; c < nk; c++) {
+      s[c] = expf (s[c] - mx);
+      sum += s[c];
+    }
+
+    for (c = 0; c + 4 <= nk; c += 4) {
+      const float *v0 = V + (t0 + c) * ldv, *v1 = v0 + ldv, *v2 = v1 + ldv,
+          *v3 = v2 + ldv;
+      v128_t p0 = wasm_f32x4_splat (s[c]), p1 = wasm_f32x4_splat (s[c + 1]);
+      v128_t p2 = wasm_f32x4_splat (s[c + 2]), p3 = wasm_f32x4_splat (s[c + 3]);
+      for (l = 0; l < d_head; l += 4) {
+        v128_t o = wasm_v128_load (acc + l);
+        o = wasm_f32x4_add (o, wasm_f32x4_add (wasm_f32x4_mul (p0,
+                    wasm_v128_load (v0 + l)), wasm_f32x4_mul (p1,
+                    wasm_v128_load (v1 + l))));
+        o = wasm_f32x4_add (o, wasm_f32x4_add (wasm_f32x4_mul (p2,
+                    wasm_v128_load (v2 + l)), wasm_f32x4_mul (p3,
+                    wasm_v128_load (v3 + l))));
+        wasm_v128_store (acc + l, o);
+      }
+    }
+    for (; c < nk; c++) {
+      const float *vr = V + (t0 + c) * ldv;
+      v128_t p0 = wasm_f32x4_splat (s[c]);
+      for (l = 0; l < d_head; l += 4)
+        wasm_v128_store (acc + l, wasm_f32x4_add (wasm_v128_load (acc + l),
+                wasm_f32x4_mul (p0, wasm_v128_load (vr + l))));
+    }
+  }
+  {
+    float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (l = 0; l < d_head; l++)
+      O[i * ldo + l] = acc[l] * inv;
+  }
+}
+
 static void
 attention_one (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
     const float *Q, int64_t ldq, const void *K, int64_t ldk, const void *V,
@@ -884,6 +1013,11 @@ attention_one (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
 {
   v128_t nonfinite = wasm_i32x4_splat (0);
 
+  if (!kv16) {
+    attention_one_f32 (d_head, i, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
+        causal, O, ldo);
+    return;
+  }
   attention_one_pass (d_head, i, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
       causal, O, ldo, kv16, 1, &nonfinite);
   if (kv16 && wasm_v128_any_true (nonfinite))
@@ -1350,4 +1484,5 @@ const wk_kernel_set wk_kernels_wasm = {
   .gelu = wasm_gelu,
   .softmax = wasm_softmax,
   .add = wasm_add,
+  .f16kv_slow = 1,
 };

@@ -722,6 +722,27 @@ wk_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
     wk_kernels_get ()->f32_to_f16 (x, y, n);
 }
 
+int
+wk_kernels_f16kv_slow (void)
+{
+  return wk_kernels_get ()->f16kv_slow;
+}
+
+void
+wk_round_f16 (float *x, int64_t n)
+{
+  const wk_kernel_set *ks = wk_kernels_get ();
+  uint16_t h[256];
+  int64_t i, j;
+
+  for (i = 0; i < n; i += 256) {
+    int64_t m = n - i < 256 ? n - i : 256;
+    ks->f32_to_f16 (x + i, h, m);
+    for (j = 0; j < m; j++)
+      x[i + j] = wk_fp16_to_fp32 (h[j]);
+  }
+}
+
 /* ---- element-wise ---- */
 
 typedef struct

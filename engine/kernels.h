@@ -133,6 +133,14 @@ void wk_attention_f16kv (wk_pool * pool, int n_head, int64_t d_head,
 /* y[i] = x[i] rounded to half (nearest even; wk_fp32_to_fp16's bits). */
 void wk_f32_to_f16 (const float *x, uint16_t * y, int64_t n);
 
+/* Whether the chosen kernel set converts halves in software (wasm), where
+ * a cache read at every decoder step is better kept in f32 (holding the
+ * f16-rounded values: wk_round_f16), whatever the memory. */
+int wk_kernels_f16kv_slow (void);
+
+/* x[i] = x[i] rounded to half and back (wk_f32_to_f16's bits as f32). */
+void wk_round_f16 (float *x, int64_t n);
+
 /* Layer normalisation of n rows of d values: Y = (X - mean) / sqrt (var +
  * eps) * gamma + beta (gamma, beta [d], either may be NULL for 1 / 0). Y
  * may be X (ldy == ldx). */

@@ -1371,6 +1371,10 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
       ctx->e_qwork = ctx_alloc (ctx, wk_linear_work_size (A, 4 * da), 1, &ok);
   }
   ctx->cross_f16 = model->dec[0].cross_q->type != WK_TYPE_F32;
+  if (ctx->cross_f16 && wk_kernels_f16kv_slow ()) {
+    ctx->cross_f16 = false;
+    ctx->cross_f16_in_f32 = true;
+  }
   if (ctx->cross_f16) {
     ctx->cross_k16 = ctx_alloc (ctx, Lt * A * dt, sizeof (uint16_t), &ok);
     ctx->cross_v16 = ctx_alloc (ctx, Lt * A * dt, sizeof (uint16_t), &ok);

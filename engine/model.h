@@ -343,8 +343,12 @@ struct wk_ctx
   /* cross-attention cache, per decoder layer: K and V of the encoder
    * output, [n_text_layer][A][dt]; in f16 (cross_k16/v16) unless the
    * model's decoder weights are f32, since reading them bounds the
-   * decoder step */
+   * decoder step; in f32 holding the f16-rounded values (cross_k/v,
+   * cross_f16 false, cross_f16_in_f32 true) where the kernel set
+   * converts halves in software (wasm): the same attention inputs, no
+   * conversion per step, twice the memory */
   bool cross_f16;
+  bool cross_f16_in_f32;
   float *cross_k, *cross_v;
   uint16_t *cross_k16, *cross_v16;
 
