@@ -1171,6 +1171,12 @@ hyp_space_words (live_hyp * h)
       if (h->t1[t] > w->end)
         h->t1[t] = w->end;
     }
+    /* the word's tokens span it: words read back from token times (the
+     * committed segments' words) keep the 20 ms too */
+    if (w->n_tok > 0) {
+      h->t0[w->tok0] = w->start;
+      h->t1[w->tok0 + w->n_tok - 1] = w->end;
+    }
     prev_end = w->end;
   }
 }
