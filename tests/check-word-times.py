@@ -82,17 +82,28 @@ def matched_errors(ref, segments):
             L[i][j] = L[i + 1][j + 1] + 1 if ref[i][2] == hyp[j][0] else \
                 max(L[i + 1][j], L[i][j + 1])
     i = j = 0
-    errs = []
+    pairs = []
     while i < R and j < H:
         if ref[i][2] == hyp[j][0]:
-            errs.append(abs(hyp[j][1] - ref[i][0]))
-            errs.append(abs(hyp[j][2] - ref[i][1]))
+            pairs.append((i, j))
             i += 1
             j += 1
         elif L[i + 1][j] >= L[i][j + 1]:
             i += 1
         else:
             j += 1
+    # only pairs with a matched neighbour (the word before or after is the
+    # next one in both texts): a lone match across a misheard stretch pairs
+    # two different utterances of a common word (a hypothesis "a" inside a
+    # misheard "Enterprise" with the reference's "a" 1.4 s later) and
+    # measures the mismatch, not the alignment
+    run = set(p for p in pairs for q in pairs
+              if abs(p[0] - q[0]) == 1 and p[0] - q[0] == p[1] - q[1])
+    errs = []
+    for i, j in pairs:
+        if (i, j) in run:
+            errs.append(abs(hyp[j][1] - ref[i][0]))
+            errs.append(abs(hyp[j][2] - ref[i][1]))
     return errs
 
 
