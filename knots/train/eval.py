@@ -530,9 +530,10 @@ def ckpt_info(path):
 
 # the default model's alignment heads (d=256, 4 decoder layers x 4 heads),
 # chosen on 40 festival sentences (kal_diphone, cmu_us_slt_arctic_hts) with
-# tools/word-times.c --search-heads on 2026-12-01; a retrained model should
-# have them chosen again
-OWN_ALIGNMENT_HEADS = "2:3,2:2,3:3,1:2"
+# tools/word-times.c --search-heads (2026-12-01; chosen again for step 19042
+# on 2026-12-02: knots/MODEL.md); a retrained model should have them chosen
+# again
+OWN_ALIGNMENT_HEADS = "2:3,2:2,1:2,3:0"
 
 
 def convert(tool, src, dst, qtype, pad_window, ts_rule="max"):
