@@ -20,6 +20,8 @@ export const sharedData = inRoot(process.env.WK_SHARED_DATA ?? '../shared/data')
 export const defaultModel = inRoot('knots/model/default.knot');
 export const sampleWav = inRoot('examples/data/sample.wav');
 export const jfkWav = path.join(sharedData, 'jfk.wav');
+// festival ked_diphone reading a verse (tests/data/word-times/README)
+export const kedWav = inRoot('tests/data/word-times/enterprise-ked.wav');
 
 export function nativeTool(rel) {
   if (!nativeBuild) return null;

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Whisperknot } from '../whisperknot.mjs';
-import { defaultModel, jfkWav, nativeTool, sampleWav, sharedData } from './helpers.mjs';
+import { defaultModel, jfkWav, kedWav, nativeTool, sampleWav, sharedData } from './helpers.mjs';
 
 const transcribe = nativeTool('tools/whisperknot-transcribe');
 
@@ -47,21 +47,49 @@ before(async () => {
 const skip = transcribe ? false : 'no native build (set WK_NATIVE_BUILD)';
 
 // The command-line check: web/transcribe.mjs (greedy by default) prints
-// what whisperknot-transcribe -b 1 prints for the same file.
+// what whisperknot-transcribe -b 1 prints for the same file. The file is
+// festival's reading of a verse, which the default model decodes the same
+// with every native kernel set. Not sample.wav: the step 19042 model is
+// unsure of that voice, its greedy text falls back to sampling, and the
+// native AVX-512, AVX2 and reference kernels already print three different
+// texts for it (sample.wav is compared below where they agree).
 test('node web/transcribe.mjs prints the text of whisperknot-transcribe -b 1', { skip }, () => {
   const here = path.dirname(new URL(import.meta.url).pathname);
-  const js = execFileSync(process.execPath, [path.join(here, '..', 'transcribe.mjs'), defaultModel, sampleWav],
+  const js = execFileSync(process.execPath, [path.join(here, '..', 'transcribe.mjs'), defaultModel, kedWav],
     { encoding: 'utf8', maxBuffer: 1 << 24, env: process.env });
-  const native = execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', sampleWav],
+  const native = execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', kedWav],
     { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'] });
   assert.ok(native.trim().length > 0);
   assert.equal(js, native);
 });
 
-test('default model, sample.wav: the native tokens', { skip }, async () => {
-  const native = nativeSegments(defaultModel, sampleWav);
+// The wasm tokens are held to the native ones on the segments where the
+// native SIMD and reference kernels agree. Where they do not (a model
+// unsure of the audio: its greedy tokens hang on near-ties, and a
+// temperature fallback samples), the test says so and checks that the
+// wasm engine still transcribes the whole file.
+async function agreeWhereNativeAgrees(t, wav) {
+  const native = nativeSegments(defaultModel, wav);
+  const ref = nativeSegments(defaultModel, wav, { WK_KERNELS: 'ref' });
   assert.ok(native.length > 0);
-  assert.deepEqual(await wasmSegments(defaultModel, sampleWav), native);
+  const wasm = await wasmSegments(defaultModel, wav);
+  let agree = 0;
+  while (agree < native.length && agree < ref.length
+    && JSON.stringify(native[agree]) === JSON.stringify(ref[agree])) agree++;
+  assert.deepEqual(wasm.slice(0, agree), native.slice(0, agree));
+  if (agree < native.length)
+    t.diagnostic(`native ref and SIMD kernels agree on ${agree} of ${native.length} segments; ` +
+      `wasm compared on those (wasm: ${JSON.stringify(wasm.map((g) => g.text).join(' '))})`);
+  assert.ok(wasm.length > 0 && wasm.at(-1).ids.length > 0, 'wasm transcribed the file');
+  return agree === native.length;
+}
+
+test('default model, festival verse: the native tokens', { skip }, async (t) => {
+  assert.ok(await agreeWhereNativeAgrees(t, kedWav), 'native kernel sets agree on the whole file');
+});
+
+test('default model, sample.wav: the native tokens where native kernels agree', { skip }, async (t) => {
+  await agreeWhereNativeAgrees(t, sampleWav);
 });
 
 // Beam search keeps five near-equal hypotheses, so last-bit differences
@@ -76,26 +104,10 @@ test('default model, sample.wav, beam search (5): the native tokens',
   assert.deepEqual(await wasmSegments(defaultModel, sampleWav, false, 5), native);
 });
 
-// jfk.wav is real speech the default model (trained on synthesized
-// voices) is unsure of: its greedy tokens hang on near-ties, so that even
-// the native reference and AVX2 kernels part ways at the first segment.
-// There the wasm tokens are held to the native ones only where both native
-// kernel sets agree; where they do not, the test says so and checks that
-// the wasm engine still transcribes the whole file.
+// jfk.wav is real speech the default model is unsure of.
 test('default model, jfk.wav: the native tokens where native kernels agree',
   { skip: skip || (!existsSync(jfkWav) && 'no jfk.wav') }, async (t) => {
-    const native = nativeSegments(defaultModel, jfkWav);
-    const ref = nativeSegments(defaultModel, jfkWav, { WK_KERNELS: 'ref' });
-    assert.ok(native.length > 0);
-    const wasm = await wasmSegments(defaultModel, jfkWav);
-    let agree = 0;
-    while (agree < native.length && agree < ref.length
-      && JSON.stringify(native[agree]) === JSON.stringify(ref[agree])) agree++;
-    assert.deepEqual(wasm.slice(0, agree), native.slice(0, agree));
-    if (agree < native.length)
-      t.diagnostic(`native ref and SIMD kernels agree on ${agree} of ${native.length} segments; ` +
-        `wasm compared on those (wasm: ${JSON.stringify(wasm.map((g) => g.text).join(' '))})`);
-    assert.ok(wasm.length > 0 && wasm.at(-1).ids.length > 0, 'wasm transcribed the file');
+    await agreeWhereNativeAgrees(t, jfkWav);
   });
 
 const makeModel = nativeTool('tools/wk-make-test-model');
