@@ -814,6 +814,38 @@ kv_load8_fast (const void *p, int64_t off, int kv16, v128_t * lo,
   }
 }
 
+/* One chunk of nk scores s of an online softmax (cmax: their largest):
+ * the accumulator acc (d_head floats) and the running sum rescaled to a
+ * new maximum mx, then s turned into exp (s - mx) and added to the sum. */
+static inline void
+softmax_chunk (float *s, int nk, float cmax, float *acc, int64_t d_head,
+    float *mx, float *sum)
+{
+  v128_t m4, ps = wasm_f32x4_splat (0.0f);
+  int64_t l;
+  int c;
+
+  if (cmax > *mx) {
+    float rs = *mx == -INFINITY ? 0.0f : expf (*mx - cmax);
+    for (l = 0; l < d_head; l += 4)
+      wasm_v128_store (acc + l, wasm_f32x4_mul (wasm_v128_load (acc + l),
+              wasm_f32x4_splat (rs)));
+    *sum *= rs;
+    *mx = cmax;
+  }
+  m4 = wasm_f32x4_splat (*mx);
+  for (c = 0; c + 4 <= nk; c += 4) {
+    v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (s + c), m4));
+    wasm_v128_store (s + c, p);
+    ps = wasm_f32x4_add (ps, p);
+  }
+  *sum += hsum (ps);
+  for (; c < nk; c++) {
+    s[c] = expf (s[c] - *mx);
+    *sum += s[c];
+  }
+}
+
 /* One query (a greedy decoder step), d_head a multiple of 8: f16 keys and
  * values converted as they are used (by the shifts of kv_load8_fast; when
  * a key or value is not finite, everything again with kv_load8), two
@@ -835,7 +867,6 @@ attention_one_pass (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
   for (t0 = 0; t0 <= last; t0 += AK) {
     int nk = (int) (last + 1 - t0 < AK ? last + 1 - t0 : AK), c;
     float cmax = -INFINITY;
-    v128_t m4, ps = wasm_f32x4_splat (0.0f);
 
     for (c = 0; c < nk; c++) {
       v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, k0, k1;
@@ -851,25 +882,7 @@ attention_one_pass (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
       s[c] = hsum (wasm_f32x4_add (a0, a1)) * scale;
       cmax = s[c] > cmax ? s[c] : cmax;
     }
-    if (cmax > mx) {
-      float rs = mx == -INFINITY ? 0.0f : expf (mx - cmax);
-      for (l = 0; l < d_head; l += 4)
-        wasm_v128_store (acc + l, wasm_f32x4_mul (wasm_v128_load (acc + l),
-                wasm_f32x4_splat (rs)));
-      sum *= rs;
-      mx = cmax;
-    }
-    m4 = wasm_f32x4_splat (mx);
-    for (c = 0; c + 4 <= nk; c += 4) {
-      v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (s + c), m4));
-      wasm_v128_store (s + c, p);
-      ps = wasm_f32x4_add (ps, p);
-    }
-    sum += hsum (ps);
-    for (; c < nk; c++) {
-      s[c] = expf (s[c] - mx);
-      sum += s[c];
-    }
+    softmax_chunk (s, nk, cmax, acc, d_head, &mx, &sum);
 
     for (c = 0; c < nk; c += 2) {
       v128_t p0 = wasm_f32x4_splat (s[c]);
@@ -922,7 +935,6 @@ attention_one_f32 (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
   for (t0 = 0; t0 <= last; t0 += AK) {
     int nk = (int) (last + 1 - t0 < AK ? last + 1 - t0 : AK), c;
     float cmax = -INFINITY;
-    v128_t m4, ps = wasm_f32x4_splat (0.0f);
 
     for (c = 0; c + 4 <= nk; c += 4) {
       const float *k0 = K + (t0 + c) * ldk, *k1 = k0 + ldk, *k2 = k1 + ldk,
@@ -955,25 +967,7 @@ attention_one_f32 (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
     }
     for (c = 0; c < nk; c++)
       cmax = s[c] > cmax ? s[c] : cmax;
-    if (cmax > mx) {
-      float rs = mx == -INFINITY ? 0.0f : expf (mx - cmax);
-      for (l = 0; l < d_head; l += 4)
-        wasm_v128_store (acc + l, wasm_f32x4_mul (wasm_v128_load (acc + l),
-                wasm_f32x4_splat (rs)));
-      sum *= rs;
-      mx = cmax;
-    }
-    m4 = wasm_f32x4_splat (mx);
-    for (c = 0; c + 4 <= nk; c += 4) {
-      v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (s + c), m4));
-      wasm_v128_store (s + c, p);
-      ps = wasm_f32x4_add (ps, p);
-    }
-    sum += hsum (ps);
-    for (; c < nk; c++) {
-      s[c] = expf (s[c] - mx);
-      sum += s[c];
-    }
+    softmax_chunk (s, nk, cmax, acc, d_head, &mx, &sum);
 
     for (c = 0; c + 4 <= nk; c += 4) {
       const float *v0 = V + (t0 + c) * ldv, *v1 = v0 + ldv, *v2 = v1 + ldv,
