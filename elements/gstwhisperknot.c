@@ -857,16 +857,25 @@ gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
     m = MIN (MIN (space, self->ring_size - wpos), n - done);
     out = self->ring + wpos;
 
-    /* buffer memory need not be aligned: GST_READ_* */
-    if (!data)
+    /* buffer memory need not be aligned: memcpy, not GST_READ_*, which
+     * on x86 loads through a misaligned pointer (undefined behaviour,
+     * caught by UBSan in test_unaligned_input) */
+    if (!data) {
       memset (out, 0, m * sizeof (gfloat));
-    else if (self->format == GST_AUDIO_FORMAT_S16LE)
-      for (i = 0; i < m; i++)
-        out[i] = (gint16) GST_READ_UINT16_LE (data + 2 * (done + i)) *
-            (1.0f / 32768.0f);
-    else
-      for (i = 0; i < m; i++)
-        out[i] = GST_READ_FLOAT_LE (data + 4 * (done + i));
+    } else if (self->format == GST_AUDIO_FORMAT_S16LE) {
+      for (i = 0; i < m; i++) {
+        guint16 v;
+        memcpy (&v, data + 2 * (done + i), 2);
+        out[i] = (gint16) GUINT16_FROM_LE (v) * (1.0f / 32768.0f);
+      }
+    } else {
+      for (i = 0; i < m; i++) {
+        guint32 v;
+        memcpy (&v, data + 4 * (done + i), 4);
+        v = GUINT32_FROM_LE (v);
+        memcpy (out + i, &v, 4);
+      }
+    }
 
     self->written += m;
     done += m;
