@@ -97,11 +97,10 @@ def matched_errors(ref, segments):
     # two different utterances of a common word (a hypothesis "a" inside a
     # misheard "Enterprise" with the reference's "a" 1.4 s later) and
     # measures the mismatch, not the alignment
-    run = set(p for p in pairs for q in pairs
-              if abs(p[0] - q[0]) == 1 and p[0] - q[0] == p[1] - q[1])
+    matched = set(pairs)
     errs = []
     for i, j in pairs:
-        if (i, j) in run:
+        if (i - 1, j - 1) in matched or (i + 1, j + 1) in matched:
             errs.append(abs(hyp[j][1] - ref[i][0]))
             errs.append(abs(hyp[j][2] - ref[i][1]))
     return errs
