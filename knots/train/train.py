@@ -413,7 +413,8 @@ def spec_augment(mel, rng, n_freq=2, max_freq=12, n_time=2, max_time_frac=0.02):
 
 
 def make_batch(pool, rng, bs, win=WIN, device=None, speed=(0.0, 1.0, 1.0), specaug=False,
-               p_single=0.1, p_stop=0.0, p_nospeech=0.0, p_prompt=0.0, aug=None, vtlp=0.0):
+               p_single=0.1, p_stop=0.0, p_nospeech=0.0, p_prompt=0.0, aug=None, vtlp=0.0,
+               vtlp_range=(0.88, 1.12)):
     plans = [plan_window(pool, rng, win, p_single=p_single, speed=speed, p_stop=p_stop,
                          p_nospeech=p_nospeech, p_prompt=p_prompt) for _ in range(bs)]
     if isinstance(pool, DevicePool):
@@ -425,7 +426,7 @@ def make_batch(pool, rng, bs, win=WIN, device=None, speed=(0.0, 1.0, 1.0), speca
     ctcs = [p[3] for p in plans]
     mel = wa.log_mel_spectrogram(xs)[..., :win // wa.HOP_LENGTH]
     if vtlp > 0:
-        mel = augment.vtlp_mel(mel, rng, vtlp)
+        mel = augment.vtlp_mel(mel, rng, vtlp, *vtlp_range)
     if specaug:
         mel = spec_augment(mel, rng)
     L = max(len(t) for t in toks) - 1
@@ -793,6 +794,10 @@ def main():
                     "(pitch, reverberation, codecs, noise, clipping)")
     ap.add_argument("--vtlp", type=float, default=0.0,
                     help="fraction of windows with vocal tract length perturbation")
+    ap.add_argument("--vtlp-range", type=float, nargs=2, default=[0.88, 1.12],
+                    metavar=("LO", "HI"),
+                    help="warp factors drawn uniformly for VTLP (band f takes the spectrum at "
+                    "alpha f: below 1 moves formants up, towards children's voices)")
     ap.add_argument("--prefetch", type=int, default=2,
                     help="batches prepared ahead by a data thread (0: none)")
     args = ap.parse_args()
@@ -912,7 +917,7 @@ def main():
         win_, bs_ = pick_window(args, rng)
         b = make_batch(pool, rng, bs_, win_, dev, tuple(args.speed_perturb), args.specaug,
                        args.p_single, args.p_stop, args.p_nospeech, args.p_prompt, aug,
-                       args.vtlp)
+                       args.vtlp, tuple(args.vtlp_range))
         return win_, bs_, b, time.time() - t0_
 
     if args.prefetch > 0:
