@@ -255,6 +255,81 @@ wk_quantize_row_q4_0 (const float *x, wk_block_q4_0 * y, int64_t n)
   }
 }
 
+/* Levels -8..7 for one block at scale d (nearest, clamped); returns the
+ * squared error of d * level against x. */
+static double
+q4_levels (const float *x, float d, int8_t * l)
+{
+  double err = 0.0;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+
+  for (int j = 0; j < WK_QK; j++) {
+    float v = floorf (x[j] * id + 0.5f);
+    double e;
+
+    /* NaN goes to -8; its error is NaN, which no candidate keeps */
+    l[j] = (int8_t) (v >= 7.0f ? 7 : v >= -8.0f ? v : -8);
+    e = (double) x[j] - (double) d *l[j];
+    err += e * e;
+  }
+  return err;
+}
+
+void
+wk_quantize_row_q4_0_fit (const float *x, wk_block_q4_0 * y, int64_t n)
+{
+  int64_t nb = n / WK_QK;
+
+  for (int64_t i = 0; i < nb; i++) {
+    const float *xb = x + i * WK_QK;
+    float amax = 0.0f, vmax = 0.0f, best_d = 0.0f;
+    double best = INFINITY;
+    int8_t l[WK_QK], best_l[WK_QK];
+
+    for (int j = 0; j < WK_QK; j++) {
+      float a = fabsf (xb[j]);
+      if (amax < a) {
+        amax = a;
+        vmax = xb[j];
+      }
+    }
+    memset (best_l, 0, sizeof best_l);
+    /* vmax / -8 is ggml's scale (the largest value on the extra level
+     * -8); scales around it trade clipping the largest value for finer
+     * steps for the rest */
+    for (int k = -12; amax > 0.0f && isfinite (amax) && k <= 12; k++) {
+      float d0 = vmax / (-8.0f + 0.1f * (float) k), d;
+      double sxl = 0.0, sll = 0.0, err;
+
+      q4_levels (xb, d0, l);
+      for (int j = 0; j < WK_QK; j++) {
+        sxl += (double) xb[j] * l[j];
+        sll += (double) l[j] * l[j];
+      }
+      if (sll == 0.0)
+        continue;
+      /* the least-squares scale for these levels, as stored (f16), and
+       * the nearest levels at that scale */
+      d = wk_fp16_to_fp32 (wk_fp32_to_fp16 ((float) (sxl / sll)));
+      err = q4_levels (xb, d, l);
+      if (err < best) {
+        best = err;
+        best_d = d;
+        memcpy (best_l, l, sizeof l);
+      }
+    }
+    if (best == INFINITY) {
+      /* all zero or not finite: ggml's rule */
+      wk_quantize_row_q4_0 (xb, &y[i], WK_QK);
+      continue;
+    }
+    y[i].d = wk_fp32_to_fp16 (best_d);
+    for (int j = 0; j < WK_QK / 2; j++)
+      y[i].qs[j] = (uint8_t) ((best_l[j] + 8) | ((best_l[WK_QK / 2 + j] + 8)
+              << 4));
+  }
+}
+
 void
 wk_dequantize_row_q8_0 (const wk_block_q8_0 * x, float *y, int64_t n)
 {

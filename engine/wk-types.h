@@ -73,6 +73,10 @@ uint16_t wk_fp32_to_fp16 (float f);
  * the bits the converter writes. */
 void wk_quantize_row_q8_0 (const float *x, wk_block_q8_0 * y, int64_t n);
 void wk_quantize_row_q4_0 (const float *x, wk_block_q4_0 * y, int64_t n);
+/* The same q4_0 format with each block's scale chosen to minimise the
+ * block's squared error (ggml's rule above takes the largest magnitude
+ * / -8); slower, for converters. */
+void wk_quantize_row_q4_0_fit (const float *x, wk_block_q4_0 * y, int64_t n);
 void wk_dequantize_row_q8_0 (const wk_block_q8_0 * x, float *y, int64_t n);
 void wk_dequantize_row_q4_0 (const wk_block_q4_0 * x, float *y, int64_t n);
 

@@ -876,6 +876,10 @@ typedef struct
   double err2, ref2, dot, out2;
 } qstats;
 
+/* --q4-scales fit: q4_0 blocks with least-squares scales instead of
+ * ggml's (whose bits whisper.cpp's quantizer also writes) */
+static bool q4_fit;
+
 /* Converts t into a new buffer of type dst; accumulates error statistics
  * of the stored values against the source values. */
 static void *
@@ -919,7 +923,10 @@ convert_tensor (const src_tensor * t, int dst, size_t *nbytes, qstats * qs)
         wk_quantize_row_q8_0 (x, (wk_block_q8_0 *) o, ne0);
         break;
       case WK_TYPE_Q4_0:
-        wk_quantize_row_q4_0 (x, (wk_block_q4_0 *) o, ne0);
+        if (q4_fit)
+          wk_quantize_row_q4_0_fit (x, (wk_block_q4_0 *) o, ne0);
+        else
+          wk_quantize_row_q4_0 (x, (wk_block_q4_0 *) o, ne0);
         break;
     }
     wk_row_to_f32 ((wk_type) dst, o, y, ne0);
@@ -1126,7 +1133,8 @@ usage (FILE * f)
       "[--max-text-ctx N]\n"
       "                           [--timestamp-rule sum|max] "
       "[--live-audio-ctx full|short]\n"
-      "                           [--alignment-heads SPEC] [--quiet]\n"
+      "                           [--alignment-heads SPEC] "
+      "[--q4-scales ggml|fit] [--quiet]\n"
       "                           INPUT OUTPUT.knot\n\n"
       "INPUT: a whisper.cpp ggml .bin, or a Hugging Face model directory "
       "(or its\n"
@@ -1147,6 +1155,11 @@ usage (FILE * f)
       "bit.\n"
       "--keep N=T     store tensor N (OpenAI name) as T, e.g.\n"
       "               --keep decoder.token_embedding.weight=q8_0\n"
+      "--q4-scales S  how q4_0 blocks choose their scale: ggml (the largest "
+      "magnitude\n"
+      "               on level -8, as whisper.cpp's quantizer; the default) "
+      "or fit (the\n"
+      "               scale of least squared error; same format, slower)\n"
       "--vocab FILE   take the vocabulary from FILE: a .bin (whose mel "
       "filters are\n"
       "               also used when n_mels matches), vocab.json, "
@@ -1278,6 +1291,13 @@ main (int argc, char **argv)
         free (keep);
         return 2;
       }
+    } else if (!strcmp (a, "--q4-scales") && i + 1 < argc) {
+      const char *c = choice_arg (a, argv[++i], "ggml", "fit");
+      if (!c) {
+        free (keep);
+        return 2;
+      }
+      q4_fit = !strcmp (c, "fit");
     } else if (!strcmp (a, "--alignment-heads") && i + 1 < argc) {
       heads_spec = argv[++i];
     } else if (!strcmp (a, "--quiet")) {

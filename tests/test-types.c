@@ -286,6 +286,59 @@ test_quantizer_error_bounds (void)
   wk_quantize_row_q4_0 (x, b4, N);
 }
 
+/* The fitted q4_0 scales: the same format, never much worse than ggml's
+ * rule on any block (both round their scale to f16) and better overall,
+ * with Gaussian weights as trained matrices have. */
+static void
+test_q4_0_fit (void)
+{
+  enum
+  { N = 32 * 256 };
+  static float x[N], yg[N], yf[N];
+  static wk_block_q4_0 bg[N / 32], bf[N / 32];
+  double eg = 0.0, ef = 0.0;
+  int worse = 0;
+
+  for (int i = 0; i < N; i += 2) {
+    /* Box-Muller, a scale per block */
+    double r = sqrt (-2.0 * log (1.0 - rnd ())), t = 6.283185307179586 * rnd ();
+    double s = 0.01 * (1 + (i / 32) % 5);
+    x[i] = (float) (s * r * cos (t));
+    x[i + 1] = (float) (s * r * sin (t));
+  }
+  wk_quantize_row_q4_0 (x, bg, N);
+  wk_quantize_row_q4_0_fit (x, bf, N);
+  wk_dequantize_row_q4_0 (bg, yg, N);
+  wk_dequantize_row_q4_0 (bf, yf, N);
+  for (int b = 0; b < N / 32; b++) {
+    double g = 0.0, f = 0.0;
+    for (int j = b * 32; j < b * 32 + 32; j++) {
+      g += (double) (x[j] - yg[j]) * (x[j] - yg[j]);
+      f += (double) (x[j] - yf[j]) * (x[j] - yf[j]);
+    }
+    if (f > g * 1.001)
+      worse++;
+    eg += g;
+    ef += f;
+  }
+  CHECK (worse == 0);
+  CHECK (ef < 0.97 * eg);
+
+  /* all zeros: ggml's block (d = -0, every code 8) */
+  memset (x, 0, 32 * sizeof x[0]);
+  wk_quantize_row_q4_0_fit (x, bf, 32);
+  wk_quantize_row_q4_0 (x, bg, 32);
+  CHECK (memcmp (&bf[0], &bg[0], sizeof bf[0]) == 0);
+  /* non-finite values: defined behaviour, ggml's rule for the block */
+  x[3] = NAN;
+  x[40 % 32] = 1.0f;
+  wk_quantize_row_q4_0_fit (x, bf, 32);
+  x[3] = INFINITY;
+  wk_quantize_row_q4_0_fit (x, bf, 32);
+  wk_quantize_row_q4_0 (x, bg, 32);
+  CHECK (memcmp (&bf[0], &bg[0], sizeof bf[0]) == 0);
+}
+
 static void
 test_row_to_f32 (void)
 {
@@ -308,6 +361,7 @@ main (void)
   RUN (test_q8_0_reference_bits);
   RUN (test_q4_0_reference_bits);
   RUN (test_quantizer_error_bounds);
+  RUN (test_q4_0_fit);
   RUN (test_row_to_f32);
   return TEST_EXIT ();
 }
