@@ -306,10 +306,12 @@ store4 (float *y, v128_t acc, const float *bias, int64_t j, int nj,
 #define GEMM_NC 128
 
 /* C [4][8] (rows ldc apart) += x[r][0 .. kc) . P [kc][8] for r < mr;
- * first: C starts from 0 instead of its contents. */
+ * first: C starts from 0 instead of its contents. On the last depth
+ * chunk the epilogue comes before the store, in registers, in
+ * gemm_epilogue's order: + bias[0 .. 8) (bias non-NULL), then GELU. */
 static inline void
 gemm_tile (int kc, const float *P, const float *x0, int64_t ldx, int mr,
-    float *C, int64_t ldc, int first)
+    float *C, int64_t ldc, int first, const float *bias, int gelu)
 {
   const float *x1 = mr > 1 ? x0 + ldx : x0;
   const float *x2 = mr > 2 ? x0 + 2 * ldx : x0;
@@ -346,6 +348,18 @@ gemm_tile (int kc, const float *P, const float *x0, int64_t ldx, int mr,
     c21 = wasm_f32x4_add (c21, wasm_f32x4_mul (b2, w1));
     c30 = wasm_f32x4_add (c30, wasm_f32x4_mul (b3, w0));
     c31 = wasm_f32x4_add (c31, wasm_f32x4_mul (b3, w1));
+  }
+  if (bias) {
+    v128_t bb0 = wasm_v128_load (bias), bb1 = wasm_v128_load (bias + 4);
+    c00 = wasm_f32x4_add (c00, bb0), c01 = wasm_f32x4_add (c01, bb1);
+    c10 = wasm_f32x4_add (c10, bb0), c11 = wasm_f32x4_add (c11, bb1);
+    c20 = wasm_f32x4_add (c20, bb0), c21 = wasm_f32x4_add (c21, bb1);
+    c30 = wasm_f32x4_add (c30, bb0), c31 = wasm_f32x4_add (c31, bb1);
+  }
+  if (gelu) {
+    c00 = gelu4 (c00), c01 = gelu4 (c01), c10 = gelu4 (c10);
+    c11 = gelu4 (c11), c20 = gelu4 (c20), c21 = gelu4 (c21);
+    c30 = gelu4 (c30), c31 = gelu4 (c31);
   }
   wasm_v128_store (C, c00);
   wasm_v128_store (C + 4, c01);
@@ -397,8 +411,9 @@ pack_panel (const wk_tensor * W, size_t row_bytes, int64_t j, int nj,
       P[l * NR + c] = rows[c][l];
 }
 
-/* The epilogue of rows i0 .. i0 + ni, outputs j0 .. j1: Y = f (sum +
- * bias); with ADD the sum already holds Y's old value. */
+/* The epilogue of rows i0 .. i0 + ni, outputs j0 .. j1 (a ragged
+ * panel's): Y = f (sum + bias); with ADD the sum already holds Y's old
+ * value. */
 static void
 gemm_epilogue (const float *bias, float *Y, int64_t ldy, int64_t i0, int ni,
     int64_t j0, int64_t j1, unsigned flags)
@@ -429,8 +444,10 @@ gemm_epilogue (const float *bias, float *Y, int64_t ldy, int64_t i0, int ni,
 /* Blocks of GEMM_NC outputs and GEMM_KC of depth: their panels of 8
  * outputs are converted to f32, depth-major, once, then every block of
  * GEMM_ROWS rows of X passes over them in 4 x 8 tiles that add into Y
- * itself (a ragged last panel into a side buffer). The bias, GELU or
- * residual come after a block's last depth chunk. */
+ * itself (a ragged last panel into a side buffer). The bias and GELU
+ * come with a block's last depth chunk, in the tiles' registers (a
+ * ragged panel's in a pass over Y after it); the residual is where the
+ * sums start. */
 static void
 gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
@@ -465,10 +482,12 @@ gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
           const int64_t j = jb + (int64_t) p * NR;
           const int nj = (int) (jb1 - j < NR ? jb1 - j : NR);
           if (nj == NR) {
+            const float *bj = last && bias ? bias + j : NULL;
+            const int gelu = last && (flags & WK_LINEAR_GELU);
             for (i = 0; i < ni; i += MR)
               gemm_tile (kc, panels[p], X + (i0 + i) * ldx + l0, ldx,
                   ni - i < MR ? (int) (ni - i) : MR, Y + (i0 + i) * ldy + j,
-                  ldy, first);
+                  ldy, first, bj, gelu);
           } else {
             /* the ragged panel: its sums so far from Y (or 0), the tiles
              * into edge, back into Y */
@@ -478,14 +497,14 @@ gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
                     0.0f;
             for (i = 0; i < ni; i += MR)
               gemm_tile (kc, panels[p], X + (i0 + i) * ldx + l0, ldx,
-                  ni - i < MR ? (int) (ni - i) : MR, edge[i], NR, 0);
+                  ni - i < MR ? (int) (ni - i) : MR, edge[i], NR, 0, NULL, 0);
             for (i = 0; i < ni; i++)
               for (c = 0; c < nj; c++)
                 Y[(i0 + i) * ldy + j + c] = edge[i][c];
+            if (last)
+              gemm_epilogue (bias, Y, ldy, i0, ni, j, j + nj, flags);
           }
         }
-        if (last)
-          gemm_epilogue (bias, Y, ldy, i0, ni, jb, jb1, flags);
       }
     }
   }
@@ -1538,8 +1557,11 @@ wasm_softmax (float *x, int64_t n)
   float mx, sum, inv;
   int64_t i;
 
+  /* pmax: one instruction where max takes seven (the vocabulary's 51864
+   * logits per token); a NaN it skips still makes every output NaN
+   * through the sum */
   for (i = 0; i + 4 <= n; i += 4)
-    m4 = wasm_f32x4_max (m4, wasm_v128_load (x + i));
+    m4 = wasm_f32x4_pmax (m4, wasm_v128_load (x + i));
   mx = hmax (m4);
   for (; i < n; i++)
     mx = x[i] > mx ? x[i] : mx;
