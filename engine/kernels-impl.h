@@ -13,6 +13,9 @@
  * still sees the return type and name of the function they qualify. */
 #define WK_ALWAYS_INLINE __attribute__ ((always_inline))
 
+/* wk_kernel_set.argmax (a typedef, which GNU indent formats) */
+typedef int64_t wk_argmax_fn (const float *x, int64_t n);
+
 typedef struct
 {
   const char *name;
@@ -46,6 +49,9 @@ typedef struct
   /* wk_f32_to_f16 */
   void (*f32_to_f16) (const float *x, uint16_t * y, int64_t n);
 
+  /* Optional (NULL: f32_to_f16 and back): wk_round_f16, bit for bit. */
+  void (*round_f16) (float *x, int64_t n);
+
   /* wk_layer_norm for one row. */
   void (*layer_norm_row) (const float *x, int64_t d, const float *gamma,
       const float *beta, float eps, float *y);
@@ -70,6 +76,9 @@ typedef struct
   void (*gelu) (float *x, int64_t n);
   void (*softmax) (float *x, int64_t n);
   void (*add) (float *y, const float *x, int64_t n);
+
+  /* Optional (NULL: a scalar loop): wk_argmax, n > 0, the same index. */
+  wk_argmax_fn *argmax;
 
   /* Optional (NULL: attention_head / attention_head_f16kv per head serve):
    * wk_attention for a few queries q0 .. q1-1 and heads h0 .. h1-1 at

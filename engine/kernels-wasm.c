@@ -306,10 +306,12 @@ store4 (float *y, v128_t acc, const float *bias, int64_t j, int nj,
 #define GEMM_NC 128
 
 /* C [4][8] (rows ldc apart) += x[r][0 .. kc) . P [kc][8] for r < mr;
- * first: C starts from 0 instead of its contents. */
+ * first: C starts from 0 instead of its contents. On the last depth
+ * chunk the epilogue comes before the store, in registers, in
+ * gemm_epilogue's order: + bias[0 .. 8) (bias non-NULL), then GELU. */
 static inline void
 gemm_tile (int kc, const float *P, const float *x0, int64_t ldx, int mr,
-    float *C, int64_t ldc, int first)
+    float *C, int64_t ldc, int first, const float *bias, int gelu)
 {
   const float *x1 = mr > 1 ? x0 + ldx : x0;
   const float *x2 = mr > 2 ? x0 + 2 * ldx : x0;
@@ -346,6 +348,18 @@ gemm_tile (int kc, const float *P, const float *x0, int64_t ldx, int mr,
     c21 = wasm_f32x4_add (c21, wasm_f32x4_mul (b2, w1));
     c30 = wasm_f32x4_add (c30, wasm_f32x4_mul (b3, w0));
     c31 = wasm_f32x4_add (c31, wasm_f32x4_mul (b3, w1));
+  }
+  if (bias) {
+    v128_t bb0 = wasm_v128_load (bias), bb1 = wasm_v128_load (bias + 4);
+    c00 = wasm_f32x4_add (c00, bb0), c01 = wasm_f32x4_add (c01, bb1);
+    c10 = wasm_f32x4_add (c10, bb0), c11 = wasm_f32x4_add (c11, bb1);
+    c20 = wasm_f32x4_add (c20, bb0), c21 = wasm_f32x4_add (c21, bb1);
+    c30 = wasm_f32x4_add (c30, bb0), c31 = wasm_f32x4_add (c31, bb1);
+  }
+  if (gelu) {
+    c00 = gelu4 (c00), c01 = gelu4 (c01), c10 = gelu4 (c10);
+    c11 = gelu4 (c11), c20 = gelu4 (c20), c21 = gelu4 (c21);
+    c30 = gelu4 (c30), c31 = gelu4 (c31);
   }
   wasm_v128_store (C, c00);
   wasm_v128_store (C + 4, c01);
@@ -397,8 +411,9 @@ pack_panel (const wk_tensor * W, size_t row_bytes, int64_t j, int nj,
       P[l * NR + c] = rows[c][l];
 }
 
-/* The epilogue of rows i0 .. i0 + ni, outputs j0 .. j1: Y = f (sum +
- * bias); with ADD the sum already holds Y's old value. */
+/* The epilogue of rows i0 .. i0 + ni, outputs j0 .. j1 (a ragged
+ * panel's): Y = f (sum + bias); with ADD the sum already holds Y's old
+ * value. */
 static void
 gemm_epilogue (const float *bias, float *Y, int64_t ldy, int64_t i0, int ni,
     int64_t j0, int64_t j1, unsigned flags)
@@ -429,8 +444,10 @@ gemm_epilogue (const float *bias, float *Y, int64_t ldy, int64_t i0, int ni,
 /* Blocks of GEMM_NC outputs and GEMM_KC of depth: their panels of 8
  * outputs are converted to f32, depth-major, once, then every block of
  * GEMM_ROWS rows of X passes over them in 4 x 8 tiles that add into Y
- * itself (a ragged last panel into a side buffer). The bias, GELU or
- * residual come after a block's last depth chunk. */
+ * itself (a ragged last panel into a side buffer). The bias and GELU
+ * come with a block's last depth chunk, in the tiles' registers (a
+ * ragged panel's in a pass over Y after it); the residual is where the
+ * sums start. */
 static void
 gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
@@ -465,10 +482,12 @@ gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
           const int64_t j = jb + (int64_t) p * NR;
           const int nj = (int) (jb1 - j < NR ? jb1 - j : NR);
           if (nj == NR) {
+            const float *bj = last && bias ? bias + j : NULL;
+            const int gelu = last && (flags & WK_LINEAR_GELU);
             for (i = 0; i < ni; i += MR)
               gemm_tile (kc, panels[p], X + (i0 + i) * ldx + l0, ldx,
                   ni - i < MR ? (int) (ni - i) : MR, Y + (i0 + i) * ldy + j,
-                  ldy, first);
+                  ldy, first, bj, gelu);
           } else {
             /* the ragged panel: its sums so far from Y (or 0), the tiles
              * into edge, back into Y */
@@ -478,14 +497,14 @@ gemm (const wk_tensor * W, const float *bias, const float *X, int64_t n,
                     0.0f;
             for (i = 0; i < ni; i += MR)
               gemm_tile (kc, panels[p], X + (i0 + i) * ldx + l0, ldx,
-                  ni - i < MR ? (int) (ni - i) : MR, edge[i], NR, 0);
+                  ni - i < MR ? (int) (ni - i) : MR, edge[i], NR, 0, NULL, 0);
             for (i = 0; i < ni; i++)
               for (c = 0; c < nj; c++)
                 Y[(i0 + i) * ldy + j + c] = edge[i][c];
+            if (last)
+              gemm_epilogue (bias, Y, ldy, i0, ni, j, j + nj, flags);
           }
         }
-        if (last)
-          gemm_epilogue (bias, Y, ldy, i0, ni, jb, jb1, flags);
       }
     }
   }
@@ -1354,15 +1373,123 @@ wasm_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
 
 /* ---- element-wise ---- */
 
-/* Rounding to half bit for bit as the reference: some thousand values per
- * window, not worth a second definition. */
+/* |x| rounded to half precision and back, as f32 bits (wk_fp32_to_fp16
+ * then wk_fp16_to_fp32, bit for bit), from ax = the bits of |x|:
+ * - normal halves (|x| >= 2^-14): the low 13 mantissa bits rounded off
+ *   to nearest even in the integer bits (a carry moves into the
+ *   exponent, as the reference's does);
+ * - subnormal halves: (|x| + 0.5) - 0.5 in f32, whose addition rounds to
+ *   a multiple of 2^-24 (the halves' step there) to nearest even, and the
+ *   subtraction is exact;
+ * - 65520 and above (after rounding) become infinity; NaNs keep the top
+ *   ten payload bits, 0x200 where those are zero (never infinity). */
+static inline v128_t
+round_f16_abs4 (v128_t ax)
+{
+  const v128_t inf = wasm_i32x4_splat (0x7f800000);
+  v128_t odd = wasm_v128_and (wasm_u32x4_shr (ax, 13), wasm_i32x4_splat (1));
+  v128_t rn = wasm_v128_and (wasm_i32x4_add (wasm_i32x4_add (ax,
+              wasm_i32x4_splat (0xfff)), odd), wasm_i32x4_splat (~0x1fff));
+  v128_t rs = wasm_f32x4_sub (wasm_f32x4_add (ax, wasm_f32x4_splat (0.5f)),
+      wasm_f32x4_splat (0.5f));
+  v128_t pay = wasm_v128_and (ax, wasm_i32x4_splat (0x7fe000));
+  v128_t nan = wasm_v128_or (wasm_v128_or (inf, pay),
+      wasm_v128_and (wasm_i32x4_eq (pay, wasm_i32x4_splat (0)),
+          wasm_i32x4_splat (0x400000)));
+  v128_t r = wasm_v128_bitselect (rs, rn, wasm_i32x4_lt (ax,
+          wasm_i32x4_splat (0x38800000)));
+  /* unsigned: ax + 0x1000 passes 2^31 for NaNs */
+  r = wasm_v128_bitselect (inf, r, wasm_u32x4_ge (rn,
+          wasm_i32x4_splat (0x47800000)));
+  return wasm_v128_bitselect (nan, r, wasm_i32x4_gt (ax, inf));
+}
+
+/* Four f32 as IEEE halves (in the low 16 bits of i32 lanes), bit for bit
+ * as wk_fp32_to_fp16: round_f16_abs4's value, whose half bits are its
+ * exponent rebiased (normal), its multiple of 2^-24 (subnormal: the bits
+ * of r + 0.5 past those of 0.5) or 0x7c00 and the payload. */
+static inline v128_t
+f32x4_to_f16x4 (v128_t x)
+{
+  v128_t sign = wasm_v128_and (x, wasm_i32x4_splat ((int32_t) 0x80000000u));
+  v128_t r = round_f16_abs4 (wasm_v128_xor (x, sign));
+  v128_t hn = wasm_i32x4_sub (wasm_u32x4_shr (r, 13),
+      wasm_i32x4_splat (112 << 10));
+  v128_t hs = wasm_i32x4_sub (wasm_f32x4_add (r, wasm_f32x4_splat (0.5f)),
+      wasm_i32x4_splat (0x3f000000));
+  v128_t hi = wasm_v128_or (wasm_i32x4_splat (0x7c00),
+      wasm_v128_and (wasm_u32x4_shr (r, 13), wasm_i32x4_splat (0x3ff)));
+  v128_t h = wasm_v128_bitselect (hs, hn, wasm_i32x4_lt (r,
+          wasm_i32x4_splat (0x38800000)));
+  h = wasm_v128_bitselect (hi, h, wasm_i32x4_ge (r,
+          wasm_i32x4_splat (0x7f800000)));
+  return wasm_v128_or (h, wasm_u32x4_shr (sign, 16));
+}
+
 static void
 wasm_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
 {
   int64_t i;
 
-  for (i = 0; i < n; i++)
+  for (i = 0; i + 8 <= n; i += 8)
+    wasm_v128_store (y + i,
+        wasm_u16x8_narrow_i32x4 (f32x4_to_f16x4 (wasm_v128_load (x + i)),
+            f32x4_to_f16x4 (wasm_v128_load (x + i + 4))));
+  for (; i < n; i++)
     y[i] = wk_fp32_to_fp16 (x[i]);
+}
+
+/* The cross-attention cache rounded in place, once per window (about 5
+ * million values on the default model). */
+static void
+wasm_round_f16 (float *x, int64_t n)
+{
+  const v128_t sm = wasm_i32x4_splat ((int32_t) 0x80000000u);
+  int64_t i;
+
+  for (i = 0; i + 4 <= n; i += 4) {
+    v128_t v = wasm_v128_load (x + i);
+    v128_t sign = wasm_v128_and (v, sm);
+    wasm_v128_store (x + i, wasm_v128_or (sign,
+            round_f16_abs4 (wasm_v128_xor (v, sign))));
+  }
+  for (; i < n; i++)
+    x[i] = wk_fp16_to_fp32 (wk_fp32_to_fp16 (x[i]));
+}
+
+/* The first index of the largest value, as the scalar loop finds it
+ * (which never moves to a NaN, and keeps index 0 when x[0] is one): the
+ * maximum over the values that are not NaN (pmax keeps its first
+ * operand unless the second is larger), then the first value equal to
+ * it. */
+static int64_t
+wasm_argmax (const float *x, int64_t n)
+{
+  v128_t m0 = wasm_f32x4_splat (-INFINITY), m1 = m0, m2 = m0, m3 = m0, m4;
+  float mx;
+  int64_t i, j;
+
+  if (x[0] != x[0])
+    return 0;
+  /* the accumulators first: pmax (m, NaN) is m */
+  for (i = 0; i + 16 <= n; i += 16) {
+    m0 = wasm_f32x4_pmax (m0, wasm_v128_load (x + i));
+    m1 = wasm_f32x4_pmax (m1, wasm_v128_load (x + i + 4));
+    m2 = wasm_f32x4_pmax (m2, wasm_v128_load (x + i + 8));
+    m3 = wasm_f32x4_pmax (m3, wasm_v128_load (x + i + 12));
+  }
+  mx = hmax (wasm_f32x4_pmax (wasm_f32x4_pmax (m0, m1),
+          wasm_f32x4_pmax (m2, m3)));
+  for (; i < n; i++)
+    mx = x[i] > mx ? x[i] : mx;
+  m4 = wasm_f32x4_splat (mx);
+  for (i = 0; i + 4 <= n; i += 4)
+    if (wasm_v128_any_true (wasm_f32x4_eq (wasm_v128_load (x + i), m4)))
+      break;
+  for (j = i; j < n; j++)
+    if (x[j] == mx)
+      return j;
+  return 0;
 }
 
 static void
@@ -1430,8 +1557,11 @@ wasm_softmax (float *x, int64_t n)
   float mx, sum, inv;
   int64_t i;
 
+  /* pmax: one instruction where max takes seven (the vocabulary's 51864
+   * logits per token); a NaN it skips still makes every output NaN
+   * through the sum */
   for (i = 0; i + 4 <= n; i += 4)
-    m4 = wasm_f32x4_max (m4, wasm_v128_load (x + i));
+    m4 = wasm_f32x4_pmax (m4, wasm_v128_load (x + i));
   mx = hmax (m4);
   for (; i < n; i++)
     mx = x[i] > mx ? x[i] : mx;
@@ -1473,10 +1603,12 @@ const wk_kernel_set wk_kernels_wasm = {
   .attention_head = wasm_attention_head,
   .attention_head_f16kv = wasm_attention_head_f16kv,
   .f32_to_f16 = wasm_f32_to_f16,
+  .round_f16 = wasm_round_f16,
   .layer_norm_row = wasm_layer_norm_row,
   .quantize_act = wk_quantize_act,
   .gelu = wasm_gelu,
   .softmax = wasm_softmax,
   .add = wasm_add,
+  .argmax = wasm_argmax,
   .f16kv_slow = 1,
 };

@@ -735,6 +735,11 @@ wk_round_f16 (float *x, int64_t n)
   uint16_t h[256];
   int64_t i, j;
 
+  if (ks->round_f16) {
+    if (n > 0)
+      ks->round_f16 (x, n);
+    return;
+  }
   for (i = 0; i < n; i += 256) {
     int64_t m = n - i < 256 ? n - i : 256;
     ks->f32_to_f16 (x + i, h, m);
@@ -809,8 +814,11 @@ wk_add (float *y, const float *x, int64_t n)
 int64_t
 wk_argmax (const float *x, int64_t n)
 {
+  const wk_kernel_set *ks = wk_kernels_get ();
   int64_t i, best = n > 0 ? 0 : -1;
 
+  if (n > 0 && ks->argmax)
+    return ks->argmax (x, n);
   for (i = 1; i < n; i++)
     if (x[i] > x[best])
       best = i;

@@ -983,6 +983,127 @@ test_f32_to_f16 (void)
   wk_kernels_set (NULL);
 }
 
+/* wk_f32_to_f16 and wk_round_f16 of every kernel set against the scalar
+ * conversion, bit for bit, on every f32 whose sign, exponent and top ten
+ * mantissa bits (all 2^19 of them: every half's neighbourhood, zeros,
+ * f32 and f16 subnormals, infinities, NaNs) come with low 13 bits around
+ * the rounding points of normal halves (ties, one either side) and a
+ * random pattern; the subnormal halves' rounding points sit in the top
+ * bits, so they are covered too. The x86 sets convert with F16C, which
+ * quiets signaling NaNs (sets the payload's top bit): for them only
+ * that difference is allowed. */
+static void
+test_f16_rounding_all_inputs (void)
+{
+  static const uint32_t lows[] = { 0x0000, 0x0001, 0x07ff, 0x0800, 0x0801,
+    0x0fff, 0x1000, 0x1001, 0x17ff, 0x1800, 0x1fff, 0
+  };
+  enum
+  { N_LOW = sizeof lows / sizeof lows[0], CHUNK = 1 << 12 };
+  float *x = malloc (CHUNK * N_LOW * sizeof (float));
+  float *r = malloc (CHUNK * N_LOW * sizeof (float));
+  uint16_t *h = malloc (CHUNK * N_LOW * sizeof (uint16_t));
+  uint32_t top, u, want;
+  int s, i, bad = 0;
+
+  if (!x || !r || !h) {
+    CHECK (0);
+    goto out;
+  }
+  for (s = -1; s < n_simd_sets; s++) {
+    const char *name = s < 0 ? "ref" : simd_sets[s]->name;
+    const int quiet_ok = s >= 0 && !simd_sets[s]->f16kv_slow;
+    wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
+    for (top = 0; top < (1u << 19); top += CHUNK) {
+      for (i = 0; i < CHUNK * N_LOW; i++) {
+        uint32_t low = i % N_LOW < N_LOW - 1 ? lows[i % N_LOW] :
+            rng_u32 () & 0x1fff;
+        u = (top + (uint32_t) (i / N_LOW)) << 13 | low;
+        memcpy (&x[i], &u, sizeof u);
+      }
+      memcpy (r, x, CHUNK * N_LOW * sizeof (float));
+      /* odd lengths: the vector loops and their scalar tails */
+      wk_f32_to_f16 (x, h, CHUNK * N_LOW - 3);
+      wk_f32_to_f16 (x + CHUNK * N_LOW - 3, h + CHUNK * N_LOW - 3, 3);
+      wk_round_f16 (r, CHUNK * N_LOW - 1);
+      wk_round_f16 (r + CHUNK * N_LOW - 1, 1);
+      for (i = 0; i < CHUNK * N_LOW; i++) {
+        uint16_t hw = wk_fp32_to_fp16 (x[i]);
+        float fw = wk_fp16_to_fp32 (hw);
+        memcpy (&want, &fw, sizeof want);
+        memcpy (&u, &r[i], sizeof u);
+        /* F16C's conversion (the x86 sets) quiets a signaling NaN; sets
+         * that convert in software give the reference's bits */
+        if (hw != h[i] && quiet_ok && (hw & 0x7c00) == 0x7c00 && (hw & 0x3ff)
+            && h[i] == (hw | 0x200)) {
+          hw = h[i];
+          want |= 0x400000;
+        }
+        if ((h[i] != hw || u != want) && bad++ < 5) {
+          memcpy (&u, &x[i], sizeof u);
+          CHECK_MSG (0, "%s: 0x%08x (%g) to half 0x%04x want 0x%04x, "
+              "rounded %g want %g", name, u, x[i], h[i], hw, r[i], fw);
+        }
+      }
+    }
+  }
+  CHECK (bad == 0);
+out:
+  wk_kernels_set (NULL);
+  free (x);
+  free (r);
+  free (h);
+}
+
+/* wk_argmax of every kernel set against the scalar loop's definition (the
+ * first index of the largest value; NaNs never chosen unless at index 0)
+ * on ties, -0 against +0, infinities and NaNs, at every length and
+ * position around the vector widths. */
+static void
+test_argmax_matches_scalar (void)
+{
+  float x[300];
+  int s, c, n, i, bad = 0;
+
+  for (c = 0; c < 2000; c++) {
+    int64_t want = 0;
+    n = 1 + (int) (rng_u32 () % 300);
+    for (i = 0; i < n; i++) {
+      switch (rng_u32 () % (c % 4 == 0 ? 4 : 16)) {
+        case 0:
+          x[i] = NAN;
+          break;
+        case 1:
+          x[i] = (rng_u32 () & 1) ? -0.0f : 0.0f;
+          break;
+        case 2:
+          x[i] = (rng_u32 () & 1) ? -INFINITY : INFINITY;
+          break;
+        case 3:
+          x[i] = (float) (rng_u32 () % 3);      /* ties */
+          break;
+        default:
+          x[i] = rng_f () * 10.0f;
+          break;
+      }
+    }
+    for (i = 1; i < n; i++)
+      if (x[i] > x[want])
+        want = i;
+    for (s = -1; s < n_simd_sets; s++) {
+      int64_t got;
+      wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
+      got = wk_argmax (x, n);
+      if (got != want && bad++ < 5)
+        CHECK_MSG (0, "%s argmax n=%d: %ld want %ld (%g)",
+            s < 0 ? "ref" : simd_sets[s]->name, n, (long) got, (long) want,
+            x[want]);
+    }
+  }
+  wk_kernels_set (NULL);
+  CHECK (bad == 0);
+}
+
 static void
 test_attention (void)
 {
@@ -1384,6 +1505,8 @@ main (void)
   RUN (test_attention);
   RUN (test_attention_f16kv_special);
   RUN (test_f32_to_f16);
+  RUN (test_f16_rounding_all_inputs);
+  RUN (test_argmax_matches_scalar);
   RUN (test_rows);
   RUN (test_conv1d);
 

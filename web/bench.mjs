@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // node web/bench.mjs [MODEL.knot] [FILE.wav] [-b N] [--runs N] [--no-avx2]
-//                    [--whispercpp STAGES.js --ggml MODEL.bin]
+//                    [--whispercpp STAGES.js --ggml MODEL.bin] [--wasm FILE]
+//
+// (--wasm: another build of whisperknot.wasm than the one next to
+// whisperknot.mjs, e.g. the previous commit's, for a before / after)
 //
 // The WebAssembly engine (in this Node.js) against the native engine (one
 // thread, the build's whisperknot-transcribe: $WK_NATIVE_BUILD, else
@@ -27,13 +30,14 @@ import { Whisperknot } from './whisperknot.mjs';
 import { defaultModel, nativeTool, sampleWav } from './tests/helpers.mjs';
 
 const args = process.argv.slice(2), pos = [];
-let beam = 1, runs = 3, wcpp = null, ggml = null, avx2 = true;
+let beam = 1, runs = 3, wcpp = null, ggml = null, avx2 = true, wasmFile = null;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '-b') beam = parseInt(args[++i], 10);
   else if (args[i] === '--runs') runs = parseInt(args[++i], 10);
   else if (args[i] === '--whispercpp') wcpp = args[++i];
   else if (args[i] === '--ggml') ggml = args[++i];
   else if (args[i] === '--no-avx2') avx2 = false;
+  else if (args[i] === '--wasm') wasmFile = args[++i];
   else pos.push(args[i]);
 }
 if (wcpp && !ggml) {
@@ -54,7 +58,8 @@ async function wasmRun(wk, m, samples) {
   const st = s.stats();
   s.free();
   return { wall, enc: st.encoderSeconds / st.nWindows, dec: st.decoderSeconds / Math.max(1, st.nTokens),
-    mel: st.melSeconds, encTotal: st.encoderSeconds, decTotal: st.decoderSeconds, audio: st.audioSeconds, text };
+    mel: st.melSeconds, encTotal: st.encoderSeconds, decTotal: st.decoderSeconds, audio: st.audioSeconds, text,
+    windows: st.nWindows, tokens: st.nTokens };
 }
 
 function nativeStats(exe, kernels) {
@@ -65,10 +70,11 @@ function nativeStats(exe, kernels) {
     { encoding: 'utf8', env });
   const kv = Object.fromEntries(r.split('\n').filter((l) => l.includes(': ')).map((l) => l.split(': ')));
   return { wall: +kv.wall_seconds, enc: +kv.encoder_seconds / +kv.windows, dec: +kv.decoder_seconds / Math.max(1, +kv.tokens),
-    mel: +kv.mel_seconds, encTotal: +kv.encoder_seconds, decTotal: +kv.decoder_seconds, audio: +kv.audio_seconds };
+    mel: +kv.mel_seconds, encTotal: +kv.encoder_seconds, decTotal: +kv.decoder_seconds, audio: +kv.audio_seconds,
+    windows: +kv.windows, tokens: +kv.tokens };
 }
 
-const wk = await Whisperknot.create();
+const wk = await Whisperknot.create(wasmFile ? { wasm: readFileSync(wasmFile) } : {});
 const m = await wk.loadModel(model);
 const { samples } = wk.parseWav(readFileSync(wav));
 const w = [];
@@ -111,9 +117,9 @@ if (wcpp) {
 }
 
 const audio = samples.length / 16000;
-const wasmSize = statSync(new URL('./whisperknot.wasm', import.meta.url)).size;
+const wasmSize = statSync(wasmFile ?? new URL('./whisperknot.wasm', import.meta.url)).size;
 console.log(`model: ${model} (${(m.info.fileBytes / 1e6).toFixed(1)} MB), audio: ${wav} (${audio.toFixed(2)} s), beam ${beam}, best of ${runs}`);
-console.log(`wasm: node ${process.versions.node}, kernels ${wk.kernels}, whisperknot.wasm ${(wasmSize / 1024).toFixed(0)} KiB; native: ${exe ?? 'not built'}, 1 thread`);
+console.log(`wasm: node ${process.versions.node}, kernels ${wk.kernels}, ${wasmFile ?? 'whisperknot.wasm'} ${(wasmSize / 1024).toFixed(0)} KiB; native: ${exe ?? 'not built'}, 1 thread`);
 const rows = [
   ['encoder window (s)', 'enc'], ['decoder step (ms)', 'dec', 1000], ['mel (s)', 'mel'],
   ['encoder total (s)', 'encTotal'], ['decoder total (s)', 'decTotal'], ['end to end (s)', 'wall'],
@@ -141,6 +147,13 @@ const rtf = (list) => list.map((r) => ({ x: r.wall / audio }));
 console.log('real-time factor'.padEnd(22) + rtfW.toFixed(4).padStart(10) + ratioCols(rtfW, rtf(n), 1, 10, 13) +
   (has2 ? ratioCols(rtfW, rtf(n2), 1, 13, 11) : '') +
   (c ? (c.wall / audio).toFixed(4).padStart(18) + (c.wall / audio / rtfW).toFixed(2).concat('x').padStart(12) : ''));
+// the work each engine did: a model unsure of the audio falls back to
+// sampling, where kernel sets that round differently take different
+// tokens (and windows), so end to end compares like with like only where
+// these agree (the encoder window and decoder step are per unit anyway)
+const work = (r) => `${r.windows} windows, ${r.tokens} tokens`;
+console.log(`work: wasm ${work(w[0])}` + (n.length ? `; native ${work(n[0])}` : '') +
+  (n2.length ? `; native avx2 ${work(n2[0])}` : ''));
 console.log(`load average (os.loadavg): ${os.loadavg().map((v) => v.toFixed(2)).join(' ')} on ${os.cpus().length} CPUs`);
 console.log(`text (wasm): ${w[0].text}`);
 if (c) console.log(`text (whisper.cpp wasm): ${c.text}`);
