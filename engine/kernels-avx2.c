@@ -1193,13 +1193,10 @@ linear_any (const wk_tensor * W, const float *bias, const float *X,
     int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
     unsigned flags, int act_q8, int vnni)
 {
-  /* q8_0 against one row of X without VNNI: the two-row kernel is as fast
-   * as the tiles (its two sign operations per row are what the tiles'
-   * maddubs needs too) */
-  if (act_q8 && !vnni && n == 1 && W->type == WK_TYPE_Q8_0) {
-    gemv_q8 (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
-    return;
-  }
+  /* q8_0 / q4_0 against few rows of X, with or without VNNI: the tiles
+   * (one row of X against the two-row gemvq_2x1, which has no prefetch,
+   * streamed whisper-small's step at 10 GB/s; the tiles at 16-19 on the
+   * same machine, wk-bench-kernels -s step) */
   if (act_q8) {
     gemv_q8_tiles (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, vnni);
     return;
