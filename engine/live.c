@@ -1664,18 +1664,13 @@ wk_live_feed (wk_live * l, const float *pcm, size_t n, double due_s)
       l->piece_s = piece;
   }
   while (n > 0) {
-    /* pieces end on the detector's chunk grid, and without deadlines
-     * where the next run is due, so that runs hear the same audio however
-     * the caller cuts it into feeds */
+    /* pieces end on the detector's chunk grid */
     size_t k = WK_VAD_CHUNK - (size_t) (l->total % WK_VAD_CHUNK);
     float *dst;
     wk_status st;
 
     if (k > n)
       k = n;
-    if (!timed && l->in_utt && l->next_run > l->total
-        && (uint64_t) (l->next_run - l->total) < k)
-      k = (size_t) (l->next_run - l->total);
     if (l->len + k > l->cap)
       trim (l);
     if (l->len + k > l->cap) {
@@ -1699,7 +1694,11 @@ wk_live_feed (wk_live * l, const float *pcm, size_t n, double due_s)
     }
     pcm += k;
     n -= k;
-    if (l->in_utt && l->total >= l->next_run && (!timed || n > LIVE_MAX_STEP)) {
+    /* without deadlines a run comes at the first whole chunk from
+     * next_run on: it hears the audio the detector has judged, the same
+     * however the caller cuts it into feeds */
+    if (l->in_utt && l->total >= l->next_run
+        && (timed ? n > LIVE_MAX_STEP : l->total % WK_VAD_CHUNK == 0)) {
       st = step_run (l);
       if (st != WK_OK)
         return st;
