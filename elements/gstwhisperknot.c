@@ -198,7 +198,7 @@ gst_whisperknot_commit_get_type (void)
   return register_enum (&type, "GstWhisperKnotCommit", values);
 }
 
-/* Something the worker does at a position of the audio queue. */
+/* Something the worker does at its place in the audio queue (a mark). */
 typedef enum
 {
   MARKER_EVENT,                 /* pass a serialized event on */
@@ -207,7 +207,6 @@ typedef enum
 
 typedef struct
 {
-  guint64 pos;                  /* ring position (GstWhisperKnot.written) */
   MarkerKind kind;
   GstEvent *event;              /* MARKER_EVENT */
   GstClockTime base;            /* MARKER_RESET: time of the next sample */
@@ -486,8 +485,6 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->partial_pos = GST_CLOCK_TIME_NONE;
 
   g_mutex_init (&self->lock);
-  g_cond_init (&self->cond);
-  g_queue_init (&self->markers);
   self->flushing = TRUE;
   self->srcresult = GST_FLOW_FLUSHING;
   self->format = GST_AUDIO_FORMAT_F32LE;
@@ -514,14 +511,13 @@ gst_whisperknot_finalize (GObject * object)
   g_free (self->loaded_path);
   /* dispose releases request pads; this is for safety only */
   g_clear_object (&self->partial_srcpad);
-  g_free (self->ring);
+  wk_queue_free (self->queue);
   if (self->stream)
     wk_stream_free (self->stream);
   if (self->model)
     wk_model_unref (self->model);
   gst_audio_stream_align_free (self->align);
   g_mutex_clear (&self->lock);
-  g_cond_clear (&self->cond);
 
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -780,110 +776,70 @@ gst_whisperknot_stop_worker (GstWhisperKnot * self)
   g_mutex_lock (&self->lock);
   self->flushing = TRUE;
   self->srcresult = GST_FLOW_FLUSHING;
-  g_cond_broadcast (&self->cond);
+  wk_queue_stop (self->queue);
   g_mutex_unlock (&self->lock);
   if (self->stream)
     wk_stream_cancel (self->stream);
 }
 
 static void
-marker_free (Marker * marker)
+marker_free (gpointer data)
 {
+  Marker *marker = data;
+
   if (marker->event)
     gst_event_unref (marker->event);
   g_free (marker);
 }
 
-/* With the lock held. */
-static Marker *
-gst_whisperknot_push_marker (GstWhisperKnot * self, MarkerKind kind)
+/* With the lock held: queues marker (kind, with its fields set) for the
+ * worker unless flushing; else frees it. */
+static gboolean
+gst_whisperknot_push_marker (GstWhisperKnot * self, Marker * marker)
 {
-  Marker *marker = g_new0 (Marker, 1);
-
-  marker->pos = self->written;
-  marker->kind = kind;
-  g_queue_push_tail (&self->markers, marker);
-  g_cond_broadcast (&self->cond);
-  return marker;
+  if (!self->flushing && wk_queue_mark (self->queue, marker) == WK_OK)
+    return TRUE;
+  marker_free (marker);
+  return FALSE;
 }
 
 /* On a flush, sticky events still queued (stream-start, caps, tags) are
  * stored on the src pad, to go out before the next data. */
 static void
-gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean keep_sticky)
+keep_sticky (void *mark, void *user)
 {
-  Marker *marker;
+  Marker *marker = mark;
+  GstEvent *event = marker->event;
 
-  g_mutex_lock (&self->lock);
-  while ((marker = g_queue_pop_head (&self->markers))) {
-    GstEvent *event = marker->event;
-
-    if (keep_sticky && event && GST_EVENT_IS_STICKY (event) &&
-        GST_EVENT_TYPE (event) != GST_EVENT_SEGMENT &&
-        GST_EVENT_TYPE (event) != GST_EVENT_EOS)
-      gst_pad_store_sticky_event (self->srcpad, event);
-    marker_free (marker);
-  }
-  self->written = self->read = 0;
-  g_mutex_unlock (&self->lock);
+  if (event && GST_EVENT_IS_STICKY (event) &&
+      GST_EVENT_TYPE (event) != GST_EVENT_SEGMENT &&
+      GST_EVENT_TYPE (event) != GST_EVENT_EOS)
+    gst_pad_store_sticky_event (user, event);
+  marker_free (marker);
 }
 
-/* Streaming thread: copies n samples (silence when data is NULL) into the
- * ring, waiting while it is full. */
+static void
+gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean sticky)
+{
+  wk_queue_clear (self->queue, sticky ? keep_sticky : NULL, self->srcpad);
+}
+
+/* Streaming thread: queues n samples (silence when data is NULL), waiting
+ * while the queue is full. */
 static GstFlowReturn
 gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
 {
-  GstFlowReturn ret = GST_FLOW_OK;
-  gsize done = 0;
+  GstFlowReturn ret;
 
+  if (wk_queue_write (self->queue, data, self->format ==
+          GST_AUDIO_FORMAT_S16LE ? WK_SAMPLE_S16LE : WK_SAMPLE_F32LE,
+          n) == WK_OK)
+    return GST_FLOW_OK;
+  /* stopped: a flush, or the worker paused */
   g_mutex_lock (&self->lock);
-  while (done < n) {
-    gsize used, space, wpos, m, i;
-    gfloat *out;
-
-    while (!self->flushing && self->srcresult == GST_FLOW_OK &&
-        self->written - self->read == self->ring_size) {
-      GST_LOG_OBJECT (self, "queue full, waiting");
-      g_cond_wait (&self->cond, &self->lock);
-    }
-    if (self->flushing || self->srcresult != GST_FLOW_OK) {
-      ret = self->flushing ? GST_FLOW_FLUSHING : self->srcresult;
-      break;
-    }
-
-    used = self->written - self->read;
-    space = self->ring_size - used;
-    wpos = self->written % self->ring_size;
-    m = MIN (MIN (space, self->ring_size - wpos), n - done);
-    out = self->ring + wpos;
-
-    /* buffer memory need not be aligned: memcpy, not GST_READ_*, which
-     * on x86 loads through a misaligned pointer (undefined behaviour,
-     * caught by UBSan in test_unaligned_input) */
-    if (!data) {
-      memset (out, 0, m * sizeof (gfloat));
-    } else if (self->format == GST_AUDIO_FORMAT_S16LE) {
-      for (i = 0; i < m; i++) {
-        guint16 v;
-        memcpy (&v, data + 2 * (done + i), 2);
-        out[i] = (gint16) GUINT16_FROM_LE (v) * (1.0f / 32768.0f);
-      }
-    } else {
-      for (i = 0; i < m; i++) {
-        guint32 v;
-        memcpy (&v, data + 4 * (done + i), 4);
-        v = GUINT32_FROM_LE (v);
-        memcpy (out + i, &v, 4);
-      }
-    }
-
-    self->written += m;
-    done += m;
-    g_cond_broadcast (&self->cond);
-  }
+  ret = self->flushing ? GST_FLOW_FLUSHING : self->srcresult;
   g_mutex_unlock (&self->lock);
-
-  return ret;
+  return ret == GST_FLOW_OK ? GST_FLOW_FLUSHING : ret;
 }
 
 /* Streaming thread: the next input starts a new timeline (a flush, a new
@@ -945,9 +901,11 @@ gst_whisperknot_align (GstWhisperKnot * self, GstClockTime ts,
       GST_DEBUG_OBJECT (self, "restarting at %" GST_TIME_FORMAT " (expected %"
           GST_TIME_FORMAT ")", GST_TIME_ARGS (out),
           GST_TIME_ARGS (self->in_end));
-      g_mutex_lock (&self->lock);
-      marker = gst_whisperknot_push_marker (self, MARKER_RESET);
+      marker = g_new0 (Marker, 1);
+      marker->kind = MARKER_RESET;
       marker->base = out;
+      g_mutex_lock (&self->lock);
+      gst_whisperknot_push_marker (self, marker);
       g_mutex_unlock (&self->lock);
     }
   }
@@ -1049,18 +1007,14 @@ gst_whisperknot_queue_event (GstWhisperKnot * self, GstEvent * event,
     gboolean drain)
 {
   gboolean ok;
-  Marker *marker;
+  Marker *marker = g_new0 (Marker, 1);
 
+  marker->kind = MARKER_EVENT;
+  marker->event = event;
+  marker->drain = drain;
   g_mutex_lock (&self->lock);
-  ok = !self->flushing;
-  if (ok) {
-    marker = gst_whisperknot_push_marker (self, MARKER_EVENT);
-    marker->event = event;
-    marker->drain = drain;
-  }
+  ok = gst_whisperknot_push_marker (self, marker);
   g_mutex_unlock (&self->lock);
-  if (!ok)
-    gst_event_unref (event);
   return ok;
 }
 
@@ -1585,22 +1539,14 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
   return ret;
 }
 
-/* With the lock held: audio to feed, or a marker due. */
-static gboolean
-gst_whisperknot_has_work (GstWhisperKnot * self)
-{
-  Marker *marker = g_queue_peek_head (&self->markers);
-
-  return self->written > self->read || (marker && marker->pos == self->read);
-}
-
 /* Worker: when the next sample fed was due, in wk_clock_seconds (): in
  * PLAYING, when the pipeline clock reads its running time (what a
  * synchronised sink downstream counts from); else INFINITY (nothing
  * downstream waits on the clock). */
 static double
-gst_whisperknot_due (GstWhisperKnot * self)
+gst_whisperknot_due (void *user)
 {
+  GstWhisperKnot *self = user;
   gint64 now = g_get_monotonic_time ();
   GstClock *clock = NULL;
   GstClockTime base_time = 0, rt, cnow;
@@ -1633,7 +1579,8 @@ gst_whisperknot_pause_worker (GstWhisperKnot * self, GstFlowReturn ret)
   g_mutex_lock (&self->lock);
   if (self->srcresult == GST_FLOW_OK)
     self->srcresult = ret;
-  g_cond_broadcast (&self->cond);
+  /* the streaming thread waits no more */
+  wk_queue_stop (self->queue);
   g_mutex_unlock (&self->lock);
   gst_pad_pause_task (self->srcpad);
 }
@@ -1642,51 +1589,29 @@ static void
 gst_whisperknot_loop (GstPad * srcpad)
 {
   GstWhisperKnot *self = GST_WHISPERKNOT (GST_PAD_PARENT (srcpad));
-  GstFlowReturn ret = GST_FLOW_OK;
-  Marker *marker;
-  gsize off, n;
+  GstFlowReturn ret;
+  void *marker;
+  gsize n;
   wk_status status;
 
-  g_mutex_lock (&self->lock);
-  while (!self->flushing && self->model && !gst_whisperknot_has_work (self))
-    g_cond_wait (&self->cond, &self->lock);
-  if (self->flushing)
-    goto flushing;
-  if (!self->model || !self->stream) {
-    /* READY_TO_PAUSED makes sure of both */
-    g_mutex_unlock (&self->lock);
+  if (!self->stream) {
+    /* READY_TO_PAUSED makes sure of it */
     g_warn_if_reached ();
     goto own_error;
   }
-
-  marker = g_queue_peek_head (&self->markers);
-  if (marker && marker->pos == self->read) {
-    g_queue_pop_head (&self->markers);
-    g_mutex_unlock (&self->lock);
+  status = wk_queue_next (self->queue, self->stream,
+      self->stream_latency_ms > 0 ? LIVE_FEED_CHUNK : FEED_CHUNK,
+      gst_whisperknot_due, self, &marker, &n);
+  if (marker) {
     ret = gst_whisperknot_handle_marker (self, marker);
     marker_free (marker);
+  } else if (n == 0) {
+    goto flushing;
+  } else if (status != WK_OK) {
+    ret = gst_whisperknot_feed_failed (self, status);
   } else {
-    n = self->written - self->read;
-    if (marker)
-      n = MIN (n, marker->pos - self->read);
-    off = self->read % self->ring_size;
-    n = MIN (MIN (n, self->ring_size - off),
-        self->stream_latency_ms > 0 ? LIVE_FEED_CHUNK : FEED_CHUNK);
-    g_mutex_unlock (&self->lock);
-
-    /* the chain function does not write into [read, read + n) */
-    status = wk_stream_feed_at (self->stream, self->ring + off, n,
-        gst_whisperknot_due (self));
-    g_mutex_lock (&self->lock);
-    self->read += n;
-    g_cond_broadcast (&self->cond);
-    g_mutex_unlock (&self->lock);
-    if (status != WK_OK) {
-      ret = gst_whisperknot_feed_failed (self, status);
-    } else {
-      self->fed += n;
-      ret = gst_whisperknot_push_results (self);
-    }
+    self->fed += n;
+    ret = gst_whisperknot_push_results (self);
   }
 
   if (ret == GST_FLOW_ERROR && self->own_error)
@@ -1698,7 +1623,6 @@ gst_whisperknot_loop (GstPad * srcpad)
 flushing:
   {
     GST_DEBUG_OBJECT (self, "flushing, pausing");
-    g_mutex_unlock (&self->lock);
     gst_pad_pause_task (self->srcpad);
     return;
   }
@@ -1739,6 +1663,7 @@ gst_whisperknot_src_activate_mode (GstPad * pad, GstObject * parent,
     g_mutex_lock (&self->lock);
     self->flushing = FALSE;
     self->srcresult = GST_FLOW_OK;
+    wk_queue_start (self->queue);
     ok = gst_pad_start_task (pad, (GstTaskFunction) gst_whisperknot_loop,
         pad, NULL);
     g_mutex_unlock (&self->lock);
@@ -1767,6 +1692,7 @@ gst_whisperknot_restart_worker (GstWhisperKnot * self)
   if (active) {
     self->flushing = FALSE;
     self->srcresult = GST_FLOW_OK;
+    wk_queue_start (self->queue);
     gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_whisperknot_loop,
         self->srcpad, NULL);
   } else {
@@ -1815,8 +1741,9 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       /* the model loads in the background from here on */
       if (!gst_whisperknot_start_load (self))
         return GST_STATE_CHANGE_FAILURE;
-      self->ring_size = RING_SAMPLES;
-      self->ring = g_new (gfloat, self->ring_size);
+      if (!self->queue && wk_queue_new (RING_SAMPLES,
+              marker_free, &self->queue) != WK_OK)
+        goto no_memory;
       break;
     case GST_STATE_CHANGE_READY_TO_PAUSED:
       /* data flow needs the model: wait for it (the model property may
@@ -1867,14 +1794,21 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->model_bytes = 0;
       GST_OBJECT_UNLOCK (self);
       g_clear_pointer (&self->loaded_path, g_free);
-      g_clear_pointer (&self->ring, g_free);
-      self->ring_size = 0;
+      g_clear_pointer (&self->queue, wk_queue_free);
       break;
     default:
       break;
   }
 
   return ret;
+
+  /* ERRORS */
+no_memory:
+  {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, (NULL),
+        ("could not allocate the audio queue"));
+    return GST_STATE_CHANGE_FAILURE;
+  }
 }
 
 /* ---- partial_src -------------------------------------------------------- */

@@ -64,23 +64,17 @@ struct _GstWhisperKnot
   gboolean partial_requested;   /* a request_new_pad is making it */
 
   /* Everything below "lock" is shared by the streaming thread and the
-   * worker (the src pad task); "cond" is broadcast on every change of the
-   * queue. */
+   * worker (the src pad task). */
   GMutex lock;
-  GCond cond;
 
   /* the model, changed in state changes only */
   wk_model_loader *loader;      /* started at NULL_TO_READY */
   wk_model *model;              /* NULL when none or the load failed */
   gchar *loaded_path;           /* path of model (or of the failed load) */
 
-  /* the bounded queue: audio in a ring, serialized events and resets as
-   * markers at sample positions of the ring */
-  gfloat *ring;                 /* [ring_size] mono 16 kHz samples */
-  gsize ring_size;
-  guint64 written;              /* samples ever written to the ring */
-  guint64 read;                 /* samples ever fed to the engine */
-  GQueue markers;               /* Marker, in position order */
+  /* the engine's bounded queue (READY and up): the audio, and serialized
+   * events and restarts as marks between its samples */
+  wk_queue *queue;
   gboolean flushing;
   GstFlowReturn srcresult;      /* what the chain function returns */
 

@@ -1515,6 +1515,15 @@ final_run (wk_live * l, int64_t speech_end)
   return WK_OK;
 }
 
+/* The audio the detector has judged: up to the last complete chunk. What
+ * depends on it while no utterance is open (settled, trimming) is then the
+ * same wherever the caller's feeds end. */
+static int64_t
+heard (const wk_live * l)
+{
+  return l->total / WK_VAD_CHUNK * WK_VAD_CHUNK;
+}
+
 /* Moves settled on after a feed, a flush or the finish: to the end once
  * finished; while no utterance is open, to what the detector can still
  * call the start of speech (run_model moves words that would start before
@@ -1530,7 +1539,7 @@ advance_settled (wk_live * l)
   if (l->finished) {
     s = l->total;
   } else if (!l->in_utt) {
-    s = l->total - LIVE_PREROLL;
+    s = heard (l) - LIVE_PREROLL;
   } else {
     const live_hyp *h = &l->hyp[l->cur ^ 1];    /* the last run's rest */
     s = l->last_run_end >= 0 ? l->last_run_end - LIVE_SETTLE_MARGIN : 0;
@@ -1551,7 +1560,7 @@ advance_settled (wk_live * l)
 static void
 trim (wk_live * l)
 {
-  int64_t keep = l->in_utt ? l->anchor : l->total - LIVE_PREROLL;
+  int64_t keep = l->in_utt ? l->anchor : heard (l) - LIVE_PREROLL;
 
   keep -= LIVE_HISTORY;
   if (keep < 0)
@@ -1685,13 +1694,19 @@ wk_live_feed (wk_live * l, const float *pcm, size_t n, double due_s)
     }
     pcm += k;
     n -= k;
-    if (l->in_utt && l->total >= l->next_run && (!timed || n > LIVE_MAX_STEP)) {
+    /* without deadlines a run comes at the first whole chunk from
+     * next_run on: it hears the audio the detector has judged, the same
+     * however the caller cuts it into feeds */
+    if (l->in_utt && l->total >= l->next_run
+        && (timed ? n > LIVE_MAX_STEP : l->total % WK_VAD_CHUNK == 0)) {
       st = step_run (l);
       if (st != WK_OK)
         return st;
     }
     if (!l->in_utt && l->len > (size_t) (2 * LIVE_PREROLL))
       trim (l);
+    /* after every piece, not only at the feed's end: runs read it */
+    advance_settled (l);
   }
   if (timed && l->in_utt && l->total >= l->next_run && l->n_runs == runs0) {
     wk_status st = step_run (l);

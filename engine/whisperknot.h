@@ -657,6 +657,76 @@ typedef struct
 WK_API size_t wk_stream_stats_list (const wk_stream_stats * stats,
     wk_stat * out, size_t max);
 
+/* ---- feed queues ------------------------------------------------------ */
+
+/* A bounded queue of audio in front of a stream, for a caller whose audio
+ * arrives on one thread (a GStreamer streaming thread) while the stream
+ * runs on another (a worker), so that the first only copies samples and
+ * waits while the queue is full. The caller's marks (opaque pointers:
+ * events, restarts) keep their place between the samples. One writer and
+ * one worker at a time; wk_queue_stop and _start from any thread.
+ *
+ *   writer:  wk_queue_write (q, bytes, WK_SAMPLE_S16LE, n);
+ *            wk_queue_mark (q, event);
+ *   worker:  for (;;) {
+ *              st = wk_queue_next (q, stream, max, due, user, &mark, &n);
+ *              if (n == 0 && st == WK_ERR_STATE) break;   // stopped
+ *              mark ? handle (mark) : take (stream);
+ *            }
+ *
+ * The samples a worker feeds are those written, in order, however they
+ * were cut into writes: they reach the stream in feeds of at most `max`
+ * samples, cut at marks and at the ring's end. */
+typedef struct wk_queue wk_queue;
+
+typedef enum
+{
+  WK_SAMPLE_F32LE,              /* 32-bit float, little-endian */
+  WK_SAMPLE_S16LE               /* 16-bit signed, little-endian */
+} wk_sample_format;
+
+/* A queue of at most capacity samples (allocated here, once); free_mark
+ * (or NULL) frees each mark the queue drops (wk_queue_clear without a
+ * taker, wk_queue_free). A new queue is stopped. */
+WK_API wk_status wk_queue_new (size_t capacity,
+    void (*free_mark) (void *mark), wk_queue ** out);
+WK_API void wk_queue_free (wk_queue * queue);
+
+/* Appends n samples of fmt read from data (bytes in any alignment; NULL:
+ * n samples of silence), waiting while the queue is full. WK_ERR_STATE,
+ * at once or when it comes during a wait, while the queue is stopped (the
+ * samples not appended yet are dropped). */
+WK_API wk_status wk_queue_write (wk_queue * queue, const void *data,
+    wk_sample_format fmt, size_t n);
+
+/* Places a mark after the samples appended so far, stopped or not (a
+ * caller that drops what comes while it flushes checks that itself);
+ * WK_ERR_NOMEM: the queue did not take it. */
+WK_API wk_status wk_queue_mark (wk_queue * queue, void *mark);
+
+/* Stops the queue: wakes a waiting writer and worker, and their calls
+ * return WK_ERR_STATE until wk_queue_start. (It does not stop a feed in
+ * progress: wk_stream_cancel does.) */
+WK_API void wk_queue_stop (wk_queue * queue);
+WK_API void wk_queue_start (wk_queue * queue);
+
+/* Drops the samples and marks queued; take (if not NULL) receives each
+ * mark in order and owns it, else free_mark frees it. Only while no
+ * wk_queue_next runs (a stopped worker). */
+WK_API void wk_queue_clear (wk_queue * queue,
+    void (*take) (void *mark, void *user), void *user);
+
+/* The worker's call: waits until the queue holds work or is stopped
+ * (then WK_ERR_STATE, *n_fed 0). When a mark is next it returns it in
+ * *mark (the caller owns it) and WK_OK; otherwise it feeds the next
+ * samples, at most max and none past a mark, to stream with
+ * wk_stream_feed_at (due (user) when due is not NULL, the due time of
+ * their first sample; else wk_stream_feed), sets *n_fed to their number
+ * and returns the feed's status. The writer keeps writing meanwhile. */
+WK_API wk_status wk_queue_next (wk_queue * queue, wk_stream * stream,
+    size_t max, double (*due) (void *user), void *user, void **mark,
+    size_t *n_fed);
+
 
 /* ---- voice activity detection ---------------------------------------- */
 

@@ -2641,6 +2641,64 @@ GST_START_TEST (test_deadline_live)
 
 GST_END_TEST;
 
+typedef struct
+{
+  GstElement *element;
+  gint stop;
+  guint64 size;                 /* the model file's */
+  guint reads, odd;
+} StatsReader;
+
+static gpointer
+read_stats (gpointer data)
+{
+  StatsReader *r = data;
+
+  while (!g_atomic_int_get (&r->stop)) {
+    GstStructure *st = NULL;
+    guint64 bytes = 0;
+
+    g_object_get (r->element, "stats", &st, NULL);
+    if (!st || !gst_structure_get_uint64 (st, "model-bytes", &bytes) ||
+        (bytes != 0 && bytes != r->size))
+      r->odd++;
+    if (st)
+      gst_structure_free (st);
+    r->reads++;
+  }
+  return NULL;
+}
+
+/* The stats getter, called without pause while the model loads (on the
+ * engine's thread) and is dropped (READY_TO_NULL), reads only what the
+ * object lock guards: model-bytes is 0 or the file's size, never a value
+ * read from a model being freed (which ASan and TSan report; CI runs
+ * this test under both). */
+GST_START_TEST (test_stats_while_loading)
+{
+  GstElement *e = gst_element_factory_make ("whisperknot", NULL);
+  StatsReader r = { e, 0, file_size (model_path), 0, 0 };
+  GThread *t;
+  guint i;
+
+  g_object_set (e, "model", model_path, NULL);
+  t = g_thread_new ("stats", read_stats, &r);
+  for (i = 0; i < 20; i++) {
+    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+        GST_STATE_CHANGE_SUCCESS);
+    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_NULL),
+        GST_STATE_CHANGE_SUCCESS);
+  }
+  g_atomic_int_set (&r.stop, 1);
+  g_thread_join (t);
+  GST_INFO ("%u reads of stats during 20 loads", r.reads);
+  fail_unless (r.reads > 0);
+  fail_unless_equals_int (r.odd, 0);
+  gst_object_unref (e);
+}
+
+GST_END_TEST;
+
 /* Ten elements on one model map its file once (the engine shares it), and
  * release it with the last one. */
 GST_START_TEST (test_ten_elements_share_model)
@@ -3067,6 +3125,7 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_flush_during_run);
   tcase_add_test (tc, test_gst_inspect_lists_element);
   tcase_add_test (tc, test_stats);
+  tcase_add_test (tc, test_stats_while_loading);
   tcase_add_test (tc, test_live_properties);
   tcase_add_test (tc, test_vad_properties);
   tcase_add_test (tc, test_output_phrase);

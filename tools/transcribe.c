@@ -321,29 +321,28 @@ write_begin (writer * w, const char *file)
   }
 }
 
+/* One of the engine's text cues (see wk_stream_take_cues): its text and
+ * times as the engine shaped them, and its segment for JSON's details. */
 static void
-write_segment (writer * w, const wk_segment * seg)
+write_cue (writer * w, const wk_cue * cue)
 {
-  const char *text = seg->text; /* trimmed by the engine */
+  const wk_segment *seg = cue->segment;
+  const char *text = cue->text;
   char t0[32], t1[32];
-  int64_t start = file_time (w, seg->start), end = file_time (w, seg->end);
+  int64_t start = file_time (w, cue->start), end = file_time (w, cue->end);
   int i;
 
   switch (w->format) {
     case FORMAT_TXT:
-      if (*text)
-        fprintf (w->f, "%s\n", text);
+      /* a line each (wk_stream_params.text_lines) */
+      fprintf (w->f, "%s%s%s", cue->before, text, cue->after);
       break;
     case FORMAT_SRT:
-      if (!*text)
-        break;
       format_time (t0, sizeof t0, start, ',');
       format_time (t1, sizeof t1, end, ',');
       fprintf (w->f, "%d\n%s --> %s\n%s\n\n", w->n_segments + 1, t0, t1, text);
       break;
     case FORMAT_VTT:
-      if (!*text)
-        break;
       format_time (t0, sizeof t0, start, '.');
       format_time (t1, sizeof t1, end, '.');
       fprintf (w->f, "%s --> %s\n%s\n\n", t0, t1, text);
@@ -353,7 +352,7 @@ write_segment (writer * w, const wk_segment * seg)
           w->n_segments ? "," : "", (double) start / WK_SAMPLE_RATE,
           (double) end / WK_SAMPLE_RATE);
       json_string (w->f, text);
-      fprintf (w->f, ", \"probability\": %.4f", seg->p);
+      fprintf (w->f, ", \"probability\": %.4f", cue->p);
       if (!w->live)
         fprintf (w->f, ", \"avg_logprob\": %.4f, \"no_speech_prob\": "
             "%.4f", seg->avg_logprob, seg->no_speech_prob);
@@ -375,8 +374,7 @@ write_segment (writer * w, const wk_segment * seg)
       fputc ('}', w->f);
       break;
   }
-  if (*text || w->format == FORMAT_JSON)
-    w->n_segments++;
+  w->n_segments++;
   fflush (w->f);
 }
 
@@ -402,18 +400,18 @@ write_end (writer * w, wk_stream * stream)
   fputs ("}\n}\n", w->f);
 }
 
-/* Writes what the stream completed: offline its segments, live one
- * line or cue per utterance (the engine groups the words); the markers
- * that end utterances carry no text. */
+/* Writes what the stream completed as the engine's cues: offline a cue
+ * per segment, live one per utterance (the engine groups the words);
+ * gaps and utterance ends carry no text. */
 static void
 write_results (writer * w, wk_stream * stream)
 {
-  const wk_segment *segs;
-  size_t n = wk_stream_take (stream, &segs), i;
+  const wk_cue *cues;
+  size_t n = wk_stream_take_cues (stream, &cues), i;
 
   for (i = 0; i < n; i++)
-    if (!segs[i].utterance_end)
-      write_segment (w, &segs[i]);
+    if (cues[i].kind == WK_CUE_TEXT && cues[i].segment)
+      write_cue (w, &cues[i]);
 }
 
 /* Reads a whole stream (standard input) into memory. */
@@ -903,6 +901,7 @@ main (int argc, char **argv)
     goto done;
   }
   sp.group = WK_GROUP_UTTERANCE;        /* live: one line or cue each */
+  sp.text_lines = w.format == FORMAT_TXT;       /* the engine ends lines */
   st = wk_stream_new (model, &sp, &stream, err, sizeof err);
   if (st != WK_OK) {
     fprintf (stderr, PROGRAM ": %s\n", err);

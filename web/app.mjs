@@ -72,10 +72,10 @@ worker.onmessage = ({ data: m }) => {
     status('Ready.');
     document.body.dataset.ready = '1';
   } else if (m.type === 'words') {
-    // segment text is trimmed: a space goes where the model put one
+    // the engine's cues: words with their spaces, and line ends
     for (const w of m.committed) {
-      if (w.utteranceEnd) newLine();
-      else lineEl.textContent += (lineEl.textContent && w.spaceBefore ? ' ' : '') + w.text;
+      lineEl.textContent += w.text;
+      if (w.lineEnd) newLine();
     }
     const shown = m.partial.map((w, i) =>
       ((i > 0 || lineEl.textContent) && w.spaceBefore ? ' ' : '') + w.text).join('');

@@ -35,9 +35,6 @@ for (let i = 0; i < args.length; i++) {
 if (pos.length !== 2) usage(2);
 if (params.beamSize !== undefined && !(params.beamSize >= 1 && params.beamSize <= 16)) usage(2);
 
-// the live policy joins its words into one line per utterance
-function skipSpace(s) { return s.replace(/^\s+/, ''); }
-
 try {
   const t0 = performance.now();
   const wk = await Whisperknot.create();
@@ -54,25 +51,19 @@ try {
   }
   const live = (params.latencyMs ?? 0) > 0;
   if (live) await wk.loadVad();
-  const stream = model.createStream(params);
+  // the engine ends each segment's or utterance's line (textLines)
+  const stream = model.createStream({ ...params, textLines: true });
   const tLoaded = performance.now();
-  let utt = '';
-  const write = (segs) => {
-    for (const s of segs) {
-      if (live) {
-        if (s.utteranceEnd) { if (utt) console.log(skipSpace(utt)); utt = ''; } else utt += (utt && s.spaceBefore ? ' ' : '') + s.text;
-      } else if (skipSpace(s.text)) {
-        console.log(skipSpace(s.text));
-      }
-    }
+  const write = (cues) => {
+    for (const c of cues)
+      if (c.kind === 'text') process.stdout.write(c.before + c.text + c.after);
   };
   for (let p = 0; p < wav.samples.length; p += CHUNK) {
     stream.feed(wav.samples.subarray(p, p + CHUNK));
-    write(stream.take());
+    write(stream.takeCues());
   }
   stream.finish();
-  write(stream.take());
-  if (live && skipSpace(utt)) console.log(skipSpace(utt));
+  write(stream.takeCues());
   const tDone = performance.now();
   if (stats) {
     const s = stream.stats(), audio = wav.samples.length / 16000, wall = (tDone - tLoaded) / 1000;

@@ -71,6 +71,10 @@ export interface StreamParams {
   /** Word times from the model's alignment heads (default true); false
    * shares each segment's span out by byte length (cheaper). */
   wordTimes?: boolean;
+  /** takeCues() for a terminal or a file: each offline segment and each
+   * utterance ends with a newline, live words carry their spaces
+   * (wk_stream_params.text_lines; default false). */
+  textLines?: boolean;
 }
 
 /** wk_token */
@@ -98,6 +102,18 @@ export interface Segment {
    * segments with a space exactly where this is true). */
   spaceBefore: boolean;
   /** The mean probability of its tokens. */
+  p: number;
+}
+
+/** wk_cue: text ready to show, or a stretch that stays without text. */
+export interface Cue {
+  kind: 'text' | 'gap' | 'utterance-end';
+  start: number;
+  end: number;
+  /** 'text': show before + text + after from start to end. */
+  before: string;
+  text: string;
+  after: string;
   p: number;
 }
 
@@ -139,6 +155,8 @@ export class Stream {
   reset(): void;
   /** Segments completed since the previous take. */
   take(): Segment[];
+  /** The completed segments as cues ready to show (replaces take()). */
+  takeCues(): Cue[];
   /** Live policy: the words not committed yet; serial changes with them. */
   partial(): Segment[] & { serial: number };
   readonly language: string | null;

@@ -30,6 +30,9 @@ export class WhisperknotError extends Error {
   }
 }
 
+// wk_cue_kind's values, in whisperknot.h's order
+const CUE_KINDS = ['text', 'gap', 'utterance-end'];
+
 // wk_status names, in whisperknot.h's order
 const STATUS = ['ok', 'io', 'format', 'unsupported', 'nomem', 'arg', 'state', 'internal'];
 
@@ -305,7 +308,7 @@ export class Whisperknot {
     this.#scratch = x.malloc(64);
     this.#err = x.malloc(1024);
     const p = x.wkw_layout();
-    this.#layout = Array.from(new Int32Array(x.memory.buffer, p, 18));
+    this.#layout = Array.from(new Int32Array(x.memory.buffer, p, 27));
   }
 
   #deflate(src, n, dst, cap, level) {
@@ -469,8 +472,8 @@ export class Model {
       const st = x.wkw_stream_new(this.ptr, lang, bool(params.translate), int(params.beamSize),
         int(params.latencyMs), bool(params.useVad), num(params.vadThreshold),
         int(params.vadMinSilenceMs), int(params.audioCtx, -3), commit, num(params.temperatureInc),
-        bool(params.noTimestamps), bool(params.suppressBlank), bool(params.wordTimes), 0,
-        wk.scratch, wk.errPtr, 1024);
+        bool(params.noTimestamps), bool(params.suppressBlank), bool(params.wordTimes),
+        bool(params.textLines), 0, wk.scratch, wk.errPtr, 1024);
       if (st !== 0) wk.fail(st, true);
       return new Stream(wk, wk.dv.getUint32(wk.scratch, true), lang);
     } catch (e) {
@@ -580,6 +583,32 @@ export class Stream {
     const wk = this.#wk;
     const n = wk.exports.wk_stream_take(this.#p, wk.scratch);
     return this.#segments(n, wk.dv.getUint32(wk.scratch, true));
+  }
+
+  /**
+   * The segments completed since the last take, shaped by the engine into
+   * cues ready to show (wk_stream_take_cues): {kind: 'text' | 'gap' |
+   * 'utterance-end', start, end, before, text, after, p}; before + text +
+   * after is what to show (with textLines, its spaces and newlines).
+   * Replaces take() for a caller that shows text.
+   */
+  takeCues() {
+    const wk = this.#wk, L = wk.layout, out = [];
+    const n = wk.exports.wk_stream_take_cues(this.#p, wk.scratch);
+    const dv = wk.dv, arr = dv.getUint32(wk.scratch, true);
+    for (let i = 0; i < n; i++) {
+      const c = arr + i * L[18];
+      out.push({
+        kind: CUE_KINDS[dv.getInt32(c + L[19], true)],
+        start: Number(dv.getBigInt64(c + L[20], true)),
+        end: Number(dv.getBigInt64(c + L[21], true)),
+        before: wk.cstr(dv.getUint32(c + L[22], true)) ?? '',
+        text: wk.cstr(dv.getUint32(c + L[23], true)) ?? '',
+        after: wk.cstr(dv.getUint32(c + L[24], true)) ?? '',
+        p: dv.getFloat64(c + L[25], true),
+      });
+    }
+    return out;
   }
 
   /** Live policy: the words not yet committed (not consumed). */

@@ -19,8 +19,8 @@ WKW_EXPORT wk_status wkw_stream_new (wk_model * model, const char *language,
     int translate, int beam_size, int latency_ms, int use_vad,
     float vad_threshold, int vad_min_silence_ms, int audio_ctx, int commit,
     float temperature_inc, int no_timestamps, int suppress_blank,
-    int word_times, const char *vad_model, wk_stream ** out, char *err,
-    int err_size);
+    int word_times, int text_lines, const char *vad_model, wk_stream ** out,
+    char *err, int err_size);
 WKW_EXPORT void wkw_stream_stats (const wk_stream * stream, double *out);
 WKW_EXPORT const int32_t *wkw_layout (void);
 WKW_EXPORT const char *wkw_kernels_name (void);
@@ -69,7 +69,7 @@ wk_status
 wkw_stream_new (wk_model * model, const char *language, int translate,
     int beam_size, int latency_ms, int use_vad, float vad_threshold,
     int vad_min_silence_ms, int audio_ctx, int commit, float temperature_inc,
-    int no_timestamps, int suppress_blank, int word_times,
+    int no_timestamps, int suppress_blank, int word_times, int text_lines,
     const char *vad_model, wk_stream ** out, char *err, int err_size)
 {
   wk_stream_params p = wk_stream_default_params ();
@@ -101,6 +101,8 @@ wkw_stream_new (wk_model * model, const char *language, int translate,
     p.suppress_blank = suppress_blank != 0;
   if (word_times >= 0)
     p.word_times = word_times != 0;
+  if (text_lines >= 0)
+    p.text_lines = text_lines != 0;
   p.vad_model = vad_model;
   return wk_stream_new (model, &p, out, err,
       err_size > 0 ? (size_t) err_size : 0);
@@ -143,7 +145,8 @@ wkw_stream_stats (const wk_stream * stream, double *out)
  * [0] sizeof (wk_segment), start, end, text, tokens, n_tokens,
  * avg_logprob, no_speech_prob, utterance_end, stability,
  * [10] sizeof (wk_token), id, p, start, end, text,
- * [16] wk_segment's space_before, p */
+ * [16] wk_segment's space_before, p,
+ * [18] sizeof (wk_cue), kind, start, end, before, text, after, p, segment */
 static const int32_t wkw_layout_table[] = {
   sizeof (wk_segment),
   offsetof (wk_segment, start),
@@ -163,6 +166,15 @@ static const int32_t wkw_layout_table[] = {
   offsetof (wk_token, text),
   offsetof (wk_segment, space_before),
   offsetof (wk_segment, p),
+  sizeof (wk_cue),
+  offsetof (wk_cue, kind),
+  offsetof (wk_cue, start),
+  offsetof (wk_cue, end),
+  offsetof (wk_cue, before),
+  offsetof (wk_cue, text),
+  offsetof (wk_cue, after),
+  offsetof (wk_cue, p),
+  offsetof (wk_cue, segment),
 };
 
 const int32_t *

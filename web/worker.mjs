@@ -11,7 +11,10 @@ let wk = null, model = null, live = null;
 function post(type, data = {}) { self.postMessage({ type, ...data }); }
 
 function words(stream) {
-  const committed = stream.take().map((s) => ({ text: s.text, start: s.start, end: s.end, utteranceEnd: s.utteranceEnd, spaceBefore: s.spaceBefore }));
+  // the engine's cues (textLines): each word with its space, a newline
+  // where an utterance's line ends
+  const committed = stream.takeCues().filter((c) => c.kind === 'text')
+    .map((c) => ({ text: c.before + c.text, start: c.start, end: c.end, lineEnd: c.after === '\n' }));
   const partial = stream.partial().map((s) => ({ text: s.text, end: s.end, stability: s.stability, spaceBefore: s.spaceBefore }));
   return { committed, partial, stats: stream.stats() };
 }
@@ -37,7 +40,7 @@ self.onmessage = async ({ data: m }) => {
       post('ready', { info: model.info, kernels: wk.kernels, memory: wk.memoryBytes });
     } else if (m.type === 'live') {
       if (live) live.free();
-      live = model.createStream({ latencyMs: m.latencyMs ?? 2000 });
+      live = model.createStream({ latencyMs: m.latencyMs ?? 2000, textLines: true });
     } else if (m.type === 'audio' && live) {
       live.feed(m.samples, m.due);
       post('words', words(live));

@@ -63,6 +63,36 @@ test('node web/transcribe.mjs prints the text of whisperknot-transcribe -b 1', {
   assert.equal(js, native);
 });
 
+// Stream.takeCues reads wk_cue through wkw_layout: the festival verse's
+// cues (text, times) as whisperknot-transcribe -b 1 writes them in SubRip.
+test('Stream.takeCues gives the cues of whisperknot-transcribe -f srt', { skip }, async () => {
+  const native = execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', '-f', 'srt', kedWav],
+    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'] });
+  const m = await wk.loadModel(defaultModel);
+  const { samples } = wk.parseWav(readFileSync(kedWav));
+  const s = m.createStream({ beamSize: 1 });
+  const cues = [];
+  for (let p = 0; p < samples.length; p += 16000) {
+    s.feed(samples.subarray(p, p + 16000));
+    cues.push(...s.takeCues());
+  }
+  s.finish();
+  cues.push(...s.takeCues());
+  s.free();
+  m.free();
+  const ms = (t) => {
+    const v = Math.floor(t * 1000 / 16000), pad = (x, n) => String(x).padStart(n, '0');
+    return `${pad(Math.floor(v / 3600000), 2)}:${pad(Math.floor(v / 60000) % 60, 2)}:` +
+      `${pad(Math.floor(v / 1000) % 60, 2)},${pad(v % 1000, 3)}`;
+  };
+  const text = cues.filter((c) => c.kind === 'text');
+  assert.ok(text.length > 0);
+  // the cues cover the audio in order, gaps and text alike
+  for (let i = 1; i < cues.length; i++) assert.ok(cues[i].start >= cues[i - 1].end);
+  assert.ok(text.every((c) => c.before === '' && c.after === '' && c.p > 0 && c.p <= 1));
+  assert.equal(text.map((c, i) => `${i + 1}\n${ms(c.start)} --> ${ms(c.end)}\n${c.text}\n\n`).join(''), native);
+});
+
 // The wasm tokens are held to the native ones on the segments where the
 // native SIMD and reference kernels agree. Where they do not (a model
 // unsure of the audio: its greedy tokens hang on near-ties, and a
