@@ -702,7 +702,7 @@ stage_decoder (const char *stem, const gd_file * g, wk_ctx * ctx,
 static void
 stage_greedy (const char *stem, const gd_file * g, wk_ctx * ctx, double tol)
 {
-  int64_t n_prompt, n_ref, n_margin;
+  int64_t n_prompt = 0, n_ref = 0, n_margin;
   const int32_t *prompt = gd_i32 (g, "greedy_prompt", &n_prompt);
   const int32_t *ref = gd_i32 (g, "greedy_tokens", &n_ref);
   const float *margin;
