@@ -6,28 +6,17 @@
 #include <string.h>
 
 #include "live.h"
+#include "results.h"
 
 /* phrases: a pause this long between two words ends one */
 #define WK_GROUP_PAUSE (WK_SAMPLE_RATE / 2)
 /* tokens a word takes at most, for sizing (longer words are cut) */
 #define WK_GROUP_WORD_TOKENS 16
 
-/* segments with their tokens and text, in fixed arrays */
-typedef struct
-{
-  wk_segment *segs;
-  int n_segs, segs_cap;
-  wk_token *toks;
-  int n_toks, toks_cap;
-  char *text;
-  size_t len, text_cap;
-} store;
-
 struct wk_group
 {
   wk_group_by by;
-  store done;                   /* closed groups and markers */
-  bool taken;
+  wk_results done;              /* closed groups and markers */
   /* the open group */
   int n_words;
   int64_t start, end;
@@ -50,14 +39,9 @@ wk_group_new (wk_group_by by, int max_words, size_t max_bytes,
   if (!g)
     return NULL;
   g->by = by;
-  g->done.segs_cap = max_words;
-  g->done.toks_cap = g->toks_cap = toks;
-  g->done.text_cap = g->text_cap = max_bytes + (size_t) max_words;
-  g->done.segs = wk_live_calloc (own_bytes, (size_t) max_words,
-      sizeof *g->done.segs, &ok);
-  g->done.toks = wk_live_calloc (own_bytes, (size_t) toks,
-      sizeof *g->done.toks, &ok);
-  g->done.text = wk_live_calloc (own_bytes, g->done.text_cap, 1, &ok);
+  g->toks_cap = toks;
+  g->text_cap = max_bytes + (size_t) max_words;
+  ok = wk_results_init (&g->done, max_words, toks, g->text_cap, own_bytes);
   g->toks = wk_live_calloc (own_bytes, (size_t) toks, sizeof *g->toks, &ok);
   g->text = wk_live_calloc (own_bytes, g->text_cap, 1, &ok);
   if (!ok) {
@@ -72,55 +56,10 @@ wk_group_free (wk_group * g)
 {
   if (!g)
     return;
-  free (g->done.segs);
-  free (g->done.toks);
-  free (g->done.text);
+  wk_results_free (&g->done);
   free (g->toks);
   free (g->text);
   free (g);
-}
-
-static void
-store_clear (store * s)
-{
-  s->n_segs = 0;
-  s->n_toks = 0;
-  s->len = 0;
-}
-
-/* Releases what the last take handed out. */
-static void
-begin (wk_group * g)
-{
-  if (g->taken)
-    store_clear (&g->done);
-  g->taken = false;
-}
-
-/* A segment with n_toks tokens and len bytes of text in the closed store;
- * when it is full (nothing was taken for long) the oldest output goes. */
-static wk_segment *
-store_add (store * s, const char *text, size_t len, const wk_token * toks,
-    int n_toks)
-{
-  wk_segment *seg;
-
-  if (s->n_segs + 1 > s->segs_cap || s->n_toks + n_toks > s->toks_cap
-      || s->len + len + 1 > s->text_cap)
-    store_clear (s);
-  seg = &s->segs[s->n_segs++];
-  memset (seg, 0, sizeof *seg);
-  memcpy (s->text + s->len, text, len);
-  s->text[s->len + len] = '\0';
-  seg->text = s->text + s->len;
-  s->len += len + 1;
-  if (n_toks > 0)
-    memcpy (s->toks + s->n_toks, toks, (size_t) n_toks * sizeof *toks);
-  seg->tokens = s->toks + s->n_toks;
-  seg->n_tokens = n_toks;
-  s->n_toks += n_toks;
-  seg->stability = 1.0f;
-  return seg;
 }
 
 static void
@@ -130,7 +69,7 @@ close_open (wk_group * g)
 
   if (g->n_words == 0)
     return;
-  seg = store_add (&g->done, g->text, g->len, g->toks, g->n_toks);
+  seg = wk_results_add (&g->done, g->text, g->len, false, g->toks, g->n_toks);
   seg->start = g->start;
   seg->end = g->end;
   seg->space_before = g->space_before;
@@ -186,12 +125,12 @@ wk_group_add (wk_group * g, const wk_segment * segs, size_t n)
 {
   size_t i;
 
-  begin (g);
+  wk_results_begin (&g->done);
   for (i = 0; i < n; i++) {
     if (segs[i].utterance_end) {
       wk_segment *m;
       close_open (g);
-      m = store_add (&g->done, "", 0, NULL, 0);
+      m = wk_results_add (&g->done, "", 0, false, NULL, 0);
       m->start = m->end = segs[i].start;
       m->utterance_end = true;
     } else if (segs[i].text && segs[i].text[0]) {
@@ -203,24 +142,21 @@ wk_group_add (wk_group * g, const wk_segment * segs, size_t n)
 void
 wk_group_close (wk_group * g)
 {
-  begin (g);
+  wk_results_begin (&g->done);
   close_open (g);
 }
 
 size_t
 wk_group_take (wk_group * g, const wk_segment ** segs)
 {
-  begin (g);
-  if (segs)
-    *segs = g->done.n_segs ? g->done.segs : NULL;
-  g->taken = true;
-  return (size_t) g->done.n_segs;
+  wk_results_begin (&g->done);
+  return wk_results_take (&g->done, segs);
 }
 
 int64_t
 wk_group_pending_start (const wk_group * g)
 {
-  if (!g->taken && g->done.n_segs > 0)
+  if (!g->done.taken && g->done.n_segs > 0)
     return g->done.segs[0].start;
   return g->n_words > 0 ? g->start : -1;
 }
@@ -228,8 +164,7 @@ wk_group_pending_start (const wk_group * g)
 void
 wk_group_reset (wk_group * g)
 {
-  store_clear (&g->done);
-  g->taken = false;
+  wk_results_clear (&g->done);
   g->n_words = 0;
   g->n_toks = 0;
   g->len = 0;

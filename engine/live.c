@@ -91,6 +91,7 @@
 
 #include "align.h"
 #include "live.h"
+#include "results.h"
 #include "vad.h"
 #include "wk-err.h"
 #include "wk-time.h"
@@ -161,15 +162,6 @@ typedef struct
 } live_hyp;
 
 /* A list of segments with their tokens and text, in fixed arrays. */
-typedef struct
-{
-  wk_segment *segs;
-  int n_segs, segs_cap;
-  wk_token *toks;
-  int n_toks, toks_cap;
-  char *text;
-  size_t text_len, text_cap;
-} live_out;
 
 struct wk_live
 {
@@ -230,9 +222,8 @@ struct wk_live
   int64_t last_word_end;        /* of the last committed word */
 
   /* results */
-  live_out out;                 /* committed, until taken */
-  bool taken;
-  live_out part;                /* the partial result */
+  wk_results out;               /* committed, until taken */
+  wk_results part;              /* the partial result */
   uint64_t part_serial;
   char *raw;                    /* one word's bytes */
   size_t raw_cap;
@@ -334,57 +325,16 @@ wk_live_audio_ctx (const wk_model * model, int param, int n_frames)
 
 /* ---- output lists -------------------------------------------------------- */
 
-static bool
-out_alloc (wk_live * l, live_out * o, int segs, int toks, size_t text)
-{
-  bool ok = true;
-  o->segs_cap = segs;
-  o->segs = live_alloc (l, (size_t) segs, sizeof (wk_segment), &ok);
-  o->toks_cap = toks;
-  o->toks = live_alloc (l, (size_t) toks, sizeof (wk_token), &ok);
-  o->text_cap = text;
-  o->text = live_alloc (l, text, 1, &ok);
-  return ok;
-}
-
-static void
-out_free (live_out * o)
-{
-  free (o->segs);
-  free (o->toks);
-  free (o->text);
-}
-
-static void
-out_clear (live_out * o)
-{
-  o->n_segs = 0;
-  o->n_toks = 0;
-  o->text_len = 0;
-}
-
-/* Appends a segment; its tokens from hyp word w (NULL: a marker). */
+/* Appends a segment: the text raw[0..raw_len-1], its tokens from hyp
+ * word w (NULL: a marker). */
 static wk_segment *
-out_add (wk_live * l, live_out * o, const live_hyp * h, const live_word * w,
+out_add (wk_live * l, wk_results * o, const live_hyp * h, const live_word * w,
     const char *raw, size_t raw_len)
 {
   const wk_model *m = l->model;
-  size_t need = raw_len * 3 + 1, len;
   int n_tok = w ? w->n_tok : 0, i;
-  wk_segment *seg;
+  wk_segment *seg = wk_results_add (o, raw, raw_len, true, NULL, n_tok);
 
-  if (o->n_segs + 1 > o->segs_cap || o->n_toks + n_tok > o->toks_cap
-      || o->text_len + need > o->text_cap)
-    out_clear (o);              /* never taken: drop the oldest output */
-  seg = &o->segs[o->n_segs++];
-  memset (seg, 0, sizeof *seg);
-  len = wk_utf8_sanitize (raw, raw_len, o->text + o->text_len, need);
-  if (len >= need)
-    len = strlen (o->text + o->text_len);
-  seg->text = wk_text_trim (o->text + o->text_len, &len, &seg->space_before);
-  o->text_len = (size_t) (seg->text - o->text) + len + 1;
-  seg->tokens = o->toks + o->n_toks;
-  seg->stability = 1.0f;
   if (!w)
     return seg;
   seg->start = w->start;
@@ -392,9 +342,11 @@ out_add (wk_live * l, live_out * o, const live_hyp * h, const live_word * w,
   seg->avg_logprob = h->avg_logprob;
   seg->no_speech_prob = h->no_speech_prob;
   for (i = 0; i < n_tok; i++) {
-    wk_token *t = &o->toks[o->n_toks++];
+    wk_token *t = wk_results_token (o, seg);
     size_t tl = 0;
     int k = w->tok0 + i;
+    if (!t)
+      break;
     t->id = h->tok[k];
     t->p = h->prob[k];
     t->start = h->t0[k];
@@ -404,9 +356,8 @@ out_add (wk_live * l, live_out * o, const live_hyp * h, const live_word * w,
       t->text = "";
     seg->p += t->p;
   }
-  seg->n_tokens = n_tok;
-  if (n_tok > 0)
-    seg->p /= (float) n_tok;
+  if (seg->n_tokens > 0)
+    seg->p /= (float) seg->n_tokens;
   return seg;
 }
 
@@ -565,10 +516,11 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
   l->raw_cap = (size_t) l->T * (m->max_token_bytes + 1) + 1;
   l->raw = live_alloc (l, l->raw_cap, 1, &ok);
   if (ok)
-    ok = out_alloc (l, &l->out, 2 * LIVE_OUT_WORDS, 4 * LIVE_OUT_WORDS,
-        (size_t) LIVE_OUT_WORDS * 64);
+    ok = wk_results_init (&l->out, 2 * LIVE_OUT_WORDS, 4 * LIVE_OUT_WORDS,
+        (size_t) LIVE_OUT_WORDS * 64, &l->own_bytes);
   if (ok)
-    ok = out_alloc (l, &l->part, l->T, l->T, l->raw_cap * 3 + (size_t) l->T);
+    ok = wk_results_init (&l->part, l->T, l->T,
+        l->raw_cap * 3 + (size_t) l->T, &l->own_bytes);
   if (!ok) {
     wk_set_err (err, err_size, "stream: out of memory");
     wk_live_free (l);
@@ -597,8 +549,8 @@ wk_live_free (wk_live * l)
   free (l->prompt);
   free (l->pre);
   free (l->raw);
-  out_free (&l->out);
-  out_free (&l->part);
+  wk_results_free (&l->out);
+  wk_results_free (&l->part);
   free (l);
 }
 
@@ -630,9 +582,8 @@ wk_live_reset (wk_live * l)
   l->n_recent = 0;
   l->utt_has_words = false;
   l->last_word_end = 0;
-  out_clear (&l->out);
-  l->taken = false;
-  out_clear (&l->part);
+  wk_results_clear (&l->out);
+  wk_results_clear (&l->part);
   l->part_serial++;
   l->arr_head = l->arr_n = 0;
   l->run_ema_s = 0.0;
@@ -645,10 +596,7 @@ wk_live_reset (wk_live * l)
 static void
 begin_call (wk_live * l)
 {
-  if (l->taken) {
-    out_clear (&l->out);
-    l->taken = false;
-  }
+  wk_results_begin (&l->out);
 }
 
 /* ---- the prompt and commits ---------------------------------------------- */
@@ -990,7 +938,7 @@ static void
 set_partial (wk_live * l, const live_hyp * h)
 {
   int i;
-  out_clear (&l->part);
+  wk_results_clear (&l->part);
   for (i = 0; h && i < h->n_w; i++) {
     const live_word *w = &h->w[i];
     size_t n = word_bytes (l, h, w);
@@ -1761,7 +1709,7 @@ wk_live_finish (wk_live * l)
 int64_t
 wk_live_settled (const wk_live * l)
 {
-  if (!l->taken && l->out.n_segs > 0 && l->out.segs[0].start < l->settled)
+  if (!l->out.taken && l->out.n_segs > 0 && l->out.segs[0].start < l->settled)
     return l->out.segs[0].start;
   return l->settled;
 }
@@ -1770,10 +1718,7 @@ size_t
 wk_live_take (wk_live * l, const wk_segment ** segs)
 {
   begin_call (l);
-  if (segs)
-    *segs = l->out.n_segs ? l->out.segs : NULL;
-  l->taken = true;
-  return (size_t) l->out.n_segs;
+  return wk_results_take (&l->out, segs);
 }
 
 size_t

@@ -46,6 +46,7 @@
 #include "align.h"
 #include "live.h"
 #include "model.h"
+#include "results.h"
 #include "wk-err.h"
 #include "wk-time.h"
 
@@ -80,16 +81,9 @@ struct wk_stream
   int n_initial;
   bool initial_as_prev;
 
-  /* results since the last take */
-  wk_segment *segs;
-  int n_segs, segs_cap;
-  wk_token *toks;
-  int n_toks, toks_cap;
-  char *text;
-  size_t text_len, text_cap;
+  wk_results out;               /* results since the last take */
   char *raw;                    /* one segment's bytes before sanitizing */
   size_t raw_cap;
-  bool taken;
   int64_t last_end;
 
   wk_stream_stats stats;
@@ -328,15 +322,15 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
 
   /* a window yields at most T/2 tokens, and a segment has at least 2 */
   max_seg_tokens = T / 2 + 1;
-  s->segs_cap = WK_PENDING_WINDOWS * (max_seg_tokens / 2 + 2);
-  s->segs = stream_alloc (s, (size_t) s->segs_cap, sizeof (wk_segment), &ok);
-  s->toks_cap = WK_PENDING_WINDOWS * max_seg_tokens;
-  s->toks = stream_alloc (s, (size_t) s->toks_cap, sizeof (wk_token), &ok);
   s->raw_cap = ((size_t) max_seg_tokens) * (model->max_token_bytes + 1) + 1;
   s->raw = stream_alloc (s, s->raw_cap, 1, &ok);
-  s->text_cap = WK_PENDING_WINDOWS * (s->raw_cap * 3 + (size_t) s->segs_cap
-      / WK_PENDING_WINDOWS + 16);
-  s->text = stream_alloc (s, s->text_cap, 1, &ok);
+  {
+    int segs = WK_PENDING_WINDOWS * (max_seg_tokens / 2 + 2);
+    if (ok)
+      ok = wk_results_init (&s->out, segs, WK_PENDING_WINDOWS * max_seg_tokens,
+          WK_PENDING_WINDOWS * (s->raw_cap * 3 + (size_t) segs
+              / WK_PENDING_WINDOWS + 16), &s->own_bytes);
+  }
   if (!ok) {
     wk_set_err (err, err_size, "stream: out of memory");
     wk_stream_free (s);
@@ -375,7 +369,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
     }
   }
   s->cues = wk_cues_new (s->group ? WK_GROUP_MAX_WORDS : s->live ?
-      wk_live_take_max (s->live) : (size_t) s->segs_cap, p.text_lines,
+      wk_live_take_max (s->live) : (size_t) s->out.segs_cap, p.text_lines,
       s->live && !s->group, &s->own_bytes);
   if (s->live) {
     s->partial_cap = wk_live_partial_bytes_max (s->live) + 1;
@@ -398,10 +392,8 @@ wk_stream_free (wk_stream * s)
   free (s->audio);
   free (s->prompt);
   free (s->initial);
-  free (s->segs);
-  free (s->toks);
+  wk_results_free (&s->out);
   free (s->raw);
-  free (s->text);
   wk_live_free (s->live);
   wk_group_free (s->group);
   wk_cues_free (s->cues);
@@ -412,21 +404,11 @@ wk_stream_free (wk_stream * s)
 
 /* ---- results ------------------------------------------------------------- */
 
-static void
-clear_results (wk_stream * s)
-{
-  s->n_segs = 0;
-  s->n_toks = 0;
-  s->text_len = 0;
-  s->taken = false;
-}
-
 /* Results handed out by the last take are released by the next call. */
 static void
 begin_call (wk_stream * s)
 {
-  if (s->taken)
-    clear_results (s);
+  wk_results_begin (&s->out);
 }
 
 /* Adds the segment tokens[0..n-1] spanning [start, end) samples. Returns
@@ -438,7 +420,7 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
     int al_first)
 {
   const wk_model *m = s->model;
-  size_t raw_len = 0, need, len;
+  size_t raw_len = 0;
   int i, n_text = 0;
   int64_t total_bytes = 0, cum = 0;
   wk_segment *seg;
@@ -466,26 +448,11 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
   if (!any || end == start)
     return false;
 
-  need = raw_len * 3 + 1;
-  if (s->n_segs + 1 > s->segs_cap || s->n_toks + n_text > s->toks_cap
-      || s->text_len + need > s->text_cap)
-    clear_results (s);          /* never taken: drop the oldest output */
-
-  seg = &s->segs[s->n_segs++];
-  len = wk_utf8_sanitize (s->raw, raw_len, s->text + s->text_len, need);
-  if (len >= need)
-    len = strlen (s->text + s->text_len);
-  seg->text = wk_text_trim (s->text + s->text_len, &len, &seg->space_before);
-  s->text_len = (size_t) (seg->text - s->text) + len + 1;
+  seg = wk_results_add (&s->out, s->raw, raw_len, true, NULL, n_text);
   seg->start = start;
   seg->end = end;
   seg->avg_logprob = r->avg_logprob;
   seg->no_speech_prob = r->no_speech_prob;
-  seg->p = 0.0f;
-  seg->utterance_end = false;
-  seg->stability = 1.0f;
-  seg->tokens = s->toks + s->n_toks;
-  seg->n_tokens = 0;
 
   /* token times: the segment's span shared out in proportion to the
    * tokens' byte lengths */
@@ -503,7 +470,8 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
     size_t tl = 0;
     if (tok[i] >= m->sp.eot)
       continue;
-    t = &s->toks[s->n_toks++];
+    if (!(t = wk_results_token (&s->out, seg)))
+      break;
     t->id = tok[i];
     t->p = prob[i];
     t->text = wk_tokenizer_bytes (m->tok, tok[i], &tl);
@@ -511,7 +479,6 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
     cum += (int64_t) tl;
     t->end = start + (end - start) * cum / total_bytes;
     seg->p += t->p;
-    seg->n_tokens++;
   }
   if (seg->n_tokens > 0)
     seg->p /= (float) seg->n_tokens;
@@ -524,7 +491,7 @@ add_segment (wk_stream * s, const wk_window_result * r, const int32_t * tok,
     if (k + nt <= T1
         && wk_align_segment (ctx, ids, nt, f0, f1, offset, start, end)) {
       for (i = 0; i < nt; i++) {
-        wk_token *t = &s->toks[s->n_toks - nt + i];
+        wk_token *t = &s->out.toks[s->out.n_toks - nt + i];
         t->start = offset + (int64_t) f0[i] * WK_ALIGN_POS_SAMPLES;
         t->end = offset + (int64_t) f1[i] * WK_ALIGN_POS_SAMPLES;
         if (t->start < start)
@@ -870,7 +837,7 @@ wk_stream_reset (wk_stream * s)
 {
   if (!s)
     return;
-  clear_results (s);
+  wk_results_clear (&s->out);
   s->audio_len = 0;
   s->audio_base = 0;
   s->total = 0;
@@ -904,10 +871,7 @@ wk_stream_take (wk_stream * s, const wk_segment ** segs)
   }
   if (s->live)
     return wk_live_take (s->live, segs);
-  if (segs)
-    *segs = s->n_segs ? s->segs : NULL;
-  s->taken = true;
-  return (size_t) s->n_segs;
+  return wk_results_take (&s->out, segs);
 }
 
 size_t
@@ -950,8 +914,8 @@ wk_stream_settled (const wk_stream * s)
   settled = s->finished ? s->total : s->seek * WK_HOP;
   if (settled > s->total)
     settled = s->total;
-  if (!s->taken && s->n_segs > 0 && s->segs[0].start < settled)
-    settled = s->segs[0].start;
+  if (!s->out.taken && s->out.n_segs > 0 && s->out.segs[0].start < settled)
+    settled = s->out.segs[0].start;
   return settled;
 }
 
