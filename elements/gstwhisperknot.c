@@ -61,7 +61,10 @@
 #include <math.h>
 #include <string.h>
 
+#include <gst/audio/audio.h>
+
 #include "gstwhisperknot.h"
+#include "whisperknot.h"
 
 GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define GST_CAT_DEFAULT whisperknot_debug
@@ -212,6 +215,64 @@ typedef struct
   GstClockTime base;            /* MARKER_RESET: time of the next sample */
   gboolean drain;               /* MARKER_EVENT: transcribe what came before */
 } Marker;
+
+/* the element */
+struct _GstWhisperKnot
+{
+  GstElement parent;
+
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  /* the value of each property (PROP_*), under the object lock */
+  GValue *props;
+  /* statistics (the stats property), also under the object lock */
+  wk_stream_stats stats;        /* the stream's, as of the last feed */
+  guint64 model_bytes;          /* mapped bytes of the model file, 0 with
+                                 * none (object lock) */
+  gdouble load_seconds;         /* wall time of the last model load */
+  gboolean qos_warned;          /* the delay warning was posted */
+  GstPad *partial_srcpad;       /* the requested partial_src, or NULL */
+  gboolean partial_requested;   /* a request_new_pad is making it */
+
+  /* Everything below "lock" is shared by the streaming thread and the
+   * worker (the src pad task). */
+  GMutex lock;
+
+  /* the model, changed in state changes only */
+  wk_model_loader *loader;      /* started at NULL_TO_READY */
+  wk_model *model;              /* NULL when none or the load failed */
+  gchar *loaded_path;           /* path of model (or of the failed load) */
+
+  /* the engine's bounded queue (READY and up): the audio, and serialized
+   * events and restarts as marks between its samples */
+  wk_queue *queue;
+  gboolean flushing;
+  GstFlowReturn srcresult;      /* what the chain function returns */
+
+  /* streaming thread only */
+  gboolean negotiated;
+  GstAudioFormat format;        /* F32LE or S16LE */
+  GstSegment segment;           /* the input's, FORMAT_UNDEFINED: none */
+  GstAudioStreamAlign *align;   /* input timing */
+  GstClockTime in_end;          /* where the audio queued ends, or NONE */
+
+  /* worker only (or with the worker stopped) */
+  wk_stream *stream;
+  guint stream_latency_ms;      /* the stream's policy: 0 offline */
+  guint64 partial_serial;       /* of the last partial result posted */
+  GstSegment out_segment;       /* the last segment pushed downstream */
+  GstClockTime base;            /* stream time of the engine's sample 0 */
+  guint64 fed;                  /* samples fed since the last reset */
+  GstClockTime out_pos;         /* text or gaps cover time up to here */
+  gboolean discont;             /* next text buffer carries DISCONT */
+  gboolean own_error;           /* the error was posted already */
+  gboolean stream_translate;    /* translate of this run */
+  GstClockTime stream_limit;    /* latency + lateness of this run */
+  GstClockTime stream_lateness; /* lateness of this run */
+  gchar *tag_language;          /* the language code tagged downstream */
+  GstClockTime partial_pos;     /* the last partial buffer's PTS, or NONE */
+};
 
 #define gst_whisperknot_parent_class parent_class
 G_DEFINE_TYPE (GstWhisperKnot, gst_whisperknot, GST_TYPE_ELEMENT);
