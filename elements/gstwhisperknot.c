@@ -201,19 +201,14 @@ gst_whisperknot_commit_get_type (void)
   return register_enum (&type, "GstWhisperKnotCommit", values);
 }
 
-/* Something the worker does at its place in the audio queue (a mark). */
-typedef enum
-{
-  MARKER_EVENT,                 /* pass a serialized event on */
-  MARKER_RESET,                 /* transcribe what came before, start anew */
-} MarkerKind;
-
+/* Something the worker does at its place in the audio queue (a mark):
+ * pass a serialized event on, or without one transcribe what came before
+ * and start anew. */
 typedef struct
 {
-  MarkerKind kind;
-  GstEvent *event;              /* MARKER_EVENT */
-  GstClockTime base;            /* MARKER_RESET: time of the next sample */
-  gboolean drain;               /* MARKER_EVENT: transcribe what came before */
+  GstEvent *event;              /* or NULL: a restart */
+  GstClockTime base;            /* restart: time of the next sample */
+  gboolean drain;               /* event: transcribe what came before */
 } Marker;
 
 /* the element */
@@ -296,7 +291,8 @@ static gboolean gst_whisperknot_src_query (GstPad * pad, GstObject * parent,
 static gboolean gst_whisperknot_src_activate_mode (GstPad * pad,
     GstObject * parent, GstPadMode mode, gboolean active);
 static void gst_whisperknot_loop (GstPad * srcpad);
-static void gst_whisperknot_restart_worker (GstWhisperKnot * self);
+static gboolean gst_whisperknot_start_worker (GstWhisperKnot * self,
+    gboolean restart);
 static gboolean gst_whisperknot_join_load (GstWhisperKnot * self,
     gboolean post);
 static GstPad *gst_whisperknot_request_new_pad (GstElement * element,
@@ -853,15 +849,25 @@ marker_free (gpointer data)
   g_free (marker);
 }
 
-/* With the lock held: queues marker (kind, with its fields set) for the
- * worker unless flushing; else frees it. */
+/* Streaming thread: queues a mark for the worker unless flushing: a
+ * serialized event (the worker first transcribes everything before it
+ * when drain is set), or with event NULL a restart at time base. */
 static gboolean
-gst_whisperknot_push_marker (GstWhisperKnot * self, Marker * marker)
+gst_whisperknot_queue_mark (GstWhisperKnot * self, GstEvent * event,
+    gboolean drain, GstClockTime base)
 {
-  if (!self->flushing && wk_queue_mark (self->queue, marker) == WK_OK)
-    return TRUE;
-  marker_free (marker);
-  return FALSE;
+  Marker *marker = g_new0 (Marker, 1);
+  gboolean ok;
+
+  marker->event = event;
+  marker->drain = drain;
+  marker->base = base;
+  g_mutex_lock (&self->lock);
+  ok = !self->flushing && wk_queue_mark (self->queue, marker) == WK_OK;
+  g_mutex_unlock (&self->lock);
+  if (!ok)
+    marker_free (marker);
+  return ok;
 }
 
 /* On a flush, sticky events still queued (stream-start, caps, tags) are
@@ -941,7 +947,6 @@ gst_whisperknot_align (GstWhisperKnot * self, GstClockTime ts,
   GstClockTime out, dur, threshold;
   GstClockTimeDiff hole;
   GstFlowReturn ret = GST_FLOW_OK;
-  Marker *marker;
 
   if (!GST_CLOCK_TIME_IS_VALID (ts))
     ts = GST_CLOCK_TIME_IS_VALID (self->in_end) ? self->in_end :
@@ -962,12 +967,7 @@ gst_whisperknot_align (GstWhisperKnot * self, GstClockTime ts,
       GST_DEBUG_OBJECT (self, "restarting at %" GST_TIME_FORMAT " (expected %"
           GST_TIME_FORMAT ")", GST_TIME_ARGS (out),
           GST_TIME_ARGS (self->in_end));
-      marker = g_new0 (Marker, 1);
-      marker->kind = MARKER_RESET;
-      marker->base = out;
-      g_mutex_lock (&self->lock);
-      gst_whisperknot_push_marker (self, marker);
-      g_mutex_unlock (&self->lock);
+      gst_whisperknot_queue_mark (self, NULL, FALSE, out);
     }
   }
   self->in_end = out + dur;
@@ -1061,24 +1061,6 @@ gst_whisperknot_set_caps (GstWhisperKnot * self, GstCaps * caps)
   return TRUE;
 }
 
-/* Streaming thread: queues a serialized event for the worker, which first
- * transcribes everything before it when drain is set. */
-static gboolean
-gst_whisperknot_queue_event (GstWhisperKnot * self, GstEvent * event,
-    gboolean drain)
-{
-  gboolean ok;
-  Marker *marker = g_new0 (Marker, 1);
-
-  marker->kind = MARKER_EVENT;
-  marker->event = event;
-  marker->drain = drain;
-  g_mutex_lock (&self->lock);
-  ok = gst_whisperknot_push_marker (self, marker);
-  g_mutex_unlock (&self->lock);
-  return ok;
-}
-
 static gboolean
 gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
@@ -1109,7 +1091,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       gst_whisperknot_start_anew (self, TRUE);
       gst_whisperknot_forward_partial_event (self, event);
       ret = gst_pad_push_event (self->srcpad, event);
-      gst_whisperknot_restart_worker (self);
+      gst_whisperknot_start_worker (self, TRUE);
       return ret;
     }
     case GST_EVENT_CAPS:
@@ -1125,8 +1107,8 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         return FALSE;
       }
       caps = gst_static_pad_template_get_caps (&src_template);
-      return gst_whisperknot_queue_event (self, gst_event_new_caps (caps),
-          FALSE);
+      return gst_whisperknot_queue_mark (self, gst_event_new_caps (caps),
+          FALSE, 0);
     }
     case GST_EVENT_SEGMENT:
     {
@@ -1147,10 +1129,10 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
           !gst_segment_is_equal (&self->segment, segment)) {
         gst_whisperknot_forget_time (self);
         gst_segment_copy_into (segment, &self->segment);
-        return gst_whisperknot_queue_event (self, event, TRUE);
+        return gst_whisperknot_queue_mark (self, event, TRUE, 0);
       }
       gst_segment_copy_into (segment, &self->segment);
-      return gst_whisperknot_queue_event (self, event, FALSE);
+      return gst_whisperknot_queue_mark (self, event, FALSE, 0);
     }
     case GST_EVENT_GAP:
     {
@@ -1171,11 +1153,11 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       /* the worker transcribes what came before, then passes it on; the
        * next audio starts anew */
       gst_whisperknot_forget_time (self);
-      return gst_whisperknot_queue_event (self, event, TRUE);
+      return gst_whisperknot_queue_mark (self, event, TRUE, 0);
     }
     case GST_EVENT_EOS:
       gst_whisperknot_forget_time (self);
-      return gst_whisperknot_queue_event (self, event, TRUE);
+      return gst_whisperknot_queue_mark (self, event, TRUE, 0);
     case GST_EVENT_TAG:
     {
       GstTagList *tags;
@@ -1190,11 +1172,11 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         gst_event_unref (event);
         return TRUE;
       }
-      return gst_whisperknot_queue_event (self, event, FALSE);
+      return gst_whisperknot_queue_mark (self, event, FALSE, 0);
     }
     default:
       if (GST_EVENT_IS_SERIALIZED (event))
-        return gst_whisperknot_queue_event (self, event, FALSE);
+        return gst_whisperknot_queue_mark (self, event, FALSE, 0);
       return gst_pad_event_default (pad, parent, event);
   }
 }
@@ -1563,7 +1545,7 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
 {
   GstFlowReturn ret = GST_FLOW_OK;
 
-  if (marker->kind == MARKER_RESET) {
+  if (!marker->event) {
     ret = gst_whisperknot_drain (self);
     self->base = marker->base;
     /* within a segment, a step back does not take text back in time */
@@ -1718,18 +1700,8 @@ gst_whisperknot_src_activate_mode (GstPad * pad, GstObject * parent,
   if (mode != GST_PAD_MODE_PUSH)
     return FALSE;
 
-  if (active) {
-    gboolean ok;
-
-    g_mutex_lock (&self->lock);
-    self->flushing = FALSE;
-    self->srcresult = GST_FLOW_OK;
-    wk_queue_start (self->queue);
-    ok = gst_pad_start_task (pad, (GstTaskFunction) gst_whisperknot_loop,
-        pad, NULL);
-    g_mutex_unlock (&self->lock);
-    return ok;
-  }
+  if (active)
+    return gst_whisperknot_start_worker (self, FALSE);
 
   /* takes self->lock: a FLUSH_STOP that restarted the worker before
    * the pad left push mode has done so by now, and this stops it */
@@ -1737,29 +1709,33 @@ gst_whisperknot_src_activate_mode (GstPad * pad, GstObject * parent,
   return gst_pad_stop_task (pad);
 }
 
-/* After FLUSH_STOP: the worker runs again, but only while the source pad
- * is still in push mode (a FLUSH_STOP can come from upstream while the
- * element shuts down; restarting then would leave a task on an inactive
- * pad). The pad owns the task and is its argument, as in gstqueue.c. */
-static void
-gst_whisperknot_restart_worker (GstWhisperKnot * self)
+/* Starts the worker as the source pad becomes active, or with restart
+ * after FLUSH_STOP, but then only while the pad is still in push mode (a
+ * FLUSH_STOP can come from upstream while the element shuts down;
+ * restarting then would leave a task on an inactive pad). The pad owns
+ * the task and is its argument, as in gstqueue.c. */
+static gboolean
+gst_whisperknot_start_worker (GstWhisperKnot * self, gboolean restart)
 {
-  gboolean active;
+  gboolean ok = TRUE;
 
   g_mutex_lock (&self->lock);
-  GST_OBJECT_LOCK (self->srcpad);
-  active = GST_PAD_MODE (self->srcpad) == GST_PAD_MODE_PUSH;
-  GST_OBJECT_UNLOCK (self->srcpad);
-  if (active) {
+  if (restart) {
+    GST_OBJECT_LOCK (self->srcpad);
+    ok = GST_PAD_MODE (self->srcpad) == GST_PAD_MODE_PUSH;
+    GST_OBJECT_UNLOCK (self->srcpad);
+  }
+  if (ok) {
     self->flushing = FALSE;
     self->srcresult = GST_FLOW_OK;
     wk_queue_start (self->queue);
-    gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_whisperknot_loop,
-        self->srcpad, NULL);
+    ok = gst_pad_start_task (self->srcpad,
+        (GstTaskFunction) gst_whisperknot_loop, self->srcpad, NULL);
   } else {
     GST_INFO_OBJECT (self, "source pad inactive: the worker stays stopped");
   }
   g_mutex_unlock (&self->lock);
+  return ok;
 }
 
 static gboolean
