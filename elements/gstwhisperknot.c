@@ -569,10 +569,8 @@ gst_whisperknot_finalize (GObject * object)
   /* dispose releases request pads; this is for safety only */
   g_clear_object (&self->partial_srcpad);
   wk_queue_free (self->queue);
-  if (self->stream)
-    wk_stream_free (self->stream);
-  if (self->model)
-    wk_model_unref (self->model);
+  wk_stream_free (self->stream);
+  wk_model_unref (self->model);
   gst_audio_stream_align_free (self->align);
   g_mutex_clear (&self->lock);
 
@@ -671,6 +669,7 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
 {
   wk_model_params params = wk_model_default_params ();
   gchar *path, *model;
+  char *resolved;
   gboolean is_default;
   char err[512];
 
@@ -678,15 +677,11 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   model = g_value_dup_string (&self->props[PROP_MODEL]);
   GST_OBJECT_UNLOCK (self);
   is_default = !model || !model[0];
-  if (is_default) {
-    path = g_strdup (wk_default_model_path ());
-  } else {
-    /* a name installed by whisperknot-model, or a path */
-    char *resolved = wk_model_resolve_path (model);
-
-    path = g_strdup (resolved ? resolved : model);
-    free (resolved);
-  }
+  /* a name installed by whisperknot-model, a path, or the default */
+  resolved = wk_model_resolve_path (is_default ? NULL : model);
+  path = g_strdup (resolved ? resolved : is_default ?
+      wk_default_model_path () : model);
+  free (resolved);
   g_free (model);
 
   /* a load of this file is running, or done */
@@ -723,7 +718,8 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   return FALSE;
 }
 
-/* Creates the engine stream with the current properties. */
+/* Creates the engine stream with the current properties, and sets input
+ * timing and the statistics for this run. */
 static gboolean
 gst_whisperknot_open_stream (GstWhisperKnot * self)
 {
@@ -752,36 +748,31 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   self->stream_translate = params.translate;
   self->stream_lateness = PROP_GET (self, uint, PROP_LATENESS) * GST_MSECOND;
   self->stream_limit = params.latency_ms * GST_MSECOND + self->stream_lateness;
+  gst_audio_stream_align_set_alignment_threshold (self->align,
+      PROP_GET (self, uint64, PROP_ALIGNMENT_THRESHOLD));
+  gst_audio_stream_align_set_discont_wait (self->align,
+      PROP_GET (self, uint64, PROP_DISCONT_WAIT));
   memset (&self->stats, 0, sizeof self->stats);
+  g_value_set_uint (&self->props[PROP_MAX_OBSERVED_DELAY], 0);
   self->qos_warned = FALSE;
   GST_OBJECT_UNLOCK (self);
 
   if (language && language[0] && g_ascii_strcasecmp (language, "auto"))
     params.language = language;
 
-  if (self->stream) {
-    /* left from a change to PAUSED that failed later */
-    wk_stream_free (self->stream);
-    self->stream = NULL;
-  }
+  /* left from a change to PAUSED that failed later */
+  g_clear_pointer (&self->stream, wk_stream_free);
   /* a new stream on a new pad activation: no sticky tags */
   g_clear_pointer (&self->tag_language, g_free);
 
   status = wk_stream_new (self->model, &params, &self->stream, err, sizeof err);
-  if (status != WK_OK) {
-    g_free (prompt);
+  g_free (prompt);              /* read by wk_stream_new only */
+  if (status != WK_OK)
     goto failed;
-  }
-  if (prompt && prompt[0]) {
-    wk_model_info info;
-
-    wk_model_get_info (self->model, &info);
-    if (info.max_prompt_tokens == 0)
-      GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
-          ("The prompt is ignored: the model was never trained with one."),
-          ("its knot has whisperknot.max_text_ctx = 0"));
-  }
-  g_free (prompt);
+  if (wk_stream_prompt_ignored (self->stream))
+    GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+        ("The prompt is ignored: the model was never trained with one."),
+        ("its knot has whisperknot.max_text_ctx = 0"));
   /* the stats property shows the new stream's state at once */
   GST_OBJECT_LOCK (self);
   wk_stream_get_stats (self->stream, &self->stats);
@@ -835,8 +826,7 @@ gst_whisperknot_stop_worker (GstWhisperKnot * self)
   self->srcresult = GST_FLOW_FLUSHING;
   wk_queue_stop (self->queue);
   g_mutex_unlock (&self->lock);
-  if (self->stream)
-    wk_stream_cancel (self->stream);
+  wk_stream_cancel (self->stream);
 }
 
 static void
@@ -873,7 +863,7 @@ gst_whisperknot_queue_mark (GstWhisperKnot * self, GstEvent * event,
 /* On a flush, sticky events still queued (stream-start, caps, tags) are
  * stored on the src pad, to go out before the next data. */
 static void
-keep_sticky (void *mark, void *user)
+store_sticky (void *mark, void *user)
 {
   Marker *marker = mark;
   GstEvent *event = marker->event;
@@ -883,12 +873,6 @@ keep_sticky (void *mark, void *user)
       GST_EVENT_TYPE (event) != GST_EVENT_EOS)
     gst_pad_store_sticky_event (user, event);
   marker_free (marker);
-}
-
-static void
-gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean sticky)
-{
-  wk_queue_clear (self->queue, sticky ? keep_sticky : NULL, self->srcpad);
 }
 
 /* Streaming thread: queues n samples (silence when data is NULL), waiting
@@ -923,7 +907,7 @@ gst_whisperknot_forget_time (GstWhisperKnot * self)
 static void
 gst_whisperknot_start_anew (GstWhisperKnot * self, gboolean keep_sticky)
 {
-  gst_whisperknot_clear_queue (self, keep_sticky);
+  wk_queue_clear (self->queue, keep_sticky ? store_sticky : NULL, self->srcpad);
   self->fed = 0;
   self->base = GST_CLOCK_TIME_NONE;
   self->out_pos = GST_CLOCK_TIME_NONE;
@@ -1086,8 +1070,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       gboolean ret;
 
       /* the worker is paused: its state is ours to reset */
-      if (self->stream)
-        wk_stream_reset (self->stream);
+      wk_stream_reset (self->stream);
       gst_whisperknot_start_anew (self, TRUE);
       gst_whisperknot_forward_partial_event (self, event);
       ret = gst_pad_push_event (self->srcpad, event);
@@ -1789,10 +1772,7 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
         return GST_STATE_CHANGE_FAILURE;
       if (!gst_whisperknot_join_load (self, TRUE))
         return GST_STATE_CHANGE_FAILURE;
-      GST_OBJECT_LOCK (self);
-      g_value_set_uint (&self->props[PROP_MAX_OBSERVED_DELAY], 0);
-      GST_OBJECT_UNLOCK (self);
-      /* with this run's language, translate, latency and threads */
+      /* with this run's properties */
       if (!gst_whisperknot_open_stream (self))
         return GST_STATE_CHANGE_FAILURE;
       gst_whisperknot_start_anew (self, FALSE);
@@ -1802,12 +1782,6 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->format = GST_AUDIO_FORMAT_F32LE;
       gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
       gst_segment_init (&self->out_segment, GST_FORMAT_UNDEFINED);
-      GST_OBJECT_LOCK (self);
-      gst_audio_stream_align_set_alignment_threshold (self->align,
-          PROP_GET (self, uint64, PROP_ALIGNMENT_THRESHOLD));
-      gst_audio_stream_align_set_discont_wait (self->align,
-          PROP_GET (self, uint64, PROP_DISCONT_WAIT));
-      GST_OBJECT_UNLOCK (self);
       break;
     default:
       break;
@@ -1818,11 +1792,8 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
   switch (transition) {
     case GST_STATE_CHANGE_PAUSED_TO_READY:
       /* the pads are inactive: the worker has stopped */
-      gst_whisperknot_clear_queue (self, FALSE);
-      if (self->stream) {
-        wk_stream_free (self->stream);
-        self->stream = NULL;
-      }
+      wk_queue_clear (self->queue, NULL, NULL);
+      g_clear_pointer (&self->stream, wk_stream_free);
       break;
     case GST_STATE_CHANGE_READY_TO_NULL:
       gst_whisperknot_join_load (self, FALSE);
