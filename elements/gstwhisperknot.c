@@ -1318,46 +1318,6 @@ gst_whisperknot_push_cue (GstWhisperKnot * self, const wk_cue * cue)
   return gst_pad_push (self->srcpad, buf);
 }
 
-/* Live policy: the partial result on partial_src, when requested: a
- * buffer that replaces the one before (PTS at its start), or a GAP when
- * nothing is partial any more. Downstream refusing it does not stop the
- * element. */
-static void
-gst_whisperknot_push_partial (GstWhisperKnot * self, const gchar * text,
-    GstClockTime start, GstClockTime end)
-{
-  GstPad *pad;
-  GstBuffer *buf;
-  GstFlowReturn ret;
-
-  GST_OBJECT_LOCK (self);
-  pad = self->partial_srcpad ? gst_object_ref (self->partial_srcpad) : NULL;
-  GST_OBJECT_UNLOCK (self);
-  if (!pad)
-    return;
-
-  if (text[0]) {
-    /* in time order even when a new hypothesis starts earlier */
-    if (GST_CLOCK_TIME_IS_VALID (self->partial_pos))
-      start = MAX (start, self->partial_pos);
-    buf = gst_buffer_new_memdup (text, strlen (text));
-    GST_BUFFER_PTS (buf) = start;
-    GST_BUFFER_DURATION (buf) = MAX (end, start + MIN_TEXT_DURATION) - start;
-    if (!GST_CLOCK_TIME_IS_VALID (self->partial_pos))
-      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
-    self->partial_pos = start;
-    ret = gst_pad_push (pad, buf);
-    if (ret != GST_FLOW_OK)
-      GST_DEBUG_OBJECT (self, "partial_src: %s", gst_flow_get_name (ret));
-  } else if (GST_CLOCK_TIME_IS_VALID (self->partial_pos) &&
-      start > self->partial_pos) {
-    gst_pad_push_event (pad, gst_event_new_gap (self->partial_pos,
-            start - self->partial_pos));
-    self->partial_pos = start;
-  }
-  gst_object_unref (pad);
-}
-
 /* Passes a copy of a serialized event from the main src pad to
  * partial_src (stream-start, caps, segment, EOS, flushes). */
 static void
@@ -1389,8 +1349,11 @@ gst_whisperknot_forward_partial_event (GstWhisperKnot * self, GstEvent * event)
   gst_object_unref (pad);
 }
 
-/* Live policy: posts the words not committed yet as an element message
- * when they changed. */
+/* Live policy: the words not committed yet, when they changed: an element
+ * message, and on partial_src, when requested, a buffer that replaces the
+ * one before (PTS at its start, in time order even when a new hypothesis
+ * starts earlier), or a GAP when nothing is partial any more. Downstream
+ * refusing it does not stop the element. */
 static void
 gst_whisperknot_post_partial (GstWhisperKnot * self)
 {
@@ -1399,6 +1362,10 @@ gst_whisperknot_post_partial (GstWhisperKnot * self)
   size_t n = wk_stream_partial_cue (self->stream, &cue, &serial);
   GstClockTime start = self->base + samples_to_time (cue.start);
   GstClockTime end = self->base + samples_to_time (cue.end);
+  GstClockTime pts = start;
+  GstPad *pad;
+  GstBuffer *buf;
+  GstFlowReturn ret;
 
   if (serial == self->partial_serial)
     return;
@@ -1411,7 +1378,31 @@ gst_whisperknot_post_partial (GstWhisperKnot * self)
               "duration", G_TYPE_UINT64, end > start ? end - start : 0,
               "stability", G_TYPE_DOUBLE, cue.p,
               "words", G_TYPE_UINT, (guint) n, NULL)));
-  gst_whisperknot_push_partial (self, cue.text, start, end);
+
+  GST_OBJECT_LOCK (self);
+  pad = self->partial_srcpad ? gst_object_ref (self->partial_srcpad) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (!pad)
+    return;
+  if (cue.text[0]) {
+    if (GST_CLOCK_TIME_IS_VALID (self->partial_pos))
+      pts = MAX (start, self->partial_pos);
+    buf = gst_buffer_new_memdup (cue.text, strlen (cue.text));
+    GST_BUFFER_PTS (buf) = pts;
+    GST_BUFFER_DURATION (buf) = MAX (end, pts + MIN_TEXT_DURATION) - pts;
+    if (!GST_CLOCK_TIME_IS_VALID (self->partial_pos))
+      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    self->partial_pos = pts;
+    ret = gst_pad_push (pad, buf);
+    if (ret != GST_FLOW_OK)
+      GST_DEBUG_OBJECT (self, "partial_src: %s", gst_flow_get_name (ret));
+  } else if (GST_CLOCK_TIME_IS_VALID (self->partial_pos) &&
+      start > self->partial_pos) {
+    gst_pad_push_event (pad, gst_event_new_gap (self->partial_pos,
+            start - self->partial_pos));
+    self->partial_pos = start;
+  }
+  gst_object_unref (pad);
 }
 
 /* Once the stream's language is known, and whenever it changes: a
