@@ -61,7 +61,10 @@
 #include <math.h>
 #include <string.h>
 
+#include <gst/audio/audio.h>
+
 #include "gstwhisperknot.h"
+#include "whisperknot.h"
 
 GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define GST_CAT_DEFAULT whisperknot_debug
@@ -198,20 +201,73 @@ gst_whisperknot_commit_get_type (void)
   return register_enum (&type, "GstWhisperKnotCommit", values);
 }
 
-/* Something the worker does at its place in the audio queue (a mark). */
-typedef enum
-{
-  MARKER_EVENT,                 /* pass a serialized event on */
-  MARKER_RESET,                 /* transcribe what came before, start anew */
-} MarkerKind;
-
+/* Something the worker does at its place in the audio queue (a mark):
+ * pass a serialized event on, or without one transcribe what came before
+ * and start anew. */
 typedef struct
 {
-  MarkerKind kind;
-  GstEvent *event;              /* MARKER_EVENT */
-  GstClockTime base;            /* MARKER_RESET: time of the next sample */
-  gboolean drain;               /* MARKER_EVENT: transcribe what came before */
+  GstEvent *event;              /* or NULL: a restart */
+  GstClockTime base;            /* restart: time of the next sample */
+  gboolean drain;               /* event: transcribe what came before */
 } Marker;
+
+/* the element */
+struct _GstWhisperKnot
+{
+  GstElement parent;
+
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  /* the value of each property (PROP_*), under the object lock */
+  GValue *props;
+  /* statistics (the stats property), also under the object lock */
+  wk_stream_stats stats;        /* the stream's, as of the last feed */
+  guint64 model_bytes;          /* mapped bytes of the model file, 0 with
+                                 * none (object lock) */
+  gdouble load_seconds;         /* wall time of the last model load */
+  gboolean qos_warned;          /* the delay warning was posted */
+  GstPad *partial_srcpad;       /* the requested partial_src, or NULL */
+  gboolean partial_requested;   /* a request_new_pad is making it */
+
+  /* Everything below "lock" is shared by the streaming thread and the
+   * worker (the src pad task). */
+  GMutex lock;
+
+  /* the model, changed in state changes only */
+  wk_model_loader *loader;      /* started at NULL_TO_READY */
+  wk_model *model;              /* NULL when none or the load failed */
+  gchar *loaded_path;           /* path of model (or of the failed load) */
+
+  /* the engine's bounded queue (READY and up): the audio, and serialized
+   * events and restarts as marks between its samples */
+  wk_queue *queue;
+  gboolean flushing;
+  GstFlowReturn srcresult;      /* what the chain function returns */
+
+  /* streaming thread only */
+  gboolean negotiated;
+  GstAudioFormat format;        /* F32LE or S16LE */
+  GstSegment segment;           /* the input's, FORMAT_UNDEFINED: none */
+  GstAudioStreamAlign *align;   /* input timing */
+  GstClockTime in_end;          /* where the audio queued ends, or NONE */
+
+  /* worker only (or with the worker stopped) */
+  wk_stream *stream;
+  guint stream_latency_ms;      /* the stream's policy: 0 offline */
+  guint64 partial_serial;       /* of the last partial result posted */
+  GstSegment out_segment;       /* the last segment pushed downstream */
+  GstClockTime base;            /* stream time of the engine's sample 0 */
+  guint64 fed;                  /* samples fed since the last reset */
+  GstClockTime out_pos;         /* text or gaps cover time up to here */
+  gboolean discont;             /* next text buffer carries DISCONT */
+  gboolean own_error;           /* the error was posted already */
+  gboolean stream_translate;    /* translate of this run */
+  GstClockTime stream_limit;    /* latency + lateness of this run */
+  GstClockTime stream_lateness; /* lateness of this run */
+  gchar *tag_language;          /* the language code tagged downstream */
+  GstClockTime partial_pos;     /* the last partial buffer's PTS, or NONE */
+};
 
 #define gst_whisperknot_parent_class parent_class
 G_DEFINE_TYPE (GstWhisperKnot, gst_whisperknot, GST_TYPE_ELEMENT);
@@ -235,7 +291,8 @@ static gboolean gst_whisperknot_src_query (GstPad * pad, GstObject * parent,
 static gboolean gst_whisperknot_src_activate_mode (GstPad * pad,
     GstObject * parent, GstPadMode mode, gboolean active);
 static void gst_whisperknot_loop (GstPad * srcpad);
-static void gst_whisperknot_restart_worker (GstWhisperKnot * self);
+static gboolean gst_whisperknot_start_worker (GstWhisperKnot * self,
+    gboolean restart);
 static gboolean gst_whisperknot_join_load (GstWhisperKnot * self,
     gboolean post);
 static GstPad *gst_whisperknot_request_new_pad (GstElement * element,
@@ -512,10 +569,8 @@ gst_whisperknot_finalize (GObject * object)
   /* dispose releases request pads; this is for safety only */
   g_clear_object (&self->partial_srcpad);
   wk_queue_free (self->queue);
-  if (self->stream)
-    wk_stream_free (self->stream);
-  if (self->model)
-    wk_model_unref (self->model);
+  wk_stream_free (self->stream);
+  wk_model_unref (self->model);
   gst_audio_stream_align_free (self->align);
   g_mutex_clear (&self->lock);
 
@@ -614,6 +669,7 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
 {
   wk_model_params params = wk_model_default_params ();
   gchar *path, *model;
+  char *resolved;
   gboolean is_default;
   char err[512];
 
@@ -621,15 +677,11 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   model = g_value_dup_string (&self->props[PROP_MODEL]);
   GST_OBJECT_UNLOCK (self);
   is_default = !model || !model[0];
-  if (is_default) {
-    path = g_strdup (wk_default_model_path ());
-  } else {
-    /* a name installed by whisperknot-model, or a path */
-    char *resolved = wk_model_resolve_path (model);
-
-    path = g_strdup (resolved ? resolved : model);
-    free (resolved);
-  }
+  /* a name installed by whisperknot-model, a path, or the default */
+  resolved = wk_model_resolve_path (is_default ? NULL : model);
+  path = g_strdup (resolved ? resolved : is_default ?
+      wk_default_model_path () : model);
+  free (resolved);
   g_free (model);
 
   /* a load of this file is running, or done */
@@ -666,7 +718,8 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   return FALSE;
 }
 
-/* Creates the engine stream with the current properties. */
+/* Creates the engine stream with the current properties, and sets input
+ * timing and the statistics for this run. */
 static gboolean
 gst_whisperknot_open_stream (GstWhisperKnot * self)
 {
@@ -695,36 +748,31 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   self->stream_translate = params.translate;
   self->stream_lateness = PROP_GET (self, uint, PROP_LATENESS) * GST_MSECOND;
   self->stream_limit = params.latency_ms * GST_MSECOND + self->stream_lateness;
+  gst_audio_stream_align_set_alignment_threshold (self->align,
+      PROP_GET (self, uint64, PROP_ALIGNMENT_THRESHOLD));
+  gst_audio_stream_align_set_discont_wait (self->align,
+      PROP_GET (self, uint64, PROP_DISCONT_WAIT));
   memset (&self->stats, 0, sizeof self->stats);
+  g_value_set_uint (&self->props[PROP_MAX_OBSERVED_DELAY], 0);
   self->qos_warned = FALSE;
   GST_OBJECT_UNLOCK (self);
 
   if (language && language[0] && g_ascii_strcasecmp (language, "auto"))
     params.language = language;
 
-  if (self->stream) {
-    /* left from a change to PAUSED that failed later */
-    wk_stream_free (self->stream);
-    self->stream = NULL;
-  }
+  /* left from a change to PAUSED that failed later */
+  g_clear_pointer (&self->stream, wk_stream_free);
   /* a new stream on a new pad activation: no sticky tags */
   g_clear_pointer (&self->tag_language, g_free);
 
   status = wk_stream_new (self->model, &params, &self->stream, err, sizeof err);
-  if (status != WK_OK) {
-    g_free (prompt);
+  g_free (prompt);              /* read by wk_stream_new only */
+  if (status != WK_OK)
     goto failed;
-  }
-  if (prompt && prompt[0]) {
-    wk_model_info info;
-
-    wk_model_get_info (self->model, &info);
-    if (info.max_prompt_tokens == 0)
-      GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
-          ("The prompt is ignored: the model was never trained with one."),
-          ("its knot has whisperknot.max_text_ctx = 0"));
-  }
-  g_free (prompt);
+  if (wk_stream_prompt_ignored (self->stream))
+    GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+        ("The prompt is ignored: the model was never trained with one."),
+        ("its knot has whisperknot.max_text_ctx = 0"));
   /* the stats property shows the new stream's state at once */
   GST_OBJECT_LOCK (self);
   wk_stream_get_stats (self->stream, &self->stats);
@@ -778,8 +826,7 @@ gst_whisperknot_stop_worker (GstWhisperKnot * self)
   self->srcresult = GST_FLOW_FLUSHING;
   wk_queue_stop (self->queue);
   g_mutex_unlock (&self->lock);
-  if (self->stream)
-    wk_stream_cancel (self->stream);
+  wk_stream_cancel (self->stream);
 }
 
 static void
@@ -792,21 +839,31 @@ marker_free (gpointer data)
   g_free (marker);
 }
 
-/* With the lock held: queues marker (kind, with its fields set) for the
- * worker unless flushing; else frees it. */
+/* Streaming thread: queues a mark for the worker unless flushing: a
+ * serialized event (the worker first transcribes everything before it
+ * when drain is set), or with event NULL a restart at time base. */
 static gboolean
-gst_whisperknot_push_marker (GstWhisperKnot * self, Marker * marker)
+gst_whisperknot_queue_mark (GstWhisperKnot * self, GstEvent * event,
+    gboolean drain, GstClockTime base)
 {
-  if (!self->flushing && wk_queue_mark (self->queue, marker) == WK_OK)
-    return TRUE;
-  marker_free (marker);
-  return FALSE;
+  Marker *marker = g_new0 (Marker, 1);
+  gboolean ok;
+
+  marker->event = event;
+  marker->drain = drain;
+  marker->base = base;
+  g_mutex_lock (&self->lock);
+  ok = !self->flushing && wk_queue_mark (self->queue, marker) == WK_OK;
+  g_mutex_unlock (&self->lock);
+  if (!ok)
+    marker_free (marker);
+  return ok;
 }
 
 /* On a flush, sticky events still queued (stream-start, caps, tags) are
  * stored on the src pad, to go out before the next data. */
 static void
-keep_sticky (void *mark, void *user)
+store_sticky (void *mark, void *user)
 {
   Marker *marker = mark;
   GstEvent *event = marker->event;
@@ -816,12 +873,6 @@ keep_sticky (void *mark, void *user)
       GST_EVENT_TYPE (event) != GST_EVENT_EOS)
     gst_pad_store_sticky_event (user, event);
   marker_free (marker);
-}
-
-static void
-gst_whisperknot_clear_queue (GstWhisperKnot * self, gboolean sticky)
-{
-  wk_queue_clear (self->queue, sticky ? keep_sticky : NULL, self->srcpad);
 }
 
 /* Streaming thread: queues n samples (silence when data is NULL), waiting
@@ -856,7 +907,7 @@ gst_whisperknot_forget_time (GstWhisperKnot * self)
 static void
 gst_whisperknot_start_anew (GstWhisperKnot * self, gboolean keep_sticky)
 {
-  gst_whisperknot_clear_queue (self, keep_sticky);
+  wk_queue_clear (self->queue, keep_sticky ? store_sticky : NULL, self->srcpad);
   self->fed = 0;
   self->base = GST_CLOCK_TIME_NONE;
   self->out_pos = GST_CLOCK_TIME_NONE;
@@ -880,7 +931,6 @@ gst_whisperknot_align (GstWhisperKnot * self, GstClockTime ts,
   GstClockTime out, dur, threshold;
   GstClockTimeDiff hole;
   GstFlowReturn ret = GST_FLOW_OK;
-  Marker *marker;
 
   if (!GST_CLOCK_TIME_IS_VALID (ts))
     ts = GST_CLOCK_TIME_IS_VALID (self->in_end) ? self->in_end :
@@ -901,12 +951,7 @@ gst_whisperknot_align (GstWhisperKnot * self, GstClockTime ts,
       GST_DEBUG_OBJECT (self, "restarting at %" GST_TIME_FORMAT " (expected %"
           GST_TIME_FORMAT ")", GST_TIME_ARGS (out),
           GST_TIME_ARGS (self->in_end));
-      marker = g_new0 (Marker, 1);
-      marker->kind = MARKER_RESET;
-      marker->base = out;
-      g_mutex_lock (&self->lock);
-      gst_whisperknot_push_marker (self, marker);
-      g_mutex_unlock (&self->lock);
+      gst_whisperknot_queue_mark (self, NULL, FALSE, out);
     }
   }
   self->in_end = out + dur;
@@ -1000,24 +1045,6 @@ gst_whisperknot_set_caps (GstWhisperKnot * self, GstCaps * caps)
   return TRUE;
 }
 
-/* Streaming thread: queues a serialized event for the worker, which first
- * transcribes everything before it when drain is set. */
-static gboolean
-gst_whisperknot_queue_event (GstWhisperKnot * self, GstEvent * event,
-    gboolean drain)
-{
-  gboolean ok;
-  Marker *marker = g_new0 (Marker, 1);
-
-  marker->kind = MARKER_EVENT;
-  marker->event = event;
-  marker->drain = drain;
-  g_mutex_lock (&self->lock);
-  ok = gst_whisperknot_push_marker (self, marker);
-  g_mutex_unlock (&self->lock);
-  return ok;
-}
-
 static gboolean
 gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
@@ -1043,12 +1070,11 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       gboolean ret;
 
       /* the worker is paused: its state is ours to reset */
-      if (self->stream)
-        wk_stream_reset (self->stream);
+      wk_stream_reset (self->stream);
       gst_whisperknot_start_anew (self, TRUE);
       gst_whisperknot_forward_partial_event (self, event);
       ret = gst_pad_push_event (self->srcpad, event);
-      gst_whisperknot_restart_worker (self);
+      gst_whisperknot_start_worker (self, TRUE);
       return ret;
     }
     case GST_EVENT_CAPS:
@@ -1064,8 +1090,8 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         return FALSE;
       }
       caps = gst_static_pad_template_get_caps (&src_template);
-      return gst_whisperknot_queue_event (self, gst_event_new_caps (caps),
-          FALSE);
+      return gst_whisperknot_queue_mark (self, gst_event_new_caps (caps),
+          FALSE, 0);
     }
     case GST_EVENT_SEGMENT:
     {
@@ -1086,10 +1112,10 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
           !gst_segment_is_equal (&self->segment, segment)) {
         gst_whisperknot_forget_time (self);
         gst_segment_copy_into (segment, &self->segment);
-        return gst_whisperknot_queue_event (self, event, TRUE);
+        return gst_whisperknot_queue_mark (self, event, TRUE, 0);
       }
       gst_segment_copy_into (segment, &self->segment);
-      return gst_whisperknot_queue_event (self, event, FALSE);
+      return gst_whisperknot_queue_mark (self, event, FALSE, 0);
     }
     case GST_EVENT_GAP:
     {
@@ -1110,11 +1136,11 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       /* the worker transcribes what came before, then passes it on; the
        * next audio starts anew */
       gst_whisperknot_forget_time (self);
-      return gst_whisperknot_queue_event (self, event, TRUE);
+      return gst_whisperknot_queue_mark (self, event, TRUE, 0);
     }
     case GST_EVENT_EOS:
       gst_whisperknot_forget_time (self);
-      return gst_whisperknot_queue_event (self, event, TRUE);
+      return gst_whisperknot_queue_mark (self, event, TRUE, 0);
     case GST_EVENT_TAG:
     {
       GstTagList *tags;
@@ -1129,11 +1155,11 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
         gst_event_unref (event);
         return TRUE;
       }
-      return gst_whisperknot_queue_event (self, event, FALSE);
+      return gst_whisperknot_queue_mark (self, event, FALSE, 0);
     }
     default:
       if (GST_EVENT_IS_SERIALIZED (event))
-        return gst_whisperknot_queue_event (self, event, FALSE);
+        return gst_whisperknot_queue_mark (self, event, FALSE, 0);
       return gst_pad_event_default (pad, parent, event);
   }
 }
@@ -1292,46 +1318,6 @@ gst_whisperknot_push_cue (GstWhisperKnot * self, const wk_cue * cue)
   return gst_pad_push (self->srcpad, buf);
 }
 
-/* Live policy: the partial result on partial_src, when requested: a
- * buffer that replaces the one before (PTS at its start), or a GAP when
- * nothing is partial any more. Downstream refusing it does not stop the
- * element. */
-static void
-gst_whisperknot_push_partial (GstWhisperKnot * self, const gchar * text,
-    GstClockTime start, GstClockTime end)
-{
-  GstPad *pad;
-  GstBuffer *buf;
-  GstFlowReturn ret;
-
-  GST_OBJECT_LOCK (self);
-  pad = self->partial_srcpad ? gst_object_ref (self->partial_srcpad) : NULL;
-  GST_OBJECT_UNLOCK (self);
-  if (!pad)
-    return;
-
-  if (text[0]) {
-    /* in time order even when a new hypothesis starts earlier */
-    if (GST_CLOCK_TIME_IS_VALID (self->partial_pos))
-      start = MAX (start, self->partial_pos);
-    buf = gst_buffer_new_memdup (text, strlen (text));
-    GST_BUFFER_PTS (buf) = start;
-    GST_BUFFER_DURATION (buf) = MAX (end, start + MIN_TEXT_DURATION) - start;
-    if (!GST_CLOCK_TIME_IS_VALID (self->partial_pos))
-      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
-    self->partial_pos = start;
-    ret = gst_pad_push (pad, buf);
-    if (ret != GST_FLOW_OK)
-      GST_DEBUG_OBJECT (self, "partial_src: %s", gst_flow_get_name (ret));
-  } else if (GST_CLOCK_TIME_IS_VALID (self->partial_pos) &&
-      start > self->partial_pos) {
-    gst_pad_push_event (pad, gst_event_new_gap (self->partial_pos,
-            start - self->partial_pos));
-    self->partial_pos = start;
-  }
-  gst_object_unref (pad);
-}
-
 /* Passes a copy of a serialized event from the main src pad to
  * partial_src (stream-start, caps, segment, EOS, flushes). */
 static void
@@ -1363,8 +1349,11 @@ gst_whisperknot_forward_partial_event (GstWhisperKnot * self, GstEvent * event)
   gst_object_unref (pad);
 }
 
-/* Live policy: posts the words not committed yet as an element message
- * when they changed. */
+/* Live policy: the words not committed yet, when they changed: an element
+ * message, and on partial_src, when requested, a buffer that replaces the
+ * one before (PTS at its start, in time order even when a new hypothesis
+ * starts earlier), or a GAP when nothing is partial any more. Downstream
+ * refusing it does not stop the element. */
 static void
 gst_whisperknot_post_partial (GstWhisperKnot * self)
 {
@@ -1373,6 +1362,10 @@ gst_whisperknot_post_partial (GstWhisperKnot * self)
   size_t n = wk_stream_partial_cue (self->stream, &cue, &serial);
   GstClockTime start = self->base + samples_to_time (cue.start);
   GstClockTime end = self->base + samples_to_time (cue.end);
+  GstClockTime pts = start;
+  GstPad *pad;
+  GstBuffer *buf;
+  GstFlowReturn ret;
 
   if (serial == self->partial_serial)
     return;
@@ -1385,7 +1378,31 @@ gst_whisperknot_post_partial (GstWhisperKnot * self)
               "duration", G_TYPE_UINT64, end > start ? end - start : 0,
               "stability", G_TYPE_DOUBLE, cue.p,
               "words", G_TYPE_UINT, (guint) n, NULL)));
-  gst_whisperknot_push_partial (self, cue.text, start, end);
+
+  GST_OBJECT_LOCK (self);
+  pad = self->partial_srcpad ? gst_object_ref (self->partial_srcpad) : NULL;
+  GST_OBJECT_UNLOCK (self);
+  if (!pad)
+    return;
+  if (cue.text[0]) {
+    if (GST_CLOCK_TIME_IS_VALID (self->partial_pos))
+      pts = MAX (start, self->partial_pos);
+    buf = gst_buffer_new_memdup (cue.text, strlen (cue.text));
+    GST_BUFFER_PTS (buf) = pts;
+    GST_BUFFER_DURATION (buf) = MAX (end, pts + MIN_TEXT_DURATION) - pts;
+    if (!GST_CLOCK_TIME_IS_VALID (self->partial_pos))
+      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    self->partial_pos = pts;
+    ret = gst_pad_push (pad, buf);
+    if (ret != GST_FLOW_OK)
+      GST_DEBUG_OBJECT (self, "partial_src: %s", gst_flow_get_name (ret));
+  } else if (GST_CLOCK_TIME_IS_VALID (self->partial_pos) &&
+      start > self->partial_pos) {
+    gst_pad_push_event (pad, gst_event_new_gap (self->partial_pos,
+            start - self->partial_pos));
+    self->partial_pos = start;
+  }
+  gst_object_unref (pad);
 }
 
 /* Once the stream's language is known, and whenever it changes: a
@@ -1502,7 +1519,7 @@ gst_whisperknot_handle_marker (GstWhisperKnot * self, Marker * marker)
 {
   GstFlowReturn ret = GST_FLOW_OK;
 
-  if (marker->kind == MARKER_RESET) {
+  if (!marker->event) {
     ret = gst_whisperknot_drain (self);
     self->base = marker->base;
     /* within a segment, a step back does not take text back in time */
@@ -1657,18 +1674,8 @@ gst_whisperknot_src_activate_mode (GstPad * pad, GstObject * parent,
   if (mode != GST_PAD_MODE_PUSH)
     return FALSE;
 
-  if (active) {
-    gboolean ok;
-
-    g_mutex_lock (&self->lock);
-    self->flushing = FALSE;
-    self->srcresult = GST_FLOW_OK;
-    wk_queue_start (self->queue);
-    ok = gst_pad_start_task (pad, (GstTaskFunction) gst_whisperknot_loop,
-        pad, NULL);
-    g_mutex_unlock (&self->lock);
-    return ok;
-  }
+  if (active)
+    return gst_whisperknot_start_worker (self, FALSE);
 
   /* takes self->lock: a FLUSH_STOP that restarted the worker before
    * the pad left push mode has done so by now, and this stops it */
@@ -1676,29 +1683,33 @@ gst_whisperknot_src_activate_mode (GstPad * pad, GstObject * parent,
   return gst_pad_stop_task (pad);
 }
 
-/* After FLUSH_STOP: the worker runs again, but only while the source pad
- * is still in push mode (a FLUSH_STOP can come from upstream while the
- * element shuts down; restarting then would leave a task on an inactive
- * pad). The pad owns the task and is its argument, as in gstqueue.c. */
-static void
-gst_whisperknot_restart_worker (GstWhisperKnot * self)
+/* Starts the worker as the source pad becomes active, or with restart
+ * after FLUSH_STOP, but then only while the pad is still in push mode (a
+ * FLUSH_STOP can come from upstream while the element shuts down;
+ * restarting then would leave a task on an inactive pad). The pad owns
+ * the task and is its argument, as in gstqueue.c. */
+static gboolean
+gst_whisperknot_start_worker (GstWhisperKnot * self, gboolean restart)
 {
-  gboolean active;
+  gboolean ok = TRUE;
 
   g_mutex_lock (&self->lock);
-  GST_OBJECT_LOCK (self->srcpad);
-  active = GST_PAD_MODE (self->srcpad) == GST_PAD_MODE_PUSH;
-  GST_OBJECT_UNLOCK (self->srcpad);
-  if (active) {
+  if (restart) {
+    GST_OBJECT_LOCK (self->srcpad);
+    ok = GST_PAD_MODE (self->srcpad) == GST_PAD_MODE_PUSH;
+    GST_OBJECT_UNLOCK (self->srcpad);
+  }
+  if (ok) {
     self->flushing = FALSE;
     self->srcresult = GST_FLOW_OK;
     wk_queue_start (self->queue);
-    gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_whisperknot_loop,
-        self->srcpad, NULL);
+    ok = gst_pad_start_task (self->srcpad,
+        (GstTaskFunction) gst_whisperknot_loop, self->srcpad, NULL);
   } else {
     GST_INFO_OBJECT (self, "source pad inactive: the worker stays stopped");
   }
   g_mutex_unlock (&self->lock);
+  return ok;
 }
 
 static gboolean
@@ -1752,10 +1763,7 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
         return GST_STATE_CHANGE_FAILURE;
       if (!gst_whisperknot_join_load (self, TRUE))
         return GST_STATE_CHANGE_FAILURE;
-      GST_OBJECT_LOCK (self);
-      g_value_set_uint (&self->props[PROP_MAX_OBSERVED_DELAY], 0);
-      GST_OBJECT_UNLOCK (self);
-      /* with this run's language, translate, latency and threads */
+      /* with this run's properties */
       if (!gst_whisperknot_open_stream (self))
         return GST_STATE_CHANGE_FAILURE;
       gst_whisperknot_start_anew (self, FALSE);
@@ -1765,12 +1773,6 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       self->format = GST_AUDIO_FORMAT_F32LE;
       gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
       gst_segment_init (&self->out_segment, GST_FORMAT_UNDEFINED);
-      GST_OBJECT_LOCK (self);
-      gst_audio_stream_align_set_alignment_threshold (self->align,
-          PROP_GET (self, uint64, PROP_ALIGNMENT_THRESHOLD));
-      gst_audio_stream_align_set_discont_wait (self->align,
-          PROP_GET (self, uint64, PROP_DISCONT_WAIT));
-      GST_OBJECT_UNLOCK (self);
       break;
     default:
       break;
@@ -1781,11 +1783,8 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
   switch (transition) {
     case GST_STATE_CHANGE_PAUSED_TO_READY:
       /* the pads are inactive: the worker has stopped */
-      gst_whisperknot_clear_queue (self, FALSE);
-      if (self->stream) {
-        wk_stream_free (self->stream);
-        self->stream = NULL;
-      }
+      wk_queue_clear (self->queue, NULL, NULL);
+      g_clear_pointer (&self->stream, wk_stream_free);
       break;
     case GST_STATE_CHANGE_READY_TO_NULL:
       gst_whisperknot_join_load (self, FALSE);

@@ -101,7 +101,7 @@ wk_model_resolve_path (const char *name_or_path)
   size_t n;
 
   if (!name_or_path)
-    return NULL;
+    return strdup (wk_default_model_path ());
   /* a path, or a file of that name here, is taken as is */
   if (!name_or_path[0] || strchr (name_or_path, '/') ||
       access (name_or_path, F_OK) == 0 || !(dir = model_dir ()))

@@ -61,6 +61,7 @@ struct wk_stream
   wk_ctx *ctx;
   wk_stream_params p;
   int lang_fixed;               /* configured language index, -1 = detect */
+  bool prompt_ignored;          /* wk_stream_prompt_ignored */
   int lang;                     /* in use, -1 = not known yet */
   bool finished;
   int W;                        /* window frames: 2 n_audio_ctx */
@@ -222,6 +223,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
   wk_stream *s;
   wk_stream_params p = params ? *params : wk_stream_default_params ();
   const wk_hparams *hp;
+  wk_model_info info;
   wk_status st;
   bool ok = true;
   int T, max_seg_tokens;
@@ -342,6 +344,9 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
       wk_stream_free (s);
       return st;
     }
+    wk_model_get_info (model, &info);
+    s->prompt_ignored = params->initial_prompt[0]
+        && info.max_prompt_tokens == 0;
   }
   s->initial_as_prev = p.latency_ms == 0 && p.max_text_ctx > 0
       && model->max_text_ctx > 0;
@@ -1009,6 +1014,12 @@ wk_ctx *
 wk_stream_ctx (wk_stream * s)
 {
   return s ? s->ctx : NULL;
+}
+
+bool
+wk_stream_prompt_ignored (const wk_stream * s)
+{
+  return s && s->prompt_ignored;
 }
 
 const char *

@@ -197,12 +197,13 @@ WK_API void wk_model_get_info (const wk_model * model, wk_model_info * info);
  * copy there. Never NULL. */
 WK_API const char *wk_default_model_path (void);
 
-/* A model= value as a path: one containing '/' or naming an existing file
+/* A model= value as a path: NULL (no model named) is
+ * wk_default_model_path(); one containing '/' or naming an existing file
  * is returned as is; otherwise the installed NAME.knot (from
  * tools/whisperknot-model: $WHISPERKNOT_MODEL_DIR, else
  * $XDG_DATA_HOME/whisperknot, else ~/.local/share/whisperknot) if it
  * exists; else the value unchanged. The result is malloc'd (free() it);
- * NULL for NULL or when out of memory. */
+ * NULL when out of memory. */
 WK_API char *wk_model_resolve_path (const char *name_or_path);
 
 /* ---- streams --------------------------------------------------------- */
@@ -566,6 +567,11 @@ WK_API size_t wk_stream_partial (wk_stream * stream, const wk_segment ** segs,
  * wk_stream_partial's. Offline streams give an empty cue. */
 WK_API size_t wk_stream_partial_cue (wk_stream * stream, wk_cue * cue,
     uint64_t * serial);
+
+/* Whether the stream ignores the initial_prompt it was given (not NULL
+ * nor ""): the model was never trained with a prompt
+ * (wk_model_info.max_prompt_tokens = 0). A caller warns its user. */
+WK_API bool wk_stream_prompt_ignored (const wk_stream * stream);
 
 /* The detected (or configured) language code of the stream, or NULL. */
 WK_API const char *wk_stream_language (const wk_stream * stream);

@@ -852,12 +852,30 @@ test_initial_prompt (void)
     p = fast_params ();
     p.initial_prompt = "Nakamura spoke in Kyoto.";
     CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+    /* which the stream says, for its caller to warn */
+    CHECK (wk_stream_prompt_ignored (s));
     CHECK (wk_stream_feed (s, jfk, n) == WK_OK);
     CHECK (wk_stream_finish (s) == WK_OK);
     CHECK (context_is (s, NULL, 0));
     wk_stream_free (s);
+    /* no prompt (NULL or ""), nothing ignored */
+    p.initial_prompt = "";
+    CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+    CHECK (!wk_stream_prompt_ignored (s));
+    wk_stream_free (s);
+    p.initial_prompt = NULL;
+    CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+    CHECK (!wk_stream_prompt_ignored (s));
+    wk_stream_free (s);
     m->max_text_ctx = saved;
   }
+  /* a model trained with prompts reads the one it is given */
+  p = fast_params ();
+  p.initial_prompt = "Nakamura spoke in Kyoto.";
+  CHECK (wk_stream_new (m, &p, &s, err, sizeof err) == WK_OK);
+  CHECK (!wk_stream_prompt_ignored (s));
+  wk_stream_free (s);
+  CHECK (!wk_stream_prompt_ignored (NULL));
 
   /* not UTF-8: refused, saying where */
   p.initial_prompt = "Caf\xc3 au lait";
@@ -1462,6 +1480,52 @@ test_hostile_samples (void)
   }
 }
 
+/* wk_model_resolve_path: what a model= value names */
+static void
+check_resolved (const char *value, const char *want)
+{
+  char *got = wk_model_resolve_path (value);
+
+  CHECK_MSG (got && strcmp (got, want) == 0, "'%s': '%s', expected '%s'",
+      value ? value : "(null)", got ? got : "(null)", want);
+  free (got);
+}
+
+static void
+test_resolve_path (void)
+{
+  const char *old_dir = getenv ("WHISPERKNOT_MODEL_DIR");
+  char *saved_dir = old_dir ? strdup (old_dir) : NULL;
+  char dir[] = "/tmp/wk-resolve-XXXXXX";
+  char knot[64];
+  FILE *f;
+
+  CHECK (mkdtemp (dir) != NULL);
+  snprintf (knot, sizeof knot, "%s/small.knot", dir);
+  f = fopen (knot, "w");
+  CHECK (f != NULL);
+  if (f)
+    fclose (f);
+  setenv ("WHISPERKNOT_MODEL_DIR", dir, 1);
+  /* no value: the default model */
+  check_resolved (NULL, wk_default_model_path ());
+  /* a path as it is, found or not */
+  check_resolved ("models/small", "models/small");
+  check_resolved (knot, knot);
+  /* a name: the installed knot of that name, when there is one */
+  check_resolved ("small", knot);
+  check_resolved ("large", "large");
+  check_resolved ("", "");
+  unlink (knot);
+  rmdir (dir);
+  if (saved_dir) {
+    setenv ("WHISPERKNOT_MODEL_DIR", saved_dir, 1);
+    free (saved_dir);
+  } else {
+    unsetenv ("WHISPERKNOT_MODEL_DIR");
+  }
+}
+
 static void
 test_misc_api (void)
 {
@@ -1478,6 +1542,7 @@ test_misc_api (void)
     setenv ("WHISPERKNOT_MODEL", saved, 1);
     free (saved);
   }
+  test_resolve_path ();
   wk_stream_free (NULL);
   wk_model_unref (NULL);
   CHECK (wk_stream_take (NULL, NULL) == 0);

@@ -766,7 +766,6 @@ main (int argc, char **argv)
   };
   const char *model_path = NULL, *out_path = NULL;
   char *resolved_path = NULL;
-  int model_given;
   wk_model_params mp = wk_model_default_params ();
   wk_stream_params sp = wk_stream_default_params ();
   wk_model *model = NULL;
@@ -880,14 +879,14 @@ main (int argc, char **argv)
       return 1;
     }
   }
-  model_given = model_path != NULL;
-  if (!model_path)
-    model_path = wk_default_model_path ();
-
   t_start = now_seconds ();
-  /* a name installed by whisperknot-model, or a path */
-  if (model_given && (resolved_path = wk_model_resolve_path (model_path)))
+  /* a name installed by whisperknot-model, a path, or the default model */
+  if ((resolved_path = wk_model_resolve_path (model_path)))
     model_path = resolved_path;
+  if (!model_path) {
+    fprintf (stderr, PROGRAM ": out of memory\n");
+    goto done;
+  }
   st = wk_model_load (model_path, &mp, &model, err, sizeof err);
   if (st != WK_OK) {
     /* the loader's message may name the file already */
@@ -907,15 +906,10 @@ main (int argc, char **argv)
     fprintf (stderr, PROGRAM ": %s\n", err);
     goto done;
   }
-  if (sp.initial_prompt && sp.initial_prompt[0]) {
-    wk_model_info info;
-
-    wk_model_get_info (model, &info);
-    if (info.max_prompt_tokens == 0)
-      fprintf (stderr, PROGRAM ": warning: --prompt is ignored: the model "
-          "was never trained with a prompt (its knot has "
-          "whisperknot.max_text_ctx = 0)\n");
-  }
+  if (wk_stream_prompt_ignored (stream))
+    fprintf (stderr, PROGRAM ": warning: --prompt is ignored: the model "
+        "was never trained with a prompt (its knot has "
+        "whisperknot.max_text_ctx = 0)\n");
   t_loaded = now_seconds ();
 
   if (out_path) {
