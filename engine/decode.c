@@ -117,14 +117,20 @@ window_text (wk_ctx * ctx, const int32_t * tokens, int n)
 
 /* ---- sampling helpers ---------------------------------------------- */
 
+/* splitmix64's finaliser: a well-mixed 64-bit function of z */
+static uint64_t
+mix64 (uint64_t z)
+{
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 static uint64_t
 rng_next (wk_ctx * ctx)
 {
   /* splitmix64 */
-  uint64_t z = (ctx->rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return mix64 (ctx->rng += 0x9e3779b97f4a7c15ull);
 }
 
 /* log (sum exp x) over n values; -INFINITY when all are. */
@@ -169,27 +175,53 @@ vocab_lse (wk_ctx * ctx, const float *x, int n)
   return vocab_lse_at (ctx, x, n, wk_argmax (x, n));
 }
 
-/* Draws from softmax (x / temp) (Categorical(logits / temperature)). */
+int
+wk_sample_race (const float *p, int n, uint64_t key)
+{
+  double best_t = INFINITY;
+  int i, best = -1, top;
+
+  if (!p || n <= 0)
+    return -1;
+  top = (int) wk_argmax (p, n);
+  /* the likeliest token first: its arrival bounds the others' early */
+  for (i = -1; i < n; i++) {
+    int j = i < 0 ? top : i;
+    uint64_t h;
+    double v, t;
+
+    if (!(p[j] > 0.0f) || (i >= 0 && j == top))
+      continue;
+    h = mix64 (key + ((uint64_t) j + 1) * 0x9e3779b97f4a7c15ull);
+    /* a multiple of 2^-53 in (0, 1], so 1 - v is exact */
+    v = (double) ((h >> 11) + 1) * (1.0 / 9007199254740992.0);
+    /* -log v >= 1 - v: a token whose bound already arrives later
+     * cannot win and skips its log (the margin keeps the rounding of the
+     * product from skipping one that the exact comparison would take) */
+    if (1.0 - v >= best_t * (double) p[j] * (1.0 + 1e-9))
+      continue;
+    t = -log (v) / (double) p[j];
+    if (t < best_t || (t == best_t && j < best)) {
+      best_t = t;
+      best = j;
+    }
+  }
+  return best;
+}
+
+/* Draws from softmax (x / temp) (Categorical(logits / temperature)), one
+ * RNG step per draw. */
 static int
 sample_token (wk_ctx * ctx, const float *x, int n, float temp)
 {
   float *p = ctx->logprobs;
-  double r, acc = 0.0;
-  int i, last = 0;
+  int i, tok;
 
   for (i = 0; i < n; i++)
     p[i] = x[i] / temp;
   wk_softmax (p, n);
-  r = (double) (rng_next (ctx) >> 11) * (1.0 / 9007199254740992.0);
-  for (i = 0; i < n; i++) {
-    if (p[i] <= 0.0f)
-      continue;
-    acc += p[i];
-    last = i;
-    if (acc > r)
-      return i;
-  }
-  return last;
+  tok = wk_sample_race (p, n, rng_next (ctx));
+  return tok >= 0 ? tok : 0;
 }
 
 /* ---- logit filters ---------------------------------------------------- */
