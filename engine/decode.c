@@ -175,33 +175,69 @@ vocab_lse (wk_ctx * ctx, const float *x, int n)
   return vocab_lse_at (ctx, x, n, wk_argmax (x, n));
 }
 
+/* tokens per block of wk_sample_race's first race */
+#define WK_RACE_BLOCK 64
+
+/* The arrival time -log (v) / w of racer i (weight w > 0), v in (0, 1]
+ * hashed from (key, i); INFINITY when it cannot come before bound. */
+static double
+race_arrival (uint64_t key, int i, double w, double bound)
+{
+  uint64_t h = mix64 (key + ((uint64_t) i + 1) * 0x9e3779b97f4a7c15ull);
+  /* a multiple of 2^-53 in (0, 1], so 1 - v is exact */
+  double v = (double) ((h >> 11) + 1) * (1.0 / 9007199254740992.0);
+
+  /* -log v >= 1 - v: skip the log when even that bound arrives later (the
+   * margin keeps the product's rounding from skipping a racer that the
+   * exact comparison would take) */
+  if (1.0 - v >= bound * w * (1.0 + 1e-9))
+    return INFINITY;
+  return -log (v) / w;
+}
+
 int
 wk_sample_race (const float *p, int n, uint64_t key)
 {
+  const uint64_t key2 = mix64 (key ^ 0xd1b54a32d192ed03ull);
   double best_t = INFINITY;
-  int i, best = -1, top;
+  int b, j, e, best_b = -1, best = -1;
 
   if (!p || n <= 0)
     return -1;
-  top = (int) wk_argmax (p, n);
-  /* the likeliest token first: its arrival bounds the others' early */
-  for (i = -1; i < n; i++) {
-    int j = i < 0 ? top : i;
-    uint64_t h;
-    double v, t;
-
-    if (!(p[j] > 0.0f) || (i >= 0 && j == top))
+  /* blocks race with their masses, then the winning block's tokens with
+   * theirs: P (token) = P (block) P (token | block), with a hash per block
+   * and per token of one block instead of one per token */
+  for (b = 0; b < n; b += WK_RACE_BLOCK) {
+    /* four partial sums (four short dependency chains) in a fixed order */
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, mass, t;
+    e = b + WK_RACE_BLOCK < n ? b + WK_RACE_BLOCK : n;
+    for (j = b; j + 4 <= e; j += 4) {
+      s0 += p[j] > 0.0f ? p[j] : 0.0f;
+      s1 += p[j + 1] > 0.0f ? p[j + 1] : 0.0f;
+      s2 += p[j + 2] > 0.0f ? p[j + 2] : 0.0f;
+      s3 += p[j + 3] > 0.0f ? p[j + 3] : 0.0f;
+    }
+    for (; j < e; j++)
+      s0 += p[j] > 0.0f ? p[j] : 0.0f;
+    mass = (s0 + s1) + (s2 + s3);
+    if (!(mass > 0.0))
       continue;
-    h = mix64 (key + ((uint64_t) j + 1) * 0x9e3779b97f4a7c15ull);
-    /* a multiple of 2^-53 in (0, 1], so 1 - v is exact */
-    v = (double) ((h >> 11) + 1) * (1.0 / 9007199254740992.0);
-    /* -log v >= 1 - v: a token whose bound already arrives later
-     * cannot win and skips its log (the margin keeps the rounding of the
-     * product from skipping one that the exact comparison would take) */
-    if (1.0 - v >= best_t * (double) p[j] * (1.0 + 1e-9))
+    t = race_arrival (key, b / WK_RACE_BLOCK, mass, best_t);
+    if (t < best_t) {
+      best_t = t;
+      best_b = b;
+    }
+  }
+  if (best_b < 0)
+    return -1;
+  best_t = INFINITY;
+  e = best_b + WK_RACE_BLOCK < n ? best_b + WK_RACE_BLOCK : n;
+  for (j = best_b; j < e; j++) {
+    double t;
+    if (!(p[j] > 0.0f))
       continue;
-    t = -log (v) / (double) p[j];
-    if (t < best_t || (t == best_t && j < best)) {
+    t = race_arrival (key2, j, p[j], best_t);
+    if (t < best_t) {
       best_t = t;
       best = j;
     }
