@@ -98,15 +98,21 @@ for (const [name, wav] of Object.entries(unsureWavs)) {
       assert.equal(transcribeJs(wav, { ...f32, WK_KERNELS: '' }), want, 'wasm');
       assert.equal(transcribeJs(wav, { ...f32, WK_KERNELS: 'ref' }), want, 'wasm ref');
     });
-  // The default activations are quantized to int8 for the decoder's q8_0
-  // products: rounding x / d to an integer turns last-bit differences
-  // between kernel sets into steps of max|x| / 127, and the logits of one
-  // prefix differ by up to 0.06 between sets (1e-4 with f32 activations).
-  // On these files that flips greedy near-ties (gaps of 0.0004-0.03) and
-  // the native sets already print three texts. Reported, not hidden: the
-  // f32 decoder costs 2.2x a native step and 7x a wasm one.
+  // Issue 19's check, at the default settings. The decoder's q8_0 products
+  // quantize their activations to int8: rounding x / d to an integer turns
+  // last-bit differences between kernel sets into steps of max|x| / 127,
+  // and the logits of one prefix differ by up to 0.06 between sets (1e-4
+  // with f32 activations), which flips this model's greedy near-ties (gaps
+  // of 0.0004-0.03). On sample.wav the greedy window fails the -1.0
+  // avg_logprob check on every set (-1.03 to -1.08) and the accepted
+  // T = 0.2 draw is the same on all of them; on jfk.wav the native sets
+  // print three texts, so that one is a todo, reported rather than
+  // hidden (f32 activations cost 2.2x a native decoder step, 7x a wasm one).
   test(`${name}, default settings: transcribe.mjs prints the text of whisperknot-transcribe -b 1`,
-    { skip: skip || (!wav && `no ${name}`), todo: 'int8 activations amplify kernel rounding (see above)' }, () => {
+    {
+      skip: skip || (!wav && `no ${name}`),
+      todo: name === 'jfk.wav' && 'int8 activations amplify kernel rounding (see above)',
+    }, () => {
       assert.equal(transcribeJs(wav, { WK_INT8: '', WK_KERNELS: '' }), transcribeNative(wav, { WK_INT8: '', WK_KERNELS: '' }));
     });
 }
