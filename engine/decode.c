@@ -117,14 +117,20 @@ window_text (wk_ctx * ctx, const int32_t * tokens, int n)
 
 /* ---- sampling helpers ---------------------------------------------- */
 
+/* splitmix64's finaliser: a well-mixed 64-bit function of z */
+static uint64_t
+mix64 (uint64_t z)
+{
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 static uint64_t
 rng_next (wk_ctx * ctx)
 {
   /* splitmix64 */
-  uint64_t z = (ctx->rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return mix64 (ctx->rng += 0x9e3779b97f4a7c15ull);
 }
 
 /* log (sum exp x) over n values; -INFINITY when all are. */
@@ -169,27 +175,89 @@ vocab_lse (wk_ctx * ctx, const float *x, int n)
   return vocab_lse_at (ctx, x, n, wk_argmax (x, n));
 }
 
-/* Draws from softmax (x / temp) (Categorical(logits / temperature)). */
+/* tokens per block of wk_sample_race's first race */
+#define WK_RACE_BLOCK 64
+
+/* The arrival time -log (v) / w of racer i (weight w > 0), v in (0, 1]
+ * hashed from (key, i); INFINITY when it cannot come before bound. */
+static double
+race_arrival (uint64_t key, int i, double w, double bound)
+{
+  uint64_t h = mix64 (key + ((uint64_t) i + 1) * 0x9e3779b97f4a7c15ull);
+  /* a multiple of 2^-53 in (0, 1], so 1 - v is exact */
+  double v = (double) ((h >> 11) + 1) * (1.0 / 9007199254740992.0);
+
+  /* -log v >= 1 - v: skip the log when even that bound arrives later (the
+   * margin keeps the product's rounding from skipping a racer that the
+   * exact comparison would take) */
+  if (1.0 - v >= bound * w * (1.0 + 1e-9))
+    return INFINITY;
+  return -log (v) / w;
+}
+
+int
+wk_sample_race (const float *p, int n, uint64_t key)
+{
+  const uint64_t key2 = mix64 (key ^ 0xd1b54a32d192ed03ull);
+  double best_t = INFINITY;
+  int b, j, e, best_b = -1, best = -1;
+
+  if (!p || n <= 0)
+    return -1;
+  /* blocks race with their masses, then the winning block's tokens with
+   * theirs: P (token) = P (block) P (token | block), with a hash per block
+   * and per token of one block instead of one per token */
+  for (b = 0; b < n; b += WK_RACE_BLOCK) {
+    /* four partial sums (four short dependency chains) in a fixed order */
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, mass, t;
+    e = b + WK_RACE_BLOCK < n ? b + WK_RACE_BLOCK : n;
+    for (j = b; j + 4 <= e; j += 4) {
+      s0 += p[j] > 0.0f ? p[j] : 0.0f;
+      s1 += p[j + 1] > 0.0f ? p[j + 1] : 0.0f;
+      s2 += p[j + 2] > 0.0f ? p[j + 2] : 0.0f;
+      s3 += p[j + 3] > 0.0f ? p[j + 3] : 0.0f;
+    }
+    for (; j < e; j++)
+      s0 += p[j] > 0.0f ? p[j] : 0.0f;
+    mass = (s0 + s1) + (s2 + s3);
+    if (!(mass > 0.0))
+      continue;
+    t = race_arrival (key, b / WK_RACE_BLOCK, mass, best_t);
+    if (t < best_t) {
+      best_t = t;
+      best_b = b;
+    }
+  }
+  if (best_b < 0)
+    return -1;
+  best_t = INFINITY;
+  e = best_b + WK_RACE_BLOCK < n ? best_b + WK_RACE_BLOCK : n;
+  for (j = best_b; j < e; j++) {
+    double t;
+    if (!(p[j] > 0.0f))
+      continue;
+    t = race_arrival (key2, j, p[j], best_t);
+    if (t < best_t) {
+      best_t = t;
+      best = j;
+    }
+  }
+  return best;
+}
+
+/* Draws from softmax (x / temp) (Categorical(logits / temperature)), one
+ * RNG step per draw. */
 static int
 sample_token (wk_ctx * ctx, const float *x, int n, float temp)
 {
   float *p = ctx->logprobs;
-  double r, acc = 0.0;
-  int i, last = 0;
+  int i, tok;
 
   for (i = 0; i < n; i++)
     p[i] = x[i] / temp;
   wk_softmax (p, n);
-  r = (double) (rng_next (ctx) >> 11) * (1.0 / 9007199254740992.0);
-  for (i = 0; i < n; i++) {
-    if (p[i] <= 0.0f)
-      continue;
-    acc += p[i];
-    last = i;
-    if (acc > r)
-      return i;
-  }
-  return last;
+  tok = wk_sample_race (p, n, rng_next (ctx));
+  return tok >= 0 ? tok : 0;
 }
 
 /* ---- logit filters ---------------------------------------------------- */

@@ -307,6 +307,21 @@ void wk_logit_filters_apply (const wk_model * m, int sample_begin,
     bool suppress_blank, bool timestamps, float *logits,
     const int32_t * seq, int n);
 
+/* One draw from the distribution p [n] (p >= 0, summing to about 1;
+ * entries <= 0 are never drawn) by exponential races: racer i of weight
+ * w_i arrives at E_i / w_i with E_i = -log v_i ~ Exp (1), v_i in (0, 1] a
+ * hash of (key, i), and the first arrival wins, with probability
+ * w_i / sum w (the Gumbel-max trick in another form). Blocks of 64 tokens
+ * race with their masses, then the winning block's tokens with theirs.
+ * Inverse-CDF sampling lets the running sum's last bits choose among the
+ * thousands of tail tokens of p ~ 1e-6 whenever the draw falls in the
+ * tail, so kernel sets whose logits differ by f32 rounding drew different
+ * tokens; a race's winner changes only if two arrivals are within that
+ * rounding of each other. Returns the token, -1 when no p is positive.
+ * The same (p, key) gives the same token on every platform (the hash is
+ * integer arithmetic). */
+int wk_sample_race (const float *p, int n, uint64_t key);
+
 /* zlib compression ratio of bytes, as Whisper measures repetition:
  * len / len (zlib.compress (bytes)). Uses ctx's preallocated zlib arena. */
 float wk_ctx_compression_ratio (wk_ctx * ctx, const char *text, size_t len);

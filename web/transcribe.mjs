@@ -7,6 +7,8 @@
 // WebAssembly engine runs on one thread, where five beams cost about three
 // times the decoding; whisperknot-transcribe's default is 5), -l LANG,
 // --latency MS (the live policy), --stats (timings on standard error).
+// The engine sees the WK_* variables of the environment (WK_KERNELS=ref,
+// WK_INT8=...), as whisperknot-transcribe's engine does.
 import { readFile } from 'node:fs/promises';
 import { Whisperknot, WhisperknotError } from './whisperknot.mjs';
 
@@ -37,7 +39,8 @@ if (params.beamSize !== undefined && !(params.beamSize >= 1 && params.beamSize <
 
 try {
   const t0 = performance.now();
-  const wk = await Whisperknot.create();
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('WK_')));
+  const wk = await Whisperknot.create({ env });
   const model = await wk.loadModel(pos[0]);
   let wav;
   try {

@@ -19,10 +19,12 @@ function nativeSegments(model, wav, env = {}, beam = 1) {
   return JSON.parse(out).segments.map((s) => ({ text: s.text, ids: s.tokens.map((t) => t.id) }));
 }
 
-let wk, wkRef;
+let wk, wkRef, wkF32;
+// ref: true (the reference kernels), false (the widest), or an instance
 async function wasmSegments(model, wav, ref = false, beam = 1) {
-  const m = await (ref ? wkRef : wk).loadModel(model);
-  const { samples } = (ref ? wkRef : wk).parseWav(readFileSync(wav));
+  const inst = typeof ref === 'object' ? ref : ref ? wkRef : wk;
+  const m = await inst.loadModel(model);
+  const { samples } = inst.parseWav(readFileSync(wav));
   const s = m.createStream({ beamSize: beam });
   const segs = [];
   // 1 s per feed, as whisperknot-transcribe
@@ -42,6 +44,8 @@ before(async () => {
   wk = await Whisperknot.create();
   // the portable reference kernels, as WK_KERNELS=ref natively
   wkRef = await Whisperknot.create({ env: { WK_KERNELS: 'ref' } });
+  // f32 activations in the decoder, as WK_INT8=0 natively
+  wkF32 = await Whisperknot.create({ env: { WK_INT8: '0' } });
 });
 
 const skip = transcribe ? false : 'no native build (set WK_NATIVE_BUILD)';
@@ -52,7 +56,8 @@ const skip = transcribe ? false : 'no native build (set WK_NATIVE_BUILD)';
 // with every native kernel set. Not sample.wav: the step 19042 model is
 // unsure of that voice, its greedy text falls back to sampling, and the
 // native AVX-512, AVX2 and reference kernels already print three different
-// texts for it (sample.wav is compared below where they agree).
+// texts for it with the default int8 activations (sample.wav is compared
+// below with f32 activations, where every kernel set agrees).
 test('node web/transcribe.mjs prints the text of whisperknot-transcribe -b 1', { skip }, () => {
   const here = path.dirname(new URL(import.meta.url).pathname);
   const js = execFileSync(process.execPath, [path.join(here, '..', 'transcribe.mjs'), defaultModel, kedWav],
@@ -62,6 +67,55 @@ test('node web/transcribe.mjs prints the text of whisperknot-transcribe -b 1', {
   assert.ok(native.trim().length > 0);
   assert.equal(js, native);
 });
+
+// The same check on sample.wav and jfk.wav, where the step 19042 model is
+// unsure enough that greedy windows fall back to sampling (avg_logprob
+// -1.04 against the -1.0 threshold on sample.wav). The front ends must
+// print one text whatever kernels run them: native ref, AVX2 and AVX-512
+// (a set the CPU lacks falls back to the widest it has) and wasm's own
+// and reference kernels. With f32 activations (WK_INT8=0), where every
+// kernel set's logits agree to about 1e-4, that holds token for token:
+// it failed while the fallback sampled by inverse CDF over the
+// vocabulary, whose running sum let rounding pick among tail tokens.
+function transcribeJs(wav, env) {
+  const here = path.dirname(new URL(import.meta.url).pathname);
+  return execFileSync(process.execPath, [path.join(here, '..', 'transcribe.mjs'), defaultModel, wav],
+    { encoding: 'utf8', maxBuffer: 1 << 24, env: { ...process.env, ...env } });
+}
+function transcribeNative(wav, env) {
+  return execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', wav],
+    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...env } });
+}
+const unsureWavs = { 'sample.wav': sampleWav, 'jfk.wav': existsSync(jfkWav) ? jfkWav : null };
+for (const [name, wav] of Object.entries(unsureWavs)) {
+  test(`${name}, f32 activations: transcribe.mjs and whisperknot-transcribe -b 1 print one text on every kernel set`,
+    { skip: skip || (!wav && `no ${name}`) }, () => {
+      const f32 = { WK_INT8: '0' };
+      const want = transcribeNative(wav, { ...f32, WK_KERNELS: '' });
+      assert.ok(want.trim().length > 0);
+      for (const k of ['ref', 'avx2', 'avx512'])
+        assert.equal(transcribeNative(wav, { ...f32, WK_KERNELS: k }), want, `native ${k}`);
+      assert.equal(transcribeJs(wav, { ...f32, WK_KERNELS: '' }), want, 'wasm');
+      assert.equal(transcribeJs(wav, { ...f32, WK_KERNELS: 'ref' }), want, 'wasm ref');
+    });
+  // Issue 19's check, at the default settings. The decoder's q8_0 products
+  // quantize their activations to int8: rounding x / d to an integer turns
+  // last-bit differences between kernel sets into steps of max|x| / 127,
+  // and the logits of one prefix differ by up to 0.06 between sets (1e-4
+  // with f32 activations), which flips this model's greedy near-ties (gaps
+  // of 0.0004-0.03). On sample.wav the greedy window fails the -1.0
+  // avg_logprob check on every set (-1.03 to -1.08) and the accepted
+  // T = 0.2 draw is the same on all of them; on jfk.wav the native sets
+  // print three texts, so that one is a todo, reported rather than
+  // hidden (f32 activations cost 2.2x a native decoder step, 7x a wasm one).
+  test(`${name}, default settings: transcribe.mjs prints the text of whisperknot-transcribe -b 1`,
+    {
+      skip: skip || (!wav && `no ${name}`),
+      todo: name === 'jfk.wav' && 'int8 activations amplify kernel rounding (see above)',
+    }, () => {
+      assert.equal(transcribeJs(wav, { WK_INT8: '', WK_KERNELS: '' }), transcribeNative(wav, { WK_INT8: '', WK_KERNELS: '' }));
+    });
+}
 
 // Stream.takeCues reads wk_cue through wkw_layout: the festival verse's
 // cues (text, times) as whisperknot-transcribe -b 1 writes them in SubRip.
@@ -97,12 +151,14 @@ test('Stream.takeCues gives the cues of whisperknot-transcribe -f srt', { skip }
 // native SIMD and reference kernels agree. Where they do not (a model
 // unsure of the audio: its greedy tokens hang on near-ties, and a
 // temperature fallback samples), the test says so and checks that the
-// wasm engine still transcribes the whole file.
-async function agreeWhereNativeAgrees(t, wav) {
-  const native = nativeSegments(defaultModel, wav);
-  const ref = nativeSegments(defaultModel, wav, { WK_KERNELS: 'ref' });
+// wasm engine still transcribes the whole file. f32: both sides with f32
+// activations in the decoder (WK_INT8=0).
+async function agreeWhereNativeAgrees(t, wav, f32 = false) {
+  const env = f32 ? { WK_INT8: '0' } : {};
+  const native = nativeSegments(defaultModel, wav, env);
+  const ref = nativeSegments(defaultModel, wav, { ...env, WK_KERNELS: 'ref' });
   assert.ok(native.length > 0);
-  const wasm = await wasmSegments(defaultModel, wav);
+  const wasm = await wasmSegments(defaultModel, wav, f32 ? wkF32 : false);
   let agree = 0;
   while (agree < native.length && agree < ref.length
     && JSON.stringify(native[agree]) === JSON.stringify(ref[agree])) agree++;
@@ -118,8 +174,13 @@ test('default model, festival verse: the native tokens', { skip }, async (t) => 
   assert.ok(await agreeWhereNativeAgrees(t, kedWav), 'native kernel sets agree on the whole file');
 });
 
-test('default model, sample.wav: the native tokens where native kernels agree', { skip }, async (t) => {
-  await agreeWhereNativeAgrees(t, sampleWav);
+// sample.wav and jfk.wav with the default int8 activations: native ref and
+// SIMD kernels parted at the first segment, so nothing was compared; when
+// they happen to agree, wasm's own int8 rounding still parts (see the
+// command-line checks above). With f32 activations every set agrees on
+// every token, and wasm is held to all of them.
+test('default model, sample.wav, f32 activations: the native tokens', { skip }, async (t) => {
+  assert.ok(await agreeWhereNativeAgrees(t, sampleWav, true), 'native kernel sets agree on the whole file');
 });
 
 // Beam search keeps five near-equal hypotheses, so last-bit differences
@@ -135,9 +196,9 @@ test('default model, sample.wav, beam search (5): the native tokens',
 });
 
 // jfk.wav is real speech the default model is unsure of.
-test('default model, jfk.wav: the native tokens where native kernels agree',
+test('default model, jfk.wav, f32 activations: the native tokens',
   { skip: skip || (!existsSync(jfkWav) && 'no jfk.wav') }, async (t) => {
-    await agreeWhereNativeAgrees(t, jfkWav);
+    assert.ok(await agreeWhereNativeAgrees(t, jfkWav, true), 'native kernel sets agree on the whole file');
   });
 
 const makeModel = nativeTool('tools/wk-make-test-model');
