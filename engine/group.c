@@ -149,7 +149,6 @@ wk_group_close (wk_group * g)
 size_t
 wk_group_take (wk_group * g, const wk_segment ** segs)
 {
-  wk_results_begin (&g->done);
   return wk_results_take (&g->done, segs);
 }
 

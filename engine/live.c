@@ -161,8 +161,6 @@ typedef struct
   int64_t anchor;
 } live_hyp;
 
-/* A list of segments with their tokens and text, in fixed arrays. */
-
 struct wk_live
 {
   wk_ctx *ctx;
@@ -1717,7 +1715,6 @@ wk_live_settled (const wk_live * l)
 size_t
 wk_live_take (wk_live * l, const wk_segment ** segs)
 {
-  begin_call (l);
   return wk_results_take (&l->out, segs);
 }
 

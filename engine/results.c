@@ -51,6 +51,7 @@ wk_results_begin (wk_results * r)
 size_t
 wk_results_take (wk_results * r, const wk_segment ** segs)
 {
+  wk_results_begin (r);
   if (segs)
     *segs = r->n_segs ? r->segs : NULL;
   r->taken = true;

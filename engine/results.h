@@ -37,7 +37,8 @@ void wk_results_clear (wk_results * r);
  * handed out is released. */
 void wk_results_begin (wk_results * r);
 
-/* Hands out the segments (NULL when there are none) until the next
+/* Releases what the last take handed out (wk_results_begin), then hands
+ * out the segments added since (NULL when there are none) until the next
  * wk_results_begin; returns how many. */
 size_t wk_results_take (wk_results * r, const wk_segment ** segs);
 
