@@ -155,8 +155,9 @@ wk_group_take (wk_group * g, const wk_segment ** segs)
 int64_t
 wk_group_pending_start (const wk_group * g)
 {
-  if (!g->done.taken && g->done.n_segs > 0)
-    return g->done.segs[0].start;
+  int64_t first = wk_results_first_start (&g->done);
+  if (first >= 0)
+    return first;
   return g->n_words > 0 ? g->start : -1;
 }
 

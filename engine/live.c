@@ -1707,9 +1707,8 @@ wk_live_finish (wk_live * l)
 int64_t
 wk_live_settled (const wk_live * l)
 {
-  if (!l->out.taken && l->out.n_segs > 0 && l->out.segs[0].start < l->settled)
-    return l->out.segs[0].start;
-  return l->settled;
+  int64_t first = wk_results_first_start (&l->out);
+  return first >= 0 && first < l->settled ? first : l->settled;
 }
 
 size_t

@@ -58,6 +58,12 @@ wk_results_take (wk_results * r, const wk_segment ** segs)
   return (size_t) r->n_segs;
 }
 
+int64_t
+wk_results_first_start (const wk_results * r)
+{
+  return !r->taken && r->n_segs > 0 ? r->segs[0].start : -1;
+}
+
 wk_segment *
 wk_results_add (wk_results * r, const char *text, size_t len, bool sanitize,
     const wk_token * toks, int n_toks)

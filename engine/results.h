@@ -42,6 +42,10 @@ void wk_results_begin (wk_results * r);
  * wk_results_begin; returns how many. */
 size_t wk_results_take (wk_results * r, const wk_segment ** segs);
 
+/* The start of the first segment not handed out yet, -1 when there is
+ * none (what a stream still owes its caller). */
+int64_t wk_results_first_start (const wk_results * r);
+
 /* Appends a segment: its text from len bytes at text, made valid trimmed
  * UTF-8 (wk_utf8_sanitize, wk_text_trim: space_before set) when sanitize
  * is true, else copied as it is; its tokens toks[0..n_toks-1] copied, or,

@@ -904,7 +904,7 @@ wk_stream_cues_from (wk_stream * s, int64_t from)
 int64_t
 wk_stream_settled (const wk_stream * s)
 {
-  int64_t settled;
+  int64_t settled, first;
 
   if (!s)
     return 0;
@@ -919,8 +919,9 @@ wk_stream_settled (const wk_stream * s)
   settled = s->finished ? s->total : s->seek * WK_HOP;
   if (settled > s->total)
     settled = s->total;
-  if (!s->out.taken && s->out.n_segs > 0 && s->out.segs[0].start < settled)
-    settled = s->out.segs[0].start;
+  first = wk_results_first_start (&s->out);
+  if (first >= 0 && first < settled)
+    settled = first;
   return settled;
 }
 
