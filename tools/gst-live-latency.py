@@ -24,7 +24,15 @@ Usage:
   GST_PLUGIN_PATH=build/gst-plugin tools/gst-live-latency.py [--model K] \\
       [--latency MS] [--commit deadline|agreement] [--gap S] [--truth FILE] \\
       [--fast] [--sweep [--latencies MS,...]] [--streams N] [--source live|identity] \\
-      [-t N] FILE.wav...
+      [--sink-sync] [-t N] FILE.wav...
+
+Arrival is timed by a probe on the appsink's pad; --sink-sync makes the
+appsink synchronised (it then holds each buffer until its PTS + latency, and
+the element's pushes wait for it, as behind textoverlay or a muxer). Beside
+the buffers late at the sink it prints the words the engine itself committed
+late (its `stats`: after start + latency), so a buffer late at the sink but
+not in the engine was late in the hand-on (the element's push, the thread
+waking).
 
 --sweep: a table instead, latency 500, 1000, 2000 and 3000 ms with both
 commit policies (the element's `commit` property): WER against the offline
@@ -82,7 +90,7 @@ class Pipeline:
     played at real time)."""
 
     def __init__(self, audio, model, latency, fast, commit="deadline", source="live",
-                 threads=0):
+                 threads=0, sink_sync=False):
         self.audio, self.latency, self.fast = audio, latency, fast
         live = latency > 0
         self.paced = live and not fast and source == "live"
@@ -92,11 +100,12 @@ class Pipeline:
         self.pipe = Gst.parse_launch(
             "appsrc name=src is-live=%s format=time block=%s "
             "caps=audio/x-raw,format=S16LE,rate=%d,channels=1,layout=interleaved%s ! "
-            "whisperknot name=wk %s ! appsink name=sink sync=false emit-signals=true"
+            "whisperknot name=wk %s ! appsink name=sink sync=%s emit-signals=true"
             % ("true" if self.paced else "false", "false" if self.paced else "true",
-               SR, pace, props))
+               SR, pace, props, "true" if sink_sync and live and not fast else "false"))
         self.words, self.partials, self.t0, self.err = [], [], 0.0, None
         self.reported = latency / 1000.0
+        self.engine_late = (0, 0.0, 0.0)
 
     def run(self):
         self.words, self.partials, self.t0 = run_pipeline(self)
@@ -114,20 +123,22 @@ def run_pipeline(pl):
     src, sink = pipe.get_by_name("src"), pipe.get_by_name("sink")
     words, partials = [], []
 
-    def on_sample(s):
+    # a buffer arrives when it reaches the sink's pad, before a synchronised
+    # sink waits there for its time
+    def on_arrival(pad, info):
         now = time.monotonic()
-        sample = s.emit("pull-sample")
-        buf = sample.get_buffer()
-        ok, info = buf.map(Gst.MapFlags.READ)
-        text = bytes(info.data).decode("utf-8", "replace") if ok else ""
+        buf = info.get_buffer()
+        ok, m = buf.map(Gst.MapFlags.READ)
+        text = bytes(m.data).decode("utf-8", "replace") if ok else ""
         if ok:
-            buf.unmap(info)
+            buf.unmap(m)
         if buf.pts != Gst.CLOCK_TIME_NONE and text.strip():
             dur = buf.duration if buf.duration != Gst.CLOCK_TIME_NONE else 0
             words.append((text, buf.pts / Gst.SECOND, (buf.pts + dur) / Gst.SECOND, now))
-        return Gst.FlowReturn.OK
+        return Gst.PadProbeReturn.OK
 
-    sink.connect("new-sample", on_sample)
+    sink.get_static_pad("sink").add_probe(Gst.PadProbeType.BUFFER, on_arrival)
+    sink.connect("new-sample", lambda s: (s.emit("pull-sample"), Gst.FlowReturn.OK)[1])
     bus = pipe.get_bus()
     if pipe.set_state(Gst.State.PLAYING) == Gst.StateChangeReturn.FAILURE:
         pl.err = "the pipeline does not start (GST_PLUGIN_PATH? --model?)"
@@ -178,6 +189,13 @@ def run_pipeline(pl):
         if abs(clock.get_time() / Gst.SECOND - time.monotonic()) > 0.01:
             pl.err = "the pipeline clock is not the monotonic system clock"
         t0 = pipe.get_base_time() / Gst.SECOND
+    # the engine's own count: words it committed after their deadline
+    # (start + latency - its margin to hand a word on), so that a buffer
+    # late here but not there was late in the hand-on
+    st = pipe.get_by_name("wk").get_property("stats")
+    if st:
+        pl.engine_late = (st.get_uint64("late-words")[1], st.get_double("max-lateness")[1],
+                          st.get_double("run-estimate")[1])
     pipe.set_state(Gst.State.NULL)
     if err:
         pl.err = "pipeline error: %s (%s)" % (err[0].message, err[1])
@@ -193,8 +211,8 @@ def measure(audio, args, latency, commit, off_text, truth_ref):
     """One live run of args.streams pipelines started together: a dict of the
     figures over all of them (WER: the mean of the streams'). Late: after
     PTS + the latency the element reported."""
-    pls = [Pipeline(audio, args.model, latency, args.fast, commit, args.source, args.threads)
-           for _ in range(args.streams)]
+    pls = [Pipeline(audio, args.model, latency, args.fast, commit, args.source, args.threads,
+                    args.sink_sync) for _ in range(args.streams)]
     ths = [threading.Thread(target=p.run) for p in pls]
     for th in ths:
         th.start()
@@ -215,6 +233,9 @@ def measure(audio, args, latency, commit, off_text, truth_ref):
         r["wer_off"] += wer(off_text, live_text)[0] / len(pls)
         if truth_ref is not None:
             r["wer_truth"] += wer(truth_ref, live_text)[0] / len(pls)
+    r["engine_late"] = sum(p.engine_late[0] for p in pls)
+    r["engine_worst"] = max(p.engine_late[1] for p in pls)
+    r["run_est"] = max(p.engine_late[2] for p in pls)
     p = pls[0]
     r["partials"], r["t0"] = p.partials, p.t0
     r["words0"] = p.words
@@ -242,6 +263,9 @@ def main():
     ap.add_argument("--source", choices=["live", "identity"], default="live",
                     help="live: appsrc is-live=true pushed at real time (default); "
                     "identity: a non-live appsrc ! identity sync=true")
+    ap.add_argument("--sink-sync", action="store_true",
+                    help="a synchronised appsink (sync=true), which holds each text "
+                    "buffer until its PTS + the latency; arrival is still timed at its pad")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-word lines")
     args = ap.parse_args()
     Gst.init(None)
@@ -277,16 +301,17 @@ def main():
               "reported latency" % (args.streams, "s" if args.streams > 1 else "",
                                     args.source))
         print("| latency | reported | commit | WER vs offline | WER vs truth | late buffers "
-              "| worst late | p95 start-to-buffer |")
-        print("|---:|---:|---|---:|---:|---:|---:|---:|")
+              "| worst late | p95 start-to-buffer | late in the engine |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
         sys.stdout.flush()
         for latency in [int(x) for x in args.latencies.split(",")]:
             for commit in ("agreement", "deadline"):
                 r = measure(audio, args, latency, commit, off_text, truth_ref)
-                print("| %d | %d | %s | %.1f %% | %s | %d / %d | %.2f s | %.2f s |" % (
+                print("| %d | %d | %s | %.1f %% | %s | %d / %d | %.2f s | %.2f s | %d |" % (
                     latency, round(r["reported"] * 1000), commit, r["wer_off"],
                     "%.1f %%" % r["wer_truth"] if truth_ref else "-", len(r["late"]),
-                    len(r["words"]), max(0.0, r["worst"]), pct(r["start_d"], 0.95)))
+                    len(r["words"]), max(0.0, r["worst"]), pct(r["start_d"], 0.95),
+                    r["engine_late"]))
                 sys.stdout.flush()
         return
 
@@ -329,6 +354,9 @@ def main():
     print("late buffers (after PTS + the reported %d ms), all pipelines: %d of %d, "
           "worst %.2f s late" % (round(r["reported"] * 1000), len(r["late"]),
                                  len(r["words"]), max(0.0, r["worst"])))
+    print("late in the engine (committed after start + latency), all pipelines: %d, "
+          "worst %.2f s; largest run estimate %.3f s" % (
+              r["engine_late"], r["engine_worst"], r["run_est"]))
     print("WER live vs offline: %.1f %%" % r["wer_off"])
     if truth_ref is not None:
         print("WER vs truth: live %.1f %%, offline %.1f %%" % (
