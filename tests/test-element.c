@@ -19,6 +19,16 @@
 
 #include "whisperknot.h"
 
+/* a build with AddressSanitizer or ThreadSanitizer (slower, and its
+ * plugin cannot be loaded by the system's tools) */
+#if defined (__SANITIZE_ADDRESS__) || defined (__SANITIZE_THREAD__)
+#define WK_TEST_SANITIZED 1
+#elif defined (__has_feature)
+#if __has_feature (address_sanitizer) || __has_feature (thread_sanitizer)
+#define WK_TEST_SANITIZED 1
+#endif
+#endif
+
 #define RATE 16000
 #define CAPS_F32 "audio/x-raw, format=F32LE, rate=16000, channels=1, " \
     "layout=interleaved"
@@ -2635,8 +2645,19 @@ GST_START_TEST (test_deadline_live)
 {
   deadline_live (model_path, TRUE);
   deadline_live (model_path, FALSE);
-  if (slow_model_path && g_strcmp0 (slow_model_path, model_path) != 0)
+  if (slow_model_path && g_strcmp0 (slow_model_path, model_path) != 0) {
+#ifdef WK_TEST_SANITIZED
+    /* there the test model's runs already take seconds (2.5 s under
+     * AddressSanitizer on a 2-core Xeon), so audio queues up behind them,
+     * which is what the tiny-shaped model is for; its own runs, and its
+     * final one decoding random weights to the token limit, outlast the
+     * wait for EOS (120 s) */
+    g_printerr ("# deadline_live (tiny-shaped model): not run in a "
+        "sanitizer build (the test model's runs are slow enough there)\n");
+#else
     deadline_live (slow_model_path, FALSE);
+#endif
+  }
 }
 
 GST_END_TEST;
@@ -2772,13 +2793,6 @@ GST_END_TEST;
 /* Longest a stop may take while the model runs: half a second, four
  * times that under the sanitizers (the tests' timeout multiplier; under
  * clang's ThreadSanitizer on a loaded machine a stop took 0.53 s) */
-#if defined (__SANITIZE_ADDRESS__) || defined (__SANITIZE_THREAD__)
-#define WK_TEST_SANITIZED 1
-#elif defined (__has_feature)
-#if __has_feature (address_sanitizer) || __has_feature (thread_sanitizer)
-#define WK_TEST_SANITIZED 1
-#endif
-#endif
 #ifdef WK_TEST_SANITIZED
 #define STOP_BOUND (2 * GST_SECOND)
 #else
