@@ -8,6 +8,9 @@ standard library and fails, naming each, when a KEY is missing or holds
 another VALUE (strings compared as text, numbers in decimal, arrays as their
 elements joined by commas); a bare KEY only has to be there.
 
+It does not use knots/train/knotio.py, which needs numpy: the test suite runs
+where only the build's packages are installed.
+
 Why: the default model's training choices live in keys that no weight shows.
 The knot shipped on 2026-12-03 (0d65bd4) was converted without
 `--live-audio-ctx short`, so every live run encoded the full 30 s context:
@@ -40,7 +43,8 @@ class Reader:
         if vtype in SCALAR:
             return self.unpack(SCALAR[vtype])
         if vtype == 8:
-            return self.take(self.unpack("<Q")).decode("utf-8")
+            # token strings are raw bytes, not always UTF-8
+            return self.take(self.unpack("<Q")).decode("utf-8", "replace")
         if vtype == 9:
             etype, n = self.unpack("<I"), self.unpack("<Q")
             return [self.value(etype) for _ in range(n)]
@@ -57,13 +61,7 @@ def read_meta(path):
     meta = {}
     for _ in range(r.unpack("<Q")):
         key = r.take(r.unpack("<Q")).decode("utf-8")
-        vtype = r.unpack("<I")
-        if key == "tokenizer.ggml.tokens" and vtype == 9:  # skipped: not needed
-            _, n = r.unpack("<I"), r.unpack("<Q")
-            for _ in range(n):
-                r.take(r.unpack("<Q"))  # raw token bytes, not always UTF-8
-            continue
-        meta[key] = r.value(vtype)
+        meta[key] = r.value(r.unpack("<I"))
     return meta
 
 

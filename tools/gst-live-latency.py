@@ -189,9 +189,9 @@ def run_pipeline(pl):
         if abs(clock.get_time() / Gst.SECOND - time.monotonic()) > 0.01:
             pl.err = "the pipeline clock is not the monotonic system clock"
         t0 = pipe.get_base_time() / Gst.SECOND
-    # the engine's own count: words it committed after their deadline
-    # (start + latency - its margin to hand a word on), so that a buffer
-    # late here but not there was late in the hand-on
+    # the engine's own count: words it committed after their start +
+    # latency, so that a buffer late here but not there was late in the
+    # hand-on
     st = pipe.get_by_name("wk").get_property("stats")
     if st:
         pl.engine_late = (st.get_uint64("late-words")[1], st.get_double("max-lateness")[1],

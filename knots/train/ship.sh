@@ -11,10 +11,11 @@
 # BUILD    meson build dir with whisperknot-convert (default build)
 #
 # Writes knots/model/default.knot and knots/train/checkpoint/train-state.pt,
-# then checks the knot's keys as the default-model-meta test does. The keys
-# are written here and nowhere else because a knot that lacks one still runs:
-# the one shipped on 2026-12-03 (0d65bd4) lost `--live-audio-ctx short` on the
-# way and every live run encoded 30 s of context for nothing.
+# then runs the default-model-meta test on it (tests/meson.build lists the
+# keys it checks). The keys are written here and nowhere else because a knot
+# that lacks one still runs: the one shipped on 2026-12-03 (0d65bd4) lost
+# `--live-audio-ctx short` on the way and every live run encoded 30 s of
+# context for nothing.
 set -eu
 [ $# -ge 2 ] || { sed -n 4,12p "$0" >&2; exit 2; }
 ckpt=$1 heads=$2 build=${3:-build}
@@ -28,8 +29,5 @@ mkdir -p "$out"
   --alignment-heads "$heads" "$out/$name.bin" knots/model/default.knot
 /usr/bin/python3 knots/train/knotio.py side \
   --out knots/train/checkpoint/train-state.pt "$ckpt"
-python3 tests/check-knot-meta.py knots/model/default.knot \
-  whisperknot.live_audio_ctx=short whisperknot.pad_window=silence \
-  whisperknot.max_text_ctx=0 whisperknot.timestamp_rule=max \
-  whisperknot.alignment_heads="$heads"
+meson test -C "$build" --no-rebuild --print-errorlogs default-model-meta
 /usr/bin/python3 knots/train/knotio.py info | tail -1
