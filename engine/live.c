@@ -744,6 +744,25 @@ deadline (const wk_live * l, int64_t pos)
   return due_at (l, pos) + l->lat_s - WK_PUSH_MARGIN_MS / 1000.0;
 }
 
+/* The earliest a word no run has heard yet may start: after the last
+ * committed word and what is settled, and not before the last run's end
+ * less LIVE_SETTLE_MARGIN, which advance_settled settles before the next
+ * run (run_model starts every new word at settled or later). A run that
+ * heard speech but wrote no new word (the model leaves out a word its
+ * window end cut) thus plans the next run for a word starting there, not
+ * for one at the last committed word's end, whose deadline has often
+ * passed. */
+static int64_t
+unheard_floor (const wk_live * l)
+{
+  int64_t s = l->win_start;
+  if (l->settled > s)
+    s = l->settled;
+  if (l->last_run_end >= 0 && l->last_run_end - LIVE_SETTLE_MARGIN > s)
+    s = l->last_run_end - LIVE_SETTLE_MARGIN;
+  return s;
+}
+
 /* The deadline of a word not committed yet: from the earliest a later
  * run may put its start (its brisk start less the runs' jitter), never
  * before the end of the last committed word. */
@@ -1310,10 +1329,11 @@ have_result:
   if (r->temperature > 0.5f)
     l->n_prompt = 0;
 
-  l->n_runs++;
   l->last_run_end = end;
   dt = live_now (l) - t0;
+  /* run_estimate reads slots [0, n_run_hist) */
   l->run_hist[l->n_runs % LIVE_RUN_HIST] = dt;
+  l->n_runs++;
   if (l->n_run_hist < LIVE_RUN_HIST)
     l->n_run_hist++;
   l->last_run_s = dt;
@@ -1335,11 +1355,11 @@ have_result:
 
 /* The deadline of the earliest word not committed yet: cur's first word,
  * or a word the runs have not heard yet, which starts after cur's words
- * (or, when it has none, after the last committed word). */
+ * (or, when it has none, at unheard_floor). */
 static double
 next_deadline (const wk_live * l, const live_hyp * cur)
 {
-  int64_t unheard = cur->n_w ? cur->w[cur->n_w - 1].early : l->win_start;
+  int64_t unheard = cur->n_w ? cur->w[cur->n_w - 1].early : unheard_floor (l);
   double d = deadline (l, unheard);
 
   if (cur->n_w > 0 && word_deadline (l, &cur->w[0]) < d)
