@@ -33,6 +33,7 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
   float scale;
   int l;
   double t0;
+  unsigned qf;
 
   if (!ctx || !mel)
     return WK_ERR_ARG;
@@ -53,6 +54,7 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
   if (ld < 2 * A)
     return WK_ERR_ARG;
   ctx->enc_ctx = (int) A;
+  qf = ctx->enc_int8 ? WK_LINEAR_INT8 : 0;
   t0 = wk_now_s ();
   ctx->encoded = false;
 
@@ -105,27 +107,27 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
     wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, L->attn_ln_w, L->attn_ln_b,
         WK_LN_EPS, ctx->e_xn, da);
     wk_linear_work (ctx->pool, L->attn_q, L->attn_q_b, ctx->e_xn, A, da,
-        ctx->e_q, da, 0, ctx->e_qwork);
+        ctx->e_q, da, qf, ctx->e_qwork);
     wk_linear_work (ctx->pool, L->attn_k, NULL, ctx->e_xn, A, da, ctx->e_k, da,
-        0, ctx->e_qwork);
+        qf, ctx->e_qwork);
     wk_linear_work (ctx->pool, L->attn_v, L->attn_v_b, ctx->e_xn, A, da,
-        ctx->e_v, da, 0, ctx->e_qwork);
+        ctx->e_v, da, qf, ctx->e_qwork);
     CANCEL_POINT (ctx);
     wk_attention (ctx->pool, (int) nh, dh, A, A, ctx->e_q, da, ctx->e_k, da,
         ctx->e_v, da, scale, 0, ctx->e_att, da);
     CANCEL_POINT (ctx);
     wk_linear_work (ctx->pool, L->attn_o, L->attn_o_b, ctx->e_att, A, da,
-        ctx->e_x, da, WK_LINEAR_ADD, ctx->e_qwork);
+        ctx->e_x, da, WK_LINEAR_ADD | qf, ctx->e_qwork);
 
     /* MLP */
     CANCEL_POINT (ctx);
     wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, L->mlp_ln_w, L->mlp_ln_b,
         WK_LN_EPS, ctx->e_xn, da);
     wk_linear_work (ctx->pool, L->mlp0, L->mlp0_b, ctx->e_xn, A, da, ctx->e_h,
-        4 * da, WK_LINEAR_GELU, ctx->e_qwork);
+        4 * da, WK_LINEAR_GELU | qf, ctx->e_qwork);
     CANCEL_POINT (ctx);
     wk_linear_work (ctx->pool, L->mlp2, L->mlp2_b, ctx->e_h, A, 4 * da,
-        ctx->e_x, da, WK_LINEAR_ADD, ctx->e_qwork);
+        ctx->e_x, da, WK_LINEAR_ADD | qf, ctx->e_qwork);
   }
   wk_layer_norm (ctx->pool, ctx->e_x, A, da, da, m->ln_post_w, m->ln_post_b,
       WK_LN_EPS, ctx->e_x, da);
@@ -139,16 +141,16 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
     if (ctx->cross_f16) {
       /* through the free MLP scratch (>= A x dt floats, see model.c) */
       wk_linear_work (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da, ctx->e_h,
-          dt, 0, ctx->e_qwork);
+          dt, qf, ctx->e_qwork);
       wk_f32_to_f16 (ctx->e_h, ctx->cross_k16 + off, A * dt);
       wk_linear_work (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
-          ctx->e_h, dt, 0, ctx->e_qwork);
+          ctx->e_h, dt, qf, ctx->e_qwork);
       wk_f32_to_f16 (ctx->e_h, ctx->cross_v16 + off, A * dt);
     } else {
       wk_linear_work (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da,
-          ctx->cross_k + off, dt, 0, ctx->e_qwork);
+          ctx->cross_k + off, dt, qf, ctx->e_qwork);
       wk_linear_work (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
-          ctx->cross_v + off, dt, 0, ctx->e_qwork);
+          ctx->cross_v + off, dt, qf, ctx->e_qwork);
       if (ctx->cross_f16_in_f32) {
         wk_round_f16 (ctx->cross_k + off, A * dt);
         wk_round_f16 (ctx->cross_v + off, A * dt);

@@ -340,22 +340,24 @@ wk_quantize_worker (void *data, int ith, int nth)
 }
 
 static int
-wk_linear_work_enabled (const wk_kernel_set * ks)
+wk_linear_work_enabled (const wk_kernel_set * ks, unsigned flags)
 {
-  return ks->linear_q && wk_kernels_int8 () == 1;
+  int mode = wk_kernels_int8 ();
+  return ks->linear_q && (mode == 1 || (mode == 2 && (flags & WK_LINEAR_INT8)));
 }
 
 int
 wk_linear_work_used (void)
 {
-  return wk_linear_work_enabled (wk_kernels_get ());
+  return wk_linear_work_enabled (wk_kernels_get (), WK_LINEAR_INT8);
 }
 
 /* Whether wk_linear_work takes the integer products. */
 static int
-wk_linear_use_q (const wk_kernel_set * ks, const wk_tensor * W, int64_t n)
+wk_linear_use_q (const wk_kernel_set * ks, const wk_tensor * W, int64_t n,
+    unsigned flags)
 {
-  return wk_linear_work_enabled (ks) && n >= WK_LINEAR_GEMM_ROWS
+  return wk_linear_work_enabled (ks, flags) && n >= WK_LINEAR_GEMM_ROWS
       && n >= ks->linear_q_min_rows && (W->type == WK_TYPE_Q8_0
       || W->type == WK_TYPE_Q4_0) && W->ne[0] % WK_QK == 0
       && W->ne[0] <= WK_LINEAR_QMAX_K;
@@ -386,7 +388,7 @@ wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.q = NULL;
   job.qd = NULL;
   job.qc = NULL;
-  if (work && wk_linear_use_q (job.ks, W, n)) {
+  if (work && wk_linear_use_q (job.ks, W, n, flags)) {
     const int64_t k = W->ne[0];
     unsigned char *base = (unsigned char *) (((uintptr_t) work + 63) &
         ~(uintptr_t) 63);
@@ -416,7 +418,7 @@ wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.ldx = ldx;
   job.Y = Y;
   job.ldy = ldy;
-  job.flags = flags;
+  job.flags = flags & ~(unsigned) WK_LINEAR_INT8;
   job.act_q8 = wk_linear_act_q8 (W, n);
   /* whole weight panels per piece (16 outputs for AVX2, 32 for AVX-512);
    * the streamed kernels' tiles (8 rows for AVX2, 16 for AVX-512 VNNI,

@@ -50,6 +50,11 @@ enum
   WK_LINEAR_GELU = 1 << 0,
   /* Y += X W^T + b (a residual connection). Not together with GELU. */
   WK_LINEAR_ADD = 1 << 1,
+  /* wk_linear_work only: the integer products (below) even where
+   * WK_INT8 leaves the encoder's to the f32 panels (the default); WK_INT8=0
+   * still turns them off. The live policy asks for them when its runs are
+   * too slow for the deadlines. */
+  WK_LINEAR_INT8 = 1 << 2,
 };
 
 /* wk_linear with an epilogue fused into the store (flags above). */
@@ -72,7 +77,8 @@ void wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
  * result never depends on the thread count. */
 size_t wk_linear_work_size (int64_t n, int64_t k);
 /* Whether wk_linear_work can take integer products with the kernel set
- * chosen and WK_INT8: a caller needs its work buffer only then. */
+ * chosen and WK_INT8 (by default, or with WK_LINEAR_INT8): a caller needs
+ * its work buffer only then. */
 int wk_linear_work_used (void);
 void wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
     const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,

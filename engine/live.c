@@ -247,6 +247,7 @@ struct wk_live
 
   /* stats */
   int64_t n_runs;
+  int64_t n_slow_runs;          /* runs too slow for the deadlines */
   double mel_seconds, speech_seconds;
   double last_run_s, max_run_s, run_ema_s;
   double last_delay_s, max_delay_s;
@@ -1215,6 +1216,7 @@ run_model (wk_live * l, int64_t end, bool final)
   int64_t ws, n, first;
   int n_frames = 0, max_tok, lang = 0, n_prompt, n_pre, i, k;
   double t0 = live_now (l), t1, dt;
+  bool slow;
   wk_status st;
 
   if (end - l->anchor > LIVE_ANCHOR_MAX && l->anchor < l->win_start)
@@ -1237,9 +1239,20 @@ run_model (wk_live * l, int64_t end, bool final)
   t1 = live_now (l);
   l->mel_seconds += t1 - t0;
 
+  /* runs too slow for the deadlines (a loaded machine) take the
+   * encoder's integer products, where the kernels have them, and greedy
+   * decoding (below); audio fed without capture times has no deadlines,
+   * so its text never depends on run times */
+  slow = l->p.commit == WK_COMMIT_DEADLINE && l->n_run_hist > 0
+      && isfinite (due_at (l, l->total))
+      && run_estimate (l) > l->lat_s / LIVE_SLOW_RUN;
   ctx->audio_ctx = wk_live_audio_ctx (m, l->p.audio_ctx, n_frames);
+  ctx->enc_int8 = slow;
   st = wk_encode (ctx, ctx->mel, l->W);
   ctx->audio_ctx = 0;
+  ctx->enc_int8 = false;
+  if (slow)
+    l->n_slow_runs++;
   if (st != WK_OK)
     return st;
   lang = *l->lang;
@@ -1256,14 +1269,8 @@ run_model (wk_live * l, int64_t end, bool final)
   ctx->max_tokens = max_tok;
   if (!final)
     pp.temperature_inc = 0.0f;  /* runs must agree: greedy only */
-  if (l->p.commit == WK_COMMIT_DEADLINE && l->n_run_hist > 0
-      && isfinite (due_at (l, l->total))
-      && run_estimate (l) > l->lat_s / LIVE_SLOW_RUN)
-    pp.beam_size = 1;           /* runs too slow for the deadlines (a
-                                 * loaded machine): greedy, a third of
-                                 * the decoder's work; audio fed without
-                                 * capture times has no deadlines, so
-                                 * its text never depends on run times */
+  if (slow)
+    pp.beam_size = 1;           /* a third of the decoder's work */
   /* the prompt ends with the prefix's words (pushed when committed):
    * they are given once, as the prefix */
   n_prompt = l->n_prompt - (l->n_pre ? l->n_pre_text : 0);
@@ -1786,6 +1793,7 @@ wk_live_get_stats (const wk_live * l, wk_stream_stats * s)
   s->n_clipped = l->n_clipped;
   s->n_zeroed = l->n_zeroed;
   s->n_deadline_commits = l->n_forced;
+  s->n_slow_runs = l->n_slow_runs;
   s->n_late = l->n_late;
   s->max_late_seconds = l->max_late_s;
   s->run_estimate_seconds = l->n_run_hist ? run_estimate (l) : 0.0;

@@ -426,6 +426,8 @@ struct wk_ctx
                                  * wk_encode: 0 = n_audio_ctx; fewer
                                  * encode only the first 2 audio_ctx mel
                                  * frames (whisper.cpp's audio_ctx) */
+  bool enc_int8;                /* the next wk_encode takes the integer
+                                 * products (WK_LINEAR_INT8) */
   int enc_ctx;                  /* positions of the last wk_encode (the
                                  * cross-attention cache's length) */
   int max_tokens;               /* tokens sampled per window: 0 =

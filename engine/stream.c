@@ -1088,6 +1088,7 @@ wk_stream_stats_list (const wk_stream_stats * st, wk_stat * out, size_t max)
     SEC ("align-seconds", st->align_seconds),
     NUM ("aligned-windows", st->n_aligned),
     NUM ("shared-steps", st->n_shared_steps),
+    NUM ("slow-runs", st->n_slow_runs),
   };
 #undef SEC
 #undef NUM

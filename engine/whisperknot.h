@@ -224,10 +224,12 @@ typedef struct wk_stream wk_stream;
  * run could finish is committed as the latest run heard it, and runs are
  * scheduled to finish before the next deadline, so that a caller which
  * shows each word at its start time + latency_ms (a synchronised sink)
- * gets it in time. Committed words stay final in both policies. When the
- * machine cannot keep up (a run takes longer than the latency allows), a
- * word is committed at the first run after its deadline and counted in
- * wk_stream_stats.n_late. */
+ * gets it in time. Committed words stay final in both policies. Runs
+ * expected to take over a third of latency_ms (a loaded machine) decode
+ * greedily and take the encoder's integer products where the kernels have
+ * them (wk_stream_stats.n_slow_runs). When the machine cannot keep up (a
+ * run takes longer than the latency allows), a word is committed at the
+ * first run after its deadline and counted in wk_stream_stats.n_late. */
 typedef enum
 {
   WK_COMMIT_DEADLINE = 0,
@@ -638,6 +640,10 @@ typedef struct
    * other streams on the same model (in this process) that came at the
    * same time; their results are those they would have alone */
   int64_t n_shared_steps;
+  /* live runs whose expected time was above a third of latency_ms (a
+   * loaded machine, WK_COMMIT_DEADLINE): they decode greedily and take
+   * the encoder's integer products where the kernels have them */
+  int64_t n_slow_runs;
 } wk_stream_stats;
 
 WK_API void wk_stream_get_stats (const wk_stream * stream,

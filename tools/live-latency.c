@@ -528,7 +528,7 @@ typedef struct
   int n_words, n_late;
   double max_late, p95_start, p95_end;
   double wer_off, wer_truth, wer_off_max;
-  int64_t n_runs, n_forced;
+  int64_t n_runs, n_forced, n_slow;
   double run_max, run_est;
 } summary;
 
@@ -570,6 +570,7 @@ summarize (player * pls, int n_streams, int latency, words * ref,
       sm->wer_truth += 100.0 * align (&pl->live, truth) / truth->n / n_streams;
     sm->n_runs += pl->st.n_runs;
     sm->n_forced += pl->st.n_deadline_commits;
+    sm->n_slow += pl->st.n_slow_runs;
     if (pl->st.max_run_seconds > sm->run_max)
       sm->run_max = pl->st.max_run_seconds;
     if (pl->st.run_estimate_seconds > sm->run_est)
@@ -867,13 +868,13 @@ main (int argc, char **argv)
   live = pls[0].live;
   printf ("# live: latency %d ms, %s commits, %d stream%s, %s, %.1f s wall, "
       "%.1f CPU s, %lld runs, step %.2f s, run max %.3f s, encoder %.1f s, "
-      "decoder %.1f s, mel %.1f s, detector %.2f s, engine max delay %.2f "
-      "s (stream 0)\n", latency, commit == WK_COMMIT_DEADLINE ? "deadline" :
-      "agreement", n_streams, n_streams > 1 ? "s" : "",
-      fast ? "as fast as possible" : "real time", pls[0].wall,
-      cpu_s () - c0, (long long) st.n_runs, st.step_seconds,
+      "decoder %.1f s, alignment %.1f s, mel %.1f s, detector %.2f s, "
+      "engine max delay %.2f s (stream 0)\n", latency,
+      commit == WK_COMMIT_DEADLINE ? "deadline" : "agreement", n_streams,
+      n_streams > 1 ? "s" : "", fast ? "as fast as possible" : "real time",
+      pls[0].wall, cpu_s () - c0, (long long) st.n_runs, st.step_seconds,
       st.max_run_seconds, st.encoder_seconds, st.decoder_seconds,
-      st.mel_seconds, st.vad_seconds, st.max_delay_seconds);
+      st.align_seconds, st.mel_seconds, st.vad_seconds, st.max_delay_seconds);
 
   {
     int errors = align (&live, &ref), nm = 0, k;
@@ -937,10 +938,11 @@ main (int argc, char **argv)
     }
     summarize (pls, n_streams, latency, &ref, &truth, &sm);
     printf ("late (committed after the word's start + %d ms), all streams: "
-        "%d of %d words, worst %.2f s late; %lld deadline commits; p95 "
-        "start-to-text %.2f s; WER vs offline mean %.1f %%, worst stream "
-        "%.1f %%\n", latency, sm.n_late, sm.n_words, sm.max_late,
-        (long long) sm.n_forced, sm.p95_start, sm.wer_off, sm.wer_off_max);
+        "%d of %d words, worst %.2f s late; %lld deadline commits; %lld of "
+        "%lld runs slow; p95 start-to-text %.2f s; WER vs offline mean "
+        "%.1f %%, worst stream %.1f %%\n", latency, sm.n_late, sm.n_words,
+        sm.max_late, (long long) sm.n_forced, (long long) sm.n_slow,
+        (long long) sm.n_runs, sm.p95_start, sm.wer_off, sm.wer_off_max);
     free (dc);
     free (dp);
     free (oc);
