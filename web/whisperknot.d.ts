@@ -142,6 +142,15 @@ export interface StreamStats {
   nLate: number;
   maxLateSeconds: number;
   runEstimateSeconds: number;
+  /** word times: the alignment passes' wall time, and the windows aligned */
+  alignSeconds: number;
+  nAligned: number;
+  /** decoder steps batched with other streams' (0 where streams never
+   * run at the same time, as in a single-threaded build) */
+  nSharedSteps: number;
+  /** live runs too slow for the deadlines (greedy; integer encoder
+   * products where the kernels have them) */
+  nSlowRuns: number;
 }
 
 /** A recognition stream (wk_stream). */

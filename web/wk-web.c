@@ -108,7 +108,7 @@ wkw_stream_new (wk_model * model, const char *language, int translate,
       err_size > 0 ? (size_t) err_size : 0);
 }
 
-/* out[23]: the fields of wk_stream_stats in their order in whisperknot.h */
+/* out[27]: the fields of wk_stream_stats in their order in whisperknot.h */
 void
 wkw_stream_stats (const wk_stream * stream, double *out)
 {
@@ -139,6 +139,10 @@ wkw_stream_stats (const wk_stream * stream, double *out)
   out[i++] = (double) s.n_late;
   out[i++] = s.max_late_seconds;
   out[i++] = s.run_estimate_seconds;
+  out[i++] = s.align_seconds;
+  out[i++] = (double) s.n_aligned;
+  out[i++] = (double) s.n_shared_steps;
+  out[i++] = (double) s.n_slow_runs;
 }
 
 /* Sizes and offsets (bytes) of wk_segment and wk_token:
