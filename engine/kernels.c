@@ -347,9 +347,9 @@ wk_linear_work_enabled (const wk_kernel_set * ks, unsigned flags)
 }
 
 int
-wk_linear_work_used (void)
+wk_linear_work_used (unsigned flags)
 {
-  return wk_linear_work_enabled (wk_kernels_get (), WK_LINEAR_INT8);
+  return wk_linear_work_enabled (wk_kernels_get (), flags);
 }
 
 /* Whether wk_linear_work takes the integer products. */

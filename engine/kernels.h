@@ -76,10 +76,10 @@ void wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
  * wk_linear_work_size (n, W->ne[0]) bytes (or is NULL: wk_linear_ex). The
  * result never depends on the thread count. */
 size_t wk_linear_work_size (int64_t n, int64_t k);
-/* Whether wk_linear_work can take integer products with the kernel set
- * chosen and WK_INT8 (by default, or with WK_LINEAR_INT8): a caller needs
+/* Whether wk_linear_work with these flags (0 or WK_LINEAR_INT8) can take
+ * integer products with the kernel set chosen and WK_INT8: a caller needs
  * its work buffer only then. */
-int wk_linear_work_used (void);
+int wk_linear_work_used (unsigned flags);
 void wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
     const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
     unsigned flags, void *work);

@@ -514,6 +514,9 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
   l->pre = live_alloc (l, (size_t) l->pre_cap, sizeof (int32_t), &ok);
   l->raw_cap = (size_t) l->T * (m->max_token_bytes + 1) + 1;
   l->raw = live_alloc (l, l->raw_cap, 1, &ok);
+  /* the integer products of runs too slow for the deadlines */
+  if (ok && p->commit == WK_COMMIT_DEADLINE)
+    ok = wk_ctx_int8_alloc (ctx);
   if (ok)
     ok = wk_results_init (&l->out, 2 * LIVE_OUT_WORDS, 4 * LIVE_OUT_WORDS,
         (size_t) LIVE_OUT_WORDS * 64, &l->own_bytes);

@@ -1366,8 +1366,9 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
     ctx->e_x = ctx_alloc (ctx, blk, sizeof (float), &ok);
     ctx->enc_scratch = ctx_alloc (ctx, region, sizeof (float), &ok);
     ctx->enc_scratch_floats = region;
-    /* NULL (the f32 panels) unless the integer products can run */
-    if (wk_linear_work_used ())
+    /* NULL (the f32 panels) unless the integer products run by default
+     * (WK_INT8=all); wk_ctx_int8_alloc for those asked per encode */
+    if (wk_linear_work_used (0))
       ctx->e_qwork = ctx_alloc (ctx, wk_linear_work_size (A, 4 * da), 1, &ok);
   }
   ctx->cross_f16 = model->dec[0].cross_q->type != WK_TYPE_F32;
@@ -1458,6 +1459,19 @@ wk_ctx_free (wk_ctx * ctx)
   wk_align_ctx_free (ctx);
   wk_model_unref (ctx->model);
   free (ctx);
+}
+
+bool
+wk_ctx_int8_alloc (wk_ctx * ctx)
+{
+  const wk_hparams *hp = &ctx->model->hp;
+  bool ok = true;
+
+  if (ctx->e_qwork || !wk_linear_work_used (WK_LINEAR_INT8))
+    return true;
+  ctx->e_qwork = ctx_alloc (ctx, wk_linear_work_size (hp->n_audio_ctx,
+          4 * (int64_t) hp->n_audio_state), 1, &ok);
+  return ok;
 }
 
 wk_model *

@@ -208,6 +208,10 @@ void wk_ctx_free (wk_ctx * ctx);
 wk_model *wk_ctx_model (const wk_ctx * ctx);
 /* Bytes of scratch this context owns. */
 uint64_t wk_ctx_state_bytes (const wk_ctx * ctx);
+/* The scratch of the encoder's integer products for encodes that ask for
+ * them (wk_ctx.enc_int8), where the kernels and WK_INT8 let them run;
+ * without it such encodes take the f32 panels. false: out of memory. */
+bool wk_ctx_int8_alloc (wk_ctx * ctx);
 
 /* The normalised log-mel window the encoder reads, as Whisper's
  * transcribe() builds it: frames first .. first+n_frames-1 of the signal
@@ -350,8 +354,8 @@ struct wk_ctx
   float *e_att;                 /* [A][da], = e_xn */
   float *e_h;                   /* [A][4 da] MLP hidden, = e_q .. */
   /* the quantized rows of X of the integer products (wk_linear_work),
-   * wk_linear_work_size (A, 4 da) bytes, or NULL where they cannot run
-   * (wk_linear_work_used) */
+   * wk_linear_work_size (A, 4 da) bytes, or NULL where they do not run
+   * (wk_linear_work_used, wk_ctx_int8_alloc) */
   void *e_qwork;
   bool encoded;
 
@@ -427,7 +431,8 @@ struct wk_ctx
                                  * encode only the first 2 audio_ctx mel
                                  * frames (whisper.cpp's audio_ctx) */
   bool enc_int8;                /* the next wk_encode takes the integer
-                                 * products (WK_LINEAR_INT8) */
+                                 * products (WK_LINEAR_INT8), given
+                                 * wk_ctx_int8_alloc */
   int enc_ctx;                  /* positions of the last wk_encode (the
                                  * cross-attention cache's length) */
   int max_tokens;               /* tokens sampled per window: 0 =
