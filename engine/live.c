@@ -92,6 +92,7 @@
 #include "align.h"
 #include "live.h"
 #include "results.h"
+#include "scheduler.h"
 #include "vad.h"
 #include "wk-err.h"
 #include "wk-time.h"
@@ -1205,11 +1206,14 @@ run_script (wk_live * l, int64_t end)
 }
 #endif /* WK_TEST_HOOKS */
 
+static double next_deadline (const wk_live * l, const live_hyp * cur);
+
 /* Runs the model on [anchor, end) (scripts: [win_start, end)) into
- * l->hyp[l->cur], without the words of its forced prefix. final: with the
- * caller's temperature fallback. */
+ * l->hyp[l->cur], without the words of its forced prefix, once the
+ * model's gate admits it (t0: when it asked). final: with the caller's
+ * temperature fallback. */
 static wk_status
-run_model (wk_live * l, int64_t end, bool final)
+run_admitted (wk_live * l, int64_t end, bool final, double t0)
 {
   wk_ctx *ctx = l->ctx;
   const wk_model *m = l->model;
@@ -1218,7 +1222,7 @@ run_model (wk_live * l, int64_t end, bool final)
   live_hyp *h = &l->hyp[l->cur];
   int64_t ws, n, first;
   int n_frames = 0, max_tok, lang = 0, n_prompt, n_pre, i, k;
-  double t0 = live_now (l), t1, dt;
+  double t1, dt;
   bool slow;
   wk_status st;
 
@@ -1361,6 +1365,29 @@ have_result:
       l->step_eff = LIVE_MAX_STEP;
   }
   return WK_OK;
+}
+
+/* run_admitted through the model's gate (scheduler.h), whose deadline
+ * order is that of the stream's earliest uncommitted word (the last
+ * run's rest, or a word not heard yet); without deadlines (no capture
+ * times, agreement) its due time is now + the latency. The wait counts
+ * in the run's time: it is part of what the deadline planner has to
+ * reckon with. */
+static wk_status
+run_model (wk_live * l, int64_t end, bool final)
+{
+  double t0 = live_now (l), key = INFINITY;
+  wk_status st;
+
+  if (l->p.commit == WK_COMMIT_DEADLINE)
+    key = next_deadline (l, &l->hyp[l->cur ^ 1]);
+  if (!isfinite (key))
+    key = t0 + l->lat_s;
+  if (!wk_gate_enter (l->model->gate, key, &l->ctx->cancel))
+    return WK_ERR_STATE;        /* cancelled while waiting */
+  st = run_admitted (l, end, final, t0);
+  wk_gate_leave (l->model->gate);
+  return st;
 }
 
 /* The deadline of the earliest word not committed yet: cur's first word,

@@ -136,6 +136,7 @@ model_destroy (wk_model * m)
   if (!m)
     return;
   wk_sched_free (m->sched);
+  wk_gate_free (m->gate);
   wk_mel_free (m->mel);
   wk_tokenizer_free (m->tok);
   free (m->mel_filters);
@@ -988,7 +989,10 @@ model_load_file (const char *path, wk_loaded ** out, char *err, size_t err_size)
   }
   wk_loaded_init (&m->base, &model_kind);
   m->sched = wk_sched_new ();
-  if (!m->sched) {
+  m->gate = wk_gate_new (0);
+  if (!m->sched || !m->gate) {
+    wk_sched_free (m->sched);
+    wk_gate_free (m->gate);
     free (m);
     wk_set_err (err, err_size, "model: out of memory");
     return WK_ERR_NOMEM;

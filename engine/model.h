@@ -161,6 +161,9 @@ struct wk_model
    * the model holds that changes after load, behind its own lock;
    * created with the model. */
   struct wk_sched *sched;
+  /* The admission of live runs (scheduler.h: at most a run per core, in
+   * deadline order), behind its own lock too. */
+  struct wk_gate *gate;
 
   /* Whisper's logit filters, fixed per vocabulary */
   int32_t *suppress;            /* non-speech symbols + specials, sorted */

@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include <math.h>
 #include <time.h>
 
 /* How long a free scheduler waits for the streams of the last batch to
@@ -134,4 +136,156 @@ wk_sched_run (wk_sched * s, wk_sched_req * req, wk_sched_fn fn)
     pthread_cond_broadcast (&s->done_cond);
   }
   pthread_mutex_unlock (&s->lock);
+}
+
+/* ---- the admission of live runs ---------------------------------------- */
+
+/* How often a waiting run looks at its stream's cancel flag. */
+#define WK_GATE_POLL_NS (10 * 1000 * 1000)
+
+typedef struct wk_gate_waiter
+{
+  double deadline;
+  unsigned long long seq;       /* arrival order, for ties */
+  struct wk_gate_waiter *next;
+} wk_gate_waiter;
+
+struct wk_gate
+{
+  pthread_mutex_t lock;
+  pthread_cond_t cond;          /* a slot came free */
+  int slots;                    /* 0: no limit */
+  int active;                   /* lock: runs holding a slot */
+  unsigned long long seq;       /* lock: the next waiter's */
+  wk_gate_waiter *waiting;      /* lock: unordered */
+};
+
+static int
+wk_gate_default_slots (void)
+{
+  const char *env = getenv ("WK_RUN_SLOTS");
+  long n;
+
+  if (env && *env) {
+    char *end;
+    n = strtol (env, &end, 10);
+    if (*end == '\0' && n >= 0 && n <= 1024)
+      return (int) n;
+  }
+  n = sysconf (_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 1024 ? 1024 : (int) n;
+}
+
+wk_gate *
+wk_gate_new (int slots)
+{
+  wk_gate *g = calloc (1, sizeof *g);
+
+  if (!g)
+    return NULL;
+  if (pthread_mutex_init (&g->lock, NULL) != 0) {
+    free (g);
+    return NULL;
+  }
+  if (pthread_cond_init (&g->cond, NULL) != 0) {
+    pthread_mutex_destroy (&g->lock);
+    free (g);
+    return NULL;
+  }
+  g->slots = slots > 0 ? slots : wk_gate_default_slots ();
+  return g;
+}
+
+void
+wk_gate_free (wk_gate * g)
+{
+  if (!g)
+    return;
+  pthread_cond_destroy (&g->cond);
+  pthread_mutex_destroy (&g->lock);
+  free (g);
+}
+
+int
+wk_gate_slots (const wk_gate * g)
+{
+  return g ? g->slots : 0;
+}
+
+int
+wk_gate_waiting (wk_gate * g)
+{
+  const wk_gate_waiter *w;
+  int n = 0;
+
+  if (!g)
+    return 0;
+  pthread_mutex_lock (&g->lock);
+  for (w = g->waiting; w; w = w->next)
+    n++;
+  pthread_mutex_unlock (&g->lock);
+  return n;
+}
+
+/* Whether w goes before every other waiter. Lock. */
+static bool
+wk_gate_first (const wk_gate * g, const wk_gate_waiter * w)
+{
+  const wk_gate_waiter *o;
+
+  for (o = g->waiting; o; o = o->next)
+    if (o != w && (o->deadline < w->deadline
+            || (o->deadline == w->deadline && o->seq < w->seq)))
+      return false;
+  return true;
+}
+
+bool
+wk_gate_enter (wk_gate * g, double deadline, const atomic_bool * cancel)
+{
+  wk_gate_waiter me, **pp;
+  bool ok = true;
+
+  if (!g || g->slots == 0)
+    return true;
+  /* NaN would compare false both ways: last, as INFINITY */
+  me.deadline = deadline == deadline ? deadline : (double) INFINITY;
+  pthread_mutex_lock (&g->lock);
+  me.seq = g->seq++;
+  me.next = g->waiting;
+  g->waiting = &me;
+  while (g->active >= g->slots || !wk_gate_first (g, &me)) {
+    struct timespec until;
+
+    if (cancel && atomic_load_explicit (cancel, memory_order_relaxed)) {
+      ok = false;
+      break;
+    }
+    clock_gettime (CLOCK_REALTIME, &until);
+    until.tv_nsec += WK_GATE_POLL_NS;
+    if (until.tv_nsec >= 1000 * 1000 * 1000) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000 * 1000 * 1000;
+    }
+    pthread_cond_timedwait (&g->cond, &g->lock, &until);
+  }
+  for (pp = &g->waiting; *pp != &me; pp = &(*pp)->next);
+  *pp = me.next;
+  if (ok)
+    g->active++;
+  else                          /* the next in line may be free to go */
+    pthread_cond_broadcast (&g->cond);
+  pthread_mutex_unlock (&g->lock);
+  return ok;
+}
+
+void
+wk_gate_leave (wk_gate * g)
+{
+  if (!g || g->slots == 0)
+    return;
+  pthread_mutex_lock (&g->lock);
+  g->active--;
+  pthread_cond_broadcast (&g->cond);
+  pthread_mutex_unlock (&g->lock);
 }

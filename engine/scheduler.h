@@ -17,6 +17,7 @@
 #ifndef WK_SCHED_H
 #define WK_SCHED_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #define WK_SCHED_MAX_REQS 32
@@ -46,5 +47,32 @@ void wk_sched_free (wk_sched * sched);
  * returns when it is done. Every request given to one scheduler must be
  * run by the same fn. */
 void wk_sched_run (wk_sched * sched, wk_sched_req * req, wk_sched_fn fn);
+
+/* The admission of one model's live runs (a window's mel, encoder and
+ * decoding): at most `slots` at once, and when one ends the waiting run
+ * with the earliest deadline goes next (ties: the one that came first).
+ * Runs of many streams started together (every stream hears speech at
+ * the same moments) otherwise share the cores all at once and all finish
+ * late; in deadline order the urgent ones finish first and the others'
+ * runs spread out over time. Decoder steps of admitted runs still meet in
+ * the step scheduler above. */
+typedef struct wk_gate wk_gate;
+
+/* slots <= 0: the online CPU count, or $WK_RUN_SLOTS when set (0 there:
+ * no limit, every run at once, as without a gate). NULL on failure. */
+wk_gate *wk_gate_new (int slots);
+void wk_gate_free (wk_gate * gate);
+/* Waits for a slot, the waiting run with the smallest deadline (any
+ * clock, the same for every caller; INFINITY last) first. Returns false
+ * without a slot once *cancel is set (looked at every few milliseconds).
+ * gate NULL: returns true at once. */
+bool wk_gate_enter (wk_gate * gate, double deadline,
+    const atomic_bool * cancel);
+/* Gives the slot of a successful wk_gate_enter back. */
+void wk_gate_leave (wk_gate * gate);
+/* The slots (0: no limit). */
+int wk_gate_slots (const wk_gate * gate);
+/* Runs waiting for a slot now. */
+int wk_gate_waiting (wk_gate * gate);
 
 #endif
