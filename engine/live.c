@@ -1377,15 +1377,24 @@ static wk_status
 run_model (wk_live * l, int64_t end, bool final)
 {
   double t0 = live_now (l), key = INFINITY;
+  wk_pool *pool;
+  int others;
   wk_status st;
 
   if (l->p.commit == WK_COMMIT_DEADLINE)
     key = next_deadline (l, &l->hyp[l->cur ^ 1]);
   if (!isfinite (key))
     key = t0 + l->lat_s;
-  if (!wk_gate_enter (l->model->gate, key, &l->ctx->cancel))
+  others = wk_gate_enter (l->model->gate, key, &l->ctx->cancel);
+  if (others < 0)
     return WK_ERR_STATE;        /* cancelled while waiting */
+  /* beside other runs, one thread: two runs on a thread each get more
+   * out of the cores than one run on two (the results are the same) */
+  pool = l->ctx->pool;
+  if (others > 0)
+    l->ctx->pool = NULL;
   st = run_admitted (l, end, final, t0);
+  l->ctx->pool = pool;
   wk_gate_leave (l->model->gate);
   return st;
 }

@@ -240,14 +240,14 @@ wk_gate_first (const wk_gate * g, const wk_gate_waiter * w)
   return true;
 }
 
-bool
+int
 wk_gate_enter (wk_gate * g, double deadline, const atomic_bool * cancel)
 {
   wk_gate_waiter me, **pp;
-  bool ok = true;
+  int others = -1;
 
   if (!g || g->slots == 0)
-    return true;
+    return 0;
   /* NaN would compare false both ways: last, as INFINITY */
   me.deadline = deadline == deadline ? deadline : (double) INFINITY;
   pthread_mutex_lock (&g->lock);
@@ -257,10 +257,8 @@ wk_gate_enter (wk_gate * g, double deadline, const atomic_bool * cancel)
   while (g->active >= g->slots || !wk_gate_first (g, &me)) {
     struct timespec until;
 
-    if (cancel && atomic_load_explicit (cancel, memory_order_relaxed)) {
-      ok = false;
+    if (cancel && atomic_load_explicit (cancel, memory_order_relaxed))
       break;
-    }
     clock_gettime (CLOCK_REALTIME, &until);
     until.tv_nsec += WK_GATE_POLL_NS;
     if (until.tv_nsec >= 1000 * 1000 * 1000) {
@@ -269,14 +267,19 @@ wk_gate_enter (wk_gate * g, double deadline, const atomic_bool * cancel)
     }
     pthread_cond_timedwait (&g->cond, &g->lock, &until);
   }
+  if (g->active < g->slots && wk_gate_first (g, &me)) {
+    const wk_gate_waiter *w;
+    others = g->active;
+    for (w = g->waiting; w; w = w->next)
+      others += w != &me;
+    g->active++;
+  }
   for (pp = &g->waiting; *pp != &me; pp = &(*pp)->next);
   *pp = me.next;
-  if (ok)
-    g->active++;
-  else                          /* the next in line may be free to go */
+  if (others < 0)               /* the next in line may be free to go */
     pthread_cond_broadcast (&g->cond);
   pthread_mutex_unlock (&g->lock);
-  return ok;
+  return others;
 }
 
 void

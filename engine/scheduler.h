@@ -63,11 +63,12 @@ typedef struct wk_gate wk_gate;
 wk_gate *wk_gate_new (int slots);
 void wk_gate_free (wk_gate * gate);
 /* Waits for a slot, the waiting run with the smallest deadline (any
- * clock, the same for every caller; INFINITY last) first. Returns false
- * without a slot once *cancel is set (looked at every few milliseconds).
- * gate NULL: returns true at once. */
-bool wk_gate_enter (wk_gate * gate, double deadline,
-    const atomic_bool * cancel);
+ * clock, the same for every caller; INFINITY last) first. Returns the
+ * number of other runs holding a slot or waiting for one when it got its
+ * own (0: the machine is the run's alone), or -1 without a slot once
+ * *cancel is set (looked at every few milliseconds). gate NULL or without
+ * a limit: returns 0 at once. */
+int wk_gate_enter (wk_gate * gate, double deadline, const atomic_bool * cancel);
 /* Gives the slot of a successful wk_gate_enter back. */
 void wk_gate_leave (wk_gate * gate);
 /* The slots (0: no limit). */

@@ -68,8 +68,13 @@
  * streams on one model run at the same time without waiting for each
  * other; they share the process's worker threads (see n_threads), and
  * decoder steps of streams on one model that come at the same time run
- * as one pass over the weights (wk_stream_stats.n_shared_steps). None of
- * this changes a stream's results: they are those it gives alone.
+ * as one pass over the weights (wk_stream_stats.n_shared_steps). Live
+ * streams' runs (latency_ms > 0) on one model go at most one per core at
+ * once, the one whose earliest uncommitted word is due first next, each
+ * on one thread while others run or wait; the environment variable
+ * WK_RUN_SLOTS sets how many at once (0: no limit). None of this changes
+ * a stream's results: they are those it gives alone (live text with
+ * capture times depends on run times, as it always does).
  */
 #ifndef WHISPERKNOT_H
 #define WHISPERKNOT_H

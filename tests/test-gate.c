@@ -38,6 +38,7 @@ typedef struct
   double deadline;
   atomic_bool cancel;
   bool admitted;
+  int others;                   /* what wk_gate_enter returned */
   int order;                    /* its place among the admitted */
 } runner;
 
@@ -51,7 +52,8 @@ run_once (void *arg)
   runner *r = arg;
   int now, most;
 
-  r->admitted = wk_gate_enter (r->gate, r->deadline, &r->cancel);
+  r->others = wk_gate_enter (r->gate, r->deadline, &r->cancel);
+  r->admitted = r->others >= 0;
   if (!r->admitted)
     return NULL;
   pthread_mutex_lock (&order_lock);
@@ -97,7 +99,7 @@ test_deadline_order (void)
   if (!g)
     return;
   order_next = 0;
-  CHECK (wk_gate_enter (g, 0.0, &never));
+  CHECK (wk_gate_enter (g, 0.0, &never) == 0);
   for (i = 0; i < N_RUNNERS; i++) {
     start (&r[i], g, dl[i], &th[i]);
     /* arrival order is the order they start waiting */
@@ -110,6 +112,9 @@ test_deadline_order (void)
     CHECK (r[i].admitted);
     CHECK_MSG (r[i].order == want[i], "runner %d (deadline %g) went %d, "
         "expected %d", i, dl[i], r[i].order, want[i]);
+    /* one at a time: the others are those still waiting behind it */
+    CHECK_MSG (r[i].others == N_RUNNERS - 1 - r[i].order, "runner %d went "
+        "%d with %d others", i, r[i].order, r[i].others);
   }
   CHECK (wk_gate_waiting (g) == 0);
   wk_gate_free (g);
@@ -154,7 +159,7 @@ test_cancel_while_waiting (void)
   if (!g)
     return;
   order_next = 0;
-  CHECK (wk_gate_enter (g, 0.0, &never));
+  CHECK (wk_gate_enter (g, 0.0, &never) == 0);
   start (&a, g, 1.0, &ta);
   CHECK (wait_for_waiters (g, 1));
   start (&b, g, 2.0, &tb);
@@ -165,7 +170,7 @@ test_cancel_while_waiting (void)
   CHECK (wk_gate_waiting (g) == 1);
   wk_gate_leave (g);
   pthread_join (tb, NULL);
-  CHECK (b.admitted && b.order == 0);
+  CHECK (b.admitted && b.order == 0 && b.others == 0);
   wk_gate_free (g);
 }
 
@@ -175,7 +180,7 @@ test_no_limit (void)
 {
   wk_gate *g = NULL;
 
-  CHECK (wk_gate_enter (NULL, 1.0, NULL));
+  CHECK (wk_gate_enter (NULL, 1.0, NULL) == 0);
   wk_gate_leave (NULL);
   CHECK (wk_gate_slots (NULL) == 0);
   /* the default: one slot per online CPU at least */
