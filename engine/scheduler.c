@@ -53,6 +53,18 @@ wk_sched_free (wk_sched * s)
   free (s);
 }
 
+/* *t = CLOCK_REALTIME (pthread_cond_timedwait's clock) in ns (< 1 s) */
+static void
+time_in_ns (struct timespec *t, long ns)
+{
+  clock_gettime (CLOCK_REALTIME, t);
+  t->tv_nsec += ns;
+  if (t->tv_nsec >= 1000 * 1000 * 1000) {
+    t->tv_sec++;
+    t->tv_nsec -= 1000 * 1000 * 1000;
+  }
+}
+
 /* Whether an owner of the last batch has no request waiting (it is
  * still sampling its token, or its window is done). Lock. */
 static bool
@@ -81,12 +93,7 @@ wk_sched_gather (wk_sched * s)
 
   if (!wk_sched_missing (s))
     return;
-  clock_gettime (CLOCK_REALTIME, &until);
-  until.tv_nsec += WK_SCHED_GATHER_NS;
-  if (until.tv_nsec >= 1000 * 1000 * 1000) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000 * 1000 * 1000;
-  }
+  time_in_ns (&until, WK_SCHED_GATHER_NS);
   s->gathering = true;
   while (wk_sched_missing (s)
       && pthread_cond_timedwait (&s->arrive_cond, &s->lock, &until) == 0);
@@ -259,12 +266,7 @@ wk_gate_enter (wk_gate * g, double deadline, const atomic_bool * cancel)
 
     if (cancel && atomic_load_explicit (cancel, memory_order_relaxed))
       break;
-    clock_gettime (CLOCK_REALTIME, &until);
-    until.tv_nsec += WK_GATE_POLL_NS;
-    if (until.tv_nsec >= 1000 * 1000 * 1000) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000 * 1000 * 1000;
-    }
+    time_in_ns (&until, WK_GATE_POLL_NS);
     pthread_cond_timedwait (&g->cond, &g->lock, &until);
   }
   if (g->active < g->slots && wk_gate_first (g, &me)) {
