@@ -207,15 +207,18 @@ wk_pool_worker_main (void *data)
   return NULL;
 }
 
+int
+wk_online_cpus (void)
+{
+  long n = sysconf (_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 1024 ? 1024 : (int) n;
+}
+
 static int
 wk_pool_default_threads (void)
 {
-  long n = sysconf (_SC_NPROCESSORS_ONLN);
-  if (n < 1)
-    n = 1;
-  if (n > 8)
-    n = 8;
-  return (int) n;
+  int n = wk_online_cpus ();
+  return n > 8 ? 8 : n;
 }
 
 static int

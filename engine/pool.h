@@ -8,6 +8,9 @@
 
 typedef struct wk_pool wk_pool;
 
+/* The online CPU count, 1 to 1024. */
+int wk_online_cpus (void);
+
 /* fn is called once on each of nth threads, ith = 0..nth-1; the calling
  * thread runs ith = 0. */
 typedef void (*wk_pool_fn) (void *ctx, int ith, int nth);

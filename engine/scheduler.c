@@ -1,9 +1,10 @@
 /* The scheduler of a model's decoder steps (see scheduler.h). */
 #include "scheduler.h"
 
+#include "pool.h"
+
 #include <pthread.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include <math.h>
 #include <time.h>
 
@@ -179,8 +180,7 @@ wk_gate_default_slots (void)
     if (*end == '\0' && n >= 0 && n <= 1024)
       return (int) n;
   }
-  n = sysconf (_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > 1024 ? 1024 : (int) n;
+  return wk_online_cpus ();
 }
 
 wk_gate *
