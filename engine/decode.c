@@ -566,15 +566,16 @@ decode_beam (wk_ctx * ctx, const filters * f, int n0, int sot_index,
     /* candidates of every live beam (its logits are in row j) */
     for (j = 0; j < n_live; j++) {
       float *x = ctx->logits + (size_t) j * V, lse;
-      int k;
+      int64_t top[WK_MAX_BEAM_SIZE + 1];
+      int k, n_top;
       memcpy (ctx->seq + n0, live + j * stride,
           (size_t) len * sizeof (int32_t));
       apply_filters (m, f, x, ctx->seq, n0 + len);
-      lse = vocab_lse (ctx, x, V);
-      for (k = 0; k <= B; k++) {
-        int best = (int) wk_argmax (x, V);
-        if (x[best] == -INFINITY)
-          break;
+      /* the B + 1 best tokens in one pass over the vocabulary */
+      n_top = wk_top_k (x, V, B + 1, top);
+      lse = vocab_lse_at (ctx, x, V, n_top > 0 ? top[0] : 0);
+      for (k = 0; k < n_top; k++) {
+        int best = (int) top[k];
         cand[n_cand].lp = x[best] - lse;
         cand[n_cand].score = live_lp[j] + cand[n_cand].lp;
         cand[n_cand].src = j;

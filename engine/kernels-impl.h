@@ -79,6 +79,8 @@ typedef struct
 
   /* Optional (NULL: a scalar loop): wk_argmax, n > 0, the same index. */
   wk_argmax_fn *argmax;
+  /* Optional (NULL: a scalar loop): wk_find_gt, the same index. */
+    int64_t (*find_gt) (const float *x, int64_t n, float t);
 
   /* Optional (NULL: attention_head / attention_head_f16kv per head serve):
    * wk_attention for a few queries q0 .. q1-1 and heads h0 .. h1-1 at

@@ -1492,6 +1492,26 @@ wasm_argmax (const float *x, int64_t n)
   return 0;
 }
 
+/* wk_find_gt: 16 values per test, then the first of them */
+static int64_t
+wasm_find_gt (const float *x, int64_t n, float t)
+{
+  v128_t tv = wasm_f32x4_splat (t);
+  int64_t i;
+
+  for (i = 0; i + 16 <= n; i += 16)
+    if (wasm_v128_any_true (wasm_v128_or (wasm_v128_or (wasm_f32x4_gt
+                    (wasm_v128_load (x + i), tv), wasm_f32x4_gt (wasm_v128_load
+                        (x + i + 4), tv)), wasm_v128_or (wasm_f32x4_gt
+                    (wasm_v128_load (x + i + 8), tv),
+                    wasm_f32x4_gt (wasm_v128_load (x + i + 12), tv)))))
+      break;
+  for (; i < n; i++)
+    if (x[i] > t)
+      break;
+  return i;
+}
+
 static void
 wasm_layer_norm_row (const float *x, int64_t d, const float *gamma,
     const float *beta, float eps, float *y)
@@ -1610,5 +1630,6 @@ const wk_kernel_set wk_kernels_wasm = {
   .softmax = wasm_softmax,
   .add = wasm_add,
   .argmax = wasm_argmax,
+  .find_gt = wasm_find_gt,
   .f16kv_slow = 1,
 };

@@ -4,6 +4,7 @@
  * and the table's entries run on the pieces. */
 #include "kernels-impl.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -825,6 +826,51 @@ wk_argmax (const float *x, int64_t n)
     if (x[i] > x[best])
       best = i;
   return best;
+}
+
+int64_t
+wk_find_gt (const float *x, int64_t n, float t)
+{
+  const wk_kernel_set *ks = wk_kernels_get ();
+  int64_t i;
+
+  if (n <= 0)
+    return n < 0 ? 0 : n;
+  if (ks->find_gt)
+    return ks->find_gt (x, n, t);
+  for (i = 0; i < n; i++)
+    if (x[i] > t)
+      break;
+  return i;
+}
+
+int
+wk_top_k (const float *x, int64_t n, int k, int64_t * idx)
+{
+  float v[WK_TOP_K_MAX], t = -INFINITY;
+  int64_t i = 0;
+  int m = 0, p;
+
+  if (k > WK_TOP_K_MAX)
+    k = WK_TOP_K_MAX;
+  if (k <= 0 || n <= 0)
+    return 0;
+  /* only a value above the k-th kept so far can enter (an equal one comes
+   * later, so it loses the tie) */
+  while ((i += wk_find_gt (x + i, n - i, t)) < n) {
+    if (m < k)
+      m++;
+    for (p = m - 1; p > 0 && v[p - 1] < x[i]; p--) {
+      v[p] = v[p - 1];
+      idx[p] = idx[p - 1];
+    }
+    v[p] = x[i];
+    idx[p] = i;
+    if (m == k)
+      t = v[k - 1];
+    i++;
+  }
+  return m;
 }
 
 /* ---- convolution stems ---- */

@@ -167,6 +167,18 @@ void wk_add (float *y, const float *x, int64_t n);
 /* Index of the largest value (the first one on ties); -1 when n <= 0. */
 int64_t wk_argmax (const float *x, int64_t n);
 
+/* Index of the first x[i] > t (a NaN never is), or n. */
+int64_t wk_find_gt (const float *x, int64_t n, float t);
+
+/* The indices of the k largest values (k <= WK_TOP_K_MAX) in idx, largest
+ * first, the lower index first on ties, leaving out -INFINITY and NaN;
+ * returns how many there are (at most k). The same indices, in the same
+ * order, as k rounds of wk_argmax that each set the value found to
+ * -INFINITY and stop at one that is -INFINITY, in one pass over x (beam
+ * search takes its candidates over the vocabulary so). */
+#define WK_TOP_K_MAX 32
+int wk_top_k (const float *x, int64_t n, int k, int64_t * idx);
+
 /* Whisper's convolution stems: kernel 3, padding 1, stride 1 or 2.
  *   Y[t][j] = bias[j] + sum_c sum_u W[j][c][u] * x (c, stride * t + u - 1)
  * W ne = {3, c_in, c_out} (f32 or f16; any type wk_linear takes), bias

@@ -1104,6 +1104,74 @@ test_argmax_matches_scalar (void)
   CHECK (bad == 0);
 }
 
+/* wk_find_gt and wk_top_k of every kernel set against their scalar
+ * definitions (the first index above t; k rounds of argmax, each masking
+ * what it found and stopping at -INFINITY) on the values of the argmax
+ * test, at every length and position around the vector widths. */
+static void
+test_find_gt_top_k (void)
+{
+  float x[300], y[300];
+  int s, c, n, i, k, bad = 0;
+
+  for (c = 0; c < 2000; c++) {
+    int64_t want_gt, want[WK_TOP_K_MAX], got[WK_TOP_K_MAX];
+    int n_want = 0, n_got;
+    float t;
+    n = 1 + (int) (rng_u32 () % 300);
+    for (i = 0; i < n; i++) {
+      switch (rng_u32 () % (c % 4 == 0 ? 4 : 16)) {
+        case 0:
+          x[i] = i == 0 ? 1.0f : NAN;   /* argmax keeps a NaN at 0 */
+          break;
+        case 1:
+          x[i] = (rng_u32 () & 1) ? -0.0f : 0.0f;
+          break;
+        case 2:
+          x[i] = (rng_u32 () & 1) ? -INFINITY : INFINITY;
+          break;
+        case 3:
+          x[i] = (float) (rng_u32 () % 3);      /* ties */
+          break;
+        default:
+          x[i] = rng_f () * 10.0f;
+          break;
+      }
+    }
+    t = (c % 3 == 0) ? -INFINITY : (c % 3 == 1) ? x[rng_u32 () % n] : 9.5f;
+    for (want_gt = 0; want_gt < n && !(x[want_gt] > t); want_gt++);
+    k = 1 + (int) (rng_u32 () % 17);
+    memcpy (y, x, (size_t) n * sizeof (float));
+    for (i = 0; i < k; i++) {
+      int64_t best = 0, j;
+      for (j = 1; j < n; j++)
+        if (y[j] > y[best])
+          best = j;
+      if (y[best] == -INFINITY || y[best] != y[best])
+        break;
+      want[n_want++] = best;
+      y[best] = -INFINITY;
+    }
+    for (s = -1; s < n_simd_sets; s++) {
+      const char *name = s < 0 ? "ref" : simd_sets[s]->name;
+      wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
+      if (wk_find_gt (x, n, t) != want_gt && bad++ < 5)
+        CHECK_MSG (0, "%s find_gt n=%d t=%g: %ld want %ld", name, n, t,
+            (long) wk_find_gt (x, n, t), (long) want_gt);
+      n_got = wk_top_k (x, n, k, got);
+      if ((n_got != n_want || memcmp (got, want,
+                  (size_t) n_want * sizeof got[0])) && bad++ < 5)
+        CHECK_MSG (0, "%s top_k n=%d k=%d: %d found, want %d (first %ld, "
+            "want %ld)", name, n, k, n_got, n_want,
+            n_got > 0 ? (long) got[0] : -1L, n_want > 0 ? (long) want[0] : -1L);
+    }
+  }
+  wk_kernels_set (NULL);
+  CHECK (bad == 0);
+  CHECK (wk_find_gt (x, 0, 0.0f) == 0);
+  CHECK (wk_top_k (x, 0, 3, NULL) == 0);
+}
+
 static void
 test_attention (void)
 {
@@ -1507,6 +1575,7 @@ main (void)
   RUN (test_f32_to_f16);
   RUN (test_f16_rounding_all_inputs);
   RUN (test_argmax_matches_scalar);
+  RUN (test_find_gt_top_k);
   RUN (test_rows);
   RUN (test_conv1d);
 
