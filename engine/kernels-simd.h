@@ -15,6 +15,7 @@
  *   v_exp (x) v_gelu (x)
  *   v_sel_lt (a, b, s, x)        lanes with a < b from x, the rest from s
  *   v_sel_eq (a, b, s, x)        lanes with a == b from x, the rest from s
+ *   v_transpose (s, ls, d, ld)   d[c ld + r] = s[r ls + c], r, c < VL
  *   row_seg_to_f32 ()            a weight row's segment as f32
  *
  * Each ISA's results are what its own copy of this code computed before
@@ -117,14 +118,16 @@ typedef struct
   int64_t ldx;
 } gemm_rows;
 
-/* wk_gemm_ukernel.pack: panel[kk * NR + jj] (f32) */
+/* wk_gemm_ukernel.pack: panel[kk * NR + jj] (f32). Rows of weights or
+ * of B are converted VL at a time, then transposed VL x VL in registers
+ * (element by element, the strided stores took most of the packing). */
 static void
 pack_panel (const void *src, int64_t j, int nr, int64_t l0, int kc, void *panel)
 {
   const gemm_src *s = src;
   float *bp = panel;
-  float tmp[KC];
-  int jj, kk;
+  float tmp[VL][KC] __attribute__((aligned (SIMD_ALIGN)));
+  int jj, kk, h, r;
 
   if (s->kind == 2) {
     const VMASK m0 = v_mask (nr), m1 = v_mask (nr - VL);
@@ -135,22 +138,23 @@ pack_panel (const void *src, int64_t j, int nr, int64_t l0, int kc, void *panel)
     }
     return;
   }
-  for (jj = 0; jj < NR; jj++) {
-    const float *b;
-    if (jj >= nr) {
-      for (kk = 0; kk < kc; kk++)
-        bp[kk * NR + jj] = 0.0f;
-      continue;
+  for (h = 0; h < NR / VL; h++) {
+    for (r = 0; r < VL; r++) {
+      jj = h * VL + r;
+      if (jj >= nr)
+        memset (tmp[r], 0, (size_t) kc * sizeof (float));
+      else if (s->kind == 1)
+        memcpy (tmp[r], s->B + (j + jj) * s->ldb + l0,
+            (size_t) kc * sizeof (float));
+      else
+        row_seg_to_f32 (s->type, s->data + (size_t) (j + jj) * s->row_bytes,
+            l0, kc, tmp[r]);
     }
-    if (s->kind == 1) {
-      b = s->B + (j + jj) * s->ldb + l0;
-    } else {
-      row_seg_to_f32 (s->type, s->data + (size_t) (j + jj) * s->row_bytes,
-          l0, kc, tmp);
-      b = tmp;
-    }
-    for (kk = 0; kk < kc; kk++)
-      bp[kk * NR + jj] = b[kk];
+    for (kk = 0; kk + VL <= kc; kk += VL)
+      v_transpose (&tmp[0][kk], KC, bp + kk * NR + h * VL, NR);
+    for (; kk < kc; kk++)
+      for (r = 0; r < VL; r++)
+        bp[kk * NR + h * VL + r] = tmp[r][kk];
   }
 }
 
