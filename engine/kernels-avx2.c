@@ -14,6 +14,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels-x86.h"
+
 #define MR 6                    /* rows of X per micro-kernel */
 #define NR 16                   /* weight rows (outputs) per panel */
 #define NC 64                   /* outputs per packed block (4 panels) */
@@ -208,34 +210,6 @@ row_seg_to_f32 (wk_type type, const unsigned char *row, int64_t l0,
     default:
       memset (out, 0, (size_t) len * sizeof (float));
       break;
-  }
-}
-
-/* d[c * ld + r] = s[r * ls + c] for r, c < 8: an 8 x 8 transpose in
- * registers (unpack pairs of rows, shuffle pairs of pairs, swap halves) */
-static inline void
-transpose8x8 (const float *s, int64_t ls, float *d, int64_t ld)
-{
-  __m256 r[8], t[8], u[8];
-  int i;
-
-  for (i = 0; i < 8; i++)
-    r[i] = _mm256_loadu_ps (s + i * ls);
-  for (i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps (r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps (r[i], r[i + 1]);
-  }
-  for (i = 0; i < 8; i += 4) {
-    u[i] = _mm256_shuffle_ps (t[i], t[i + 2], _MM_SHUFFLE (1, 0, 1, 0));
-    u[i + 1] = _mm256_shuffle_ps (t[i], t[i + 2], _MM_SHUFFLE (3, 2, 3, 2));
-    u[i + 2] = _mm256_shuffle_ps (t[i + 1], t[i + 3], _MM_SHUFFLE (1, 0, 1, 0));
-    u[i + 3] = _mm256_shuffle_ps (t[i + 1], t[i + 3], _MM_SHUFFLE (3, 2, 3, 2));
-  }
-  for (i = 0; i < 4; i++) {
-    _mm256_storeu_ps (d + i * ld, _mm256_permute2f128_ps (u[i], u[i + 4],
-            0x20));
-    _mm256_storeu_ps (d + (i + 4) * ld, _mm256_permute2f128_ps (u[i],
-            u[i + 4], 0x31));
   }
 }
 

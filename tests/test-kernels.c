@@ -1055,6 +1055,35 @@ out:
   free (h);
 }
 
+/* n values for comparisons against scalar loops: with hard set, only
+ * NaNs, zeros of both signs, infinities and small integers (ties); else
+ * mostly random values among them. A NaN at index 0 only with nan_at_0. */
+static void
+hostile_floats (float *x, int n, int hard, int nan_at_0)
+{
+  int i;
+
+  for (i = 0; i < n; i++) {
+    switch (rng_u32 () % (hard ? 4 : 16)) {
+      case 0:
+        x[i] = i > 0 || nan_at_0 ? NAN : 1.0f;
+        break;
+      case 1:
+        x[i] = (rng_u32 () & 1) ? -0.0f : 0.0f;
+        break;
+      case 2:
+        x[i] = (rng_u32 () & 1) ? -INFINITY : INFINITY;
+        break;
+      case 3:
+        x[i] = (float) (rng_u32 () % 3);
+        break;
+      default:
+        x[i] = rng_f () * 10.0f;
+        break;
+    }
+  }
+}
+
 /* wk_argmax of every kernel set against the scalar loop's definition (the
  * first index of the largest value; NaNs never chosen unless at index 0)
  * on ties, -0 against +0, infinities and NaNs, at every length and
@@ -1068,25 +1097,7 @@ test_argmax_matches_scalar (void)
   for (c = 0; c < 2000; c++) {
     int64_t want = 0;
     n = 1 + (int) (rng_u32 () % 300);
-    for (i = 0; i < n; i++) {
-      switch (rng_u32 () % (c % 4 == 0 ? 4 : 16)) {
-        case 0:
-          x[i] = NAN;
-          break;
-        case 1:
-          x[i] = (rng_u32 () & 1) ? -0.0f : 0.0f;
-          break;
-        case 2:
-          x[i] = (rng_u32 () & 1) ? -INFINITY : INFINITY;
-          break;
-        case 3:
-          x[i] = (float) (rng_u32 () % 3);      /* ties */
-          break;
-        default:
-          x[i] = rng_f () * 10.0f;
-          break;
-      }
-    }
+    hostile_floats (x, n, c % 4 == 0, 1);
     for (i = 1; i < n; i++)
       if (x[i] > x[want])
         want = i;
@@ -1119,25 +1130,8 @@ test_find_gt_top_k (void)
     int n_want = 0, n_got;
     float t;
     n = 1 + (int) (rng_u32 () % 300);
-    for (i = 0; i < n; i++) {
-      switch (rng_u32 () % (c % 4 == 0 ? 4 : 16)) {
-        case 0:
-          x[i] = i == 0 ? 1.0f : NAN;   /* argmax keeps a NaN at 0 */
-          break;
-        case 1:
-          x[i] = (rng_u32 () & 1) ? -0.0f : 0.0f;
-          break;
-        case 2:
-          x[i] = (rng_u32 () & 1) ? -INFINITY : INFINITY;
-          break;
-        case 3:
-          x[i] = (float) (rng_u32 () % 3);      /* ties */
-          break;
-        default:
-          x[i] = rng_f () * 10.0f;
-          break;
-      }
-    }
+    /* no NaN at 0, which argmax keeps and top_k leaves out */
+    hostile_floats (x, n, c % 4 == 0, 0);
     t = (c % 3 == 0) ? -INFINITY : (c % 3 == 1) ? x[rng_u32 () % n] : 9.5f;
     for (want_gt = 0; want_gt < n && !(x[want_gt] > t); want_gt++);
     k = 1 + (int) (rng_u32 () % 17);
