@@ -1700,38 +1700,6 @@ avx2_add (float *y, const float *x, int64_t n)
     y[i] += x[i];
 }
 
-/* wk_argmax: the maximum over the values that are not NaN (maxps returns
- * its second operand, the running maximum, when the first is NaN), then
- * the first value equal to it (-0 == +0, as the scalar loop's ties). */
-static int64_t
-avx2_argmax (const float *x, int64_t n)
-{
-  __m256 m0 = _mm256_set1_ps (-INFINITY), m1 = m0, mv;
-  float mx;
-  int64_t i;
-
-  if (x[0] != x[0])
-    return 0;
-  for (i = 0; i + 16 <= n; i += 16) {
-    m0 = _mm256_max_ps (_mm256_loadu_ps (x + i), m0);
-    m1 = _mm256_max_ps (_mm256_loadu_ps (x + i + 8), m1);
-  }
-  mx = hmax256 (_mm256_max_ps (m0, m1));
-  for (; i < n; i++)
-    mx = x[i] > mx ? x[i] : mx;
-  mv = _mm256_set1_ps (mx);
-  for (i = 0; i + 8 <= n; i += 8) {
-    int bits = _mm256_movemask_ps (_mm256_cmp_ps (_mm256_loadu_ps (x + i), mv,
-            _CMP_EQ_OQ));
-    if (bits)
-      return i + __builtin_ctz ((unsigned) bits);
-  }
-  for (; i < n; i++)
-    if (x[i] == mx)
-      return i;
-  return 0;
-}
-
 /* wk_find_gt: 32 values per test, then the first of them */
 static int64_t
 avx2_find_gt (const float *x, int64_t n, float t)
@@ -1774,7 +1742,6 @@ const wk_kernel_set wk_kernels_avx2 = {
   .gelu = avx2_gelu,
   .softmax = avx2_softmax,
   .add = avx2_add,
-  .argmax = avx2_argmax,
   .find_gt = avx2_find_gt,
   .attention_heads = avx2_attention_heads,
 };
@@ -1795,7 +1762,6 @@ const wk_kernel_set wk_kernels_avx2vnni = {
   .gelu = avx2_gelu,
   .softmax = avx2_softmax,
   .add = avx2_add,
-  .argmax = avx2_argmax,
   .find_gt = avx2_find_gt,
   .attention_heads = avx2_attention_heads,
 };

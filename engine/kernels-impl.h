@@ -13,8 +13,8 @@
  * still sees the return type and name of the function they qualify. */
 #define WK_ALWAYS_INLINE __attribute__ ((always_inline))
 
-/* wk_kernel_set.argmax (a typedef, which GNU indent formats) */
-typedef int64_t wk_argmax_fn (const float *x, int64_t n);
+/* wk_kernel_set.find_gt (a typedef, which GNU indent formats) */
+typedef int64_t wk_find_gt_fn (const float *x, int64_t n, float t);
 
 typedef struct
 {
@@ -77,10 +77,9 @@ typedef struct
   void (*softmax) (float *x, int64_t n);
   void (*add) (float *y, const float *x, int64_t n);
 
-  /* Optional (NULL: a scalar loop): wk_argmax, n > 0, the same index. */
-  wk_argmax_fn *argmax;
-  /* Optional (NULL: a scalar loop): wk_find_gt, the same index. */
-    int64_t (*find_gt) (const float *x, int64_t n, float t);
+  /* Optional (NULL: a scalar loop): wk_find_gt, n > 0, the same index
+   * (wk_argmax and wk_top_k run on it). */
+  wk_find_gt_fn *find_gt;
 
   /* Optional (NULL: attention_head / attention_head_f16kv per head serve):
    * wk_attention for a few queries q0 .. q1-1 and heads h0 .. h1-1 at

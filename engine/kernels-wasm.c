@@ -1457,41 +1457,6 @@ wasm_round_f16 (float *x, int64_t n)
     x[i] = wk_fp16_to_fp32 (wk_fp32_to_fp16 (x[i]));
 }
 
-/* The first index of the largest value, as the scalar loop finds it
- * (which never moves to a NaN, and keeps index 0 when x[0] is one): the
- * maximum over the values that are not NaN (pmax keeps its first
- * operand unless the second is larger), then the first value equal to
- * it. */
-static int64_t
-wasm_argmax (const float *x, int64_t n)
-{
-  v128_t m0 = wasm_f32x4_splat (-INFINITY), m1 = m0, m2 = m0, m3 = m0, m4;
-  float mx;
-  int64_t i, j;
-
-  if (x[0] != x[0])
-    return 0;
-  /* the accumulators first: pmax (m, NaN) is m */
-  for (i = 0; i + 16 <= n; i += 16) {
-    m0 = wasm_f32x4_pmax (m0, wasm_v128_load (x + i));
-    m1 = wasm_f32x4_pmax (m1, wasm_v128_load (x + i + 4));
-    m2 = wasm_f32x4_pmax (m2, wasm_v128_load (x + i + 8));
-    m3 = wasm_f32x4_pmax (m3, wasm_v128_load (x + i + 12));
-  }
-  mx = hmax (wasm_f32x4_pmax (wasm_f32x4_pmax (m0, m1),
-          wasm_f32x4_pmax (m2, m3)));
-  for (; i < n; i++)
-    mx = x[i] > mx ? x[i] : mx;
-  m4 = wasm_f32x4_splat (mx);
-  for (i = 0; i + 4 <= n; i += 4)
-    if (wasm_v128_any_true (wasm_f32x4_eq (wasm_v128_load (x + i), m4)))
-      break;
-  for (j = i; j < n; j++)
-    if (x[j] == mx)
-      return j;
-  return 0;
-}
-
 /* wk_find_gt: 16 values per test, then the first of them */
 static int64_t
 wasm_find_gt (const float *x, int64_t n, float t)
@@ -1629,7 +1594,6 @@ const wk_kernel_set wk_kernels_wasm = {
   .gelu = wasm_gelu,
   .softmax = wasm_softmax,
   .add = wasm_add,
-  .argmax = wasm_argmax,
   .find_gt = wasm_find_gt,
   .f16kv_slow = 1,
 };

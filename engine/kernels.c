@@ -814,17 +814,18 @@ wk_add (float *y, const float *x, int64_t n)
     wk_kernels_get ()->add (y, x, n);
 }
 
+/* Each value above the best so far moves it (a NaN never is one, and a
+ * NaN at 0 stays the best): one pass over x, as the scalar loop. */
 int64_t
 wk_argmax (const float *x, int64_t n)
 {
-  const wk_kernel_set *ks = wk_kernels_get ();
-  int64_t i, best = n > 0 ? 0 : -1;
+  int64_t best, i;
 
-  if (n > 0 && ks->argmax)
-    return ks->argmax (x, n);
-  for (i = 1; i < n; i++)
-    if (x[i] > x[best])
-      best = i;
+  if (n <= 0)
+    return -1;
+  best = 0;
+  while ((i = best + 1 + wk_find_gt (x + best + 1, n - best - 1, x[best])) < n)
+    best = i;
   return best;
 }
 
@@ -835,7 +836,7 @@ wk_find_gt (const float *x, int64_t n, float t)
   int64_t i;
 
   if (n <= 0)
-    return n < 0 ? 0 : n;
+    return 0;
   if (ks->find_gt)
     return ks->find_gt (x, n, t);
   for (i = 0; i < n; i++)
