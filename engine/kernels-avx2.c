@@ -918,13 +918,7 @@ gemv_q8_tiles (const wk_tensor * W, const float *bias, const float *X,
   }
 }
 
-/* ---- f16 decoder products: one row of X, 8 weight rows a tile ----
- * Each row of the tile is read start to end (one sequential stream per
- * tile), converted 8 halves at a time with F16C, and the 8 rows' sums are
- * reduced together; the weights are prefetched FPF bytes ahead. */
-
-#define FT 8                    /* weight rows per tile */
-#define FPF 8192                /* prefetch distance (bytes) */
+/* ---- f16 decoder products (kernels-f16.h) over 8 lanes ---- */
 
 /* lane r = the sum of a[r]'s 8 lanes */
 static inline WK_ALWAYS_INLINE __m256
@@ -939,54 +933,28 @@ sum8x8_ps (const __m256 a[8])
       _mm256_permute2f128_ps (t0, t2, 0x31));
 }
 
-static void
-gemv_f16_tiles (const wk_tensor * W, const float *bias, const float *X,
-    int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
+static inline WK_ALWAYS_INLINE void
+f16_tile_store (const __m256 acc[8], const float *bias, unsigned flags,
+    float *y)
 {
-  const int64_t k = W->ne[0];
-  const size_t rb = (size_t) k * sizeof (uint16_t);
-  const unsigned char *data = W->data;
-  const int64_t jt = j0 + (j1 - j0) / FT * FT;
-  int64_t j, l;
-  int r;
+  __m256 v = sum8x8_ps (acc);
 
-  for (j = j0; j < jt; j += FT) {
-    const unsigned char *w = data + (size_t) j * rb;
-    __m256 acc[FT], y;
-
-#pragma GCC unroll 8
-    for (r = 0; r < FT; r++) {
-      const uint16_t *h = (const uint16_t *) (w + r * rb);
-      __m256 a0 = _mm256_setzero_ps (), a1 = _mm256_setzero_ps ();
-      __m256 a2 = _mm256_setzero_ps (), a3 = _mm256_setzero_ps ();
-      for (l = 0; l < k; l += 32) {
-        _mm_prefetch ((const char *) (h + l) + FPF, _MM_HINT_T0);
-        a0 = _mm256_fmadd_ps (_mm256_cvtph_ps (_mm_loadu_si128
-                ((const __m128i *) (h + l))), _mm256_loadu_ps (X + l), a0);
-        a1 = _mm256_fmadd_ps (_mm256_cvtph_ps (_mm_loadu_si128
-                ((const __m128i *) (h + l + 8))), _mm256_loadu_ps (X + l + 8),
-            a1);
-        a2 = _mm256_fmadd_ps (_mm256_cvtph_ps (_mm_loadu_si128
-                ((const __m128i *) (h + l + 16))), _mm256_loadu_ps (X + l +
-                16), a2);
-        a3 = _mm256_fmadd_ps (_mm256_cvtph_ps (_mm_loadu_si128
-                ((const __m128i *) (h + l + 24))), _mm256_loadu_ps (X + l +
-                24), a3);
-      }
-      acc[r] = _mm256_add_ps (_mm256_add_ps (a0, a1), _mm256_add_ps (a2, a3));
-    }
-    y = sum8x8_ps (acc);
-    if (bias)
-      y = _mm256_add_ps (y, _mm256_loadu_ps (bias + j));
-    if (flags & WK_LINEAR_GELU)
-      y = gelu256 (y);
-    if (flags & WK_LINEAR_ADD)
-      y = _mm256_add_ps (y, _mm256_loadu_ps (Y + j));
-    _mm256_storeu_ps (Y + j, y);
-  }
-  if (jt < j1)
-    gemv (W, bias, X, 1, ldx, Y, ldy, jt, j1, flags);
+  if (bias)
+    v = _mm256_add_ps (v, _mm256_loadu_ps (bias));
+  if (flags & WK_LINEAR_GELU)
+    v = gelu256 (v);
+  if (flags & WK_LINEAR_ADD)
+    v = _mm256_add_ps (v, _mm256_loadu_ps (y));
+  _mm256_storeu_ps (y, v);
 }
+
+#define v_loadu(p) _mm256_loadu_ps (p)
+#define v_load_f16(p) _mm256_cvtph_ps (_mm_loadu_si128 ((const __m128i *) (p)))
+#define v_prefetch(p) _mm_prefetch ((p), _MM_HINT_T0)
+#define F16_GROUP 3             /* 12 accumulators */
+#define f16_tail gemv
+
+#include "kernels-f16.h"
 
 /* ---- encoder products with maddubs: quantized rows of X ----
  *
@@ -1204,8 +1172,8 @@ linear_any (const wk_tensor * W, const float *bias, const float *X,
     gemv_q8_tiles (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, vnni);
     return;
   }
-  if (n == 1 && W->type == WK_TYPE_F16 && W->ne[0] % 32 == 0) {
-    gemv_f16_tiles (W, bias, X, ldx, Y, ldy, j0, j1, flags);
+  if (n < WK_LINEAR_GEMM_ROWS && W->type == WK_TYPE_F16 && W->ne[0] % 32 == 0) {
+    gemv_f16 (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
     return;
   }
   if (n < WK_LINEAR_GEMM_ROWS) {

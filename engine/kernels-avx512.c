@@ -652,56 +652,37 @@ avx512_linear_q (const wk_tensor * W, const float *bias, const int8_t * q,
   wk_gemm_blocked (&q_panels, &x, &w, n, Y, ldy, j0, j1, W->ne[0], &epi, bp);
 }
 
-/* ---- f16 decoder products: one row of X ----
- * 16-wide conversions; 8 weight rows per tile, each read start to end
- * (the tile is one sequential stream), sums reduced 8 at a time. */
+/* ---- f16 decoder products (kernels-f16.h) over 16 lanes ---- */
 
-#define FT 8                    /* weight rows per tile */
-#define FPF 8192                /* prefetch distance (bytes) */
+static inline WK_ALWAYS_INLINE void
+f16_tile_store (const __m512 acc[8], const float *bias, unsigned flags,
+    float *y)
+{
+  __m256 v = hsum8x16 (acc);
 
-static void
-gemv_f16_512 (const wk_tensor * W, const float *bias, const float *X,
+  if (bias)
+    v = _mm256_add_ps (v, _mm256_loadu_ps (bias));
+  if (flags & WK_LINEAR_GELU)
+    v = _mm512_castps512_ps256 (gelu512 (_mm512_castps256_ps512 (v)));
+  if (flags & WK_LINEAR_ADD)
+    v = _mm256_add_ps (v, _mm256_loadu_ps (y));
+  _mm256_storeu_ps (y, v);
+}
+
+static inline void
+f16_tail (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
 {
-  const int64_t k = W->ne[0];
-  const size_t rb = (size_t) k * sizeof (uint16_t);
-  const unsigned char *data = W->data;
-  int64_t j = j0, l;
-  int r;
-
-  for (; j + FT <= j1; j += FT) {
-    const unsigned char *w = data + (size_t) j * rb;
-    __m512 acc[FT];
-    __m256 y;
-
-#pragma GCC unroll 8
-    for (r = 0; r < FT; r++) {
-      const uint16_t *h = (const uint16_t *) (w + r * rb);
-      __m512 a0 = _mm512_setzero_ps (), a1 = _mm512_setzero_ps ();
-      for (l = 0; l < k; l += 32) {
-#ifndef F16NOPF
-        _mm_prefetch ((const char *) (h + l) + FPF, _MM_HINT_T0);
-#endif
-        a0 = _mm512_fmadd_ps (_mm512_cvtph_ps (_mm256_loadu_si256
-                ((const __m256i *) (h + l))), _mm512_loadu_ps (X + l), a0);
-        a1 = _mm512_fmadd_ps (_mm512_cvtph_ps (_mm256_loadu_si256
-                ((const __m256i *) (h + l + 16))), _mm512_loadu_ps (X + l +
-                16), a1);
-      }
-      acc[r] = _mm512_add_ps (a0, a1);
-    }
-    y = hsum8x16 (acc);
-    if (bias)
-      y = _mm256_add_ps (y, _mm256_loadu_ps (bias + j));
-    if (flags & WK_LINEAR_GELU)
-      y = _mm512_castps512_ps256 (gelu512 (_mm512_castps256_ps512 (y)));
-    if (flags & WK_LINEAR_ADD)
-      y = _mm256_add_ps (y, _mm256_loadu_ps (Y + j));
-    _mm256_storeu_ps (Y + j, y);
-  }
-  if (j < j1)
-    avx2_set.linear (W, bias, X, 1, ldx, Y, ldy, j, j1, flags, 0);
+  avx2_set.linear (W, bias, X, n, ldx, Y, ldy, j0, j1, flags, 0);
 }
+
+#define v_loadu(p) _mm512_loadu_ps (p)
+#define v_load_f16(p) \
+  _mm512_cvtph_ps (_mm256_loadu_si256 ((const __m256i *) (p)))
+#define v_prefetch(p) _mm_prefetch ((p), _MM_HINT_T0)
+#define F16_GROUP 7             /* 14 accumulators */
+
+#include "kernels-f16.h"
 
 static void
 avx512_linear (const wk_tensor * W, const float *bias, const float *X,
@@ -712,8 +693,8 @@ avx512_linear (const wk_tensor * W, const float *bias, const float *X,
     gemv_q_vnni (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
     return;
   }
-  if (n == 1 && W->type == WK_TYPE_F16 && W->ne[0] % 32 == 0) {
-    gemv_f16_512 (W, bias, X, ldx, Y, ldy, j0, j1, flags);
+  if (n < WK_LINEAR_GEMM_ROWS && W->type == WK_TYPE_F16 && W->ne[0] % 32 == 0) {
+    gemv_f16 (W, bias, X, n, ldx, Y, ldy, j0, j1, flags);
     return;
   }
   if (act_q8 || n < WK_LINEAR_GEMM_ROWS) {
