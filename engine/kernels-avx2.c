@@ -912,9 +912,10 @@ gemv_q8_tiles (const wk_tensor * W, const float *bias, const float *X,
         _mm256_storeu_ps (y, v);
       }
     }
-    if (jt < j1)
-      gemv_q8 (W, bias, X + i0 * ldx, nx, ldx, Y + i0 * ldy, ldy, jt, j1,
-          flags);
+    /* one row at a time, so that a row's tail has its one-row bits */
+    for (x = 0; jt < j1 && x < nx; x++)
+      gemv_q8 (W, bias, X + (i0 + x) * ldx, 1, ldx, Y + (i0 + x) * ldy, ldy,
+          jt, j1, flags);
   }
 }
 

@@ -250,13 +250,16 @@ hsum8x16 (const __m512 a[8])
 /* the VNNI kernels' attribute, as one word (see WK_ALWAYS_INLINE) */
 #define TARGET_VNNI __attribute__ ((target ("avx512vnni")))
 
-#define VX 4                    /* rows of X per pass (beams) */
+#define VX 7                    /* rows of X per pass, at most (beams) */
+/* quantized activations held at once: 4 rows of the longest k, 7 of the
+ * decoder's (k <= 9362), so that 5 beams read the weights once */
+#define VACT (4 * WK_LINEAR_QMAX_K)
 
 typedef struct
 {
-  int8_t q[VX][WK_LINEAR_QMAX_K];
-  float d[VX][WK_LINEAR_QMAX_K / WK_QK];        /* d_x per block */
-  float c[VX][WK_LINEAR_QMAX_K / WK_QK];        /* -128 or -8 times sum q_x */
+  int8_t q[VACT];               /* row x at q + x k */
+  float d[VACT / WK_QK];        /* d_x per block, row x at d + x nb */
+  float c[VACT / WK_QK];        /* -128 or -8 times sum q_x, the same */
 } vnni_act;
 
 static int have_vnni;
@@ -318,7 +321,7 @@ tile_q8_0 (const int NX, const unsigned char *w, size_t rb, int64_t nb,
 #pragma GCC unroll 4
     for (x = 0; x < NX; x++) {
       const __m512i xv = _mm512_broadcast_i64x4 (_mm256_loadu_si256
-          ((const __m256i *) (a->q[x] + b * WK_QK)));
+          ((const __m256i *) (a->q + x * nb * WK_QK + b * WK_QK)));
       __m512i z[8], t[4], u0, u1, s;
       __m512 f;
 #pragma GCC unroll 8
@@ -335,9 +338,11 @@ tile_q8_0 (const int NX, const unsigned char *w, size_t rb, int64_t nb,
       s = _mm512_add_epi32 (_mm512_shuffle_i32x4 (u0, u1, _MM_SHUFFLE (2, 0,
                   2, 0)), _mm512_shuffle_i32x4 (u0, u1, _MM_SHUFFLE (3, 1, 3,
                   1)));
-      f = _mm512_add_ps (_mm512_cvtepi32_ps (s), _mm512_set1_ps (a->c[x][b]));
-      acc[x] = _mm512_fmadd_ps (_mm512_mul_ps (f, dw),
-          _mm512_set1_ps (a->d[x][b]), acc[x]);
+      f = _mm512_add_ps (_mm512_cvtepi32_ps (s),
+          _mm512_set1_ps (a->c[x * nb + b]));
+      acc[x] =
+          _mm512_fmadd_ps (_mm512_mul_ps (f, dw),
+          _mm512_set1_ps (a->d[x * nb + b]), acc[x]);
     }
   }
 }
@@ -380,9 +385,9 @@ tile_q4_0 (const int NX, const unsigned char *w, size_t rb, int64_t nb,
 #pragma GCC unroll 4
     for (x = 0; x < NX; x++) {
       const __m512i xl = _mm512_broadcast_i32x4 (_mm_loadu_si128
-          ((const __m128i *) (a->q[x] + b * WK_QK)));
+          ((const __m128i *) (a->q + x * nb * WK_QK + b * WK_QK)));
       const __m512i xh = _mm512_broadcast_i32x4 (_mm_loadu_si128
-          ((const __m128i *) (a->q[x] + b * WK_QK + 16)));
+          ((const __m128i *) (a->q + x * nb * WK_QK + b * WK_QK + 16)));
       __m512i z[4];
       __m512 f;
 #pragma GCC unroll 4
@@ -390,9 +395,9 @@ tile_q4_0 (const int NX, const unsigned char *w, size_t rb, int64_t nb,
         z[i] = _mm512_dpbusd_epi32 (_mm512_dpbusd_epi32 (_mm512_setzero_si512
                 (), lo[i], xl), hi[i], xh);
       f = _mm512_add_ps (_mm512_cvtepi32_ps (reduce4x4 (z)),
-          _mm512_set1_ps (a->c[x][b]));
+          _mm512_set1_ps (a->c[x * nb + b]));
       acc[x] = _mm512_fmadd_ps (_mm512_mul_ps (f, dw),
-          _mm512_set1_ps (a->d[x][b]), acc[x]);
+          _mm512_set1_ps (a->d[x * nb + b]), acc[x]);
     }
   }
 }
@@ -414,6 +419,9 @@ tile_q (int q8, int nx, const unsigned char *w, size_t rb, int64_t nb,
       VNNI_CASE (1);
       VNNI_CASE (2);
       VNNI_CASE (3);
+      VNNI_CASE (4);
+      VNNI_CASE (5);
+      VNNI_CASE (6);
     default:
       if (q8)
         tile_q8_0 (VX, w, rb, nb, a, roff, acc);
@@ -423,8 +431,9 @@ tile_q (int q8, int nx, const unsigned char *w, size_t rb, int64_t nb,
   }
 }
 
-/* wk_linear_ex for act_q8 products (up to 7 rows of X, VX at a time):
- * whole tiles here, the rest (< 16 outputs) by the AVX2 kernels. */
+/* wk_linear_ex for act_q8 products (up to 7 rows of X, as many at a time
+ * as vnni_act holds): whole tiles here, the rest (< 16 outputs) by the
+ * AVX2 kernels. */
 static TARGET_VNNI void
 gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
     int64_t n, int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1,
@@ -433,6 +442,7 @@ gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
   /* 80 KiB */
   vnni_act a;
   const int64_t k = W->ne[0], nb = k / WK_QK;
+  const int64_t px = VACT / k < VX ? VACT / k : VX;
   const size_t rb = wk_type_row_bytes (W->type, k);
   const unsigned char *data = W->data;
   const int q8 = W->type == WK_TYPE_Q8_0;
@@ -444,12 +454,13 @@ gemv_q_vnni (const wk_tensor * W, const float *bias, const float *X,
   int64_t b, j, i0;
   int x;
 
-  for (i0 = 0; i0 < n; i0 += VX) {
-    int nx = (int) (n - i0 < VX ? n - i0 : VX);
+  for (i0 = 0; i0 < n; i0 += px) {
+    int nx = (int) (n - i0 < px ? n - i0 : px);
     for (x = 0; x < nx; x++) {
-      avx2_set.quantize_act (X + (i0 + x) * ldx, k, a.q[x], a.d[x]);
+      int8_t *q = a.q + x * k;
+      avx2_set.quantize_act (X + (i0 + x) * ldx, k, q, a.d + x * nb);
       for (b = 0; b < nb; b++)
-        a.c[x][b] = off * (float) wk_block_sum_i8 (a.q[x] + b * WK_QK);
+        a.c[x * nb + b] = off * (float) wk_block_sum_i8 (q + b * WK_QK);
     }
     for (j = j0; j < jt; j += VT) {
       __m512 acc[VX];

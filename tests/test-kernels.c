@@ -683,46 +683,50 @@ test_gemv_is_deterministic_across_threads (void)
     }
 }
 
-/* f16 weights against a few rows of X (beams, batched streams): each
- * row gets the bits of the one-row product, whole tiles and the tail
- * alike, on every kernel set (kernels-f16.h). */
+/* f16, q8_0 and q4_0 weights against a few rows of X (beams, batched
+ * streams): each row gets the bits of the one-row product, whole tiles
+ * and the tail alike, on every kernel set (kernels-f16.h; the integer
+ * products quantize and scale each row alone). */
 static void
-test_f16_rows_match_one_row (void)
+test_few_rows_match_one_row (void)
 {
   static const int64_t ks[] = { 384, 96, 1536 };
-  int s, c;
+  static const wk_type types[] = { WK_TYPE_F16, WK_TYPE_Q8_0, WK_TYPE_Q4_0 };
+  int s, c, t;
   int64_t n, i;
 
   for (s = -1; s < n_simd_sets; s++) {
     wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
-    for (c = 0; c < 3; c++) {
-      const int64_t k = ks[c], m = 1030;
-      wk_tensor W = make_weight (WK_TYPE_F16, k, m);
-      float *bias = rand_floats (m, 0.5f);
-      float *X = rand_floats (7 * k, 1.0f);
-      float *Y0 = rand_floats (7 * m, 1.0f);
-      float *Yn = malloc ((size_t) (7 * m) * sizeof (float));
-      float *Y1 = malloc ((size_t) m * sizeof (float));
-      unsigned flags = c == 1 ? WK_LINEAR_GELU : WK_LINEAR_ADD;
+    for (t = 0; t < 3; t++)
+      for (c = 0; c < 3; c++) {
+        const int64_t k = ks[c], m = 1030;
+        wk_tensor W = make_weight (types[t], k, m);
+        float *bias = rand_floats (m, 0.5f);
+        float *X = rand_floats (7 * k, 1.0f);
+        float *Y0 = rand_floats (7 * m, 1.0f);
+        float *Yn = malloc ((size_t) (7 * m) * sizeof (float));
+        float *Y1 = malloc ((size_t) m * sizeof (float));
+        unsigned flags = c == 1 ? WK_LINEAR_GELU : WK_LINEAR_ADD;
 
-      for (n = 2; n < WK_LINEAR_GEMM_ROWS; n++) {
-        memcpy (Yn, Y0, (size_t) (n * m) * sizeof (float));
-        wk_linear_ex (NULL, &W, bias, X, n, k, Yn, m, flags);
-        for (i = 0; i < n; i++) {
-          memcpy (Y1, Y0 + i * m, (size_t) m * sizeof (float));
-          wk_linear_ex (NULL, &W, bias, X + i * k, 1, k, Y1, m, flags);
-          CHECK_MSG (memcmp (Y1, Yn + i * m, (size_t) m * sizeof (float))
-              == 0, "%s k=%ld n=%ld row %ld",
-              s < 0 ? "ref" : simd_sets[s]->name, (long) k, (long) n, (long) i);
+        for (n = 2; n < WK_LINEAR_GEMM_ROWS; n++) {
+          memcpy (Yn, Y0, (size_t) (n * m) * sizeof (float));
+          wk_linear_ex (NULL, &W, bias, X, n, k, Yn, m, flags);
+          for (i = 0; i < n; i++) {
+            memcpy (Y1, Y0 + i * m, (size_t) m * sizeof (float));
+            wk_linear_ex (NULL, &W, bias, X + i * k, 1, k, Y1, m, flags);
+            CHECK_MSG (memcmp (Y1, Yn + i * m, (size_t) m * sizeof (float))
+                == 0, "%s %s k=%ld n=%ld row %ld",
+                s < 0 ? "ref" : simd_sets[s]->name, wk_type_name (types[t]),
+                (long) k, (long) n, (long) i);
+          }
         }
+        free ((void *) W.data);
+        free (bias);
+        free (X);
+        free (Y0);
+        free (Yn);
+        free (Y1);
       }
-      free ((void *) W.data);
-      free (bias);
-      free (X);
-      free (Y0);
-      free (Yn);
-      free (Y1);
-    }
   }
   wk_kernels_set (NULL);
 }
@@ -1603,7 +1607,7 @@ main (void)
   RUN (test_linear_extreme_blocks);
   RUN (test_linear_is_deterministic_across_threads);
   RUN (test_gemv_is_deterministic_across_threads);
-  RUN (test_f16_rows_match_one_row);
+  RUN (test_few_rows_match_one_row);
   RUN (test_linear_work);
   RUN (test_linear_q_extremes);
   RUN (test_linear_work_is_deterministic_across_threads);
