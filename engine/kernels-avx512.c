@@ -857,134 +857,185 @@ attention_queries64 (int64_t q0, int64_t q1, int64_t n_q, int64_t n_kv,
 #define AGK 128                 /* keys per chunk */
 #define AGPF 16                 /* rows prefetched ahead */
 
-/* attention_one64 for heads 0 .. G-1 of the row q (G * 64 values), with
- * the key loop outside the head loop: each pass reads the keys' and
- * values' rows whole (G * 64 values) in order rather than a 64-value
- * slice of every row per head, which the memory system streams about
- * twice as fast. */
+/* attention_one64 for heads 0 .. G-1 of nq rows of queries (G * 64 values
+ * each), with the key loop outside the head loop: each pass reads the
+ * keys' and values' rows whole (G * 64 values) in order rather than a
+ * 64-value slice of every row per head, which the memory system streams
+ * about twice as fast; and chunk by chunk of AGK keys for every query, so
+ * that the beams of a step, which share the cross-attention's keys and
+ * values, read them from memory once (a chunk stays in L2 for the next
+ * query). Each query's running softmax goes through the same chunks in
+ * the same order whatever nq: a beam's result has the bits of the
+ * one-query pass. */
+
+#define AG_QMAX 8               /* queries per pass */
+
+typedef struct
+{
+  __m512 acc[AG_MAX][4];
+  float mx[AG_MAX], sum[AG_MAX];
+} ag_state;
+
+/* keys t0 .. t0 + kn - 1 into the running softmax st of the query q */
 static inline WK_ALWAYS_INLINE void
-attention_group64 (const int G, const float *q, int64_t last, const void *K,
-    int64_t ldk, const void *V, int64_t ldv, float scale, float *o, int kv16)
+ag_chunk (const int G, const float *q, int64_t t0, int kn, const void *K,
+    int64_t ldk, const void *V, int64_t ldv, float scale, int kv16,
+    ag_state * st)
 {
   float s[AG_MAX][AGK] __attribute__((aligned (64)));
   __m512 acc[AG_MAX][4];
-  float mx[AG_MAX], sum[AG_MAX];
-  int64_t t0;
   int t, h, c;
 
 #pragma GCC unroll 6
-  for (h = 0; h < G; h++) {
-    mx[h] = -INFINITY;
-    sum[h] = 0.0f;
+  for (h = 0; h < G; h++)
 #pragma GCC unroll 4
     for (c = 0; c < 4; c++)
-      acc[h][c] = _mm512_setzero_ps ();
-  }
-  for (t0 = 0; t0 <= last; t0 += AGK) {
-    int kn = (int) (last + 1 - t0 < AGK ? last + 1 - t0 : AGK);
-
-    /* scores, eight keys at a time for every head */
-    for (t = 0; t < kn; t += 8) {
-#pragma GCC unroll 6
-      for (h = 0; h < G; h++) {
-        const float *qh = q + h * 64;
-        __m512 a[8];
-        int u;
-#pragma GCC unroll 8
-        for (u = 0; u < 8; u++) {
-          int64_t kr = (t0 + t + (t + u < kn ? u : 0)) * ldk + h * 64;
-          const char *pk = (const char *) K + (kr + AGPF * ldk) * (kv16 ? 2 :
-              4);
-          _mm_prefetch (pk, _MM_HINT_T0);
-          _mm_prefetch (pk + 64, _MM_HINT_T0);
-          if (!kv16) {
-            _mm_prefetch (pk + 128, _MM_HINT_T0);
-            _mm_prefetch (pk + 192, _MM_HINT_T0);
-          }
-          __m512 d = _mm512_mul_ps (_mm512_loadu_ps (qh),
-              kv_load16 (K, kr, kv16));
-          d = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 16),
-              kv_load16 (K, kr + 16, kv16), d);
-          d = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 32),
-              kv_load16 (K, kr + 32, kv16), d);
-          a[u] = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 48),
-              kv_load16 (K, kr + 48, kv16), d);
-        }
-        _mm256_store_ps (s[h] + t, _mm256_mul_ps (hsum8x16 (a),
-                _mm256_set1_ps (scale)));
-      }
-    }
-
-    /* running softmax per head; lanes past kn (at most 7) never count */
+      acc[h][c] = st->acc[h][c];
+  /* scores, eight keys at a time for every head */
+  for (t = 0; t < kn; t += 8) {
 #pragma GCC unroll 6
     for (h = 0; h < G; h++) {
-      __m512 vmax = _mm512_set1_ps (-INFINITY), vs = _mm512_setzero_ps ();
-      __m512 vm, vr;
-      float m_new, r;
-
-      for (t = 0; t < kn; t += 16)
-        vmax = _mm512_mask_max_ps (vmax, first_lanes (kn - t), vmax,
-            _mm512_load_ps (s[h] + t));
-      m_new = _mm512_reduce_max_ps (vmax);
-      if (m_new < mx[h])
-        m_new = mx[h];
-      r = expf (mx[h] - m_new);
-      vm = _mm512_set1_ps (m_new);
-      for (t = 0; t < kn; t += 16) {
-        __m512 p = _mm512_maskz_mov_ps (first_lanes (kn - t),
-            exp512 (_mm512_sub_ps (_mm512_load_ps (s[h] + t), vm)));
-        _mm512_store_ps (s[h] + t, p);
-        vs = _mm512_add_ps (vs, p);
+      const float *qh = q + h * 64;
+      __m512 a[8];
+      int u;
+#pragma GCC unroll 8
+      for (u = 0; u < 8; u++) {
+        int64_t kr = (t0 + t + (t + u < kn ? u : 0)) * ldk + h * 64;
+        const char *pk = (const char *) K + (kr + AGPF * ldk) * (kv16 ? 2 : 4);
+        _mm_prefetch (pk, _MM_HINT_T0);
+        _mm_prefetch (pk + 64, _MM_HINT_T0);
+        if (!kv16) {
+          _mm_prefetch (pk + 128, _MM_HINT_T0);
+          _mm_prefetch (pk + 192, _MM_HINT_T0);
+        }
+        __m512 d = _mm512_mul_ps (_mm512_loadu_ps (qh),
+            kv_load16 (K, kr, kv16));
+        d = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 16),
+            kv_load16 (K, kr + 16, kv16), d);
+        d = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 32),
+            kv_load16 (K, kr + 32, kv16), d);
+        a[u] = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 48),
+            kv_load16 (K, kr + 48, kv16), d);
       }
-      sum[h] = sum[h] * r + _mm512_reduce_add_ps (vs);
-      mx[h] = m_new;
-      vr = _mm512_set1_ps (r);
+      _mm256_store_ps (s[h] + t, _mm256_mul_ps (hsum8x16 (a),
+              _mm256_set1_ps (scale)));
+    }
+  }
+
+  /* running softmax per head; lanes past kn (at most 7) never count */
+#pragma GCC unroll 6
+  for (h = 0; h < G; h++) {
+    __m512 vmax = _mm512_set1_ps (-INFINITY), vs = _mm512_setzero_ps ();
+    __m512 vm, vr;
+    float m_new, r;
+
+    for (t = 0; t < kn; t += 16)
+      vmax = _mm512_mask_max_ps (vmax, first_lanes (kn - t), vmax,
+          _mm512_load_ps (s[h] + t));
+    m_new = _mm512_reduce_max_ps (vmax);
+    if (m_new < st->mx[h])
+      m_new = st->mx[h];
+    r = expf (st->mx[h] - m_new);
+    vm = _mm512_set1_ps (m_new);
+    for (t = 0; t < kn; t += 16) {
+      __m512 p = _mm512_maskz_mov_ps (first_lanes (kn - t),
+          exp512 (_mm512_sub_ps (_mm512_load_ps (s[h] + t), vm)));
+      _mm512_store_ps (s[h] + t, p);
+      vs = _mm512_add_ps (vs, p);
+    }
+    st->sum[h] = st->sum[h] * r + _mm512_reduce_add_ps (vs);
+    st->mx[h] = m_new;
+    vr = _mm512_set1_ps (r);
+#pragma GCC unroll 4
+    for (c = 0; c < 4; c++)
+      acc[h][c] = _mm512_mul_ps (acc[h][c], vr);
+  }
+
+  /* values: one row per round, G * 4 independent chains */
+  for (t = 0; t < kn; t++) {
+    int64_t vrow = (t0 + t) * ldv;
+#pragma GCC unroll 6
+    for (h = 0; h < G; h++) {
+      __m512 p = _mm512_set1_ps (s[h][t]);
+      const char *pv = (const char *) V + (vrow + AGPF * ldv + h * 64) *
+          (kv16 ? 2 : 4);
+      _mm_prefetch (pv, _MM_HINT_T0);
+      _mm_prefetch (pv + 64, _MM_HINT_T0);
+      if (!kv16) {
+        _mm_prefetch (pv + 128, _MM_HINT_T0);
+        _mm_prefetch (pv + 192, _MM_HINT_T0);
+      }
 #pragma GCC unroll 4
       for (c = 0; c < 4; c++)
-        acc[h][c] = _mm512_mul_ps (acc[h][c], vr);
-    }
-
-    /* values: one row per round, G * 4 independent chains */
-    for (t = 0; t < kn; t++) {
-      int64_t vrow = (t0 + t) * ldv;
-#pragma GCC unroll 6
-      for (h = 0; h < G; h++) {
-        __m512 p = _mm512_set1_ps (s[h][t]);
-        const char *pv = (const char *) V + (vrow + AGPF * ldv + h * 64) *
-            (kv16 ? 2 : 4);
-        _mm_prefetch (pv, _MM_HINT_T0);
-        _mm_prefetch (pv + 64, _MM_HINT_T0);
-        if (!kv16) {
-          _mm_prefetch (pv + 128, _MM_HINT_T0);
-          _mm_prefetch (pv + 192, _MM_HINT_T0);
-        }
-#pragma GCC unroll 4
-        for (c = 0; c < 4; c++)
-          acc[h][c] = _mm512_fmadd_ps (p, kv_load16 (V, vrow + h * 64 + c
-                  * 16, kv16), acc[h][c]);
-      }
+        acc[h][c] = _mm512_fmadd_ps (p, kv_load16 (V, vrow + h * 64 + c
+                * 16, kv16), acc[h][c]);
     }
   }
 #pragma GCC unroll 6
-  for (h = 0; h < G; h++) {
-    __m512 inv = _mm512_set1_ps (sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f);
+  for (h = 0; h < G; h++)
 #pragma GCC unroll 4
     for (c = 0; c < 4; c++)
-      _mm512_storeu_ps (o + h * 64 + c * 16, _mm512_mul_ps (acc[h][c], inv));
+      st->acc[h][c] = acc[h][c];
+}
+
+/* O[i] for queries i < nq, each over keys 0 .. last[i] (none when < 0) */
+static inline WK_ALWAYS_INLINE void
+attention_group64 (const int G, int nq, const float *Q, int64_t ldq,
+    const int64_t * last, const void *K, int64_t ldk, const void *V,
+    int64_t ldv, float scale, float *O, int64_t ldo, int kv16)
+{
+  ag_state st[AG_QMAX];
+  int64_t t0, lmax = -1;
+  int i, h, c;
+
+  for (i = 0; i < nq; i++) {
+    lmax = last[i] > lmax ? last[i] : lmax;
+#pragma GCC unroll 6
+    for (h = 0; h < G; h++) {
+      st[i].mx[h] = -INFINITY;
+      st[i].sum[h] = 0.0f;
+#pragma GCC unroll 4
+      for (c = 0; c < 4; c++)
+        st[i].acc[h][c] = _mm512_setzero_ps ();
+    }
+  }
+  for (t0 = 0; t0 <= lmax; t0 += AGK)
+    for (i = 0; i < nq; i++)
+      if (t0 <= last[i])
+        ag_chunk (G, Q + i * ldq, t0, (int) (last[i] + 1 - t0 < AGK ?
+                last[i] + 1 - t0 : AGK), K, ldk, V, ldv, scale, kv16, &st[i]);
+  for (i = 0; i < nq; i++) {
+    float *o = O + i * ldo;
+    if (last[i] < 0) {
+      memset (o, 0, (size_t) G * 64 * sizeof (float));
+      continue;
+    }
+#pragma GCC unroll 6
+    for (h = 0; h < G; h++) {
+      __m512 inv = _mm512_set1_ps (st[i].sum[h] > 0.0f ?
+          1.0f / st[i].sum[h] : 0.0f);
+#pragma GCC unroll 4
+      for (c = 0; c < 4; c++)
+        _mm512_storeu_ps (o + h * 64 + c * 16, _mm512_mul_ps (st[i].acc[h][c],
+                inv));
+    }
   }
 }
 
 #define AG_CASE(G) \
   case G: \
     if (kv16) \
-      attention_group64 (G, q, last, K, ldk, V, ldv, scale, o, 1); \
+      attention_group64 (G, nq, Q, ldq, last, K, ldk, V, ldv, scale, O, ldo, \
+          1); \
     else \
-      attention_group64 (G, q, last, K, ldk, V, ldv, scale, o, 0); \
+      attention_group64 (G, nq, Q, ldq, last, K, ldk, V, ldv, scale, O, ldo, \
+          0); \
     break
 
 static void
-attention_group (int g, const float *q, int64_t last, const void *K,
-    int64_t ldk, const void *V, int64_t ldv, float scale, float *o, int kv16)
+attention_group (int g, int nq, const float *Q, int64_t ldq,
+    const int64_t * last, const void *K, int64_t ldk, const void *V,
+    int64_t ldv, float scale, float *O, int64_t ldo, int kv16)
 {
   switch (g) {
       AG_CASE (1);
@@ -1032,17 +1083,17 @@ avx512_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
     }
     return;
   }
-  for (i = q0; i < q1; i++) {
-    int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+  for (i = q0; i < q1; i += AG_QMAX) {
+    int nq = q1 - i < AG_QMAX ? (int) (q1 - i) : AG_QMAX, x;
+    int64_t last[AG_QMAX];
+    for (x = 0; x < nq; x++)
+      last[x] = wk_attention_last_key (i + x, n_q, n_kv, causal);
     for (h = h0; h < h1; h += AG_MAX) {
       int g = h1 - h < AG_MAX ? h1 - h : AG_MAX;
       int64_t off = (int64_t) h * 64;
-      if (last < 0)
-        memset (O + i * ldo + off, 0, (size_t) g * 64 * sizeof (float));
-      else
-        attention_group (g, Q + i * ldq + off, last,
-            (const char *) K + off * es, ldk,
-            (const char *) V + off * es, ldv, scale, O + i * ldo + off, kv16);
+      attention_group (g, nq, Q + i * ldq + off, ldq, last,
+          (const char *) K + off * es, ldk, (const char *) V + off * es, ldv,
+          scale, O + i * ldo + off, ldo, kv16);
     }
   }
 }

@@ -1247,6 +1247,69 @@ test_attention (void)
   check_attention_case (3, 72, 1, 97, 0);
 }
 
+/* A step's beams share the cross-attention's keys and values (f16 on x86):
+ * each of a few queries gets the bits of the query alone, on every kernel
+ * set (kernels-avx512.c walks the keys chunk by chunk for all of them).
+ * f32 keys hold it up to 3 queries: from 4 the AVX2 set takes them to the
+ * many-query kernel (attention_block), whose sums go in another order. */
+static void
+test_attention_queries_match_alone (void)
+{
+  static const int64_t dhs[] = { 64, 32 };
+  static const int64_t nkvs[] = { 1500, 77 };
+  int s, c, kv16;
+  int64_t n_q, i;
+
+  for (s = -1; s < n_simd_sets; s++) {
+    wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
+    for (c = 0; c < 4; c++)
+      for (kv16 = 0; kv16 < 2; kv16++) {
+        const int nh = 6;
+        const int64_t dh = dhs[c % 2], n_kv = nkvs[c / 2], d = nh * dh;
+        float *Q = rand_floats (7 * d, 1.0f);
+        float *K = rand_floats (n_kv * d, 1.0f);
+        float *V = rand_floats (n_kv * d, 1.0f);
+        uint16_t *K16 = malloc ((size_t) (n_kv * d) * sizeof (uint16_t));
+        uint16_t *V16 = malloc ((size_t) (n_kv * d) * sizeof (uint16_t));
+        float *On = malloc ((size_t) (7 * d) * sizeof (float));
+        float *O1 = malloc ((size_t) d * sizeof (float));
+
+        for (i = 0; i < n_kv * d; i++) {
+          K16[i] = wk_fp32_to_fp16 (K[i]);
+          V16[i] = wk_fp32_to_fp16 (V[i]);
+        }
+        for (n_q = 2; n_q < (kv16 ? 8 : 4); n_q++) {
+          if (kv16)
+            wk_attention_f16kv (NULL, nh, dh, n_q, n_kv, Q, d, K16, d, V16, d,
+                0.125f, 0, On, d);
+          else
+            wk_attention (NULL, nh, dh, n_q, n_kv, Q, d, K, d, V, d, 0.125f,
+                0, On, d);
+          for (i = 0; i < n_q; i++) {
+            if (kv16)
+              wk_attention_f16kv (NULL, nh, dh, 1, n_kv, Q + i * d, d, K16, d,
+                  V16, d, 0.125f, 0, O1, d);
+            else
+              wk_attention (NULL, nh, dh, 1, n_kv, Q + i * d, d, K, d, V, d,
+                  0.125f, 0, O1, d);
+            CHECK_MSG (memcmp (O1, On + i * d, (size_t) d * sizeof (float))
+                == 0, "%s d_head=%ld n_kv=%ld %s n_q=%ld query %ld",
+                s < 0 ? "ref" : simd_sets[s]->name, (long) dh, (long) n_kv,
+                kv16 ? "f16" : "f32", (long) n_q, (long) i);
+          }
+        }
+        free (Q);
+        free (K);
+        free (V);
+        free (K16);
+        free (V16);
+        free (On);
+        free (O1);
+      }
+  }
+  wk_kernels_set (NULL);
+}
+
 static void
 test_rows (void)
 {
@@ -1614,6 +1677,7 @@ main (void)
   RUN (test_linear_batch_matches_alone);
   RUN (test_gemm_f32);
   RUN (test_attention);
+  RUN (test_attention_queries_match_alone);
   RUN (test_attention_f16kv_special);
   RUN (test_f32_to_f16);
   RUN (test_f16_rounding_all_inputs);
