@@ -1400,7 +1400,7 @@ avx2_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
   }
 }
 
-/* ---- one query, several heads at once (the decoder) ----
+/* ---- a few queries, several heads at once (the decoder) ----
  *
  * attention_one_t for heads 0 .. G-1 of a query row with the key loop
  * outside the head loop: each pass reads the keys' and values' rows whole
@@ -1416,119 +1416,157 @@ avx2_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
 #define AH_D 1536               /* most columns (heads x d_head) per pass */
 #define AHT 16                  /* value rows per block */
 #define AHPF 16                 /* rows prefetched ahead */
+#define AH_QMAX 8               /* queries per pass */
 
+/* one query's running softmax for G heads between chunks of keys */
+typedef struct
+{
+  float acc[AH_D] __attribute__((aligned (32)));
+  float mx[AH_HEADS], sum[AH_HEADS];
+} ah_state;
+
+/* keys t0 .. t0 + kn - 1 into the running softmax st of the query q */
 static inline WK_ALWAYS_INLINE void
-attention_heads_one (int G, int64_t d_head, const float *q, int64_t last,
+ah_chunk (int G, int64_t d_head, const float *q, int64_t t0, int kn,
     const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
-    float *o, int kv16)
+    int kv16, ah_state * st)
 {
   float s[AH_HEADS][AK + 8] __attribute__((aligned (32)));
-  float acc[AH_D] __attribute__((aligned (32)));
-  float mx[AH_HEADS], sum[AH_HEADS], rs[AH_HEADS];
+  float rs[AH_HEADS];
   const size_t es = kv16 ? sizeof (uint16_t) : sizeof (float);
   const size_t slice = (size_t) d_head * es;
-  int64_t t0, t, l;
-  int h;
+  int64_t t, l;
+  int h, tb;
 
-  memset (acc, 0, (size_t) G * d_head * sizeof (float));
-  for (h = 0; h < G; h++) {
-    mx[h] = -INFINITY;
-    sum[h] = 0.0f;
+
+  /* scores, eight keys of every head at a time */
+  for (t = 0; t < kn; t += 8) {
+    for (h = 0; h < G; h++) {
+      const float *qh = q + h * d_head;
+      __m256 a[8];
+      int u;
+#pragma GCC unroll 8
+      for (u = 0; u < 8; u++) {
+        int64_t kr = (t0 + t + (t + u < kn ? u : 0)) * ldk + h * d_head;
+        const char *pk = (const char *) K + (kr + AHPF * ldk) * es;
+        __m256 d = _mm256_setzero_ps ();
+        size_t b;
+        for (b = 0; b < slice; b += 64)
+          _mm_prefetch (pk + b, _MM_HINT_T0);
+#pragma GCC unroll 4
+        for (l = 0; l < d_head; l += 8)
+          d = _mm256_fmadd_ps (_mm256_loadu_ps (qh + l), load8 (K, kr + l,
+                  kv16), d);
+        /* as attention_one_t: its (zero) scalar tail added */
+        a[u] = _mm256_add_ps (d, _mm256_setzero_ps ());
+      }
+      _mm256_store_ps (s[h] + t, _mm256_mul_ps (hsum8x8 (a[0], a[1], a[2],
+                  a[3], a[4], a[5], a[6], a[7]), _mm256_set1_ps (scale)));
+    }
   }
-  for (t0 = 0; t0 <= last; t0 += AK) {
-    int kn = (int) (last + 1 - t0 < AK ? last + 1 - t0 : AK), tb;
-
-    /* scores, eight keys of every head at a time */
+  /* the running softmax of each head */
+  for (h = 0; h < G; h++) {
+    __m256 vmax = _mm256_set1_ps (-INFINITY), vs = _mm256_setzero_ps (), vm;
+    float m_new;
+    for (t = kn; t < ((kn + 7) & ~7); t++)
+      s[h][t] = -INFINITY;
+    for (t = 0; t < kn; t += 8)
+      vmax = _mm256_max_ps (vmax, _mm256_load_ps (s[h] + t));
+    m_new = hmax256 (vmax);
+    if (m_new < st->mx[h])
+      m_new = st->mx[h];
+    rs[h] = expf (st->mx[h] - m_new);
+    vm = _mm256_set1_ps (m_new);
     for (t = 0; t < kn; t += 8) {
-      for (h = 0; h < G; h++) {
-        const float *qh = q + h * d_head;
+      __m256 p = exp256 (_mm256_sub_ps (_mm256_load_ps (s[h] + t), vm));
+      _mm256_store_ps (s[h] + t, p);
+      vs = _mm256_add_ps (vs, p);
+    }
+    st->sum[h] = st->sum[h] * rs[h] + hsum256 (vs);
+    st->mx[h] = m_new;
+  }
+  /* acc = r acc + sum_t p_t V[t], a block of rows for every head */
+  for (tb = 0; tb < kn; tb += AHT) {
+    int te = tb + AHT < kn ? tb + AHT : kn;
+    for (h = 0; h < G; h++) {
+      float *ah = st->acc + h * d_head;
+      __m256 vr = _mm256_set1_ps (rs[h]);
+      for (l = 0; l + 64 <= d_head; l += 64) {
         __m256 a[8];
         int u;
 #pragma GCC unroll 8
         for (u = 0; u < 8; u++) {
-          int64_t kr = (t0 + t + (t + u < kn ? u : 0)) * ldk + h * d_head;
-          const char *pk = (const char *) K + (kr + AHPF * ldk) * es;
-          __m256 d = _mm256_setzero_ps ();
-          size_t b;
-          for (b = 0; b < slice; b += 64)
-            _mm_prefetch (pk + b, _MM_HINT_T0);
-#pragma GCC unroll 4
-          for (l = 0; l < d_head; l += 8)
-            d = _mm256_fmadd_ps (_mm256_loadu_ps (qh + l), load8 (K, kr + l,
-                    kv16), d);
-          /* as attention_one_t: its (zero) scalar tail added */
-          a[u] = _mm256_add_ps (d, _mm256_setzero_ps ());
+          a[u] = _mm256_load_ps (ah + l + 8 * u);
+          if (tb == 0)
+            a[u] = _mm256_mul_ps (a[u], vr);
         }
-        _mm256_store_ps (s[h] + t, _mm256_mul_ps (hsum8x8 (a[0], a[1], a[2],
-                    a[3], a[4], a[5], a[6], a[7]), _mm256_set1_ps (scale)));
-      }
-    }
-    /* the running softmax of each head */
-    for (h = 0; h < G; h++) {
-      __m256 vmax = _mm256_set1_ps (-INFINITY), vs = _mm256_setzero_ps (), vm;
-      float m_new;
-      for (t = kn; t < ((kn + 7) & ~7); t++)
-        s[h][t] = -INFINITY;
-      for (t = 0; t < kn; t += 8)
-        vmax = _mm256_max_ps (vmax, _mm256_load_ps (s[h] + t));
-      m_new = hmax256 (vmax);
-      if (m_new < mx[h])
-        m_new = mx[h];
-      rs[h] = expf (mx[h] - m_new);
-      vm = _mm256_set1_ps (m_new);
-      for (t = 0; t < kn; t += 8) {
-        __m256 p = exp256 (_mm256_sub_ps (_mm256_load_ps (s[h] + t), vm));
-        _mm256_store_ps (s[h] + t, p);
-        vs = _mm256_add_ps (vs, p);
-      }
-      sum[h] = sum[h] * rs[h] + hsum256 (vs);
-      mx[h] = m_new;
-    }
-    /* acc = r acc + sum_t p_t V[t], a block of rows for every head */
-    for (tb = 0; tb < kn; tb += AHT) {
-      int te = tb + AHT < kn ? tb + AHT : kn;
-      for (h = 0; h < G; h++) {
-        float *ah = acc + h * d_head;
-        __m256 vr = _mm256_set1_ps (rs[h]);
-        for (l = 0; l + 64 <= d_head; l += 64) {
-          __m256 a[8];
-          int u;
-#pragma GCC unroll 8
-          for (u = 0; u < 8; u++) {
-            a[u] = _mm256_load_ps (ah + l + 8 * u);
-            if (tb == 0)
-              a[u] = _mm256_mul_ps (a[u], vr);
-          }
-          for (t = tb; t < te; t++) {
-            __m256 p = _mm256_broadcast_ss (s[h] + t);
-            int64_t vrow = (t0 + t) * ldv + h * d_head + l;
-            const char *pv = (const char *) V + (vrow + AHPF * ldv) * es;
-            size_t b;
-            for (b = 0; b < 64 * es; b += 64)
-              _mm_prefetch (pv + b, _MM_HINT_T0);
-#pragma GCC unroll 8
-            for (u = 0; u < 8; u++)
-              a[u] = _mm256_fmadd_ps (p, load8 (V, vrow + 8 * u, kv16), a[u]);
-          }
+        for (t = tb; t < te; t++) {
+          __m256 p = _mm256_broadcast_ss (s[h] + t);
+          int64_t vrow = (t0 + t) * ldv + h * d_head + l;
+          const char *pv = (const char *) V + (vrow + AHPF * ldv) * es;
+          size_t b;
+          for (b = 0; b < 64 * es; b += 64)
+            _mm_prefetch (pv + b, _MM_HINT_T0);
 #pragma GCC unroll 8
           for (u = 0; u < 8; u++)
-            _mm256_store_ps (ah + l + 8 * u, a[u]);
+            a[u] = _mm256_fmadd_ps (p, load8 (V, vrow + 8 * u, kv16), a[u]);
         }
-        for (; l < d_head; l += 8) {
-          __m256 a0 = _mm256_load_ps (ah + l);
-          if (tb == 0)
-            a0 = _mm256_mul_ps (a0, vr);
-          for (t = tb; t < te; t++)
-            a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[h][t]), load8 (V,
-                    (t0 + t) * ldv + h * d_head + l, kv16), a0);
-          _mm256_store_ps (ah + l, a0);
-        }
+#pragma GCC unroll 8
+        for (u = 0; u < 8; u++)
+          _mm256_store_ps (ah + l + 8 * u, a[u]);
+      }
+      for (; l < d_head; l += 8) {
+        __m256 a0 = _mm256_load_ps (ah + l);
+        if (tb == 0)
+          a0 = _mm256_mul_ps (a0, vr);
+        for (t = tb; t < te; t++)
+          a0 = _mm256_fmadd_ps (_mm256_set1_ps (s[h][t]), load8 (V,
+                  (t0 + t) * ldv + h * d_head + l, kv16), a0);
+        _mm256_store_ps (ah + l, a0);
       }
     }
   }
-  for (h = 0; h < G; h++)
-    for (l = 0; l < d_head; l++)
-      o[h * d_head + l] = sum[h] > 0.0f ? acc[h * d_head + l] / sum[h] : 0.0f;
+}
+
+/* O[i] for queries i < nq (at most AH_QMAX), each over keys 0 .. last[i]
+ * (none when < 0): chunk by chunk of AK keys for every query, so that the
+ * beams of a step, which share the cross-attention's keys and values,
+ * read a chunk from memory once and from L2 after. Each query sees the
+ * same chunks in the same order as alone: the same bits. */
+static inline WK_ALWAYS_INLINE void
+attention_heads_q (int G, int64_t d_head, int nq, const float *Q,
+    int64_t ldq, const int64_t * last, const void *K, int64_t ldk,
+    const void *V, int64_t ldv, float scale, float *O, int64_t ldo, int kv16)
+{
+  ah_state st[AH_QMAX];
+  int64_t t0, lmax = -1, l;
+  int i, h;
+
+  for (i = 0; i < nq; i++) {
+    lmax = last[i] > lmax ? last[i] : lmax;
+    memset (st[i].acc, 0, (size_t) G * d_head * sizeof (float));
+    for (h = 0; h < G; h++) {
+      st[i].mx[h] = -INFINITY;
+      st[i].sum[h] = 0.0f;
+    }
+  }
+  for (t0 = 0; t0 <= lmax; t0 += AK)
+    for (i = 0; i < nq; i++)
+      if (t0 <= last[i])
+        ah_chunk (G, d_head, Q + i * ldq, t0, (int) (last[i] + 1 - t0 < AK ?
+                last[i] + 1 - t0 : AK), K, ldk, V, ldv, scale, kv16, &st[i]);
+  for (i = 0; i < nq; i++) {
+    float *o = O + i * ldo;
+    const ah_state *a = &st[i];
+    if (last[i] < 0) {
+      memset (o, 0, (size_t) G * d_head * sizeof (float));
+      continue;
+    }
+    for (h = 0; h < G; h++)
+      for (l = 0; l < d_head; l++)
+        o[h * d_head + l] = a->sum[h] > 0.0f ?
+            a->acc[h * d_head + l] / a->sum[h] : 0.0f;
+  }
 }
 
 static void
@@ -1560,22 +1598,22 @@ avx2_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
     }
     return;
   }
-  for (i = q0; i < q1; i++) {
-    int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
+  for (i = q0; i < q1; i += AH_QMAX) {
+    int nq = q1 - i < AH_QMAX ? (int) (q1 - i) : AH_QMAX, x;
+    int64_t last[AH_QMAX];
+    for (x = 0; x < nq; x++)
+      last[x] = wk_attention_last_key (i + x, n_q, n_kv, causal);
     for (h = h0; h < h1; h += gmax) {
       int g = h1 - h < gmax ? h1 - h : gmax;
       int64_t off = (int64_t) h * d_head;
       const char *k = (const char *) K + off * es;
       const char *v = (const char *) V + off * es;
-      float *o = O + i * ldo + off;
-      if (last < 0)
-        memset (o, 0, (size_t) g * d_head * sizeof (float));
-      else if (kv16)
-        attention_heads_one (g, d_head, Q + i * ldq + off, last, k, ldk, v,
-            ldv, scale, o, 1);
+      if (kv16)
+        attention_heads_q (g, d_head, nq, Q + i * ldq + off, ldq, last, k,
+            ldk, v, ldv, scale, O + i * ldo + off, ldo, 1);
       else
-        attention_heads_one (g, d_head, Q + i * ldq + off, last, k, ldk, v,
-            ldv, scale, o, 0);
+        attention_heads_q (g, d_head, nq, Q + i * ldq + off, ldq, last, k,
+            ldk, v, ldv, scale, O + i * ldo + off, ldo, 0);
     }
   }
 }

@@ -851,7 +851,7 @@ attention_queries64 (int64_t q0, int64_t q1, int64_t n_q, int64_t n_kv,
   }
 }
 
-/* ---- one query, several 64-wide heads at once (the decoder) ---- */
+/* ---- a few queries, several 64-wide heads at once (the decoder) ---- */
 
 #define AG_MAX 6                /* heads per pass: 24 accumulators */
 #define AGK 128                 /* keys per chunk */
