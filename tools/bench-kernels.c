@@ -7,7 +7,10 @@
  * the products of one encoder layer of tiny, base and small ("encq tiny"
  * ...) at 1500 down to 8 frames, q8_0 and q4_0, through the f32 weight
  * panels and the integer products side by side (sets that have them).
- * Figures only, no assertions.
+ * Each f32-path product of 1000 rows or more is also given as a share of
+ * the core's f32 FMA ceiling for its set's vector width (measured at the
+ * start: independent FMA chains in registers, no memory), the most f32
+ * arithmetic can do. Figures only, no assertions.
  *
  *   wk-bench-kernels [-t max_threads] [-q] [-c] [-s shape-substring]...
  *
@@ -58,6 +61,97 @@ cmp_double (const void *a, const void *b)
 {
   double x = *(const double *) a, y = *(const double *) b;
   return x < y ? -1 : x > y;
+}
+
+/* ---- the f32 FMA ceiling of one core, per vector width (x86) ---- */
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define FMA_CHAINS 12
+#define FMA_ITERS 20000000L
+
+static __attribute__((target ("avx2,fma")))
+     double fma_ceiling_avx2 (void)
+{
+  __m256 a[FMA_CHAINS], b = _mm256_set1_ps (0.999f);
+  const __m256 c = _mm256_set1_ps (0.001f);
+  double t0, t;
+  float sink = 0.0f, v[8];
+  long it;
+  int i;
+
+  for (i = 0; i < FMA_CHAINS; i++)
+    a[i] = _mm256_set1_ps ((float) i);
+  t0 = now_s ();
+  for (it = 0; it < FMA_ITERS; it++) {
+    /* unrolled, so that the chains stay in registers */
+#pragma GCC unroll 12
+    for (i = 0; i < FMA_CHAINS; i++)
+      a[i] = _mm256_fmadd_ps (a[i], b, c);
+  }
+  t = now_s () - t0;
+  for (i = 0; i < FMA_CHAINS; i++) {
+    _mm256_storeu_ps (v, a[i]);
+    sink += v[0];
+  }
+  /* keeps the loop; never true for these inputs */
+  if (sink == 12345.0f)
+    printf ("#\n");
+  return 2.0 * 8 * FMA_CHAINS * (double) FMA_ITERS / t * 1e-9;
+}
+
+static __attribute__((target ("avx512f")))
+     double fma_ceiling_avx512 (void)
+{
+  __m512 a[FMA_CHAINS], b = _mm512_set1_ps (0.999f);
+  const __m512 c = _mm512_set1_ps (0.001f);
+  double t0, t;
+  float sink = 0.0f, v[16];
+  long it;
+  int i;
+
+  for (i = 0; i < FMA_CHAINS; i++)
+    a[i] = _mm512_set1_ps ((float) i);
+  t0 = now_s ();
+  for (it = 0; it < FMA_ITERS; it++) {
+    /* unrolled, so that the chains stay in registers */
+#pragma GCC unroll 12
+    for (i = 0; i < FMA_CHAINS; i++)
+      a[i] = _mm512_fmadd_ps (a[i], b, c);
+  }
+  t = now_s () - t0;
+  for (i = 0; i < FMA_CHAINS; i++) {
+    _mm512_storeu_ps (v, a[i]);
+    sink += v[0];
+  }
+  if (sink == 12345.0f)
+    printf ("#\n");
+  return 2.0 * 16 * FMA_CHAINS * (double) FMA_ITERS / t * 1e-9;
+}
+#endif
+
+/* GFLOP/s of one core's FMA for the set's vector width (0: unknown), the
+ * best of three measurements */
+static double
+fma_ceiling (const wk_kernel_set * set)
+{
+  double best = 0.0;
+#if defined(__x86_64__)
+  int i, wide = strcmp (set->name, "avx512") == 0;
+
+  if (strcmp (set->name, "ref") == 0 || (wide
+          && !__builtin_cpu_supports ("avx512f"))
+      || !__builtin_cpu_supports ("fma"))
+    return 0.0;
+  for (i = 0; i < 3; i++) {
+    double g = wide ? fma_ceiling_avx512 () : fma_ceiling_avx2 ();
+    best = g > best ? g : best;
+  }
+#else
+  (void) set;
+#endif
+  return best;
 }
 
 typedef void (*bench_fn) (void *ctx);
@@ -550,6 +644,7 @@ main (int argc, char **argv)
     {"beam log  5x384x51864", 5, 384, 51864, 0},
   };
   const wk_kernel_set *sets[6];
+  double ceiling[6] = { 0 };
   int n_sets = 0, max_threads = 2, skip_ref = 0, i;
   float *X = rand_buf (3000 * 1536), *Y = rand_buf (3000 * 1536);
   float *Yl = rand_buf (5 * 51864), *bias = rand_buf (51864);
@@ -584,8 +679,13 @@ main (int argc, char **argv)
   }
   printf ("# kernels: %s by default; medians; GFLOP/s = 2 n k m / time\n",
       wk_kernels_name ());
-  printf ("%-26s %-5s %-5s %3s %10s %9s\n", "shape", "type", "set", "thr",
-      "ms", "GFLOP/s");
+  for (int si = 0; si < n_sets; si++)
+    if ((ceiling[si] = fma_ceiling (sets[si])) > 0.0)
+      printf ("# f32 FMA ceiling of one core, %s: %.1f GFLOP/s (\"of FMA\": "
+          "a product's GFLOP/s / (threads x this))\n", sets[si]->name,
+          ceiling[si]);
+  printf ("%-26s %-5s %-5s %3s %10s %9s %7s\n", "shape", "type", "set", "thr",
+      "ms", "GFLOP/s", "of FMA");
 
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     if (!want_shape (shapes[s].name))
@@ -607,8 +707,12 @@ main (int argc, char **argv)
           wk_kernels_set (sets[si]);
           ms = median_time (run_linear, &c, sets[si] == &wk_kernels_ref ?
               0.3 : 1.0) * 1e3;
-          printf ("%-26s %-5s %-5s %3d %10.3f %9.1f\n", shapes[s].name,
+          printf ("%-26s %-5s %-5s %3d %10.3f %9.1f", shapes[s].name,
               wk_type_name (type), sets[si]->name, nt, ms, flop / ms * 1e-6);
+          /* the products through f32 panels (the encoder's) */
+          if (ceiling[si] > 0.0 && shapes[s].n >= 1000)
+            printf (" %6.0f%%", 100.0 * flop / ms * 1e-6 / (nt * ceiling[si]));
+          printf ("\n");
           fflush (stdout);
           wk_pool_free (pool);
         }
