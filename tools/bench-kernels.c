@@ -71,66 +71,49 @@ cmp_double (const void *a, const void *b)
 #define FMA_CHAINS 12
 #define FMA_ITERS 20000000L
 
+/* Returns the GFLOP/s of FMA_CHAINS independent chains of LANES-wide
+ * FMAs: VT, SET1, FMADD, STOREU are the ISA's vector type and intrinsics. */
+#define FMA_CEILING_BODY(LANES, VT, SET1, FMADD, STOREU) \
+  do { \
+    VT a[FMA_CHAINS], b = SET1 (0.999f); \
+    const VT c = SET1 (0.001f); \
+    double t0, t; \
+    float sink = 0.0f, v[LANES]; \
+    long it; \
+    int i; \
+    for (i = 0; i < FMA_CHAINS; i++) \
+      a[i] = SET1 ((float) i); \
+    t0 = now_s (); \
+    for (it = 0; it < FMA_ITERS; it++) { \
+      /* unrolled, so that the chains stay in registers */ \
+      _Pragma ("GCC unroll 12") for (i = 0; i < FMA_CHAINS; i++) \
+        a[i] = FMADD (a[i], b, c); \
+    } \
+    t = now_s () - t0; \
+    for (i = 0; i < FMA_CHAINS; i++) { \
+      STOREU (v, a[i]); \
+      sink += v[0]; \
+    } \
+    /* keeps the loop; never true for these inputs */ \
+    if (sink == 12345.0f) \
+      printf ("#\\n"); \
+    return 2.0 * LANES * FMA_CHAINS * (double) FMA_ITERS / t * 1e-9; \
+  } while (0)
+
 static __attribute__((target ("avx2,fma")))
      double fma_ceiling_avx2 (void)
 {
-  __m256 a[FMA_CHAINS], b = _mm256_set1_ps (0.999f);
-  const __m256 c = _mm256_set1_ps (0.001f);
-  double t0, t;
-  float sink = 0.0f, v[8];
-  long it;
-  int i;
-
-  for (i = 0; i < FMA_CHAINS; i++)
-    a[i] = _mm256_set1_ps ((float) i);
-  t0 = now_s ();
-  for (it = 0; it < FMA_ITERS; it++) {
-    /* unrolled, so that the chains stay in registers */
-#pragma GCC unroll 12
-    for (i = 0; i < FMA_CHAINS; i++)
-      a[i] = _mm256_fmadd_ps (a[i], b, c);
-  }
-  t = now_s () - t0;
-  for (i = 0; i < FMA_CHAINS; i++) {
-    _mm256_storeu_ps (v, a[i]);
-    sink += v[0];
-  }
-  /* keeps the loop; never true for these inputs */
-  if (sink == 12345.0f)
-    printf ("#\n");
-  return 2.0 * 8 * FMA_CHAINS * (double) FMA_ITERS / t * 1e-9;
+  FMA_CEILING_BODY (8, __m256, _mm256_set1_ps, _mm256_fmadd_ps,
+      _mm256_storeu_ps);
 }
 
 static __attribute__((target ("avx512f")))
      double fma_ceiling_avx512 (void)
 {
-  __m512 a[FMA_CHAINS], b = _mm512_set1_ps (0.999f);
-  const __m512 c = _mm512_set1_ps (0.001f);
-  double t0, t;
-  float sink = 0.0f, v[16];
-  long it;
-  int i;
-
-  for (i = 0; i < FMA_CHAINS; i++)
-    a[i] = _mm512_set1_ps ((float) i);
-  t0 = now_s ();
-  for (it = 0; it < FMA_ITERS; it++) {
-    /* unrolled, so that the chains stay in registers */
-#pragma GCC unroll 12
-    for (i = 0; i < FMA_CHAINS; i++)
-      a[i] = _mm512_fmadd_ps (a[i], b, c);
-  }
-  t = now_s () - t0;
-  for (i = 0; i < FMA_CHAINS; i++) {
-    _mm512_storeu_ps (v, a[i]);
-    sink += v[0];
-  }
-  if (sink == 12345.0f)
-    printf ("#\n");
-  return 2.0 * 16 * FMA_CHAINS * (double) FMA_ITERS / t * 1e-9;
+  FMA_CEILING_BODY (16, __m512, _mm512_set1_ps, _mm512_fmadd_ps,
+      _mm512_storeu_ps);
 }
 #endif
-
 /* GFLOP/s of one core's FMA for the set's vector width (0: unknown), the
  * best of three measurements */
 static double
