@@ -635,40 +635,44 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     for (r = 0; r < nx; r++)
       wk_quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
     j = j0;
-    if (nx == 1) {
-      /* one row of X (greedy decoding): four weight rows at once, each
-       * block's four integer sums reduced across lanes into one vector
-       * (lane q: row j + q) and scaled by the four rows' block scales
-       * converted together, so that the per-block float work is shared
-       * by the four rows */
-      const int8_t *x = xq[0];
-      for (; j + 4 <= j1; j += 4) {
-        const unsigned char *r0 = data + (size_t) j * row_bytes;
-        v128_t acc = wasm_f32x4_splat (0.0f);
-        for (b = 0; b < nb; b++) {
-          v128_t xs[4], w0, w1, s0, s1, s2, s3, t01, t23, d4;
-          uint16_t h0, h1, h2, h3;
-          widen_x32 (x + b * WK_QK, xs);
-          h0 = block_i8_h (W->type, r0, b, &w0, &w1);
-          s0 = dot_i8x32 (w0, w1, xs);
-          h1 = block_i8_h (W->type, r0 + row_bytes, b, &w0, &w1);
-          s1 = dot_i8x32 (w0, w1, xs);
-          h2 = block_i8_h (W->type, r0 + 2 * row_bytes, b, &w0, &w1);
-          s2 = dot_i8x32 (w0, w1, xs);
-          h3 = block_i8_h (W->type, r0 + 3 * row_bytes, b, &w0, &w1);
-          s3 = dot_i8x32 (w0, w1, xs);
+    /* four weight rows at once, each block's four integer sums of a row
+     * of X reduced across lanes into one vector (lane q: row j + q) and
+     * scaled by the four rows' block scales converted together, so that
+     * the per-block float work is shared by the four rows; the weights
+     * are loaded once for all the rows of X, and each row's arithmetic is
+     * what it would be alone (test_few_rows_match_one_row) */
+    for (; j + 4 <= j1; j += 4) {
+      const unsigned char *r0 = data + (size_t) j * row_bytes;
+      v128_t acc[MR];
+      for (r = 0; r < nx; r++)
+        acc[r] = wasm_f32x4_splat (0.0f);
+      for (b = 0; b < nb; b++) {
+        v128_t w0[4], w1[4], d4;
+        uint16_t h[4];
+        for (q = 0; q < 4; q++)
+          h[q] = block_i8_h (W->type, r0 + (size_t) q * row_bytes, b, &w0[q],
+              &w1[q]);
+        d4 = f16x4_to_f32 (wasm_i32x4_make (h[0], h[1], h[2], h[3]));
+        for (r = 0; r < nx; r++) {
+          v128_t xs[4], s0, s1, s2, s3, t01, t23;
+          widen_x32 (xq[r] + b * WK_QK, xs);
+          s0 = dot_i8x32 (w0[0], w1[0], xs);
+          s1 = dot_i8x32 (w0[1], w1[1], xs);
+          s2 = dot_i8x32 (w0[2], w1[2], xs);
+          s3 = dot_i8x32 (w0[3], w1[3], xs);
           t01 = wasm_i32x4_add (wasm_i32x4_shuffle (s0, s1, 0, 1, 4, 5),
               wasm_i32x4_shuffle (s0, s1, 2, 3, 6, 7));
           t23 = wasm_i32x4_add (wasm_i32x4_shuffle (s2, s3, 0, 1, 4, 5),
               wasm_i32x4_shuffle (s2, s3, 2, 3, 6, 7));
           s0 = wasm_i32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2, 4, 6),
               wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7));
-          d4 = f16x4_to_f32 (wasm_i32x4_make (h0, h1, h2, h3));
-          acc = wasm_f32x4_add (acc, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
-                  (s0), wasm_f32x4_mul (d4, wasm_f32x4_splat (xd[0][b]))));
+          acc[r] = wasm_f32x4_add (acc[r], wasm_f32x4_mul
+              (wasm_f32x4_convert_i32x4 (s0), wasm_f32x4_mul (d4,
+                      wasm_f32x4_splat (xd[r][b]))));
         }
-        store4 (Y + i0 * ldy + j, acc, bias, j, 4, flags);
       }
+      for (r = 0; r < nx; r++)
+        store4 (Y + (i0 + r) * ldy + j, acc[r], bias, j, 4, flags);
     }
     for (; j < j1; j += QROWS) {
       int nj = (int) (j1 - j < QROWS ? j1 - j : QROWS);

@@ -1251,7 +1251,9 @@ test_attention (void)
  * each of a few queries gets the bits of the query alone, on every kernel
  * set (kernels-avx512.c walks the keys chunk by chunk for all of them).
  * f32 keys hold it up to 3 queries: from 4 the AVX2 set takes them to the
- * many-query kernel (attention_block), whose sums go in another order. */
+ * many-query kernel (attention_block), whose sums go in another order.
+ * The wasm set takes every 2 or more queries there (its cross keys are
+ * f32: no F16C), so it is not held to this. */
 static void
 test_attention_queries_match_alone (void)
 {
@@ -1261,6 +1263,8 @@ test_attention_queries_match_alone (void)
   int64_t n_q, i;
 
   for (s = -1; s < n_simd_sets; s++) {
+    if (s >= 0 && strcmp (simd_sets[s]->name, "wasm") == 0)
+      continue;
     wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
     for (c = 0; c < 4; c++)
       for (kv16 = 0; kv16 < 2; kv16++) {
