@@ -233,7 +233,11 @@ simd_gemm_f32 (int b_trans, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
  * running softmax. Scores are kept transposed, S^T[key][query], so that
  * the softmax runs across the queries in two vectors: S^T = K (scale Q)^T
  * with the queries packed once as the micro-kernel's panel, then
- * O += P V with the value rows read in place. */
+ * O^T += V^T P^T with P^T as the panel and the value rows read in place,
+ * MR columns of V at a time (d_head 64 takes 11 stripes of 6 with AVX2,
+ * where P V took 12: 16 queries in stripes of 6, 6 and 4), and the
+ * rescale by the running maximum is one vector per row of O^T. Each sum
+ * is the one P V computed: the same products in the same order. */
 static void
 attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
@@ -241,7 +245,7 @@ attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
 {
   float qt[256 * AQ] __attribute__((aligned (SIMD_ALIGN)));
   float pt[AK * AQ] __attribute__((aligned (SIMD_ALIGN)));
-  float acc[AQ * 256] __attribute__((aligned (SIMD_ALIGN)));
+  float acc[256 * AQ] __attribute__((aligned (SIMD_ALIGN)));    /* O^T */
   float rr[AQ] __attribute__((aligned (SIMD_ALIGN)));
   const int64_t dpad = (d_head + NR - 1) & ~(int64_t) (NR - 1);
   const VF ninf = v_set1 (-INFINITY), zero = v_zero ();
@@ -257,7 +261,7 @@ attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
   for (l = 0; l < d_head; l++)
     for (i = 0; i < AQ; i++)
       qt[l * AQ + i] = i < nq ? Q[(q0 + i) * ldq + l] * scale : 0.0f;
-  memset (acc, 0, sizeof (float) * (size_t) (AQ * dpad));
+  memset (acc, 0, sizeof (float) * (size_t) (dpad * AQ));
 
   for (t0 = 0; t0 <= last_all; t0 += AK) {
     int kn = (int) (last_all + 1 - t0 < AK ? last_all + 1 - t0 : AK);
@@ -306,25 +310,19 @@ attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
     }
     sm0 = v_fma (sm0, r0, ps0);
     sm1 = v_fma (sm1, r1, ps1);
-    v_store (rr, r0);
-    v_store (rr + VL, r1);
 
-    /* acc = r * acc + P V */
-    for (i = 0; i < nq; i += MR) {
-      int mr = nq - i < MR ? nq - i : MR, r;
+    /* O^T = r O^T + V^T P^T, MR value columns at a time */
+    for (l = 0; l < d_head; l += MR) {
+      int mr = (int) (d_head - l < MR ? d_head - l : MR), r;
       const float *a[MR];
+      VF c[2 * MR];
       for (r = 0; r < MR; r++)
-        a[r] = pt + i + (r < mr ? r : mr - 1);
-      for (l = 0; l < d_head; l += NR) {
-        int nr = (int) (d_head - l < NR ? d_head - l : NR);
-        VF c[2 * MR];
-        ukernel (kn, a, AQ, V + t0 * ldv + l, ldv, nr, c);
-        for (r = 0; r < mr; r++) {
-          float *o = acc + (i + r) * dpad + l;
-          const VF vr = v_set1 (rr[i + r]);
-          v_store (o, v_fma (v_load (o), vr, c[2 * r]));
-          v_store (o + VL, v_fma (v_load (o + VL), vr, c[2 * r + 1]));
-        }
+        a[r] = V + t0 * ldv + l + (r < mr ? r : mr - 1);
+      ukernel (kn, a, ldv, pt, AQ, NR, c);
+      for (r = 0; r < mr; r++) {
+        float *o = acc + (l + r) * AQ;
+        v_store (o, v_fma (v_load (o), r0, c[2 * r]));
+        v_store (o + VL, v_fma (v_load (o + VL), r1, c[2 * r + 1]));
       }
     }
   }
@@ -334,7 +332,7 @@ attention_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
   for (i = 0; i < nq; i++) {
     float inv = rr[i] > 0.0f ? 1.0f / rr[i] : 0.0f;
     for (l = 0; l < d_head; l++)
-      O[(q0 + i) * ldo + l] = acc[i * dpad + l] * inv;
+      O[(q0 + i) * ldo + l] = acc[l * AQ + i] * inv;
   }
 }
 
