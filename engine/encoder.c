@@ -62,7 +62,9 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
    * that a short context touches only its own pages:
    *   0: e_xn = e_att (the normed input is dead once q, k, v exist)
    *   1, 2, 3: e_q, e_k, e_v; 1..4: e_h [A][4 da] (q..att are dead in
-   *   the MLP; e_h also holds the cross K/V before their f16 rounding)
+   *   the MLP; e_h also holds the cross K/V before their f16 rounding);
+   *   4 during the self-attention: its per-thread copies of a head's K
+   *   and V (2 A dh floats each: as many threads as half the heads)
    * and during the stem: 0..1: e_conv [2A][da], 2..: the im2col work
    * (which fits: wk_ctx_new sized it for the full context). */
   {
@@ -113,8 +115,9 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
     wk_linear_work (ctx->pool, L->attn_v, L->attn_v_b, ctx->e_xn, A, da,
         ctx->e_v, da, qf, ctx->e_qwork);
     CANCEL_POINT (ctx);
-    wk_attention (ctx->pool, (int) nh, dh, A, A, ctx->e_q, da, ctx->e_k, da,
-        ctx->e_v, da, scale, 0, ctx->e_att, da);
+    wk_attention_work (ctx->pool, (int) nh, dh, A, A, ctx->e_q, da,
+        ctx->e_k, da, ctx->e_v, da, scale, 0, ctx->e_att, da,
+        ctx->e_h + 3 * A * da, (size_t) (A * da));
     CANCEL_POINT (ctx);
     wk_linear_work (ctx->pool, L->attn_o, L->attn_o_b, ctx->e_att, A, da,
         ctx->e_x, da, WK_LINEAR_ADD | qf, ctx->e_qwork);

@@ -623,32 +623,58 @@ typedef struct
   int64_t ldo;
   int64_t n_qblocks;
   int kv16;
+  float *work;                  /* per-task copies of a head's K and V */
+  size_t work_floats;
 } wk_attention_job;
+
+/* From this many queries on, wk_attention_work copies the f32 keys and
+ * values of a head into rows of their own. */
+#define WK_ATTN_PACK_MIN_Q 64
 
 static void
 wk_attention_worker (void *data, int ith, int nth)
 {
   const wk_attention_job *job = data;
-  int64_t b, e, it;
+  const int64_t dh = job->d_head, nkv = job->n_kv;
+  const size_t slot = (size_t) (2 * nkv * dh);
+  float *kv = NULL;             /* this task's copy of a head: K, then V */
+  int64_t b, e, it, packed = -1;
 
   wk_split (job->n_head * job->n_qblocks, 1, ith, nth, &b, &e);
+  if (job->work && (size_t) (ith + 1) * slot <= job->work_floats)
+    kv = job->work + (size_t) ith *slot;
   for (it = b; it < e; it++) {
     int64_t h = it / job->n_qblocks;
     int64_t q0 = (it % job->n_qblocks) * WK_ATTN_QBLOCK;
     int64_t q1 = q0 + WK_ATTN_QBLOCK < job->n_q ? q0 + WK_ATTN_QBLOCK :
         job->n_q;
-    int64_t off = h * job->d_head;
-    if (job->kv16)
-      job->ks->attention_head_f16kv (job->d_head, q0, q1, job->n_q,
-          job->n_kv, job->Q + off, job->ldq,
-          (const uint16_t *) job->K + off, job->ldk,
-          (const uint16_t *) job->V + off, job->ldv, job->scale, job->causal,
-          job->O + off, job->ldo);
-    else
-      job->ks->attention_head (job->d_head, q0, q1, job->n_q, job->n_kv,
-          job->Q + off, job->ldq, (const float *) job->K + off, job->ldk,
-          (const float *) job->V + off, job->ldv, job->scale, job->causal,
-          job->O + off, job->ldo);
+    int64_t off = h * dh;
+    if (job->kv16) {
+      job->ks->attention_head_f16kv (dh, q0, q1, job->n_q, nkv,
+          job->Q + off, job->ldq, (const uint16_t *) job->K + off,
+          job->ldk, (const uint16_t *) job->V + off, job->ldv, job->scale,
+          job->causal, job->O + off, job->ldo);
+    } else {
+      const float *K = (const float *) job->K + off;
+      const float *V = (const float *) job->V + off;
+      int64_t ldk = job->ldk, ldv = job->ldv, t;
+      if (kv) {
+        if (packed != h) {
+          for (t = 0; t < nkv; t++) {
+            memcpy (kv + t * dh, K + t * ldk, (size_t) dh * sizeof (float));
+            memcpy (kv + (nkv + t) * dh, V + t * ldv,
+                (size_t) dh * sizeof (float));
+          }
+          packed = h;
+        }
+        K = kv;
+        V = kv + nkv * dh;
+        ldk = ldv = dh;
+      }
+      job->ks->attention_head (dh, q0, q1, job->n_q, nkv, job->Q + off,
+          job->ldq, K, ldk, V, ldv, job->scale, job->causal, job->O + off,
+          job->ldo);
+    }
   }
 }
 
@@ -674,11 +700,11 @@ static void
 wk_attention_any (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const void *K, int64_t ldk,
     const void *V, int64_t ldv, float scale, int causal, float *O,
-    int64_t ldo, int kv16)
+    int64_t ldo, int kv16, float *work, size_t work_floats)
 {
   wk_attention_job job = { wk_kernels_get (), n_head, d_head, n_q, n_kv,
     Q, K, V, ldq, ldk, ldv, scale, causal, O, ldo,
-    (n_q + WK_ATTN_QBLOCK - 1) / WK_ATTN_QBLOCK, kv16
+    (n_q + WK_ATTN_QBLOCK - 1) / WK_ATTN_QBLOCK, kv16, NULL, 0
   };
   int nth = wk_pool_size (pool);
 
@@ -692,8 +718,17 @@ wk_attention_any (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
           nth < n_head ? nth : n_head);
     return;
   }
+  if (work && !kv16 && n_q >= WK_ATTN_PACK_MIN_Q
+      && (ldk != d_head || ldv != d_head)) {
+    job.work = work;
+    job.work_floats = work_floats;
+  }
   if (nth == 1 || n_head * n_q * n_kv * d_head < WK_PARALLEL_MACS)
     wk_attention_worker (&job, 0, 1);
+  else if (job.work)
+    /* one task per thread, each with its own copy (and a contiguous run
+     * of heads, so it copies few) */
+    wk_pool_run (pool, wk_attention_worker, &job);
   else
     wk_pool_run_tasks (pool, wk_attention_worker, &job, wk_n_tasks (pool,
             n_head * job.n_qblocks));
@@ -705,7 +740,17 @@ wk_attention (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
     const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
 {
   wk_attention_any (pool, n_head, d_head, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
-      scale, causal, O, ldo, 0);
+      scale, causal, O, ldo, 0, NULL, 0);
+}
+
+void
+wk_attention_work (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O,
+    int64_t ldo, float *work, size_t work_floats)
+{
+  wk_attention_any (pool, n_head, d_head, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
+      scale, causal, O, ldo, 0, work, work_floats);
 }
 
 void
@@ -715,7 +760,7 @@ wk_attention_f16kv (wk_pool * pool, int n_head, int64_t d_head,
     float scale, int causal, float *O, int64_t ldo)
 {
   wk_attention_any (pool, n_head, d_head, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
-      scale, causal, O, ldo, 1);
+      scale, causal, O, ldo, 1, NULL, 0);
 }
 
 void

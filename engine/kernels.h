@@ -126,6 +126,19 @@ void wk_attention (wk_pool * pool, int n_head, int64_t d_head, int64_t n_q,
     const float *V, int64_t ldv, float scale, int causal, float *O,
     int64_t ldo);
 
+/* wk_attention, with work for many queries (64 or more) against f32 keys
+ * and values whose rows hold several heads (strides above d_head, as
+ * the encoder's d_model): each thread copies the keys and values of the
+ * head it is on into rows of their own once, 2 n_kv d_head floats of
+ * work per thread, and reads those (threads past the room read in place).
+ * The rows of several heads fall on few cache sets (Whisper-tiny's
+ * 1536-byte stride puts a 96-key chunk of one head's values on 8 of L1's
+ * 64 sets, 12 lines each). The results are wk_attention's, bit for bit. */
+void wk_attention_work (wk_pool * pool, int n_head, int64_t d_head,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq, const float *K,
+    int64_t ldk, const float *V, int64_t ldv, float scale, int causal,
+    float *O, int64_t ldo, float *work, size_t work_floats);
+
 /* wk_attention with K and V stored as IEEE half floats (strides in
  * elements), e.g. the decoder's cross-attention keys and values converted
  * once per window with wk_f32_to_f16: half the memory read per token, which

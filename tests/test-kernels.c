@@ -867,8 +867,12 @@ check_attention_case (int n_head, int64_t d_head, int64_t n_q, int64_t n_kv,
   float *V = rand_floats (n_kv * ld, 1.0f);
   float *O = malloc ((size_t) (n_q * ld) * sizeof (float));
   float *R = malloc ((size_t) (n_q * ld) * sizeof (float));
+  float *O2 = malloc ((size_t) (n_q * ld) * sizeof (float));
+  /* wk_attention_work's copies of a head: room for 4 threads */
+  size_t slot = (size_t) (2 * n_kv * d_head);
+  float *work = malloc (4 * slot * sizeof (float));
   float scale = 1.0f / sqrtf ((float) d_head);
-  int s, p;
+  int s, p, room;
 
   /* reference against a direct softmax in the test */
   wk_kernels_set (&wk_kernels_ref);
@@ -917,6 +921,19 @@ check_attention_case (int n_head, int64_t d_head, int64_t n_q, int64_t n_kv,
                 simd_sets[s]->name, n_head, (long) d_head, (long) n_q,
                 (long) n_kv, causal, wk_pool_size (pools[p]), (long) i,
                 (long) l, O[i * ld + l], R[i * ld + l]);
+      /* with work (the encoder's: each thread copies a head's K and V
+       * into rows of their own), room for every thread or for one: the
+       * bits of wk_attention */
+      for (room = 0; room < 2; room++) {
+        memset (O2, 0, (size_t) (n_q * ld) * sizeof (float));
+        wk_attention_work (pools[p], n_head, d_head, n_q, n_kv, Q, ld, K, ld,
+            V, ld, scale, causal, O2, ld, work, room ? slot : 4 * slot);
+        CHECK_MSG (memcmp (O, O2, (size_t) (n_q * ld) * sizeof (float)) == 0,
+            "%s attention_work (room for %d) heads=%d d_head=%ld n_q=%ld "
+            "n_kv=%ld causal=%d threads=%d: not wk_attention's bits",
+            simd_sets[s]->name, room ? 1 : 4, n_head, (long) d_head,
+            (long) n_q, (long) n_kv, causal, wk_pool_size (pools[p]));
+      }
     }
   }
   /* K and V in f16: held to wk_attention on their f32 values */
@@ -958,6 +975,8 @@ check_attention_case (int n_head, int64_t d_head, int64_t n_q, int64_t n_kv,
   free (K);
   free (V);
   free (O);
+  free (O2);
+  free (work);
   free (R);
 }
 
@@ -1230,6 +1249,10 @@ test_attention (void)
         n_q, n_kv, causal);
   }
   check_attention_case (6, 64, 100, 300, 0);
+  /* many queries with wk_attention_work's copies: several blocks of
+   * queries per thread, causal, a width that is not a multiple of 8 */
+  check_attention_case (6, 64, 200, 200, 1);
+  check_attention_case (4, 72, 130, 150, 0);
   check_attention_case (6, 64, 1, 300, 0);
   check_attention_case (6, 64, 5, 40, 1);
   /* few queries over several 64-wide heads (read together in groups of up

@@ -492,8 +492,10 @@ static void
 run_attn (void *data)
 {
   attn_ctx *c = data;
-  wk_attention (c->pool, 6, 64, c->n_q, c->n_kv, c->Q, 384, c->K, 384, c->V,
-      384, 0.125f, 0, c->O, 384);
+  /* with the encoder's work: a block of n_kv x 384 floats past Q, K, V */
+  wk_attention_work (c->pool, 6, 64, c->n_q, c->n_kv, c->Q, 384, c->K, 384,
+      c->V, 384, 0.125f, 0, c->O, 384, (float *) c->V + c->n_kv * 384,
+      (size_t) (c->n_kv * 384));
 }
 
 /* The products of one encoder layer (q, k, v, out, mlp.0 with GELU, mlp.2
