@@ -6,7 +6,9 @@
 // as whisperknot-transcribe's: -b N (beam size; default 1, greedy: the
 // WebAssembly engine runs on one thread, where five beams cost about three
 // times the decoding; whisperknot-transcribe's default is 5), -l LANG,
-// --latency MS (the live policy), --stats (timings on standard error).
+// --latency MS (the live policy), --no-fallback (no temperature fallback:
+// what greedy or beam search decodes, never a sample), --stats (timings on
+// standard error).
 // The engine sees the WK_* variables of the environment (WK_KERNELS=ref,
 // WK_INT8=...), as whisperknot-transcribe's engine does.
 import { readFile } from 'node:fs/promises';
@@ -17,7 +19,7 @@ const CHUNK = 16000; // audio per feed, as whisperknot-transcribe
 
 function usage(code) {
   (code ? process.stderr : process.stdout).write(
-    `usage: node web/${PROGRAM} [-b N] [-l LANG] [--latency MS] [--stats] MODEL.knot FILE.wav\n`);
+    `usage: node web/${PROGRAM} [-b N] [-l LANG] [--latency MS] [--no-fallback] [--stats] MODEL.knot FILE.wav\n`);
   process.exit(code);
 }
 
@@ -29,6 +31,7 @@ for (let i = 0; i < args.length; i++) {
   if (a === '-b' || a === '--beam-size') params.beamSize = parseInt(val(), 10);
   else if (a === '-l' || a === '--language') params.language = val();
   else if (a === '--latency') params.latencyMs = parseInt(val(), 10);
+  else if (a === '--no-fallback') params.temperatureInc = 0;
   else if (a === '--stats') stats = true;
   else if (a === '-h' || a === '--help') usage(0);
   else if (a.startsWith('-') && a !== '-') usage(2);

@@ -51,19 +51,23 @@ before(async () => {
 const skip = transcribe ? false : 'no native build (set WK_NATIVE_BUILD)';
 
 // The command-line check: web/transcribe.mjs (greedy by default) prints
-// what whisperknot-transcribe -b 1 prints for the same file. The file is
-// festival's reading of a verse, which the default model decodes the same
-// with every native kernel set. Not sample.wav: the step 19042 model is
-// unsure of that voice, its greedy text falls back to sampling, and the
-// native AVX-512, AVX2 and reference kernels already print three different
-// texts for it with the default int8 activations (sample.wav is compared
-// below with f32 activations, where every kernel set agrees).
+// what whisperknot-transcribe -b 1 prints for the same file, festival's
+// reading of a verse. This holds the front ends' plumbing (options, the
+// cue layout, the line ends), so it runs where every kernel set computes
+// the same decoding: f32 decoder activations (WK_INT8=0, logits within
+// about 1e-4 between sets) and no temperature fallback (--no-fallback:
+// what greedy decoding writes, not a sample). With the int8 activations
+// of the default settings, a model unsure of the voice parts between
+// kernel sets on near-ties (a candidate of 2026-12-04: native AVX-512 and
+// AVX2 against native ref and wasm, one comma); that is the todo below.
+const plumbing = { WK_INT8: '0', WK_KERNELS: '' };
 test('node web/transcribe.mjs prints the text of whisperknot-transcribe -b 1', { skip }, () => {
   const here = path.dirname(new URL(import.meta.url).pathname);
-  const js = execFileSync(process.execPath, [path.join(here, '..', 'transcribe.mjs'), defaultModel, kedWav],
-    { encoding: 'utf8', maxBuffer: 1 << 24, env: process.env });
-  const native = execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', kedWav],
-    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'] });
+  const env = { ...process.env, ...plumbing };
+  const js = execFileSync(process.execPath, [path.join(here, '..', 'transcribe.mjs'), '--no-fallback', defaultModel, kedWav],
+    { encoding: 'utf8', maxBuffer: 1 << 24, env });
+  const native = execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', '--no-fallback', kedWav],
+    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'], env });
   assert.ok(native.trim().length > 0);
   assert.equal(js, native);
 });
@@ -122,13 +126,14 @@ for (const [name, wav] of Object.entries(unsureWavs)) {
 }
 
 // Stream.takeCues reads wk_cue through wkw_layout: the festival verse's
-// cues (text, times) as whisperknot-transcribe -b 1 writes them in SubRip.
+// cues (text, times) as whisperknot-transcribe -b 1 writes them in SubRip,
+// both decoding alike on every kernel set (plumbing, above).
 test('Stream.takeCues gives the cues of whisperknot-transcribe -f srt', { skip }, async () => {
-  const native = execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', '-f', 'srt', kedWav],
-    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'] });
-  const m = await wk.loadModel(defaultModel);
-  const { samples } = wk.parseWav(readFileSync(kedWav));
-  const s = m.createStream({ beamSize: 1 });
+  const native = execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', '--no-fallback', '-f', 'srt', kedWav],
+    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...plumbing } });
+  const m = await wkF32.loadModel(defaultModel);
+  const { samples } = wkF32.parseWav(readFileSync(kedWav));
+  const s = m.createStream({ beamSize: 1, temperatureInc: 0 });
   const cues = [];
   for (let p = 0; p < samples.length; p += 16000) {
     s.feed(samples.subarray(p, p + 16000));
@@ -176,6 +181,10 @@ async function agreeWhereNativeAgrees(t, wav, f32 = false) {
 
 test('default model, festival verse: the native tokens', { skip }, async (t) => {
   assert.ok(await agreeWhereNativeAgrees(t, kedWav), 'native kernel sets agree on the whole file');
+});
+
+test('default model, festival verse, f32 activations: the native tokens', { skip }, async (t) => {
+  assert.ok(await agreeWhereNativeAgrees(t, kedWav, true), 'native kernel sets agree on the whole file');
 });
 
 // sample.wav and jfk.wav with the default int8 activations: native ref and
