@@ -179,9 +179,15 @@ async function agreeWhereNativeAgrees(t, wav, f32 = false) {
   return agree === native.length;
 }
 
-test('default model, festival verse: the native tokens', { skip }, async (t) => {
-  assert.ok(await agreeWhereNativeAgrees(t, kedWav), 'native kernel sets agree on the whole file');
-});
+// The verse at the default settings (int8 decoder activations) is a todo
+// like sample.wav and jfk.wav there: the step 19830 model decoded it alike
+// on every kernel set, the model of 2026-12-04 does not (native AVX-512
+// and AVX2 against native ref and wasm, one comma, on a near-tie the int8
+// rounding decides). With f32 activations (below) every set agrees.
+test('default model, festival verse: the native tokens',
+  { skip, todo: 'int8 activations amplify kernel rounding (see above)' }, async (t) => {
+    assert.ok(await agreeWhereNativeAgrees(t, kedWav), 'native kernel sets agree on the whole file');
+  });
 
 test('default model, festival verse, f32 activations: the native tokens', { skip }, async (t) => {
   assert.ok(await agreeWhereNativeAgrees(t, kedWav, true), 'native kernel sets agree on the whole file');
