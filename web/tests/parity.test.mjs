@@ -61,15 +61,22 @@ const skip = transcribe ? false : 'no native build (set WK_NATIVE_BUILD)';
 // kernel sets on near-ties (a candidate of 2026-12-04: native AVX-512 and
 // AVX2 against native ref and wasm, one comma); that is the todo below.
 const plumbing = { WK_INT8: '0', WK_KERNELS: '' };
-test('node web/transcribe.mjs prints the text of whisperknot-transcribe -b 1', { skip }, () => {
+// whisperknot-transcribe -b 1 and web/transcribe.mjs on the default model,
+// each with the WK_* variables of env and any further options
+function transcribeJs(wav, env, opts = []) {
   const here = path.dirname(new URL(import.meta.url).pathname);
-  const env = { ...process.env, ...plumbing };
-  const js = execFileSync(process.execPath, [path.join(here, '..', 'transcribe.mjs'), '--no-fallback', defaultModel, kedWav],
-    { encoding: 'utf8', maxBuffer: 1 << 24, env });
-  const native = execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', '--no-fallback', kedWav],
-    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'], env });
+  return execFileSync(process.execPath, [path.join(here, '..', 'transcribe.mjs'), ...opts, defaultModel, wav],
+    { encoding: 'utf8', maxBuffer: 1 << 24, env: { ...process.env, ...env } });
+}
+function transcribeNative(wav, env, opts = []) {
+  return execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', ...opts, wav],
+    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...env } });
+}
+
+test('node web/transcribe.mjs prints the text of whisperknot-transcribe -b 1', { skip }, () => {
+  const native = transcribeNative(kedWav, plumbing, ['--no-fallback']);
   assert.ok(native.trim().length > 0);
-  assert.equal(js, native);
+  assert.equal(transcribeJs(kedWav, plumbing, ['--no-fallback']), native);
 });
 
 // The same check on sample.wav and jfk.wav, where the step 19042 model is
@@ -81,15 +88,6 @@ test('node web/transcribe.mjs prints the text of whisperknot-transcribe -b 1', {
 // kernel set's logits agree to about 1e-4, that holds token for token:
 // it failed while the fallback sampled by inverse CDF over the
 // vocabulary, whose running sum let rounding pick among tail tokens.
-function transcribeJs(wav, env) {
-  const here = path.dirname(new URL(import.meta.url).pathname);
-  return execFileSync(process.execPath, [path.join(here, '..', 'transcribe.mjs'), defaultModel, wav],
-    { encoding: 'utf8', maxBuffer: 1 << 24, env: { ...process.env, ...env } });
-}
-function transcribeNative(wav, env) {
-  return execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', wav],
-    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...env } });
-}
 const unsureWavs = { 'sample.wav': sampleWav, 'jfk.wav': existsSync(jfkWav) ? jfkWav : null };
 for (const [name, wav] of Object.entries(unsureWavs)) {
   test(`${name}, f32 activations: transcribe.mjs and whisperknot-transcribe -b 1 print one text on every kernel set`,
@@ -129,8 +127,7 @@ for (const [name, wav] of Object.entries(unsureWavs)) {
 // cues (text, times) as whisperknot-transcribe -b 1 writes them in SubRip,
 // both decoding alike on every kernel set (plumbing, above).
 test('Stream.takeCues gives the cues of whisperknot-transcribe -f srt', { skip }, async () => {
-  const native = execFileSync(transcribe, ['-m', defaultModel, '-b', '1', '-t', '1', '--no-fallback', '-f', 'srt', kedWav],
-    { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...plumbing } });
+  const native = transcribeNative(kedWav, plumbing, ['--no-fallback', '-f', 'srt']);
   const m = await wkF32.loadModel(defaultModel);
   const { samples } = wkF32.parseWav(readFileSync(kedWav));
   const s = m.createStream({ beamSize: 1, temperatureInc: 0 });
