@@ -295,3 +295,94 @@ def vtlp_mel(mel, rng, p=0.3, lo=0.88, hi=1.12):
         row = mel[b]
         mel[b] = row[torch.from_numpy(i0)] * (1 - w) + row[torch.from_numpy(i1)] * w
     return mel
+
+
+def _companding_torch(x, law):
+    """companding() in torch: G.711 8-bit quantization noise at full scale 1."""
+    x = x.clamp(-1, 1)
+    ax = x.abs()
+    if law == "mu":
+        mu = 255.0
+        y = torch.log1p(mu * ax) / math.log1p(mu)
+        q = torch.round(y * 127) / 127
+        z = torch.expm1(q * math.log1p(mu)) / mu
+    else:
+        A = 87.6
+        c = 1 + math.log(A)
+        y = torch.where(ax < 1 / A, A * ax / c, (1 + torch.log((A * ax).clamp(min=1e-9))) / c)
+        q = torch.round(y * 127) / 127
+        z = torch.where(q < 1 / c, q * c / A, torch.exp(q * c - 1) / A)
+    return torch.sign(x) * z
+
+
+def augment_batch(x, rng, p=0.8):
+    """Augmenter for a batch of windows (B, n) on their own device (a GPU), without the
+    stages that need sox or ffmpeg, which a lent GPU machine lacks (pitch, codecs; the
+    speed perturbation and VTLP stand in for pitch, the telephone band and low-pass for
+    codecs): reverberation with room_ir() (35%), one channel (12% telephone band with
+    G.711 companding, 10% low-pass at 3.5-7.5 kHz), noise at 0-30 dB SNR (60%: white,
+    pink or brown noise, babble summed from 3-7 other windows of the batch, mains hum)
+    and clipping (8%), each window drawn on its own with probability p of any stage."""
+    B, n = x.shape
+    nz = (x != 0).sum(1)
+    sel = [b for b in range(B) if rng.random() < p and int(nz[b]) > 0]
+    if not sel:
+        return x
+    dev = x.device
+    x = x.clone()
+    xs = x[sel]
+    speech_rms = ((xs * xs).sum(1) / nz[sel].clamp(min=1)).sqrt()
+    N = 1 << int(math.ceil(math.log2(n + int(1.2 * SR))))
+    f = torch.fft.rfftfreq(N, 1 / SR, device=dev)
+    H = torch.ones(len(sel), len(f), dtype=torch.complex64, device=dev)
+    reverb, tel = [], []
+    for j in range(len(sel)):
+        if rng.random() < 0.35:
+            h = torch.from_numpy(room_ir(rng)).to(dev)
+            H[j] = torch.fft.rfft(h, N)
+            reverb.append(j)
+        r = rng.random()
+        if r < 0.12:
+            H[j] *= (1 / (1 + (300 / f.clamp(min=1)) ** 8)) * (1 / (1 + (f / 3400) ** 8))
+            tel.append((j, rng.choice(["mu", "a"]), rng.uniform(0.3, 0.95)))
+        elif r < 0.22:
+            H[j] *= 1 / (1 + (f / rng.uniform(3500, 7500)) ** 8)
+    y = torch.fft.irfft(torch.fft.rfft(xs, N) * H, N)[:, :n]
+    if reverb:  # keep each window's energy through the room
+        r_ = torch.tensor(reverb, device=dev)
+        e0 = (xs[r_] ** 2).mean(1).sqrt()
+        e1 = (y[r_] ** 2).mean(1).sqrt()
+        y[r_] *= (e0 / (e1 + 1e-9))[:, None]
+    for j, law, g in tel:
+        pk = y[j].abs().max() + 1e-9
+        y[j] = _companding_torch(y[j] * (g / pk), law) * (pk / g)
+    t = torch.arange(n, device=dev, dtype=torch.float32) / SR
+    for j in range(len(sel)):
+        if rng.random() >= 0.6:
+            continue
+        snr = rng.uniform(0, 30) if rng.random() < 0.3 else rng.uniform(8, 30)
+        r = rng.random()
+        if r < 0.4:
+            w = torch.randn(n, device=dev)
+            beta = rng.choice([0, 1, 1, 2])
+            if beta:
+                W = torch.fft.rfft(w)
+                k = torch.arange(len(W), device=dev, dtype=torch.float32).clamp(min=1)
+                w = torch.fft.irfft(W * k ** (-beta / 2), n)
+        elif r < 0.9 and B > 1:
+            w = torch.zeros(n, device=dev)
+            for _ in range(rng.randint(3, 7)):
+                o = rng.randrange(B)
+                u = torch.roll(x[o], rng.randrange(n))
+                w += u / ((u * u).mean().sqrt() + 1e-9)
+        else:
+            f0 = rng.choice([50.0, 60.0])
+            w = sum(torch.sin(2 * math.pi * f0 * h * t) / h for h in range(1, 8, 2))
+        w = w / ((w * w).mean().sqrt() + 1e-9)
+        y[j] += w * (speech_rms[j] * _db(-snr))
+    for j in range(len(sel)):
+        if rng.random() < 0.08:
+            pk = y[j].abs().max() + 1e-9
+            y[j] = (y[j] * (rng.uniform(1.2, 4.0) / pk)).clamp(-1, 1) * pk
+    x[sel] = y
+    return x

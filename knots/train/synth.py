@@ -256,7 +256,8 @@ def random_voice(rng, heldout=None):
     # batch probabilities chosen so that utterances come 40% espeak-ng, 35% flite,
     # 25% festival (festival batches hold 8 utterances, the others 4)
     r = rng.random()
-    if r < 0.457:
+    if r < 0.457 or not shutil.which("flite", path=(TTS_ENV or os.environ).get("PATH")):
+        # (espeak-ng alone when flite is missing: a GPU bundle may carry espeak-ng only)
         return {"engine": "espeak", "voice": rng.choice(ESPEAK_TRAIN_LANGS),
                 "variant": rng.choice(ESPEAK_VARIANTS),
                 "speed": rng.randint(130, 200), "pitch": rng.randint(25, 75)}

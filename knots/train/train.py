@@ -166,7 +166,7 @@ class DevicePool:
     packs its own windows (one CPU core cannot pack them as fast as a GPU trains).
     Shards are appended as they appear until `capacity` samples are held."""
 
-    def __init__(self, tok, device, capacity, rng=None):
+    def __init__(self, tok, device, capacity, rng=None, real_frac=0.0, real_weights=None):
         self.tok = tok
         self.rng = rng or random.Random()
         self.audio_t = torch.empty(capacity, dtype=torch.int16, device=device)
@@ -174,12 +174,20 @@ class DevicePool:
         self.starts, self.lens, self.toks, self.texts = [], [], [], []
         self.loaded = set()
         self.full = False
+        # real speech (REAL, real.py's or speechpack.py's shards, loaded first) is drawn
+        # with probability real_frac, shared among its sources by real_weights
+        # ({shard-name substring: weight}); the rest uniformly from the synthesized
+        self.real_frac = real_frac
+        self.real_weights = real_weights or {}
+        self.groups = {}  # real source -> utterance indices
+        self.synth = []  # synthesized utterance indices
 
     def refresh(self):
         if self.full:
             return 0
         n_new = 0
-        for p in shard_paths():
+        real = shard_paths(REAL) if self.real_frac > 0 else []
+        for p in real + shard_paths():
             if p in self.loaded:
                 continue
             shard = load_shard(p)
@@ -192,6 +200,12 @@ class DevicePool:
                 break
             self.loaded.add(p)
             self.audio_t[self.used:self.used + len(a)].copy_(torch.from_numpy(a))
+            if p in real:
+                keys = [k for k in self.real_weights if k in os.path.basename(p)]
+                idx = self.groups.setdefault(keys[0] if keys else os.path.basename(p), [])
+            else:
+                idx = self.synth
+            idx.extend(range(len(self.lens), len(self.lens) + len(txt)))
             for i, t in enumerate(txt):
                 self.starts.append(self.used + int(off[i]))
                 self.lens.append(int(off[i + 1] - off[i]))
@@ -205,7 +219,12 @@ class DevicePool:
         return len(self.lens)
 
     def sample(self):
-        i = self.rng.randrange(len(self.lens))
+        if self.groups and (not self.synth or self.rng.random() < self.real_frac):
+            g = sorted(self.groups)
+            g = self.rng.choices(g, [self.real_weights.get(k, 1.0) for k in g])[0]
+            i = self.rng.choice(self.groups[g])
+        else:
+            i = self.rng.choice(self.synth)
         return i, self.lens[i], self.toks[i], self.texts[i]
 
 
@@ -419,6 +438,8 @@ def make_batch(pool, rng, bs, win=WIN, device=None, speed=(0.0, 1.0, 1.0), speca
                          p_nospeech=p_nospeech, p_prompt=p_prompt) for _ in range(bs)]
     if isinstance(pool, DevicePool):
         xs = render_windows_device(pool, plans, win)
+        if aug is not None:
+            xs = aug(xs)
     else:
         xs = torch.from_numpy(np.stack([render_window(pool, a, noise, win, aug)
                                         for a, noise, _, _ in plans]))
@@ -888,7 +909,10 @@ def main():
     args.warm_start = step if args.rewarm else 0
 
     if args.device_pool == "on" or (args.device_pool == "auto" and dev.type == "cuda"):
-        pool = DevicePool(tok, dev, int(args.pool_hours * 3600 * SR), rng=rng)
+        weights = {k: float(v) for k, v in
+                   (kv.split("=") for kv in args.real_weights.split(",") if kv)}
+        pool = DevicePool(tok, dev, int(args.pool_hours * 3600 * SR), rng=rng,
+                          real_frac=args.real_frac, real_weights=weights)
     else:
         pool = Pool(tok, rng=rng)
         if args.real_frac > 0:
@@ -897,7 +921,12 @@ def main():
             pool = MixPool([pool, Pool(tok, rng=rng, data_dir=REAL, weights=weights)],
                            args.real_frac, rng)
     aug = None
-    if args.aug > 0:
+    if args.aug > 0 and isinstance(pool, DevicePool):
+        arng = random.Random(seed + 1)
+
+        def aug(xs):  # the whole batch on the device
+            return augment.augment_batch(xs, arng, args.aug)
+    elif args.aug > 0:
         def babble():
             ref, _, _, _ = pool.sample()
             return pool.audio(ref).astype(np.float32) / 32768.0
