@@ -67,7 +67,8 @@ def log(msg):
 
 def shard_paths(data_dir=DATA):
     """The complete shards synth.py (or real.py) has written so far."""
-    return sorted(p for p in glob.glob(os.path.join(data_dir, "shard-*.npz")) if ".tmp" not in p)
+    return sorted(p for p in glob.glob(os.path.join(data_dir, "shard-*.npz"))
+                  if ".tmp" not in p and not p.endswith(".words.npz"))
 
 
 def load_shard(p):
@@ -78,6 +79,17 @@ def load_shard(p):
     except Exception as e:  # partially written or corrupt: skip for now
         log("skip shard %s: %s" % (p, e))
         return None
+
+
+def load_word_ends(p, n):
+    """wordtimes.py's (woff, wend) for shard p of n utterances, or None."""
+    q = p[:-len(".npz")] + ".words.npz"
+    try:
+        with np.load(q) as z:
+            woff, wend = z["woff"], z["wend"]
+    except (OSError, KeyError, ValueError):
+        return None
+    return (woff, wend) if len(woff) == n + 1 and woff[-1] == len(wend) else None
 
 
 class Pool:
@@ -98,6 +110,9 @@ class Pool:
         self.by_shard = []  # (path, weight) when weighted
 
     def refresh(self):
+        for p, sh in self.shards.items():  # word times written after the shard was loaded
+            if sh[4] is None and os.path.exists(p[:-len(".npz")] + ".words.npz"):
+                self.shards[p] = sh[:4] + (load_word_ends(p, len(sh[3])),)
         new = [p for p in shard_paths(self.data_dir) if p not in self.shards]
         if not new:
             return 0
@@ -111,7 +126,7 @@ class Pool:
                 continue
             a, off, txt = shard
             toks = [self.tok.encode(" " + t) for t in txt]
-            self.shards[p] = (a, off, toks, txt)
+            self.shards[p] = (a, off, toks, txt, load_word_ends(p, len(txt)))
         self.index = [(p, i) for p, s in self.shards.items() for i in range(len(s[2]))]
         if self.weights:
             self.by_shard = [(p, w) for p in sorted(self.shards)
@@ -129,8 +144,12 @@ class Pool:
             i = self.rng.randrange(len(self.shards[p][2]))
         else:
             p, i = self.rng.choice(self.index)
-        a, off, toks, txt = self.shards[p]
+        a, off, toks, txt, _ = self.shards[p]
         return (p, i), int(off[i + 1] - off[i]), toks[i], txt[i]
+
+    def word_ends(self, ref):
+        w = self.shards[ref[0]][4]
+        return None if w is None else w[1][w[0][ref[1]]:w[0][ref[1] + 1]]
 
     def audio(self, ref):
         a, off = self.shards[ref[0]][:2]
@@ -160,6 +179,9 @@ class MixPool:
     def audio(self, ref):
         return self.pools[ref[0]].audio(ref[1])
 
+    def word_ends(self, ref):
+        return self.pools[ref[0]].word_ends(ref[1])
+
 
 class DevicePool:
     """Pool's utterances held in one int16 tensor on the training device, so that a GPU
@@ -172,6 +194,7 @@ class DevicePool:
         self.audio_t = torch.empty(capacity, dtype=torch.int16, device=device)
         self.used = 0
         self.starts, self.lens, self.toks, self.texts = [], [], [], []
+        self.wends = []  # per utterance: its words' end samples (wordtimes.py) or None
         self.loaded = set()
         self.full = False
         # real speech (REAL, real.py's or speechpack.py's shards, loaded first) is drawn
@@ -206,7 +229,9 @@ class DevicePool:
             else:
                 idx = self.synth
             idx.extend(range(len(self.lens), len(self.lens) + len(txt)))
+            we = load_word_ends(p, len(txt))
             for i, t in enumerate(txt):
+                self.wends.append(None if we is None else we[1][we[0][i]:we[0][i + 1]])
                 self.starts.append(self.used + int(off[i]))
                 self.lens.append(int(off[i + 1] - off[i]))
                 self.toks.append(self.tok.encode(" " + t))
@@ -217,6 +242,9 @@ class DevicePool:
 
     def __len__(self):
         return len(self.lens)
+
+    def word_ends(self, ref):
+        return self.wends[ref]
 
     def sample(self):
         if self.groups and (not self.synth or self.rng.random() < self.real_frac):
@@ -252,6 +280,39 @@ class CTCHead(torch.nn.Module):
 # (lowest, highest) dB of a window's level below the stored one (--gain-db); None: the
 # per-utterance 0-12 dB the earlier runs trained with
 GAIN_DB = None
+# --p-cut-text: the fraction of windows cut inside an utterance whose target holds the
+# words heard in full so far (wordtimes.py), not only the cut utterance's start time
+P_CUT_TEXT = 0.0
+
+
+_TOK = None
+
+
+def heard_words(pool, ref, text, heard, n_src, rng):
+    """(tokens, text, end sample) of the leading words of an utterance heard in full in
+    its first `heard` source samples, by its word ends (wordtimes.py) and a margin of
+    50-250 ms drawn here (the alignment's ends are early, and a word just ended may
+    still be misheard); None without word ends. A word without a time (digits) ends
+    with the next word that has one."""
+    global _TOK
+    ends = pool.word_ends(ref)
+    words = text.split()
+    if ends is None or len(ends) != len(words):
+        return None
+    eff = [0] * len(words)
+    nxt = n_src
+    for j in range(len(words) - 1, -1, -1):
+        nxt = eff[j] = int(ends[j]) if ends[j] >= 0 else nxt
+    margin = rng.uniform(0.05, 0.25) * SR
+    k = 0
+    while k < len(words) and eff[k] + margin <= heard:
+        k += 1
+    if k == 0:
+        return [], "", 0
+    if _TOK is None:
+        _TOK = wt.get_tokenizer()
+    heard_text = " ".join(words[:k])
+    return _TOK.encode(" " + heard_text), heard_text, eff[k - 1]
 
 
 def plan_window(pool, rng, win=WIN, p_notimestamps=0.15, p_single=0.1, max_tokens=440,
@@ -299,6 +360,7 @@ def plan_window_target(pool, rng, win, p_notimestamps, p_single, max_tokens, spe
     audio = []  # (ref, start, samples, gain)
     texts = []
     partial = None
+    cut_toks = cut_text = cut_end = None
     t = rng.uniform(0.0, min(2.0, win_s / 10)) if not single else rng.uniform(0.0, win_s / 3)
     n_tok = 3
     # the window's level: --gain-db draws one per window (dB below the stored level,
@@ -323,13 +385,21 @@ def plan_window_target(pool, rng, win, p_notimestamps, p_single, max_tokens, spe
             if single or (p_stop > 0 and rng.random() < p_stop):
                 break
         else:
-            if ts and not single and start < WIN - int(0.3 * SR) and rng.random() < 0.6:
-                audio.append((ref, start, WIN - start, gain, f))
-                partial = start / SR
+            if ts and not single and start < WIN - int(0.3 * SR) and \
+                    (not segs or rng.random() < 0.6):
+                if P_CUT_TEXT > 0 and rng.random() < P_CUT_TEXT:
+                    h = heard_words(pool, ref, text, (WIN - start) * f, n_src, rng)
+                    if h is not None and n_tok + len(h[0]) + 2 <= max_tokens:
+                        cut_toks, cut_text = h[0], h[1]
+                        cut_end = start / SR + h[2] / f / SR
+                # a first utterance is cut only with its heard text (the live case)
+                if segs or cut_toks is not None:
+                    audio.append((ref, start, WIN - start, gain, f))
+                    partial = start / SR
             break
         if t >= win_s - 0.3:
             break
-    if not segs:  # first utterance too long for the window: draw again
+    if not segs and partial is None:  # first utterance too long for the window: draw again
         return plan_window_target(pool, rng, win, p_notimestamps, p_single, max_tokens, speed,
                                   p_stop, p_nospeech)
     # Gaussian noise at 10-40 dB SNR over the speech, or a faint floor
@@ -342,6 +412,8 @@ def plan_window_target(pool, rng, win, p_notimestamps, p_single, max_tokens, spe
             tokens.append(wt.timestamp_token(e))
         if partial is not None:
             tokens.append(wt.timestamp_token(partial))
+            if cut_toks:  # the words heard so far, in a segment the window leaves open
+                tokens.extend(cut_toks)
     else:
         tokens.append(wt.NO_TIMESTAMPS)
         for _, _, tk in segs:
@@ -349,7 +421,10 @@ def plan_window_target(pool, rng, win, p_notimestamps, p_single, max_tokens, spe
     tokens.append(wt.EOT)
     # CTC labels cover the complete utterances; a window that ends inside a cut one
     # scores CTC only over the encoder frames (50 per second) before the cut one starts
-    ctc = (ctc_labels(texts), WIN // 320 if partial is None else int(partial * 50))
+    if cut_toks:  # (or up to the end of the last word heard in the cut one)
+        ctc = (ctc_labels(texts + [cut_text]), min(WIN // 320, int(cut_end * 50) + 1))
+    else:
+        ctc = (ctc_labels(texts), WIN // 320 if partial is None else int(partial * 50))
     return audio, noise, tokens, ctc
 
 
@@ -798,6 +873,11 @@ def main():
                     "under it; real microphones are often 30 dB quieter than the "
                     "normalised training audio (FSDD theo peaks at -30 dBFS). Default: "
                     "each utterance 0-12 dB down")
+    ap.add_argument("--p-cut-text", type=float, default=0.0,
+                    help="of the windows cut inside an utterance, the fraction whose target "
+                    "holds the words heard in full so far (the live policy's case; needs "
+                    "wordtimes.py's .words.npz beside the shards); such windows may also "
+                    "hold the cut utterance alone")
     ap.add_argument("--specaug", action="store_true",
                     help="SpecAugment-style frequency and time masks on the log-mel")
     ap.add_argument("--device-pool", choices=["auto", "on", "off"], default="auto",
@@ -822,8 +902,9 @@ def main():
     ap.add_argument("--prefetch", type=int, default=2,
                     help="batches prepared ahead by a data thread (0: none)")
     args = ap.parse_args()
-    global GAIN_DB
+    global GAIN_DB, P_CUT_TEXT
     GAIN_DB = tuple(args.gain_db) if args.gain_db else None
+    P_CUT_TEXT = args.p_cut_text
 
     torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
