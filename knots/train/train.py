@@ -81,11 +81,15 @@ def load_shard(p):
         return None
 
 
+def words_path(p):
+    """wordtimes.py's word ends beside shard p."""
+    return p[:-len(".npz")] + ".words.npz"
+
+
 def load_word_ends(p, n):
     """wordtimes.py's (woff, wend) for shard p of n utterances, or None."""
-    q = p[:-len(".npz")] + ".words.npz"
     try:
-        with np.load(q) as z:
+        with np.load(words_path(p)) as z:
             woff, wend = z["woff"], z["wend"]
     except (OSError, KeyError, ValueError):
         return None
@@ -111,7 +115,7 @@ class Pool:
 
     def refresh(self):
         for p, sh in self.shards.items():  # word times written after the shard was loaded
-            if sh[4] is None and os.path.exists(p[:-len(".npz")] + ".words.npz"):
+            if sh[4] is None and os.path.exists(words_path(p)):
                 self.shards[p] = sh[:4] + (load_word_ends(p, len(sh[3])),)
         new = [p for p in shard_paths(self.data_dir) if p not in self.shards]
         if not new:
@@ -989,16 +993,14 @@ def main():
     audio_h = ck.get("audio_h", windows_seen * 30 / 3600)
     args.warm_start = step if args.rewarm else 0
 
+    weights = {k: float(v) for k, v in
+               (kv.split("=") for kv in args.real_weights.split(",") if kv)}
     if args.device_pool == "on" or (args.device_pool == "auto" and dev.type == "cuda"):
-        weights = {k: float(v) for k, v in
-                   (kv.split("=") for kv in args.real_weights.split(",") if kv)}
         pool = DevicePool(tok, dev, int(args.pool_hours * 3600 * SR), rng=rng,
                           real_frac=args.real_frac, real_weights=weights)
     else:
         pool = Pool(tok, rng=rng)
         if args.real_frac > 0:
-            weights = {k: float(v) for k, v in
-                       (kv.split("=") for kv in args.real_weights.split(",") if kv)}
             pool = MixPool([pool, Pool(tok, rng=rng, data_dir=REAL, weights=weights)],
                            args.real_frac, rng)
     aug = None

@@ -128,10 +128,6 @@ def align_shard(model, head, path, dev, batch_s=240.0):
     return np.array(woff, dtype=np.int64), wend
 
 
-def words_path(shard):
-    return shard[:-len(".npz")] + ".words.npz"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ckpt", default=None, help="weights with a ctc_head (default: the "
@@ -160,7 +156,7 @@ def main():
         for p in sorted(glob.glob(os.path.join(dirs[d], "shard-*.npz"))):
             if p.endswith(".words.npz") or ".tmp" in p:
                 continue
-            out = words_path(p)
+            out = train.words_path(p)
             if os.path.exists(out) and not args.force:
                 continue
             t0 = time.time()
