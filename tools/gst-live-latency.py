@@ -292,9 +292,10 @@ def main():
     off_words = Pipeline(audio, args.model, 0, True, threads=args.threads).run().check().words
     off_wall = time.monotonic() - t_off
     off_text = " ".join(t.strip() for t, _, _, _ in off_words)
-    print("# %d files, %.1f s of audio; offline (latency 0): %d words, %.1f s wall%s" % (
-        len(args.files), seconds, len(off_words), off_wall,
-        ", WER vs truth %.1f %%" % wer(truth_ref, off_text)[0] if truth_ref else ""))
+    print("# %d files, %.1f s of audio; offline (latency 0): %d words in %d segments, "
+          "%.1f s wall%s" % (
+              len(args.files), seconds, len(off_text.split()), len(off_words), off_wall,
+              ", WER vs truth %.1f %%" % wer(truth_ref, off_text)[0] if truth_ref else ""))
 
     if args.sweep:
         print("# %d pipeline%s started together, source %s; late = after PTS + the "
@@ -343,7 +344,7 @@ def main():
     print("# live (latency %d ms, commit %s, %s): %.1f s wall" % (
         args.latency, args.commit, "as fast as possible" if args.fast else "real time",
         live_wall))
-    print("words: %d live, %d offline; %d partial messages" % (
+    print("text buffers: %d live (words), %d offline (segments); %d partial messages" % (
         len(words), len(off_words), len(partials)))
     if commit_d:
         print("delay from a word's end (its PTS + duration) to its buffer: median %.2f s, "
