@@ -24,7 +24,7 @@ Usage:
   GST_PLUGIN_PATH=build/gst-plugin tools/gst-live-latency.py [--model K] \\
       [--latency MS] [--commit deadline|agreement] [--gap S] [--truth FILE] \\
       [--fast] [--sweep [--latencies MS,...]] [--streams N] [--source live|identity] \\
-      [--sink-sync] [-t N] FILE.wav...
+      [--sink-sync] [--texts] [-t N] FILE.wav...
 
 Arrival is timed by a probe on the appsink's pad; --sink-sync makes the
 appsink synchronised (it then holds each buffer until its PTS + latency, and
@@ -37,6 +37,9 @@ waking).
 --sweep: a table instead, latency 500, 1000, 2000 and 3000 ms with both
 commit policies (the element's `commit` property): WER against the offline
 text and the truth, late buffers, p95 delay from a word's start to its buffer.
+
+--texts: per file, the truth, the offline text and the first pipeline's live text with
+their errors against the truth, to see where a policy or a run loses words.
 
 --truth FILE: lines 'ID<TAB>...<TAB>text' with ID a file's base name without
 .wav (knots/work/eval/<set>/transcripts.txt has that form). Text is
@@ -267,11 +270,21 @@ def main():
                     help="a synchronised appsink (sync=true), which holds each text "
                     "buffer until its PTS + the latency; arrival is still timed at its pad")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-word lines")
+    ap.add_argument("--texts", action="store_true",
+                    help="per file: the truth, the offline text and the live text (the "
+                    "first pipeline's) with their errors, to see where two runs differ")
     args = ap.parse_args()
     Gst.init(None)
 
     gap = b"\0\0" * int(args.gap * SR)
-    audio = gap.join(read_wav(f) for f in args.files) + b"\0\0" * (2 * SR)
+    pcm = [read_wav(f) for f in args.files]
+    audio = gap.join(pcm) + b"\0\0" * (2 * SR)
+    # each file's span of the joined audio (s), its gap after it included
+    spans, t = [], 0.0
+    for f, x in zip(args.files, pcm):
+        d = len(x) / 2 / SR + args.gap
+        spans.append((os.path.splitext(os.path.basename(f))[0], t, t + d))
+        t += d
     seconds = len(audio) / 2 / SR
 
     truth_ref = None
@@ -320,6 +333,18 @@ def main():
     r = measure(audio, args, args.latency, args.commit, off_text, truth_ref)
     live_wall = time.monotonic() - t_wall
     words, partials, t0 = r["words0"], r["partials"], r["t0"]
+
+    if args.texts:
+        def text_in(ws, a, b):
+            return " ".join(x.strip() for x, _, e, _ in ws if a <= e < b)
+        for i, a, b in spans:
+            ref = truth[i] if truth_ref is not None else None
+            print("# %s" % i + (": %s" % normalize(ref) if ref is not None else ""))
+            for label, ws in (("offline", off_words), ("live", words)):
+                hyp = text_in(ws, a, b)
+                errs = "%3d" % edit_distance(normalize(ref).split(), normalize(hyp).split()) \
+                    if ref is not None else "  -"
+                print("#   %s %-7s %s" % (errs, label, normalize(hyp)))
 
     commit_d, partial_d = [], []
     if not args.quiet:
