@@ -13,7 +13,10 @@ holding speech.npz (per source: the Opus packets, their lengths, frames and
 samples per utterance, texts, voices) and the libopus.so.0 it used. `unpack`
 decodes with that library (the machine needs nothing but Python and numpy) into
 OUT_DIR/shard-<source>.npz, in real.py's shard format (audio, offsets, text,
-voice). The sources already went through a lossy codec (Opus 24-32 kbit/s,
+voice), with the word ends of wordtimes.py (shard-<source>.words.npz, for
+train.py --p-cut-text) where the packed shard had them: decoding keeps every
+utterance's length, so their sample positions hold. The sources already went
+through a lossy codec (Opus 24-32 kbit/s,
 G.722); one more pass at 12 kbit/s changes the log-mel the model sees by 0.066 on
 average (normalised units, 2026-12-01, 15 LJ clips), about what white noise at 30 dB
 SNR does (0.070); 8 kbit/s (narrowband) 0.19, 16 kbit/s 0.055. `check` measures it.
@@ -140,6 +143,11 @@ class Decoder:
         self.lib.opus_decoder_destroy(self.dec)
 
 
+def words_path(p):
+    """wordtimes.py's word ends beside shard p (train.words_path; unpack needs numpy only)."""
+    return p[:-len(".npz")] + ".words.npz"
+
+
 def load_shard(p):
     with np.load(p) as z:
         return z["audio"], z["offsets"], [str(t) for t in z["text"]], [str(v) for v in z["voice"]]
@@ -181,11 +189,16 @@ def pack(args):
         arrays[src + ".n_samples"] = np.array(n_smp, dtype=np.int64)
         arrays[src + ".text"] = np.array(texts)
         arrays[src + ".voice"] = np.array(voices)
+        if os.path.exists(words_path(p)):
+            with np.load(words_path(p)) as w:
+                if len(w["woff"]) == len(texts) + 1:
+                    arrays[src + ".woff"], arrays[src + ".wend"] = w["woff"], w["wend"]
         sources.append(src)
-        print("%s: %d utterances, %.2f h -> %.2f MB of Opus (%.1f kbit/s with lengths), %.0f s" % (
-            src, len(texts), len(audio) / SR / 3600, (lens.sum() + lens.size) / 1e6,
-            (lens.sum() + lens.size) * 8 / (len(audio) / SR) / 1000, time.time() - t0),
-            flush=True)
+        print("%s: %d utterances, %.2f h -> %.2f MB of Opus (%.1f kbit/s with lengths)%s, %.0f s"
+              % (src, len(texts), len(audio) / SR / 3600, (lens.sum() + lens.size) / 1e6,
+                 (lens.sum() + lens.size) * 8 / (len(audio) / SR) / 1000,
+                 ", word ends" if src + ".woff" in arrays else "", time.time() - t0),
+              flush=True)
     enc.close()
     arrays["sources"] = np.array(sources)
     bio = io.BytesIO()
@@ -231,6 +244,8 @@ def unpack(args):
             out = os.path.join(args.out_dir, "shard-%s.npz" % src)
             write_shard(out, audios, [str(t) for t in z[src + ".text"]],
                         [str(v) for v in z[src + ".voice"]])
+            if src + ".woff" in z.files:
+                np.savez(words_path(out), woff=z[src + ".woff"], wend=z[src + ".wend"])
             print("%s: %d utterances, %.2f h -> %s (%.0f s)" % (
                 src, len(audios), sum(len(a) for a in audios) / SR / 3600, out,
                 time.time() - t0), flush=True)
