@@ -39,7 +39,8 @@ commit policies (the element's `commit` property): WER against the offline
 text and the truth, late buffers, p95 delay from a word's start to its buffer.
 
 --texts: per file, the truth, the offline text and the first pipeline's live text with
-their errors against the truth, to see where a policy or a run loses words.
+their errors against the truth, to see where a policy or a run loses words (one run, not
+with --sweep).
 
 --truth FILE: lines 'ID<TAB>...<TAB>text' with ID a file's base name without
 .wav (knots/work/eval/<set>/transcripts.txt has that form). Text is
@@ -274,6 +275,8 @@ def main():
                     help="per file: the truth, the offline text and the live text (the "
                     "first pipeline's) with their errors, to see where two runs differ")
     args = ap.parse_args()
+    if args.texts and args.sweep:
+        ap.error("--texts prints one run's texts; it does not go with --sweep")
     Gst.init(None)
 
     gap = b"\0\0" * int(args.gap * SR)
