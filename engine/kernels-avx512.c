@@ -728,136 +728,17 @@ kv_load16 (const void *p, int64_t i, int kv16)
   return _mm512_loadu_ps ((const float *) p + i);
 }
 
-#define A1K 96                  /* keys per chunk */
-
-/* kernels-avx2.c's attention_one for 64-wide heads with 16-lane vectors:
- * the query stays in four registers, and f16 keys/values convert 16 at a
- * time (the conversions bound the AVX2 version). */
-static inline WK_ALWAYS_INLINE void
-attention_one64 (const float *q, int64_t last, const void *K, int64_t ldk,
-    const void *V, int64_t ldv, float scale, float *o, int kv16)
-{
-  float s[A1K] __attribute__((aligned (64)));
-  const __m512 q0 = _mm512_loadu_ps (q), q1 = _mm512_loadu_ps (q + 16);
-  const __m512 q2 = _mm512_loadu_ps (q + 32), q3 = _mm512_loadu_ps (q + 48);
-  __m512 o0 = _mm512_setzero_ps (), o1 = _mm512_setzero_ps ();
-  __m512 o2 = _mm512_setzero_ps (), o3 = _mm512_setzero_ps ();
-  __m512 e0 = _mm512_setzero_ps (), e1 = _mm512_setzero_ps ();
-  __m512 e2 = _mm512_setzero_ps (), e3 = _mm512_setzero_ps ();
-  float mx = -INFINITY, sum = 0.0f, inv;
-  int64_t t0;
-  int t;
-
-  for (t0 = 0; t0 <= last; t0 += A1K) {
-    int kn = (int) (last + 1 - t0 < A1K ? last + 1 - t0 : A1K);
-    __m512 vmax = _mm512_set1_ps (-INFINITY), vs = _mm512_setzero_ps (), vm;
-    __m512 vr;
-    float m_new, r;
-
-    for (t = 0; t < kn; t += 8) {
-      __m512 a[8];
-      int u;
-#pragma GCC unroll 8
-      for (u = 0; u < 8; u++) {
-        int64_t kr = (t0 + t + (t + u < kn ? u : 0)) * ldk;
-        __m512 d = _mm512_mul_ps (q0, kv_load16 (K, kr, kv16));
-        d = _mm512_fmadd_ps (q1, kv_load16 (K, kr + 16, kv16), d);
-        d = _mm512_fmadd_ps (q2, kv_load16 (K, kr + 32, kv16), d);
-        a[u] = _mm512_fmadd_ps (q3, kv_load16 (K, kr + 48, kv16), d);
-      }
-      _mm256_store_ps (s + t, _mm256_mul_ps (hsum8x16 (a),
-              _mm256_set1_ps (scale)));
-    }
-    /* lanes past kn (at most 7) never count */
-    for (t = 0; t < kn; t += 16)
-      vmax = _mm512_mask_max_ps (vmax, first_lanes (kn - t), vmax,
-          _mm512_load_ps (s + t));
-    m_new = _mm512_reduce_max_ps (vmax);
-    if (m_new < mx)
-      m_new = mx;
-    r = expf (mx - m_new);
-    vm = _mm512_set1_ps (m_new);
-    for (t = 0; t < kn; t += 16) {
-      __mmask16 m = first_lanes (kn - t);
-      __m512 p = _mm512_maskz_mov_ps (m, exp512 (_mm512_sub_ps
-              (_mm512_load_ps (s + t), vm)));
-      _mm512_store_ps (s + t, p);
-      vs = _mm512_add_ps (vs, p);
-    }
-    sum = sum * r + _mm512_reduce_add_ps (vs);
-    mx = m_new;
-    vr = _mm512_set1_ps (r);
-    o0 = _mm512_mul_ps (o0, vr);
-    o1 = _mm512_mul_ps (o1, vr);
-    o2 = _mm512_mul_ps (o2, vr);
-    o3 = _mm512_mul_ps (o3, vr);
-    e0 = _mm512_mul_ps (e0, vr);
-    e1 = _mm512_mul_ps (e1, vr);
-    e2 = _mm512_mul_ps (e2, vr);
-    e3 = _mm512_mul_ps (e3, vr);
-    /* two keys per round into two sets of sums: the chains of
-     * multiply-adds are half as long */
-    for (t = 0; t + 2 <= kn; t += 2) {
-      __m512 p = _mm512_set1_ps (s[t]), p1 = _mm512_set1_ps (s[t + 1]);
-      int64_t vrow = (t0 + t) * ldv, vrow1 = vrow + ldv;
-      o0 = _mm512_fmadd_ps (p, kv_load16 (V, vrow, kv16), o0);
-      o1 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 16, kv16), o1);
-      o2 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 32, kv16), o2);
-      o3 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 48, kv16), o3);
-      e0 = _mm512_fmadd_ps (p1, kv_load16 (V, vrow1, kv16), e0);
-      e1 = _mm512_fmadd_ps (p1, kv_load16 (V, vrow1 + 16, kv16), e1);
-      e2 = _mm512_fmadd_ps (p1, kv_load16 (V, vrow1 + 32, kv16), e2);
-      e3 = _mm512_fmadd_ps (p1, kv_load16 (V, vrow1 + 48, kv16), e3);
-    }
-    for (; t < kn; t++) {
-      __m512 p = _mm512_set1_ps (s[t]);
-      int64_t vrow = (t0 + t) * ldv;
-      o0 = _mm512_fmadd_ps (p, kv_load16 (V, vrow, kv16), o0);
-      o1 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 16, kv16), o1);
-      o2 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 32, kv16), o2);
-      o3 = _mm512_fmadd_ps (p, kv_load16 (V, vrow + 48, kv16), o3);
-    }
-  }
-  o0 = _mm512_add_ps (o0, e0);
-  o1 = _mm512_add_ps (o1, e1);
-  o2 = _mm512_add_ps (o2, e2);
-  o3 = _mm512_add_ps (o3, e3);
-  inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-  _mm512_storeu_ps (o, _mm512_mul_ps (o0, _mm512_set1_ps (inv)));
-  _mm512_storeu_ps (o + 16, _mm512_mul_ps (o1, _mm512_set1_ps (inv)));
-  _mm512_storeu_ps (o + 32, _mm512_mul_ps (o2, _mm512_set1_ps (inv)));
-  _mm512_storeu_ps (o + 48, _mm512_mul_ps (o3, _mm512_set1_ps (inv)));
-}
-
-static void
-attention_queries64 (int64_t q0, int64_t q1, int64_t n_q, int64_t n_kv,
-    const float *Q, int64_t ldq, const void *K, int64_t ldk, const void *V,
-    int64_t ldv, float scale, int causal, float *O, int64_t ldo, int kv16)
-{
-  int64_t i;
-
-  for (i = q0; i < q1; i++) {
-    int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
-    if (last < 0) {
-      memset (O + i * ldo, 0, 64 * sizeof (float));
-      continue;
-    }
-    if (kv16)
-      attention_one64 (Q + i * ldq, last, K, ldk, V, ldv, scale, O + i * ldo,
-          1);
-    else
-      attention_one64 (Q + i * ldq, last, K, ldk, V, ldv, scale, O + i * ldo,
-          0);
-  }
-}
-
 /* ---- a few queries, several 64-wide heads at once (the decoder) ---- */
 
 #define AG_MAX 6                /* heads per pass: 24 accumulators */
-#define AGK 128                 /* keys per chunk */
+#define AGK AK                  /* keys per chunk, as kernels-avx2.c */
+_Static_assert (AGK % 16 == 0, "a chunk's scores are read 16 at a time");
 #define AGPF 16                 /* rows prefetched ahead */
 
-/* attention_one64 for heads 0 .. G-1 of nq rows of queries (G * 64 values
+/* kernels-avx2.c's attention_heads for 64-wide heads, with its results
+ * bit for bit (so that the AVX2 and AVX-512 sets decode alike: their
+ * decoders part on near-ties otherwise), and 16-lane vectors where that
+ * order allows: heads 0 .. G-1 of nq rows of queries (G * 64 values
  * each), with the key loop outside the head loop: each pass reads the
  * keys' and values' rows whole (G * 64 values) in order rather than a
  * 64-value slice of every row per head, which the memory system streams
@@ -866,9 +747,51 @@ attention_queries64 (int64_t q0, int64_t q1, int64_t n_q, int64_t n_kv,
  * values, read them from memory once (a chunk stays in L2 for the next
  * query). Each query's running softmax goes through the same chunks in
  * the same order whatever nq: a beam's result has the bits of the
- * one-query pass. */
+ * one-query pass. The AVX2 order: a score is 8 lanes of multiply-adds
+ * over the 64 values in steps of 8, summed in hsum8x8's tree (here two
+ * keys a register, kv_load8x2 and hsum8x2x4); the chunk's exponentials
+ * add up in 8 lanes, summed by hsum256; the values' sums are lane-wise,
+ * the same at any width; the output is divided by the sum. */
 
 #define AG_QMAX 8               /* queries per pass */
+
+/* values i0 .. i0 + 7 and i1 .. i1 + 7 (f32 or f16), a register */
+static inline __m512
+kv_load8x2 (const void *p, int64_t i0, int64_t i1, int kv16)
+{
+  if (kv16)
+    return _mm512_cvtph_ps (_mm256_inserti128_si256 (_mm256_castsi128_si256
+            (_mm_loadu_si128 ((const __m128i *) ((const uint16_t *) p +
+                        i0))), _mm_loadu_si128 ((const __m128i *) ((const
+                        uint16_t *) p + i1)), 1));
+  return _mm512_insertf32x8 (_mm512_castps256_ps512 (_mm256_loadu_ps ((const
+                  float *) p + i0)), _mm256_loadu_ps ((const float *) p + i1),
+      1);
+}
+
+/* per 128-bit lane a0 + a1, a2 + a3, b0 + b1, b2 + b3: _mm256_hadd_ps's
+ * sums */
+static inline __m512
+hadd512 (__m512 a, __m512 b)
+{
+  return _mm512_add_ps (_mm512_shuffle_ps (a, b, _MM_SHUFFLE (2, 0, 2, 0)),
+      _mm512_shuffle_ps (a, b, _MM_SHUFFLE (3, 1, 3, 1)));
+}
+
+/* The sums of 8 keys' 8 lanes, z[u] holding keys 2u and 2u + 1 in its
+ * halves, added as kernels-avx2.c's hsum8x8 adds them (pairs, pairs of
+ * pairs, then the two 4-lane halves), in key order. */
+static inline __m256
+hsum8x2x4 (const __m512 z[4])
+{
+  __m512 c = hadd512 (hadd512 (z[0], z[1]), hadd512 (z[2], z[3]));
+  /* 128-bit lane 0: keys 0 2 4 6 of lanes 0-3, 1: of lanes 4-7; 2 and 3
+   * the same for keys 1 3 5 7 */
+  __m512 d = _mm512_add_ps (c, _mm512_shuffle_f32x4 (c, c, _MM_SHUFFLE (2, 3,
+              0, 1)));
+  __m128 e = _mm512_castps512_ps128 (d), o = _mm512_extractf32x4_ps (d, 2);
+  return _mm256_set_m128 (_mm_unpackhi_ps (e, o), _mm_unpacklo_ps (e, o));
+}
 
 typedef struct
 {
@@ -896,28 +819,33 @@ ag_chunk (const int G, const float *q, int64_t t0, int kn, const void *K,
 #pragma GCC unroll 6
     for (h = 0; h < G; h++) {
       const float *qh = q + h * 64;
-      __m512 a[8];
-      int u;
-#pragma GCC unroll 8
-      for (u = 0; u < 8; u++) {
-        int64_t kr = (t0 + t + (t + u < kn ? u : 0)) * ldk + h * 64;
-        const char *pk = (const char *) K + (kr + AGPF * ldk) * (kv16 ? 2 : 4);
-        _mm_prefetch (pk, _MM_HINT_T0);
-        _mm_prefetch (pk + 64, _MM_HINT_T0);
-        if (!kv16) {
-          _mm_prefetch (pk + 128, _MM_HINT_T0);
-          _mm_prefetch (pk + 192, _MM_HINT_T0);
+      __m512 z[4];
+      int u, l;
+#pragma GCC unroll 4
+      for (u = 0; u < 4; u++) {
+        int64_t kr[2];
+        __m512 d = _mm512_setzero_ps ();
+        int v;
+        for (v = 0; v < 2; v++) {
+          const char *pk;
+          kr[v] = (t0 + t + (t + 2 * u + v < kn ? 2 * u + v : 0)) * ldk
+              + h * 64;
+          pk = (const char *) K + (kr[v] + AGPF * ldk) * (kv16 ? 2 : 4);
+          _mm_prefetch (pk, _MM_HINT_T0);
+          _mm_prefetch (pk + 64, _MM_HINT_T0);
+          if (!kv16) {
+            _mm_prefetch (pk + 128, _MM_HINT_T0);
+            _mm_prefetch (pk + 192, _MM_HINT_T0);
+          }
         }
-        __m512 d = _mm512_mul_ps (_mm512_loadu_ps (qh),
-            kv_load16 (K, kr, kv16));
-        d = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 16),
-            kv_load16 (K, kr + 16, kv16), d);
-        d = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 32),
-            kv_load16 (K, kr + 32, kv16), d);
-        a[u] = _mm512_fmadd_ps (_mm512_loadu_ps (qh + 48),
-            kv_load16 (K, kr + 48, kv16), d);
+#pragma GCC unroll 8
+        for (l = 0; l < 64; l += 8)
+          d = _mm512_fmadd_ps (_mm512_broadcast_f32x8 (_mm256_loadu_ps (qh +
+                      l)), kv_load8x2 (K, kr[0] + l, kr[1] + l, kv16), d);
+        /* as the AVX2 kernel: its (zero) scalar tail added */
+        z[u] = _mm512_add_ps (d, _mm512_setzero_ps ());
       }
-      _mm256_store_ps (s[h] + t, _mm256_mul_ps (hsum8x16 (a),
+      _mm256_store_ps (s[h] + t, _mm256_mul_ps (hsum8x2x4 (z),
               _mm256_set1_ps (scale)));
     }
   }
@@ -925,8 +853,8 @@ ag_chunk (const int G, const float *q, int64_t t0, int kn, const void *K,
   /* running softmax per head; lanes past kn (at most 7) never count */
 #pragma GCC unroll 6
   for (h = 0; h < G; h++) {
-    __m512 vmax = _mm512_set1_ps (-INFINITY), vs = _mm512_setzero_ps ();
-    __m512 vm, vr;
+    __m512 vmax = _mm512_set1_ps (-INFINITY), vm, vr;
+    __m256 vs = _mm256_setzero_ps ();
     float m_new, r;
 
     for (t = 0; t < kn; t += 16)
@@ -941,9 +869,11 @@ ag_chunk (const int G, const float *q, int64_t t0, int kn, const void *K,
       __m512 p = _mm512_maskz_mov_ps (first_lanes (kn - t),
           exp512 (_mm512_sub_ps (_mm512_load_ps (s[h] + t), vm)));
       _mm512_store_ps (s[h] + t, p);
-      vs = _mm512_add_ps (vs, p);
+      /* 8 lanes, 8 keys at a time (a block of zeros past kn adds 0) */
+      vs = _mm256_add_ps (vs, _mm512_castps512_ps256 (p));
+      vs = _mm256_add_ps (vs, _mm512_extractf32x8_ps (p, 1));
     }
-    st->sum[h] = st->sum[h] * r + _mm512_reduce_add_ps (vs);
+    st->sum[h] = st->sum[h] * r + hsum256 (vs);
     st->mx[h] = m_new;
     vr = _mm512_set1_ps (r);
 #pragma GCC unroll 4
@@ -1012,12 +942,12 @@ attention_group64 (const int G, int nq, const float *Q, int64_t ldq,
     }
 #pragma GCC unroll 6
     for (h = 0; h < G; h++) {
-      __m512 inv = _mm512_set1_ps (st[i].sum[h] > 0.0f ?
-          1.0f / st[i].sum[h] : 0.0f);
+      float sum = st[i].sum[h];
 #pragma GCC unroll 4
       for (c = 0; c < 4; c++)
-        _mm512_storeu_ps (o + h * 64 + c * 16, _mm512_mul_ps (st[i].acc[h][c],
-                inv));
+        _mm512_storeu_ps (o + h * 64 + c * 16, sum > 0.0f ?
+            _mm512_div_ps (st[i].acc[h][c], _mm512_set1_ps (sum)) :
+            _mm512_setzero_ps ());
     }
   }
 }
@@ -1069,7 +999,9 @@ avx512_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
   int64_t i;
   int h;
 
-  if (d_head != 64) {
+  /* other widths, and 4 or more f32 queries (attention_block's), per head
+   * as kernels-avx2.c takes them */
+  if (d_head != 64 || (!kv16 && q1 - q0 >= 4)) {
     for (h = h0; h < h1; h++) {
       int64_t off = h * d_head;
       if (kv16)
@@ -1109,8 +1041,9 @@ avx512_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
         V, ldv, scale, causal, O, ldo);
     return;
   }
-  attention_queries64 (q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
-      causal, O, ldo, 1);
+  /* one head of the several-head kernel: kernels-avx2.c's one-query bits */
+  avx512_attention_heads (0, 1, 64, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
+      scale, causal, O, ldo, 1);
 }
 
 static void
@@ -1120,11 +1053,12 @@ avx512_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
 {
   int64_t i;
 
-  /* a few queries (the decoder): one at a time */
-  if (q1 - q0 < 8) {
+  /* a few queries, as kernels-avx2.c splits them (its one-query pass
+   * below 4, the blocks from 4 on), so that both give the same bits */
+  if (q1 - q0 < 4) {
     if (d_head == 64)
-      attention_queries64 (q0, q1, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
-          causal, O, ldo, 0);
+      avx512_attention_heads (0, 1, 64, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V,
+          ldv, scale, causal, O, ldo, 0);
     else
       avx2_set.attention_head (d_head, q0, q1, n_q, n_kv, Q, ldq, K, ldk, V,
           ldv, scale, causal, O, ldo);

@@ -6,6 +6,17 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+/* the sum of v's 8 lanes: the low and high halves, then pairs */
+static inline float
+hsum256 (__m256 v)
+{
+  __m128 s = _mm_add_ps (_mm256_castps256_ps128 (v),
+      _mm256_extractf128_ps (v, 1));
+  s = _mm_add_ps (s, _mm_movehl_ps (s, s));
+  s = _mm_add_ss (s, _mm_movehdup_ps (s));
+  return _mm_cvtss_f32 (s);
+}
+
 /* d[c * ld + r] = s[r * ls + c] for r, c < 8: an 8 x 8 transpose in
  * registers (unpack pairs of rows, shuffle pairs of pairs, swap halves) */
 static inline void
