@@ -755,6 +755,18 @@ _Static_assert (AGK % 16 == 0, "a chunk's scores are read 16 at a time");
 
 #define AG_QMAX 8               /* queries per pass */
 
+/* the 64 values (f16 or f32) at p into L1 */
+static inline void
+prefetch64 (const char *p, int kv16)
+{
+  _mm_prefetch (p, _MM_HINT_T0);
+  _mm_prefetch (p + 64, _MM_HINT_T0);
+  if (!kv16) {
+    _mm_prefetch (p + 128, _MM_HINT_T0);
+    _mm_prefetch (p + 192, _MM_HINT_T0);
+  }
+}
+
 /* values i0 .. i0 + 7 and i1 .. i1 + 7 (f32 or f16), a register */
 static inline __m512
 kv_load8x2 (const void *p, int64_t i0, int64_t i1, int kv16)
@@ -827,16 +839,10 @@ ag_chunk (const int G, const float *q, int64_t t0, int kn, const void *K,
         __m512 d = _mm512_setzero_ps ();
         int v;
         for (v = 0; v < 2; v++) {
-          const char *pk;
           kr[v] = (t0 + t + (t + 2 * u + v < kn ? 2 * u + v : 0)) * ldk
               + h * 64;
-          pk = (const char *) K + (kr[v] + AGPF * ldk) * (kv16 ? 2 : 4);
-          _mm_prefetch (pk, _MM_HINT_T0);
-          _mm_prefetch (pk + 64, _MM_HINT_T0);
-          if (!kv16) {
-            _mm_prefetch (pk + 128, _MM_HINT_T0);
-            _mm_prefetch (pk + 192, _MM_HINT_T0);
-          }
+          prefetch64 ((const char *) K + (kr[v] + AGPF * ldk) * (kv16 ? 2 :
+                  4), kv16);
         }
 #pragma GCC unroll 8
         for (l = 0; l < 64; l += 8)
@@ -887,14 +893,8 @@ ag_chunk (const int G, const float *q, int64_t t0, int kn, const void *K,
 #pragma GCC unroll 6
     for (h = 0; h < G; h++) {
       __m512 p = _mm512_set1_ps (s[h][t]);
-      const char *pv = (const char *) V + (vrow + AGPF * ldv + h * 64) *
-          (kv16 ? 2 : 4);
-      _mm_prefetch (pv, _MM_HINT_T0);
-      _mm_prefetch (pv + 64, _MM_HINT_T0);
-      if (!kv16) {
-        _mm_prefetch (pv + 128, _MM_HINT_T0);
-        _mm_prefetch (pv + 192, _MM_HINT_T0);
-      }
+      prefetch64 ((const char *) V + (vrow + AGPF * ldv + h * 64) * (kv16 ?
+              2 : 4), kv16);
 #pragma GCC unroll 4
       for (c = 0; c < 4; c++)
         acc[h][c] = _mm512_fmadd_ps (p, kv_load16 (V, vrow + h * 64 + c
