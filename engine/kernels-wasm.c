@@ -89,6 +89,42 @@ exp4 (v128_t x)
   return wasm_v128_andnot (y, under);
 }
 
+/* 2^t for t <= 0 (or NaN): the encoder attention's softmax (its scores
+ * scaled by log2 e beforehand) and GELU's e^(-z^2). t = n + f with n an
+ * integer (rounded as exp4 rounds) and |f| <= 1/2, 2^f by a degree-5
+ * polynomial (fitted here for relative error on [-1/2, 1/2]: about
+ * 2.4e-7 evaluated in f32), 2^n in the exponent's bits; 0 below -126.
+ * Nine operations fewer than exp4, no second reduction step: t
+ * carries its own rounding, about 6e-8 |t| relative, which weighs 2^t,
+ * so in a softmax whose largest term is 1 the probabilities keep errors
+ * of about 1e-7 absolute, the size of the scores' own rounding. */
+static inline v128_t
+exp2_4_le0 (v128_t t)
+{
+  const v128_t lo = wasm_f32x4_splat (-126.0f);
+  const v128_t magic = wasm_f32x4_splat (12582912.0f);
+  v128_t under = wasm_f32x4_lt (t, lo);
+  v128_t nm, f, y, e;
+
+  t = wasm_f32x4_pmax (t, lo);
+  nm = wasm_f32x4_add (t, magic);
+  f = wasm_f32x4_sub (t, wasm_f32x4_sub (nm, magic));
+  y = wasm_f32x4_splat (1.327647129e-03f);
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, f),
+      wasm_f32x4_splat (9.675541893e-03f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, f),
+      wasm_f32x4_splat (5.550713092e-02f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, f),
+      wasm_f32x4_splat (2.402212024e-01f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, f),
+      wasm_f32x4_splat (6.931469440e-01f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, f),
+      wasm_f32x4_splat (1.000000119e+00f));
+  /* (bits (nm) + 127) << 23: the magic's own bits shift out */
+  e = wasm_i32x4_shl (wasm_i32x4_add (nm, wasm_i32x4_splat (127)), 23);
+  return wasm_v128_andnot (wasm_f32x4_mul (y, e), under);
+}
+
 /* 0.5 x (1 + erf (x / sqrt 2)), erf by Abramowitz & Stegun 7.1.26
  * (absolute error below 1.5e-7). */
 static inline v128_t
@@ -109,7 +145,8 @@ gelu4 (v128_t x)
   p = wasm_f32x4_add (wasm_f32x4_mul (p, t), wasm_f32x4_splat (0.254829592f));
   p = wasm_f32x4_mul (p, t);
   erf_abs = wasm_f32x4_sub (one, wasm_f32x4_mul (p,
-          exp4 (wasm_f32x4_neg (wasm_f32x4_mul (az, az)))));
+          exp2_4_le0 (wasm_f32x4_mul (az, wasm_f32x4_mul (az,
+                      wasm_f32x4_splat (-1.44269504088896341f))))));
   return wasm_f32x4_mul (wasm_f32x4_mul (wasm_f32x4_splat (0.5f), x),
       wasm_f32x4_add (one, wasm_v128_or (erf_abs, wasm_v128_and (z, sign))));
 }
@@ -551,17 +588,28 @@ gemv (const wk_tensor * W, const float *bias, const float *X, int64_t n,
   }
 }
 
-/* An activation block's 32 i8 values widened to i16 (x[0]: values 0-7,
- * x[1]: 8-15, x[2]: 16-23, x[3]: 24-31), once per block for every weight
- * row it meets. */
-static inline void
-widen_x32 (const int8_t * x, v128_t xs[4])
+/* An activation row's i8 values widened to i16, once per call for every
+ * weight row they meet; a block's four vectors then load from xw + 32 b:
+ * xs[0] values 0-7, xs[1] 8-15, xs[2] 16-23, xs[3] 24-31. */
+static void
+widen_row (const int8_t * x, int64_t k, int16_t * xw)
 {
-  v128_t x0 = wasm_v128_load (x), x1 = wasm_v128_load (x + 16);
-  xs[0] = wasm_i16x8_extend_low_i8x16 (x0);
-  xs[1] = wasm_i16x8_extend_high_i8x16 (x0);
-  xs[2] = wasm_i16x8_extend_low_i8x16 (x1);
-  xs[3] = wasm_i16x8_extend_high_i8x16 (x1);
+  int64_t l;
+
+  for (l = 0; l < k; l += 16) {
+    v128_t v = wasm_v128_load (x + l);
+    wasm_v128_store (xw + l, wasm_i16x8_extend_low_i8x16 (v));
+    wasm_v128_store (xw + l + 8, wasm_i16x8_extend_high_i8x16 (v));
+  }
+}
+
+static inline void
+load_x32 (const int16_t * xw, v128_t xs[4])
+{
+  xs[0] = wasm_v128_load (xw);
+  xs[1] = wasm_v128_load (xw + 8);
+  xs[2] = wasm_v128_load (xw + 16);
+  xs[3] = wasm_v128_load (xw + 24);
 }
 
 /* sum over a 32-block of w * x, i8 x i8 -> i32 lanes: the weights widened
@@ -596,21 +644,57 @@ block_i8 (wk_type type, const unsigned char *wrow, int64_t b, v128_t * w0,
   }
 }
 
-/* The same, with the scale's bits as they are stored (f16). */
-static inline uint16_t
-block_i8_h (wk_type type, const unsigned char *wrow, int64_t b, v128_t * w0,
+/* The 32 weights of block b of a q8_0 / q4_0 row as i8 (the scale is
+ * read by the caller). */
+static inline void
+block_qs (wk_type type, const unsigned char *wrow, int64_t b, v128_t * w0,
     v128_t * w1)
 {
   if (type == WK_TYPE_Q8_0) {
     const wk_block_q8_0 *blk = (const wk_block_q8_0 *) wrow + b;
     *w0 = wasm_v128_load (blk->qs);
     *w1 = wasm_v128_load (blk->qs + 16);
-    return blk->d;
-  } else {
-    const wk_block_q4_0 *blk = (const wk_block_q4_0 *) wrow + b;
-    q4_unpack (blk->qs, w0, w1);
-    return blk->d;
-  }
+  } else
+    q4_unpack (((const wk_block_q4_0 *) wrow + b)->qs, w0, w1);
+}
+
+/* The scales of block b of four rows (step bytes apart) as f32: each half
+ * read into the top of a 32-bit lane, then f16x8_to_f32_finite's shift,
+ * mask and multiply (exact for normal and subnormal halves). A lane whose
+ * exponent bits are all ones (infinity, NaN) raises *nonfinite's lane to
+ * 0x7c000000, and the caller converts again with f16x4_to_f32. */
+static inline v128_t
+scales4_finite (wk_type type, const unsigned char *wrow, size_t step,
+    int64_t b, v128_t * nonfinite)
+{
+  const size_t bb = (size_t) b * (type == WK_TYPE_Q8_0 ?
+      sizeof (wk_block_q8_0) : sizeof (wk_block_q4_0));
+  v128_t h = wasm_i32x4_splat (0);
+
+  /* the scale d is a block's first member in both types */
+  h = wasm_v128_load16_lane (wrow + bb, h, 1);
+  h = wasm_v128_load16_lane (wrow + step + bb, h, 3);
+  h = wasm_v128_load16_lane (wrow + 2 * step + bb, h, 5);
+  h = wasm_v128_load16_lane (wrow + 3 * step + bb, h, 7);
+  *nonfinite = wasm_u32x4_max (*nonfinite, wasm_v128_and (h,
+          wasm_i32x4_splat (0x7c000000)));
+  return wasm_f32x4_mul (wasm_v128_and (wasm_i32x4_shr (h, 3),
+          wasm_i32x4_splat ((int32_t) 0x8fffe000u)),
+      wasm_i32x4_splat (0x77800000));
+}
+
+/* The same scales by f16x4_to_f32 (infinities and NaNs too). */
+static inline v128_t
+scales4 (wk_type type, const unsigned char *wrow, size_t step, int64_t b)
+{
+  const size_t bb = (size_t) b * (type == WK_TYPE_Q8_0 ?
+      sizeof (wk_block_q8_0) : sizeof (wk_block_q4_0));
+  uint16_t h[4];
+  int q;
+
+  for (q = 0; q < 4; q++)
+    memcpy (&h[q], wrow + q * step + bb, sizeof h[q]);
+  return f16x4_to_f32 (wasm_i32x4_make (h[0], h[1], h[2], h[3]));
 }
 
 /* Weight rows per pass: independent sums for the adder's latency, and
@@ -621,8 +705,9 @@ static void
 gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
 {
-  /* 66 KiB on the stack (web/meson.build gives the module 8 MiB) */
+  /* 194 KiB on the stack (web/meson.build gives the module 8 MiB) */
   int8_t xq[MR][WK_LINEAR_QMAX_K];
+  int16_t xw[MR][WK_LINEAR_QMAX_K];
   float xd[MR][WK_LINEAR_QMAX_K / WK_QK];
   const int64_t k = W->ne[0], nb = k / WK_QK;
   const size_t row_bytes = wk_type_row_bytes (W->type, k);
@@ -632,44 +717,53 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
 
   for (i0 = 0; i0 < n; i0 += MR) {
     int nx = (int) (n - i0 < MR ? n - i0 : MR);
-    for (r = 0; r < nx; r++)
+    for (r = 0; r < nx; r++) {
       wk_quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
+      widen_row (xq[r], k, xw[r]);
+    }
     j = j0;
     /* four weight rows at once, each block's four integer sums of a row
      * of X reduced across lanes into one vector (lane q: row j + q) and
      * scaled by the four rows' block scales converted together, so that
      * the per-block float work is shared by the four rows; the weights
      * are loaded once for all the rows of X, and each row's arithmetic is
-     * what it would be alone (test_few_rows_match_one_row) */
+     * what it would be alone (test_few_rows_match_one_row). The scales
+     * take the short conversion; where one is not finite, the four rows
+     * again with the full one. */
     for (; j + 4 <= j1; j += 4) {
       const unsigned char *r0 = data + (size_t) j * row_bytes;
-      v128_t acc[MR];
-      for (r = 0; r < nx; r++)
-        acc[r] = wasm_f32x4_splat (0.0f);
-      for (b = 0; b < nb; b++) {
-        v128_t w0[4], w1[4], d4;
-        uint16_t h[4];
-        for (q = 0; q < 4; q++)
-          h[q] = block_i8_h (W->type, r0 + (size_t) q * row_bytes, b, &w0[q],
-              &w1[q]);
-        d4 = f16x4_to_f32 (wasm_i32x4_make (h[0], h[1], h[2], h[3]));
-        for (r = 0; r < nx; r++) {
-          v128_t xs[4], s0, s1, s2, s3, t01, t23;
-          widen_x32 (xq[r] + b * WK_QK, xs);
-          s0 = dot_i8x32 (w0[0], w1[0], xs);
-          s1 = dot_i8x32 (w0[1], w1[1], xs);
-          s2 = dot_i8x32 (w0[2], w1[2], xs);
-          s3 = dot_i8x32 (w0[3], w1[3], xs);
-          t01 = wasm_i32x4_add (wasm_i32x4_shuffle (s0, s1, 0, 1, 4, 5),
-              wasm_i32x4_shuffle (s0, s1, 2, 3, 6, 7));
-          t23 = wasm_i32x4_add (wasm_i32x4_shuffle (s2, s3, 0, 1, 4, 5),
-              wasm_i32x4_shuffle (s2, s3, 2, 3, 6, 7));
-          s0 = wasm_i32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2, 4, 6),
-              wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7));
-          acc[r] = wasm_f32x4_add (acc[r], wasm_f32x4_mul
-              (wasm_f32x4_convert_i32x4 (s0), wasm_f32x4_mul (d4,
-                      wasm_f32x4_splat (xd[r][b]))));
+      v128_t acc[MR], nonfinite = wasm_i32x4_splat (0);
+      int pass;
+      for (pass = 0; pass < 2; pass++) {
+        for (r = 0; r < nx; r++)
+          acc[r] = wasm_f32x4_splat (0.0f);
+        for (b = 0; b < nb; b++) {
+          v128_t w0[4], w1[4], d4;
+          for (q = 0; q < 4; q++)
+            block_qs (W->type, r0 + (size_t) q * row_bytes, b, &w0[q], &w1[q]);
+          d4 = pass == 0 ? scales4_finite (W->type, r0, row_bytes, b,
+              &nonfinite) : scales4 (W->type, r0, row_bytes, b);
+          for (r = 0; r < nx; r++) {
+            v128_t xs[4], s0, s1, s2, s3, t01, t23;
+            load_x32 (xw[r] + b * WK_QK, xs);
+            s0 = dot_i8x32 (w0[0], w1[0], xs);
+            s1 = dot_i8x32 (w0[1], w1[1], xs);
+            s2 = dot_i8x32 (w0[2], w1[2], xs);
+            s3 = dot_i8x32 (w0[3], w1[3], xs);
+            t01 = wasm_i32x4_add (wasm_i32x4_shuffle (s0, s1, 0, 1, 4, 5),
+                wasm_i32x4_shuffle (s0, s1, 2, 3, 6, 7));
+            t23 = wasm_i32x4_add (wasm_i32x4_shuffle (s2, s3, 0, 1, 4, 5),
+                wasm_i32x4_shuffle (s2, s3, 2, 3, 6, 7));
+            s0 = wasm_i32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2, 4, 6),
+                wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7));
+            acc[r] = wasm_f32x4_add (acc[r], wasm_f32x4_mul
+                (wasm_f32x4_convert_i32x4 (s0), wasm_f32x4_mul (d4,
+                        wasm_f32x4_splat (xd[r][b]))));
+          }
         }
+        if (wasm_i32x4_all_true (wasm_i32x4_ne (nonfinite,
+                    wasm_i32x4_splat (0x7c000000))))
+          break;
       }
       for (r = 0; r < nx; r++)
         store4 (Y + (i0 + r) * ldy + j, acc[r], bias, j, 4, flags);
@@ -688,7 +782,7 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
               &w0[q], &w1[q]);
         for (r = 0; r < nx; r++) {
           v128_t xs[4];
-          widen_x32 (xq[r] + b * WK_QK, xs);
+          load_x32 (xw[r] + b * WK_QK, xs);
           for (q = 0; q < nj; q++)
             acc[q][r] =
                 wasm_f32x4_add (acc[q][r],
@@ -1211,6 +1305,8 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
   int64_t max_last = -1, min_last = INT64_MAX, t0;
   const int d = (int) d_head;
   const int nq8 = (nq + 7) & ~7, nq4 = (nq + 3) & ~3, nv = nq8 / 4;
+  /* scores in log2 units, for exp2_4_le0 */
+  const float scale2 = scale * 1.44269504088896341f;
   int r, c, j, v, l;
 
   for (r = 0; r < BQ; r++) {
@@ -1229,7 +1325,7 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
   }
   for (l = 0; l < d; l++) {
     for (r = 0; r < nq; r++)
-      Qt[l][r] = Q[(q0 + r) * ldq + l] * scale;
+      Qt[l][r] = Q[(q0 + r) * ldq + l] * scale2;
     for (; r < nq8; r++)
       Qt[l][r] = 0.0f;
   }
@@ -1272,7 +1368,7 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
       mnew = wasm_f32x4_pmax (mx[v], cm);
       msub = wasm_v128_andnot (mnew, wasm_f32x4_eq (mnew,
               wasm_f32x4_splat (-INFINITY)));
-      rs = exp4 (wasm_f32x4_sub (mx[v], msub));
+      rs = exp2_4_le0 (wasm_f32x4_sub (mx[v], msub));
       if (!wasm_i32x4_all_true (wasm_f32x4_eq (rs, wasm_f32x4_splat (1.0f)))) {
         float f[4];
         wasm_v128_store (f, rs);
@@ -1285,7 +1381,7 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
       sum[v] = wasm_f32x4_mul (sum[v], rs);
       mx[v] = mnew;
       for (c = 0; c < nk; c++) {
-        v128_t p = exp4 (wasm_f32x4_sub (wasm_v128_load (&St[c][4 * v]),
+        v128_t p = exp2_4_le0 (wasm_f32x4_sub (wasm_v128_load (&St[c][4 * v]),
                 msub));
         wasm_v128_store (&St[c][4 * v], p);
         ps = wasm_f32x4_add (ps, p);

@@ -464,6 +464,69 @@ test_linear_f16_special_values (void)
   free (Y);
 }
 
+/* q8_0 / q4_0 blocks whose scale is not finite (+-infinity, NaN) among
+ * ordinary ones, through the few-row integer products: every set gives
+ * an infinity or NaN where the reference does (the wasm set converts
+ * four rows' scales with a shift that needs finite halves and must
+ * notice the others), and finite outputs near the reference's. */
+static void
+test_linear_nonfinite_block_scales (void)
+{
+  static const uint16_t specials[] = { 0x7c00, 0xfc00, 0x7e00, 0x7c01 };
+  static const wk_type types[] = { WK_TYPE_Q8_0, WK_TYPE_Q4_0 };
+  static const int64_t ns[] = { 1, 3 };
+  const int64_t k = 96, m = 22;
+  float *X = rand_floats (3 * k, 1.0f);
+  float *Yr = malloc ((size_t) (3 * m) * sizeof (float));
+  float *Y = malloc ((size_t) (3 * m) * sizeof (float));
+  int t, s, c, fails = 0, n_nonfinite = 0;
+  int64_t i, j;
+
+  for (t = 0; t < 2; t++) {
+    wk_tensor W = make_weight (types[t], k, m);
+    const size_t row_bytes = wk_type_row_bytes (types[t], k);
+    const size_t bsize = types[t] == WK_TYPE_Q8_0 ? sizeof (wk_block_q8_0) :
+        sizeof (wk_block_q4_0);
+    /* rows 1, 5, 6, 13, 21: one block's scale (its first member) special */
+    static const int64_t rows[] = { 1, 5, 6, 13, 21 };
+    for (i = 0; i < 5; i++) {
+      unsigned char *blk = (unsigned char *) W.data + (size_t) rows[i] *
+          row_bytes + (size_t) (i % 3) * bsize;
+      memcpy (blk, &specials[i % 4], sizeof specials[0]);
+    }
+    for (c = 0; c < 2; c++) {
+      wk_kernels_set (&wk_kernels_ref);
+      wk_linear (NULL, &W, NULL, X, ns[c], k, Yr, m);
+      for (s = 0; s < n_simd_sets; s++) {
+        wk_kernels_set (simd_sets[s]);
+        wk_linear (NULL, &W, NULL, X, ns[c], k, Y, m);
+        for (j = 0; j < ns[c] * m; j++) {
+          float want = Yr[j], got = Y[j];
+          /* not finite where the reference is not (the x86 sets scale
+           * each lane's partial sum, so 0 * inf can make a NaN where
+           * the reference's whole sum makes an infinity) */
+          int ok = !isfinite (want) ? !isfinite (got) : isfinite (got)
+              && fabsf (got - want) <= 1e-4f * (1.0f + fabsf (want));
+          if (!isfinite (want) && s == 0)
+            n_nonfinite++;
+          if (!ok && fails++ < 5)
+            CHECK_MSG (0, "%s %s n=%ld: Y[%ld] = %a, want %a",
+                simd_sets[s]->name, wk_type_name (types[t]), (long) ns[c],
+                (long) j, got, want);
+        }
+      }
+    }
+    free ((void *) W.data);
+  }
+  wk_kernels_set (NULL);
+  /* the reference itself saw the specials (none hidden by a zero sum) */
+  CHECK (n_nonfinite >= 2 * (5 + 3 * 5));
+  CHECK (fails == 0);
+  free (X);
+  free (Yr);
+  free (Y);
+}
+
 static void
 test_linear_is_deterministic_across_threads (void)
 {
@@ -1769,6 +1832,7 @@ main (void)
   RUN (test_linear_random_shapes);
   RUN (test_linear_model_shapes);
   RUN (test_linear_f16_special_values);
+  RUN (test_linear_nonfinite_block_scales);
   RUN (test_linear_extreme_blocks);
   RUN (test_linear_is_deterministic_across_threads);
   RUN (test_gemv_is_deterministic_across_threads);
