@@ -1030,90 +1030,120 @@ attention_one_pass (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
   }
 }
 
+/* Heads per pass of attention_heads_one_f32, and their columns. */
+#define AH_HEADS 24
+#define AH_D 1536
+
 /* One query over f32 keys and values (the decoder's steps: its
  * self-attention cache, and the cross-attention cache where halves are
- * slow, f16kv_slow), d_head a multiple of 8, at most 256: the scores of
- * four keys at a time, each slice of q loaded once for the four and
- * their sums reduced across lanes into one vector; p V four keys per pass
- * over acc. */
+ * slow, f16kv_slow) for G heads side by side (head h's columns at
+ * h d_head in Q, K, V and O; G d_head <= AH_D), d_head a multiple of 8:
+ * chunk by chunk of AK keys, the scores of four keys at a time for each
+ * head (each slice of q loaded once for the four, their sums reduced
+ * across lanes into one vector), each head's running softmax, then p V
+ * four keys at a time for each head. Each pass reads four key or value
+ * rows whole across the heads, where a pass per head read a slice of
+ * every row with the row's length between slices (about 3x slower on
+ * the decoder's cross-attention); every head's arithmetic is the same,
+ * in the same order, as with G = 1. */
 static void
-attention_one_f32 (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
-    const float *Q, int64_t ldq, const float *K, int64_t ldk, const float *V,
-    int64_t ldv, float scale, int causal, float *O, int64_t ldo)
+attention_heads_one_f32 (int G, int64_t d_head, int64_t i, int64_t n_q,
+    int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
+    const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
 {
-  float acc[256];
-  float s[AK];
+  float acc[AH_D];
+  float s[AH_HEADS][AK];
+  float mx[AH_HEADS], sum[AH_HEADS];
   const float *q = Q + i * ldq;
   const int64_t last = wk_attention_last_key (i, n_q, n_kv, causal);
-  float mx = -INFINITY, sum = 0.0f;
   int64_t t0, l;
+  int h;
 
-  memset (acc, 0, (size_t) d_head * sizeof (float));
+  memset (acc, 0, (size_t) G * d_head * sizeof (float));
+  for (h = 0; h < G; h++) {
+    mx[h] = -INFINITY;
+    sum[h] = 0.0f;
+  }
   for (t0 = 0; t0 <= last; t0 += AK) {
     int nk = (int) (last + 1 - t0 < AK ? last + 1 - t0 : AK), c;
-    float cmax = -INFINITY;
 
-    for (c = 0; c + 4 <= nk; c += 4) {
-      const float *k0 = K + (t0 + c) * ldk, *k1 = k0 + ldk, *k2 = k1 + ldk,
-          *k3 = k2 + ldk;
-      v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, a2 = a0, a3 = a0;
-      v128_t t01, t23, sc;
-      for (l = 0; l < d_head; l += 4) {
-        v128_t qv = wasm_v128_load (q + l);
-        a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (wasm_v128_load (k0 + l), qv));
-        a1 = wasm_f32x4_add (a1, wasm_f32x4_mul (wasm_v128_load (k1 + l), qv));
-        a2 = wasm_f32x4_add (a2, wasm_f32x4_mul (wasm_v128_load (k2 + l), qv));
-        a3 = wasm_f32x4_add (a3, wasm_f32x4_mul (wasm_v128_load (k3 + l), qv));
+    for (c = 0; c + 4 <= nk; c += 4)
+      for (h = 0; h < G; h++) {
+        const float *qh = q + h * d_head;
+        const float *k0 = K + (t0 + c) * ldk + h * d_head, *k1 = k0 + ldk,
+            *k2 = k1 + ldk, *k3 = k2 + ldk;
+        v128_t a0 = wasm_f32x4_splat (0.0f), a1 = a0, a2 = a0, a3 = a0;
+        v128_t t01, t23, sc;
+        for (l = 0; l < d_head; l += 4) {
+          v128_t qv = wasm_v128_load (qh + l);
+          a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (wasm_v128_load (k0 + l),
+                  qv));
+          a1 = wasm_f32x4_add (a1, wasm_f32x4_mul (wasm_v128_load (k1 + l),
+                  qv));
+          a2 = wasm_f32x4_add (a2, wasm_f32x4_mul (wasm_v128_load (k2 + l),
+                  qv));
+          a3 = wasm_f32x4_add (a3, wasm_f32x4_mul (wasm_v128_load (k3 + l),
+                  qv));
+        }
+        t01 = wasm_f32x4_add (wasm_i32x4_shuffle (a0, a1, 0, 1, 4, 5),
+            wasm_i32x4_shuffle (a0, a1, 2, 3, 6, 7));
+        t23 = wasm_f32x4_add (wasm_i32x4_shuffle (a2, a3, 0, 1, 4, 5),
+            wasm_i32x4_shuffle (a2, a3, 2, 3, 6, 7));
+        sc = wasm_f32x4_mul (wasm_f32x4_add (wasm_i32x4_shuffle (t01, t23, 0,
+                    2, 4, 6), wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7)),
+            wasm_f32x4_splat (scale));
+        wasm_v128_store (s[h] + c, sc);
       }
-      t01 = wasm_f32x4_add (wasm_i32x4_shuffle (a0, a1, 0, 1, 4, 5),
-          wasm_i32x4_shuffle (a0, a1, 2, 3, 6, 7));
-      t23 = wasm_f32x4_add (wasm_i32x4_shuffle (a2, a3, 0, 1, 4, 5),
-          wasm_i32x4_shuffle (a2, a3, 2, 3, 6, 7));
-      sc = wasm_f32x4_mul (wasm_f32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2,
-                  4, 6), wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7)),
-          wasm_f32x4_splat (scale));
-      wasm_v128_store (s + c, sc);
+    for (; c < nk; c++)
+      for (h = 0; h < G; h++) {
+        const float *kr = K + (t0 + c) * ldk + h * d_head;
+        v128_t a0 = wasm_f32x4_splat (0.0f);
+        for (l = 0; l < d_head; l += 4)
+          a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (wasm_v128_load (kr + l),
+                  wasm_v128_load (q + h * d_head + l)));
+        s[h][c] = hsum (a0) * scale;
+      }
+    for (h = 0; h < G; h++) {
+      float cmax = -INFINITY;
+      for (c = 0; c < nk; c++)
+        cmax = s[h][c] > cmax ? s[h][c] : cmax;
+      softmax_chunk (s[h], nk, cmax, acc + h * d_head, d_head, &mx[h], &sum[h]);
     }
-    for (; c < nk; c++) {
-      const float *kr = K + (t0 + c) * ldk;
-      v128_t a0 = wasm_f32x4_splat (0.0f);
-      for (l = 0; l < d_head; l += 4)
-        a0 = wasm_f32x4_add (a0, wasm_f32x4_mul (wasm_v128_load (kr + l),
-                wasm_v128_load (q + l)));
-      s[c] = hsum (a0) * scale;
-    }
-    for (c = 0; c < nk; c++)
-      cmax = s[c] > cmax ? s[c] : cmax;
-    softmax_chunk (s, nk, cmax, acc, d_head, &mx, &sum);
 
-    for (c = 0; c + 4 <= nk; c += 4) {
-      const float *v0 = V + (t0 + c) * ldv, *v1 = v0 + ldv, *v2 = v1 + ldv,
-          *v3 = v2 + ldv;
-      v128_t p0 = wasm_f32x4_splat (s[c]), p1 = wasm_f32x4_splat (s[c + 1]);
-      v128_t p2 = wasm_f32x4_splat (s[c + 2]), p3 = wasm_f32x4_splat (s[c + 3]);
-      for (l = 0; l < d_head; l += 4) {
-        v128_t o = wasm_v128_load (acc + l);
-        o = wasm_f32x4_add (o, wasm_f32x4_add (wasm_f32x4_mul (p0,
-                    wasm_v128_load (v0 + l)), wasm_f32x4_mul (p1,
-                    wasm_v128_load (v1 + l))));
-        o = wasm_f32x4_add (o, wasm_f32x4_add (wasm_f32x4_mul (p2,
-                    wasm_v128_load (v2 + l)), wasm_f32x4_mul (p3,
-                    wasm_v128_load (v3 + l))));
-        wasm_v128_store (acc + l, o);
+    for (c = 0; c + 4 <= nk; c += 4)
+      for (h = 0; h < G; h++) {
+        const float *v0 = V + (t0 + c) * ldv + h * d_head, *v1 = v0 + ldv,
+            *v2 = v1 + ldv, *v3 = v2 + ldv;
+        float *ah = acc + h * d_head;
+        v128_t p0 = wasm_f32x4_splat (s[h][c]);
+        v128_t p1 = wasm_f32x4_splat (s[h][c + 1]);
+        v128_t p2 = wasm_f32x4_splat (s[h][c + 2]);
+        v128_t p3 = wasm_f32x4_splat (s[h][c + 3]);
+        for (l = 0; l < d_head; l += 4) {
+          v128_t o = wasm_v128_load (ah + l);
+          o = wasm_f32x4_add (o, wasm_f32x4_add (wasm_f32x4_mul (p0,
+                      wasm_v128_load (v0 + l)), wasm_f32x4_mul (p1,
+                      wasm_v128_load (v1 + l))));
+          o = wasm_f32x4_add (o, wasm_f32x4_add (wasm_f32x4_mul (p2,
+                      wasm_v128_load (v2 + l)), wasm_f32x4_mul (p3,
+                      wasm_v128_load (v3 + l))));
+          wasm_v128_store (ah + l, o);
+        }
       }
-    }
-    for (; c < nk; c++) {
-      const float *vr = V + (t0 + c) * ldv;
-      v128_t p0 = wasm_f32x4_splat (s[c]);
-      for (l = 0; l < d_head; l += 4)
-        wasm_v128_store (acc + l, wasm_f32x4_add (wasm_v128_load (acc + l),
-                wasm_f32x4_mul (p0, wasm_v128_load (vr + l))));
-    }
+    for (; c < nk; c++)
+      for (h = 0; h < G; h++) {
+        const float *vr = V + (t0 + c) * ldv + h * d_head;
+        float *ah = acc + h * d_head;
+        v128_t p0 = wasm_f32x4_splat (s[h][c]);
+        for (l = 0; l < d_head; l += 4)
+          wasm_v128_store (ah + l, wasm_f32x4_add (wasm_v128_load (ah + l),
+                  wasm_f32x4_mul (p0, wasm_v128_load (vr + l))));
+      }
   }
-  {
-    float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  for (h = 0; h < G; h++) {
+    float inv = sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f;
     for (l = 0; l < d_head; l++)
-      O[i * ldo + l] = acc[l] * inv;
+      O[i * ldo + h * d_head + l] = acc[h * d_head + l] * inv;
   }
 }
 
@@ -1125,8 +1155,8 @@ attention_one (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
   v128_t nonfinite = wasm_i32x4_splat (0);
 
   if (!kv16) {
-    attention_one_f32 (d_head, i, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
-        causal, O, ldo);
+    attention_heads_one_f32 (1, d_head, i, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
+        scale, causal, O, ldo);
     return;
   }
   attention_one_pass (d_head, i, n_q, n_kv, Q, ldq, K, ldk, V, ldv, scale,
@@ -1471,6 +1501,45 @@ wasm_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
       causal, O, ldo, 1);
 }
 
+/* A step's few queries over several heads (wk_attention's few-query
+ * entry): f32 keys and values with d_head a multiple of 8 through
+ * attention_heads_one_f32, a query and up to AH_HEADS heads a pass;
+ * anything else head by head. */
+static void
+wasm_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
+    int64_t q1, int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
+    const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
+    int causal, float *O, int64_t ldo, int kv16)
+{
+  int gmax = (int) (AH_D / (d_head > 0 ? d_head : 1)), h;
+  int64_t i;
+
+  if (gmax > AH_HEADS)
+    gmax = AH_HEADS;
+  if (kv16 || d_head % 8 != 0 || d_head > 256 || q1 - q0 > AQ) {
+    for (h = h0; h < h1; h++) {
+      int64_t off = (int64_t) h * d_head;
+      if (kv16)
+        wasm_attention_head_f16kv (d_head, q0, q1, n_q, n_kv, Q + off, ldq,
+            (const uint16_t *) K + off, ldk, (const uint16_t *) V + off, ldv,
+            scale, causal, O + off, ldo);
+      else
+        wasm_attention_head (d_head, q0, q1, n_q, n_kv, Q + off, ldq,
+            (const float *) K + off, ldk, (const float *) V + off, ldv, scale,
+            causal, O + off, ldo);
+    }
+    return;
+  }
+  for (i = q0; i < q1; i++)
+    for (h = h0; h < h1; h += gmax) {
+      int g = h1 - h < gmax ? h1 - h : gmax;
+      int64_t off = (int64_t) h * d_head;
+      attention_heads_one_f32 (g, d_head, i, n_q, n_kv, Q + off, ldq,
+          (const float *) K + off, ldk, (const float *) V + off, ldv, scale,
+          causal, O + off, ldo);
+    }
+}
+
 /* ---- element-wise ---- */
 
 /* |x| rounded to half precision and back, as f32 bits (wk_fp32_to_fp16
@@ -1687,6 +1756,7 @@ const wk_kernel_set wk_kernels_wasm = {
   .gemm_f32 = wasm_gemm_f32,
   .attention_head = wasm_attention_head,
   .attention_head_f16kv = wasm_attention_head_f16kv,
+  .attention_heads = wasm_attention_heads,
   .f32_to_f16 = wasm_f32_to_f16,
   .round_f16 = wasm_round_f16,
   .layer_norm_row = wasm_layer_norm_row,
