@@ -1502,9 +1502,10 @@ wasm_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
 }
 
 /* A step's few queries over several heads (wk_attention's few-query
- * entry): f32 keys and values with d_head a multiple of 8 through
- * attention_heads_one_f32, a query and up to AH_HEADS heads a pass;
- * anything else head by head. */
+ * entry): one query over f32 keys and values with d_head a multiple of 8
+ * through attention_heads_one_f32, up to AH_HEADS heads a pass; anything
+ * else head by head (2-4 queries in attention_block, which reads each key
+ * once for all of them). */
 static void
 wasm_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
     int64_t q1, int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
@@ -1516,7 +1517,7 @@ wasm_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
 
   if (gmax > AH_HEADS)
     gmax = AH_HEADS;
-  if (kv16 || d_head % 8 != 0 || d_head > 256 || q1 - q0 > AQ) {
+  if (kv16 || d_head % 8 != 0 || d_head > 256 || q1 - q0 > 1) {
     for (h = h0; h < h1; h++) {
       int64_t off = (int64_t) h * d_head;
       if (kv16)
