@@ -1562,7 +1562,7 @@ attention_heads_q (int G, int64_t d_head, int nq, const float *Q,
   }
 }
 
-static void
+static int
 avx2_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
     int64_t q1, int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
     const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
@@ -1575,22 +1575,10 @@ avx2_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
 
   if (gmax > AH_HEADS)
     gmax = AH_HEADS;
-  /* other widths, and 4 or more f32 queries (attention_block's), per head
-   * as before */
-  if (d_head % 8 != 0 || d_head > 256 || (!kv16 && q1 - q0 >= 4)) {
-    for (h = h0; h < h1; h++) {
-      int64_t off = h * d_head;
-      if (kv16)
-        avx2_attention_head_f16kv (d_head, q0, q1, n_q, n_kv, Q + off, ldq,
-            (const uint16_t *) K + off, ldk, (const uint16_t *) V + off, ldv,
-            scale, causal, O + off, ldo);
-      else
-        avx2_attention_head (d_head, q0, q1, n_q, n_kv, Q + off, ldq,
-            (const float *) K + off, ldk, (const float *) V + off, ldv, scale,
-            causal, O + off, ldo);
-    }
-    return;
-  }
+  /* other widths, and 4 or more f32 queries (attention_block's): the
+   * caller's, head by head */
+  if (d_head % 8 != 0 || d_head > 256 || (!kv16 && q1 - q0 >= 4))
+    return 0;
   for (i = q0; i < q1; i += AH_QMAX) {
     int nq = q1 - i < AH_QMAX ? (int) (q1 - i) : AH_QMAX, x;
     int64_t last[AH_QMAX];
@@ -1609,6 +1597,7 @@ avx2_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
             ldk, v, ldv, scale, O + i * ldo + off, ldo, 0);
     }
   }
+  return 1;
 }
 
 /* ---- rows ---- */

@@ -989,7 +989,7 @@ static void avx512_attention_head (int64_t d_head, int64_t q0, int64_t q1,
     int64_t ldk, const float *V, int64_t ldv, float scale, int causal,
     float *O, int64_t ldo);
 
-static void
+static int
 avx512_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
     int64_t q1, int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
     const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
@@ -999,22 +999,10 @@ avx512_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
   int64_t i;
   int h;
 
-  /* other widths, and 4 or more f32 queries (attention_block's), per head
-   * as kernels-avx2.c takes them */
-  if (d_head != 64 || (!kv16 && q1 - q0 >= 4)) {
-    for (h = h0; h < h1; h++) {
-      int64_t off = h * d_head;
-      if (kv16)
-        avx512_attention_head_f16kv (d_head, q0, q1, n_q, n_kv, Q + off, ldq,
-            (const uint16_t *) K + off, ldk, (const uint16_t *) V + off, ldv,
-            scale, causal, O + off, ldo);
-      else
-        avx512_attention_head (d_head, q0, q1, n_q, n_kv, Q + off, ldq,
-            (const float *) K + off, ldk, (const float *) V + off, ldv, scale,
-            causal, O + off, ldo);
-    }
-    return;
-  }
+  /* other widths, and 4 or more f32 queries (attention_block's): the
+   * caller's, head by head, as kernels-avx2.c leaves them */
+  if (d_head != 64 || (!kv16 && q1 - q0 >= 4))
+    return 0;
   for (i = q0; i < q1; i += AG_QMAX) {
     int nq = q1 - i < AG_QMAX ? (int) (q1 - i) : AG_QMAX, x;
     int64_t last[AG_QMAX];
@@ -1028,6 +1016,7 @@ avx512_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
           scale, O + i * ldo + off, ldo, kv16);
     }
   }
+  return 1;
 }
 
 static void

@@ -85,8 +85,10 @@ typedef struct
    * wk_attention for a few queries q0 .. q1-1 and heads h0 .. h1-1 at
    * once (Q, K, V, O not offset to a head), K and V f32 or f16 (kv16), so
    * that each key's row is read whole by one pass rather than a slice of
-   * it by one pass per head. */
-  void (*attention_heads) (int h0, int h1, int64_t d_head, int64_t q0,
+   * it by one pass per head. Returns 0, having done nothing, for a case
+   * it does not take (widths, query counts: each set says which); the
+   * caller then runs the per-head entries. */
+  int (*attention_heads) (int h0, int h1, int64_t d_head, int64_t q0,
       int64_t q1, int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
       const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
       int causal, float *O, int64_t ldo, int kv16);

@@ -1504,9 +1504,9 @@ wasm_attention_head_f16kv (int64_t d_head, int64_t q0, int64_t q1,
 /* A step's few queries over several heads (wk_attention's few-query
  * entry): one query over f32 keys and values with d_head a multiple of 8
  * through attention_heads_one_f32, up to AH_HEADS heads a pass; anything
- * else head by head (2-4 queries in attention_block, which reads each key
- * once for all of them). */
-static void
+ * else is the caller's, head by head (2-4 queries in attention_block,
+ * which reads each key once for all of them). */
+static int
 wasm_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
     int64_t q1, int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq,
     const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
@@ -1517,20 +1517,8 @@ wasm_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
 
   if (gmax > AH_HEADS)
     gmax = AH_HEADS;
-  if (kv16 || d_head % 8 != 0 || d_head > 256 || q1 - q0 > 1) {
-    for (h = h0; h < h1; h++) {
-      int64_t off = (int64_t) h * d_head;
-      if (kv16)
-        wasm_attention_head_f16kv (d_head, q0, q1, n_q, n_kv, Q + off, ldq,
-            (const uint16_t *) K + off, ldk, (const uint16_t *) V + off, ldv,
-            scale, causal, O + off, ldo);
-      else
-        wasm_attention_head (d_head, q0, q1, n_q, n_kv, Q + off, ldq,
-            (const float *) K + off, ldk, (const float *) V + off, ldv, scale,
-            causal, O + off, ldo);
-    }
-    return;
-  }
+  if (kv16 || d_head % 8 != 0 || d_head > 256 || q1 - q0 > 1)
+    return 0;
   for (i = q0; i < q1; i++)
     for (h = h0; h < h1; h += gmax) {
       int g = h1 - h < gmax ? h1 - h : gmax;
@@ -1539,6 +1527,7 @@ wasm_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
           (const float *) K + off, ldk, (const float *) V + off, ldv, scale,
           causal, O + off, ldo);
     }
+  return 1;
 }
 
 /* ---- element-wise ---- */

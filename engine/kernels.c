@@ -687,13 +687,28 @@ static void
 wk_attention_heads_worker (void *data, int ith, int nth)
 {
   const wk_attention_job *job = data;
-  int64_t b, e;
+  int64_t b, e, h;
 
   wk_split (job->n_head, 1, ith, nth, &b, &e);
-  if (b < e)
-    job->ks->attention_heads ((int) b, (int) e, job->d_head, 0, job->n_q,
-        job->n_q, job->n_kv, job->Q, job->ldq, job->K, job->ldk, job->V,
-        job->ldv, job->scale, job->causal, job->O, job->ldo, job->kv16);
+  if (b >= e || job->ks->attention_heads ((int) b, (int) e, job->d_head, 0,
+          job->n_q, job->n_q, job->n_kv, job->Q, job->ldq, job->K, job->ldk,
+          job->V, job->ldv, job->scale, job->causal, job->O, job->ldo,
+          job->kv16))
+    return;
+  /* a case the set's several-head kernel does not take: head by head */
+  for (h = b; h < e; h++) {
+    const int64_t off = h * job->d_head;
+    if (job->kv16)
+      job->ks->attention_head_f16kv (job->d_head, 0, job->n_q, job->n_q,
+          job->n_kv, job->Q + off, job->ldq, (const uint16_t *) job->K + off,
+          job->ldk, (const uint16_t *) job->V + off, job->ldv, job->scale,
+          job->causal, job->O + off, job->ldo);
+    else
+      job->ks->attention_head (job->d_head, 0, job->n_q, job->n_q, job->n_kv,
+          job->Q + off, job->ldq, (const float *) job->K + off, job->ldk,
+          (const float *) job->V + off, job->ldv, job->scale, job->causal,
+          job->O + off, job->ldo);
+  }
 }
 
 static void
