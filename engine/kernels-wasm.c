@@ -89,40 +89,40 @@ exp4 (v128_t x)
   return wasm_v128_andnot (y, under);
 }
 
-/* 2^t for t <= 0 (or NaN): the encoder attention's softmax (its scores
- * scaled by log2 e beforehand) and GELU's e^(-z^2). t = n + f with n an
- * integer (rounded as exp4 rounds) and |f| <= 1/2, 2^f by a degree-5
- * polynomial (fitted here for relative error on [-1/2, 1/2]: about
- * 2.4e-7 evaluated in f32), 2^n in the exponent's bits; 0 below -126.
- * Nine operations fewer than exp4, no second reduction step: t
- * carries its own rounding, about 6e-8 |t| relative, which weighs 2^t,
- * so in a softmax whose largest term is 1 the probabilities keep errors
- * of about 1e-7 absolute, the size of the scores' own rounding. */
+/* exp4 for x <= 0 (or NaN), the softmax's case: the same operations
+ * without the upper clamp, so the same bits. */
 static inline v128_t
-exp2_4_le0 (v128_t t)
+exp4_le0 (v128_t x)
 {
-  const v128_t lo = wasm_f32x4_splat (-126.0f);
+  const v128_t lo = wasm_f32x4_splat (-87.3365447504f);
   const v128_t magic = wasm_f32x4_splat (12582912.0f);
-  v128_t under = wasm_f32x4_lt (t, lo);
-  v128_t nm, f, y, e;
+  v128_t under = wasm_f32x4_lt (x, lo);
+  v128_t n, nm, r, y;
+  v128_t e;
 
-  t = wasm_f32x4_pmax (t, lo);
-  nm = wasm_f32x4_add (t, magic);
-  f = wasm_f32x4_sub (t, wasm_f32x4_sub (nm, magic));
-  y = wasm_f32x4_splat (1.327647129e-03f);
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, f),
-      wasm_f32x4_splat (9.675541893e-03f));
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, f),
-      wasm_f32x4_splat (5.550713092e-02f));
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, f),
-      wasm_f32x4_splat (2.402212024e-01f));
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, f),
-      wasm_f32x4_splat (6.931469440e-01f));
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, f),
-      wasm_f32x4_splat (1.000000119e+00f));
-  /* (bits (nm) + 127) << 23: the magic's own bits shift out */
+  x = wasm_f32x4_pmax (x, lo);
+  nm = wasm_f32x4_add (wasm_f32x4_mul (x,
+          wasm_f32x4_splat (1.44269504088896341f)), magic);
+  n = wasm_f32x4_sub (nm, magic);
+  r = wasm_f32x4_sub (x, wasm_f32x4_mul (n, wasm_f32x4_splat (0.693359375f)));
+  r = wasm_f32x4_sub (r, wasm_f32x4_mul (n,
+          wasm_f32x4_splat (-2.12194440e-4f)));
+  y = wasm_f32x4_splat (1.9875691500E-4f);
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (1.3981999507E-3f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (8.3334519073E-3f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (4.1665795894E-2f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (1.6666665459E-1f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
+      wasm_f32x4_splat (5.0000001201E-1f));
+  y = wasm_f32x4_add (wasm_f32x4_mul (y, wasm_f32x4_mul (r, r)),
+      wasm_f32x4_add (r, wasm_f32x4_splat (1.0f)));
   e = wasm_i32x4_shl (wasm_i32x4_add (nm, wasm_i32x4_splat (127)), 23);
-  return wasm_v128_andnot (wasm_f32x4_mul (y, e), under);
+  y = wasm_f32x4_mul (y, e);
+  return wasm_v128_andnot (y, under);
 }
 
 /* 0.5 x (1 + erf (x / sqrt 2)), erf by Abramowitz & Stegun 7.1.26
@@ -145,8 +145,7 @@ gelu4 (v128_t x)
   p = wasm_f32x4_add (wasm_f32x4_mul (p, t), wasm_f32x4_splat (0.254829592f));
   p = wasm_f32x4_mul (p, t);
   erf_abs = wasm_f32x4_sub (one, wasm_f32x4_mul (p,
-          exp2_4_le0 (wasm_f32x4_mul (az, wasm_f32x4_mul (az,
-                      wasm_f32x4_splat (-1.44269504088896341f))))));
+          exp4_le0 (wasm_f32x4_neg (wasm_f32x4_mul (az, az)))));
   return wasm_f32x4_mul (wasm_f32x4_mul (wasm_f32x4_splat (0.5f), x),
       wasm_f32x4_add (one, wasm_v128_or (erf_abs, wasm_v128_and (z, sign))));
 }
@@ -1335,8 +1334,6 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
   int64_t max_last = -1, min_last = INT64_MAX, t0;
   const int d = (int) d_head;
   const int nq8 = (nq + 7) & ~7, nq4 = (nq + 3) & ~3, nv = nq8 / 4;
-  /* scores in log2 units, for exp2_4_le0 */
-  const float scale2 = scale * 1.44269504088896341f;
   int r, c, j, v, l;
 
   for (r = 0; r < BQ; r++) {
@@ -1355,7 +1352,7 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
   }
   for (l = 0; l < d; l++) {
     for (r = 0; r < nq; r++)
-      Qt[l][r] = Q[(q0 + r) * ldq + l] * scale2;
+      Qt[l][r] = Q[(q0 + r) * ldq + l] * scale;
     for (; r < nq8; r++)
       Qt[l][r] = 0.0f;
   }
@@ -1398,7 +1395,7 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
       mnew = wasm_f32x4_pmax (mx[v], cm);
       msub = wasm_v128_andnot (mnew, wasm_f32x4_eq (mnew,
               wasm_f32x4_splat (-INFINITY)));
-      rs = exp2_4_le0 (wasm_f32x4_sub (mx[v], msub));
+      rs = exp4_le0 (wasm_f32x4_sub (mx[v], msub));
       if (!wasm_i32x4_all_true (wasm_f32x4_eq (rs, wasm_f32x4_splat (1.0f)))) {
         float f[4];
         wasm_v128_store (f, rs);
@@ -1411,7 +1408,7 @@ attention_gemm_block (int64_t d_head, int64_t q0, int nq, int64_t n_q,
       sum[v] = wasm_f32x4_mul (sum[v], rs);
       mx[v] = mnew;
       for (c = 0; c < nk; c++) {
-        v128_t p = exp2_4_le0 (wasm_f32x4_sub (wasm_v128_load (&St[c][4 * v]),
+        v128_t p = exp4_le0 (wasm_f32x4_sub (wasm_v128_load (&St[c][4 * v]),
                 msub));
         wasm_v128_store (&St[c][4 * v], p);
         ps = wasm_f32x4_add (ps, p);
