@@ -52,45 +52,9 @@ hmax (v128_t v)
  * their NaN and signed-zero rules; a NaN still comes out NaN), and n is
  * rounded to an integer by adding 1.5 * 2^23, whose low bits are then n
  * itself (the same round-to-nearest-even as f32x4.nearest, without the
- * float-to-int conversion's saturation fix-ups). */
-static inline v128_t
-exp4 (v128_t x)
-{
-  const v128_t lo = wasm_f32x4_splat (-87.3365447504f);
-  const v128_t magic = wasm_f32x4_splat (12582912.0f);
-  v128_t under = wasm_f32x4_lt (x, lo);
-  v128_t n, nm, r, y;
-  v128_t e;
-
-  x = wasm_f32x4_pmin (x, wasm_f32x4_splat (88.3762626647949f));
-  x = wasm_f32x4_pmax (x, lo);
-  nm = wasm_f32x4_add (wasm_f32x4_mul (x,
-          wasm_f32x4_splat (1.44269504088896341f)), magic);
-  n = wasm_f32x4_sub (nm, magic);
-  r = wasm_f32x4_sub (x, wasm_f32x4_mul (n, wasm_f32x4_splat (0.693359375f)));
-  r = wasm_f32x4_sub (r, wasm_f32x4_mul (n,
-          wasm_f32x4_splat (-2.12194440e-4f)));
-  y = wasm_f32x4_splat (1.9875691500E-4f);
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
-      wasm_f32x4_splat (1.3981999507E-3f));
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
-      wasm_f32x4_splat (8.3334519073E-3f));
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
-      wasm_f32x4_splat (4.1665795894E-2f));
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
-      wasm_f32x4_splat (1.6666665459E-1f));
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, r),
-      wasm_f32x4_splat (5.0000001201E-1f));
-  y = wasm_f32x4_add (wasm_f32x4_mul (y, wasm_f32x4_mul (r, r)),
-      wasm_f32x4_add (r, wasm_f32x4_splat (1.0f)));
-  /* (bits (nm) + 127) << 23: the magic's own bits shift out */
-  e = wasm_i32x4_shl (wasm_i32x4_add (nm, wasm_i32x4_splat (127)), 23);
-  y = wasm_f32x4_mul (y, e);
-  return wasm_v128_andnot (y, under);
-}
-
-/* exp4 for x <= 0 (or NaN), the softmax's case: the same operations
- * without the upper clamp, so the same bits. */
+ * float-to-int conversion's saturation fix-ups). exp4_le0 is the part
+ * below the upper clamp, for x <= 88.38 (the softmax's x <= 0), with the
+ * same bits. */
 static inline v128_t
 exp4_le0 (v128_t x)
 {
@@ -120,9 +84,16 @@ exp4_le0 (v128_t x)
       wasm_f32x4_splat (5.0000001201E-1f));
   y = wasm_f32x4_add (wasm_f32x4_mul (y, wasm_f32x4_mul (r, r)),
       wasm_f32x4_add (r, wasm_f32x4_splat (1.0f)));
+  /* (bits (nm) + 127) << 23: the magic's own bits shift out */
   e = wasm_i32x4_shl (wasm_i32x4_add (nm, wasm_i32x4_splat (127)), 23);
   y = wasm_f32x4_mul (y, e);
   return wasm_v128_andnot (y, under);
+}
+
+static inline v128_t
+exp4 (v128_t x)
+{
+  return exp4_le0 (wasm_f32x4_pmin (x, wasm_f32x4_splat (88.3762626647949f)));
 }
 
 /* 0.5 x (1 + erf (x / sqrt 2)), erf by Abramowitz & Stegun 7.1.26
@@ -1041,10 +1012,10 @@ attention_one_pass (int64_t d_head, int64_t i, int64_t n_q, int64_t n_kv,
  * head (each slice of q loaded once for the four, their sums reduced
  * across lanes into one vector), each head's running softmax, then p V
  * four keys at a time for each head. Each pass reads four key or value
- * rows whole across the heads, where a pass per head read a slice of
- * every row with the row's length between slices (about 3x slower on
- * the decoder's cross-attention); every head's arithmetic is the same,
- * in the same order, as with G = 1. */
+ * rows whole across the heads rather than a slice of every row per head
+ * (as the x86 sets do; in the wasm engine's decoder step the gain was
+ * within the noise); every head's arithmetic is the same, in the same
+ * order, as with G = 1. */
 static void
 attention_heads_one_f32 (int G, int64_t d_head, int64_t i, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
