@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "align.h"
+#include "wk-alloc.h"
 #include "wk-time.h"
 #include "wk-types.h"
 
@@ -224,10 +225,10 @@ wk_align_ctx_alloc (wk_ctx * ctx)
 
   if (m->n_align_heads == 0)
     return true;
-  ctx->al_acc = calloc (T * A, sizeof (float));
-  ctx->al_w = calloc ((T + 1) * (A + 1), sizeof (float));
-  ctx->al_trace = calloc ((T + 1) * (A + 1), 1);
-  ctx->al_k = calloc (A * dh + A + WK_ALIGN_MEDFILT, sizeof (float));
+  ctx->al_acc = wk_scratch_alloc (T * A, sizeof (float));
+  ctx->al_w = wk_scratch_alloc ((T + 1) * (A + 1), sizeof (float));
+  ctx->al_trace = wk_scratch_alloc ((T + 1) * (A + 1), 1);
+  ctx->al_k = wk_scratch_alloc (A * dh + A + WK_ALIGN_MEDFILT, sizeof (float));
   ctx->al_seq = calloc (T + 1, sizeof (int32_t));
   ctx->al_path = calloc (2 * (T + A + 1) + T + 1, sizeof (int));
   ctx->al_text = calloc (3 * (T + 1), sizeof (int32_t));

@@ -100,6 +100,7 @@
 #include "results.h"
 #include "scheduler.h"
 #include "vad.h"
+#include "wk-alloc.h"
 #include "wk-err.h"
 #include "wk-time.h"
 
@@ -278,18 +279,30 @@ struct wk_live
 #define SCRIPTED(l) false
 #endif
 
-void *
-wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool *ok)
+static void *
+own_alloc (uint64_t * own_bytes, size_t n, size_t elem, bool *ok, bool zero)
 {
   void *q;
   if (!*ok)
     return NULL;
-  q = calloc (n ? n : 1, elem);
+  q = zero ? calloc (n ? n : 1, elem) : wk_scratch_alloc (n ? n : 1, elem);
   if (!q)
     *ok = false;
   else
     *own_bytes += n * elem;
   return q;
+}
+
+void *
+wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool *ok)
+{
+  return own_alloc (own_bytes, n, elem, ok, true);
+}
+
+void *
+wk_live_scratch (uint64_t * own_bytes, size_t n, size_t elem, bool *ok)
+{
+  return own_alloc (own_bytes, n, elem, ok, false);
 }
 
 static void *
@@ -518,7 +531,7 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
 
   l->cap = (size_t) (WK_N_SAMPLES + LIVE_HISTORY + 2 * WK_VAD_CHUNK
       + WK_SAMPLE_RATE);
-  l->audio = live_alloc (l, l->cap, sizeof (float), &ok);
+  l->audio = wk_live_scratch (&l->own_bytes, l->cap, sizeof (float), &ok);
   l->hyp_cap = l->T;
   for (i = 0; i < 2; i++)
     if (ok)

@@ -53,6 +53,9 @@ void wk_live_get_stats (const wk_live * live, wk_stream_stats * stats);
  * false when it fails and, once *ok is false, returns NULL without
  * trying (so a constructor checks ok once after all its allocations). */
 void *wk_live_calloc (uint64_t * own_bytes, size_t n, size_t elem, bool *ok);
+/* The same without zeroing (wk_scratch_alloc): for buffers the code
+ * writes before it reads them. */
+void *wk_live_scratch (uint64_t * own_bytes, size_t n, size_t elem, bool *ok);
 
 /* The caller's initial prompt, t[0..n-1] (the stream's tokens: they must
  * outlive the policy), read before the committed text in every run. */

@@ -20,6 +20,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "scheduler.h"
+#include "wk-alloc.h"
 #include "wk-err.h"
 #include "wk-time.h"
 
@@ -1283,11 +1284,7 @@ ctx_alloc (wk_ctx * ctx, size_t n, size_t elem, bool *ok)
     return NULL;
   if (n == 0)
     n = 1;
-  if (n > SIZE_MAX / elem) {
-    *ok = false;
-    return NULL;
-  }
-  p = calloc (n, elem);
+  p = wk_scratch_alloc (n, elem);
   if (!p)
     *ok = false;
   else
@@ -1359,9 +1356,9 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
   ctx->mel = ctx_alloc (ctx, (size_t) hp->n_mels * 2 * A, sizeof (float), &ok);
   /* The encoder's output e_x [A][da], and its scratch, sized for the full
    * context: 5 blocks of A x da floats or 2 and the larger convolution's
-   * im2col (wk_encode lays them out). calloc leaves the pages a shortened
-   * context never touches unmapped, so a live stream is resident for
-   * what it runs. */
+   * im2col (wk_encode lays them out). Scratch (wk-alloc.h) leaves the
+   * pages a shortened context never touches untouched, so a live stream
+   * is resident for what it runs. */
   {
     size_t blk = A * da;
     size_t region = 5 * blk;

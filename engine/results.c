@@ -14,12 +14,13 @@ wk_results_init (wk_results * r, int segs, int toks, size_t text,
   bool ok = true;
 
   memset (r, 0, sizeof *r);
+  /* valid up to the counts: not zeroed */
   r->segs_cap = segs;
-  r->segs = wk_live_calloc (own_bytes, (size_t) segs, sizeof *r->segs, &ok);
+  r->segs = wk_live_scratch (own_bytes, (size_t) segs, sizeof *r->segs, &ok);
   r->toks_cap = toks;
-  r->toks = wk_live_calloc (own_bytes, (size_t) toks, sizeof *r->toks, &ok);
+  r->toks = wk_live_scratch (own_bytes, (size_t) toks, sizeof *r->toks, &ok);
   r->text_cap = text;
-  r->text = wk_live_calloc (own_bytes, text, 1, &ok);
+  r->text = wk_live_scratch (own_bytes, text, 1, &ok);
   return ok;
 }
 

@@ -318,7 +318,7 @@ wk_stream_new (wk_model * model, const wk_stream_params * params,
   s->W = 2 * hp->n_audio_ctx;
   s->audio_cap = (size_t) (s->W + WK_HISTORY_FRAMES + 2) * WK_HOP
       + WK_SLACK_SAMPLES;
-  s->audio = stream_alloc (s, s->audio_cap, sizeof (float), &ok);
+  s->audio = wk_live_scratch (&s->own_bytes, s->audio_cap, sizeof (float), &ok);
   s->prompt_cap = T / 2;
   s->prompt = stream_alloc (s, (size_t) s->prompt_cap, sizeof (int32_t), &ok);
 
