@@ -253,6 +253,8 @@ struct wk_live
 #ifdef WK_TEST_HOOKS
   wk_live_clock_fn clock;       /* tests: instead of wk_now_s */
   void *clock_user;
+  wk_live_run_fn run_hook;      /* tests and tools: each run's work */
+  void *run_hook_user;
 #endif
 
   /* stats */
@@ -732,6 +734,13 @@ wk_live_set_clock (wk_live * l, wk_live_clock_fn fn, void *user)
 {
   l->clock = fn;
   l->clock_user = user;
+}
+
+void
+wk_live_set_run_hook (wk_live * l, wk_live_run_fn fn, void *user)
+{
+  l->run_hook = fn;
+  l->run_hook_user = user;
 }
 #endif
 
@@ -1278,6 +1287,7 @@ run_admitted (wk_live * l, int64_t end, bool final, double t0)
   live_hyp *h = &l->hyp[l->cur];
   int64_t ws, n, first;
   int n_frames = 0, max_tok, lang = 0, n_prompt, n_pre, i, k;
+  int positions = 0, n_given = 0;
   double t1, dt, tm = live_now (l);
   bool slow;
   wk_status st;
@@ -1309,7 +1319,7 @@ run_admitted (wk_live * l, int64_t end, bool final, double t0)
   slow = l->p.commit == WK_COMMIT_DEADLINE && l->n_run_hist > 0
       && isfinite (due_at (l, l->total))
       && run_estimate (l) > l->lat_s / LIVE_SLOW_RUN;
-  ctx->audio_ctx = wk_live_audio_ctx (m, l->p.audio_ctx, n_frames);
+  ctx->audio_ctx = positions = wk_live_audio_ctx (m, l->p.audio_ctx, n_frames);
   ctx->enc_int8 = slow;
   st = wk_encode (ctx, ctx->mel, l->W);
   ctx->audio_ctx = 0;
@@ -1339,6 +1349,7 @@ run_admitted (wk_live * l, int64_t end, bool final, double t0)
   n_prompt = l->n_prompt - (l->n_pre ? l->n_pre_text : 0);
   if (n_prompt < 0)
     n_prompt = 0;
+  n_given = l->n_initial + n_prompt + l->n_pre;
   {
     wk_prompt pr = { l->initial, l->n_initial, l->prompt, n_prompt };
     st = wk_decode_window (ctx, &pp, lang < 0 ? 0 : lang, &pr,
@@ -1406,6 +1417,17 @@ have_result:
     l->n_prompt = 0;
 
   l->last_run_end = end;
+#ifdef WK_TEST_HOOKS
+  if (l->run_hook) {
+    wk_live_run_info ri = { positions, r->n_tokens, n_given,
+      pp.beam_size, t0
+    };
+    l->run_hook (l->run_hook_user, &ri);
+  }
+#else
+  (void) positions;
+  (void) n_given;
+#endif
   dt = live_now (l) - t0;
   /* run_estimate reads slots [0, n_run_hist) */
   l->run_hist[l->n_runs % LIVE_RUN_HIST] = dt;

@@ -95,8 +95,8 @@ int wk_live_common_prefix (const char *const *a, int n_a,
 int wk_live_audio_ctx (const wk_model * model, int audio_ctx_param,
     int n_frames);
 
-/* Test hooks: only in the engine build the tests link (WK_TEST_HOOKS),
- * never in the library, the plugin or the tools. */
+/* Test hooks: only where the tests and wk-live-latency compile live.c
+ * themselves (WK_TEST_HOOKS), never in the library or the plugin. */
 #ifdef WK_TEST_HOOKS
 /* A scripted stand-in for the model, for testing the policy itself:
  * when set, a run calls fn with the window [start, end) (samples) instead
@@ -113,6 +113,25 @@ void wk_live_set_script (wk_live * live, wk_live_script_fn fn, void *user);
  * wk_now_s () (wk-time.h). NULL restores the clock. */
 typedef double (*wk_live_clock_fn) (void *user);
 void wk_live_set_clock (wk_live * live, wk_live_clock_fn fn, void *user);
+
+/* What one model run did, for a cost model of run times (wk-live-latency's
+ * virtual time): the hook is called at the end of every run, before the
+ * policy reads the clock for the run's duration, so a hook that advances
+ * a virtual clock sets what the run took. Scripted runs report zeros. */
+typedef struct
+{
+  int positions;                /* encoder positions (audio context) */
+  int n_tokens;                 /* tokens sampled (the best sequence) */
+  int n_given;                  /* prompt and prefix tokens decoded first */
+  int beam_size;                /* of this run (1 when it ran slow) */
+  double t0;                    /* the clock when the run was asked for */
+} wk_live_run_info;
+typedef void (*wk_live_run_fn) (void *user, const wk_live_run_info * info);
+void wk_live_set_run_hook (wk_live * live, wk_live_run_fn fn, void *user);
 #endif /* WK_TEST_HOOKS */
+
+/* The live policy of a stream with a latency (NULL without one): for
+ * the test hooks above, in programs built with them. */
+wk_live *wk_stream_live (wk_stream * s);
 
 #endif /* WK_LIVE_H */

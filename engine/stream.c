@@ -713,6 +713,12 @@ wk_stream_feed (wk_stream * s, const float *pcm, size_t n)
   return wk_stream_feed_at (s, pcm, n, INFINITY);
 }
 
+wk_live *
+wk_stream_live (wk_stream * s)
+{
+  return s ? s->live : NULL;
+}
+
 wk_status
 wk_stream_feed_at (wk_stream * s, const float *pcm, size_t n, double due_s)
 {

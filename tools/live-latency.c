@@ -18,6 +18,16 @@
  * 16000), so a feed that is late because a run was still going counts
  * against the policy, as it would on a live source.
  *
+ * --virtual plays in virtual time: the clock the policy reads is the
+ * playback's, it jumps to each piece's capture time when nothing runs, and
+ * a run advances it by a cost model of the run's work (encoder positions,
+ * tokens decoded x beam, prompt tokens) instead of by the run's wall time.
+ * The words and every delay then depend only on the files, the model and
+ * the costs, not on the machine's load, and an hour of audio plays in
+ * minutes: one run says whether a change to the policy helps, where real
+ * time needs many (the same policy moves by 3-10 points from run to run).
+ * A real-time run prints the costs fitted to its own runs.
+ *
  * --encoder-bench instead times the encoder on a 30 s window and on
  * shortened audio contexts (the live policy's default).
  *
@@ -33,6 +43,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "live.h"
 #include "model.h"
 #include "wav.h"
 #include "whisperknot.h"
@@ -295,6 +306,12 @@ usage (FILE * f)
       "                        3000 ms, both commit policies\n"
       "      --latencies LIST  the sweep's latencies instead, ms, comma\n"
       "                        separated (at most 8)\n"
+      "      --virtual COSTS   virtual time instead of real time: no sleeping,\n"
+      "                        and a run takes C0 + C1 x encoder positions +\n"
+      "                        C2 x tokens x beam + C3 x prompt tokens ms\n"
+      "                        (COSTS = C0,C1,C2,C3; a real-time run prints\n"
+      "                        them fitted to its runs), so the same files\n"
+      "                        give the same words every time (1 stream)\n"
       "      --encoder-bench   time the encoder on full and shortened\n"
       "                        contexts instead, then exit\n"
       "  -h, --help            this help\n");
@@ -346,6 +363,16 @@ encoder_bench (wk_model * model, int n_threads)
 /* ---- live playback ------------------------------------------------------ */
 
 /* One live stream playing the program at real-time pace. */
+/* a live run's work and wall time, for the run cost model */
+typedef struct
+{
+  double x[4];                  /* 1, positions, tokens x beam, given */
+  double dt;
+} run_seen;
+
+/* --virtual: a run's seconds = the cost model's coefficients . x */
+#define N_COST 4
+
 typedef struct
 {
   wk_model *model;
@@ -353,6 +380,10 @@ typedef struct
   size_t n_audio;
   wk_stream_params sp;
   bool fast;
+  const double *virt;           /* --virtual's cost model, or NULL */
+  double vt;                    /* virtual time: the playback's clock */
+  run_seen *runs;               /* real time: each run, for the fit */
+  int n_runs, runs_cap;
   double t0;                    /* the playback's start (shared) */
   words live;
   partial_seen *ps;
@@ -423,6 +454,56 @@ player_partial (player * pl, const wk_segment * g, double t, size_t pos)
   }
 }
 
+static void
+run_x (const wk_live_run_info * ri, double *x)
+{
+  x[0] = 1.0;
+  x[1] = ri->positions;
+  x[2] = (double) ri->n_tokens * (ri->beam_size > 0 ? ri->beam_size : 1);
+  x[3] = ri->n_given;
+}
+
+static double
+virtual_clock (void *user)
+{
+  return ((player *) user)->vt;
+}
+
+/* At each run's end: in virtual time, the run takes what the cost model
+ * says; in real time, its work and wall time are kept for the fit. */
+static void
+run_done (void *user, const wk_live_run_info * ri)
+{
+  player *pl = user;
+  double x[N_COST];
+  int i;
+
+  run_x (ri, x);
+  if (pl->virt) {
+    for (i = 0; i < N_COST; i++)
+      pl->vt += pl->virt[i] * x[i];
+    return;
+  }
+  if (pl->n_runs == pl->runs_cap) {
+    int cap = pl->runs_cap ? 2 * pl->runs_cap : 256;
+    run_seen *nr = realloc (pl->runs, (size_t) cap * sizeof *nr);
+    if (!nr)
+      return;
+    pl->runs = nr;
+    pl->runs_cap = cap;
+  }
+  memcpy (pl->runs[pl->n_runs].x, x, sizeof x);
+  pl->runs[pl->n_runs].dt = wk_now_s () - ri->t0;
+  pl->n_runs++;
+}
+
+/* The playback's clock: virtual or wall, seconds. */
+static double
+player_now (const player * pl)
+{
+  return pl->virt ? pl->vt : wk_now_s ();
+}
+
 /* Plays the program into a new live stream: each 20 ms piece is fed when
  * its last sample has been "captured" (t0 + its end / 16000), with the
  * capture time of its first sample as its due time, as a live source
@@ -441,12 +522,22 @@ play (void *arg)
     pl->failed = 1;
     return NULL;
   }
+  {
+    wk_live *lv = wk_stream_live (s);
+    if (pl->virt)
+      wk_live_set_clock (lv, virtual_clock, pl);
+    wk_live_set_run_hook (lv, run_done, pl);
+  }
+  pl->vt = pl->t0;
   for (pos = 0; pos <= pl->n_audio; pos += PIECE) {
     size_t k = pl->n_audio - pos < PIECE ? pl->n_audio - pos : PIECE;
     double t;
     if (k > 0) {
-      if (!pl->fast)
-        sleep_until (pl->t0 + (double) (pos + k) / SR);
+      double captured = pl->t0 + (double) (pos + k) / SR;
+      if (pl->virt && pl->vt < captured)
+        pl->vt = captured;      /* wait for the piece (late: at once) */
+      else if (!pl->fast && !pl->virt)
+        sleep_until (captured);
       if ((pl->fast ? wk_stream_feed (s, pl->audio + pos, k) :
               wk_stream_feed_at (s, pl->audio + pos, k,
                   pl->t0 + (double) pos / SR)) != WK_OK) {
@@ -457,7 +548,7 @@ play (void *arg)
     } else {
       wk_stream_finish (s);
     }
-    t = wk_now_s () - pl->t0;
+    t = player_now (pl) - pl->t0;
     n = wk_stream_take (s, &segs);
     for (j = 0; j < n; j++)
       if (!segs[j].utterance_end)
@@ -466,7 +557,7 @@ play (void *arg)
     for (j = 0; j < n; j++)
       player_partial (pl, &segs[j], t, pos);
   }
-  pl->wall = wk_now_s () - pl->t0;
+  pl->wall = player_now (pl) - pl->t0;
   wk_stream_get_stats (s, &pl->st);
   wk_stream_free (s);
   return NULL;
@@ -515,9 +606,11 @@ player_clear (player * pl)
 {
   free (pl->live.w);
   free (pl->ps);
+  free (pl->runs);
   memset (&pl->live, 0, sizeof pl->live);
   pl->ps = NULL;
-  pl->n_ps = pl->ps_cap = 0;
+  pl->runs = NULL;
+  pl->n_ps = pl->ps_cap = pl->n_runs = pl->runs_cap = 0;
 }
 
 /* Over all streams: words committed later than their own start + the
@@ -583,6 +676,87 @@ summarize (player * pls, int n_streams, int latency, words * ref,
   free (de);
 }
 
+/* Least squares of the runs' wall times on their work (run_x), printed
+ * as --virtual's argument, with how well it fits. A cost that comes out
+ * negative is dropped (set to 0) and the rest fitted again. */
+static void
+print_cost_fit (const player * pls, int n_streams)
+{
+  double c[N_COST], ss = 0.0, sd = 0.0;
+  bool use[N_COST];
+  int i, j, k, r, n = 0, round;
+
+  for (j = 0; j < N_COST; j++)
+    use[j] = true;
+  for (round = 0; round < N_COST; round++) {
+    double a[N_COST][N_COST + 1] = { {0} };
+    bool again = false;
+    n = 0;
+    for (i = 0; i < n_streams; i++)
+      for (r = 0; r < pls[i].n_runs; r++) {
+        const run_seen *rs = &pls[i].runs[r];
+        for (j = 0; j < N_COST; j++) {
+          for (k = 0; k < N_COST; k++)
+            a[j][k] += use[j] && use[k] ? rs->x[j] * rs->x[k] : 0.0;
+          a[j][N_COST] += use[j] ? rs->x[j] * rs->dt : 0.0;
+        }
+        n++;
+      }
+    if (n < 2 * N_COST)
+      return;
+    /* Gauss-Jordan with partial pivoting; a column of zeros (a cost
+     * dropped, or no prompt tokens) gets a zero cost */
+    for (j = 0; j < N_COST; j++) {
+      int piv = j;
+      for (k = j + 1; k < N_COST; k++)
+        if (fabs (a[k][j]) > fabs (a[piv][j]))
+          piv = k;
+      for (k = 0; k <= N_COST; k++) {
+        double t = a[j][k];
+        a[j][k] = a[piv][k];
+        a[piv][k] = t;
+      }
+      if (fabs (a[j][j]) < 1e-12) {
+        for (k = 0; k <= N_COST; k++)
+          a[j][k] = 0.0;
+        continue;
+      }
+      for (i = 0; i < N_COST; i++) {
+        double f;
+        if (i == j)
+          continue;
+        f = a[i][j] / a[j][j];
+        for (k = j; k <= N_COST; k++)
+          a[i][k] -= f * a[j][k];
+      }
+    }
+    for (j = 0; j < N_COST; j++) {
+      c[j] = a[j][j] != 0.0 ? a[j][N_COST] / a[j][j] : 0.0;
+      if (c[j] < 0.0) {
+        use[j] = false;
+        again = true;
+      }
+    }
+    if (!again)
+      break;
+  }
+  for (j = 0; j < N_COST; j++)
+    if (c[j] < 0.0)
+      c[j] = 0.0;
+  for (i = 0; i < n_streams; i++)
+    for (r = 0; r < pls[i].n_runs; r++) {
+      const run_seen *rs = &pls[i].runs[r];
+      double m = 0.0;
+      for (j = 0; j < N_COST; j++)
+        m += c[j] * rs->x[j];
+      ss += (rs->dt - m) * (rs->dt - m);
+      sd += rs->dt;
+    }
+  printf ("run cost fit over %d runs (mean %.1f ms, rms residual %.1f ms): "
+      "--virtual %.3g,%.3g,%.3g,%.3g\n", n, 1e3 * sd / n, 1e3 * sqrt (ss / n),
+      1e3 * c[0], 1e3 * c[1], 1e3 * c[2], 1e3 * c[3]);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int
@@ -604,6 +778,7 @@ main (int argc, char **argv)
     {"streams", required_argument, NULL, 'S'},
     {"sweep", no_argument, NULL, 'W'},
     {"latencies", required_argument, NULL, 'L'},
+    {"virtual", required_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}
   };
@@ -612,6 +787,8 @@ main (int argc, char **argv)
   int beam = 0, n_streams = 1, lats[8] = { 500, 1000, 2000, 3000 };
   int n_lats = 4;
   bool fast = false, quiet = false, bench = false, sweep = false;
+  double virt[N_COST];
+  bool use_virt = false;
   wk_commit_policy commit = WK_COMMIT_DEADLINE;
   double gap = 1.5;
   wk_model *model;
@@ -697,6 +874,23 @@ main (int argc, char **argv)
         }
         break;
       }
+      case 'V':{
+        char *e = optarg;
+        int k;
+        for (k = 0; k < N_COST; k++) {
+          /* ms in, seconds inside */
+          virt[k] = strtod (e, &e) / 1e3;
+          if (!isfinite (virt[k]) || virt[k] < 0.0
+              || *e != (k < N_COST - 1 ? ',' : '\0')) {
+            fprintf (stderr, PROGRAM ": --virtual takes four costs in ms, "
+                "C0,C1,C2,C3\n");
+            return 2;
+          }
+          e++;
+        }
+        use_virt = true;
+        break;
+      }
       case 'h':
         usage (stdout);
         return 0;
@@ -708,6 +902,10 @@ main (int argc, char **argv)
   if ((optind >= argc && !bench) || latency <= 0 || gap < 0 || gap > 600
       || n_streams < 1 || n_streams > 64) {
     usage (stderr);
+    return 2;
+  }
+  if (use_virt && (n_streams > 1 || fast)) {
+    fprintf (stderr, PROGRAM ": --virtual plays one stream, not --fast\n");
     return 2;
   }
   if (!model_path)
@@ -822,6 +1020,7 @@ main (int argc, char **argv)
           pls[i].n_audio = n_audio;
           pls[i].sp = sp;
           pls[i].fast = fast;
+          pls[i].virt = use_virt ? virt : NULL;
         }
         if (play_all (pls, n_streams) != 0)
           return 1;
@@ -860,6 +1059,7 @@ main (int argc, char **argv)
     pls[i].n_audio = n_audio;
     pls[i].sp = sp;
     pls[i].fast = fast;
+    pls[i].virt = use_virt ? virt : NULL;
   }
   c0 = cpu_s ();
   if (play_all (pls, n_streams) != 0)
@@ -871,7 +1071,8 @@ main (int argc, char **argv)
       "decoder %.1f s, alignment %.1f s, mel %.1f s, detector %.2f s, "
       "engine max delay %.2f s (stream 0)\n", latency,
       commit == WK_COMMIT_DEADLINE ? "deadline" : "agreement", n_streams,
-      n_streams > 1 ? "s" : "", fast ? "as fast as possible" : "real time",
+      n_streams > 1 ? "s" : "", use_virt ? "virtual time" : fast ?
+      "as fast as possible" : "real time",
       pls[0].wall, cpu_s () - c0, (long long) st.n_runs, st.step_seconds,
       st.max_run_seconds, st.encoder_seconds, st.decoder_seconds,
       st.align_seconds, st.mel_seconds, st.vad_seconds, st.max_delay_seconds);
@@ -948,6 +1149,8 @@ main (int argc, char **argv)
     free (oc);
     free (op);
   }
+  if (!use_virt)
+    print_cost_fit (pls, n_streams);
   for (i = 0; i < n_streams; i++)
     player_clear (&pls[i]);
 out:

@@ -8,6 +8,12 @@ tools/gst-live-latency.py --truth read ('ID<TAB>-<TAB>text'):
   knots/work/eval/wav/live-dev-real   dev-real-lj 0-7 (LJ005-*) and
                                       dev-real-asterisk 0-11: 70 s of speech
   knots/work/eval/wav/live-dev-synth  dev-trainvoices 0-7: 45 s
+  knots/work/eval/wav/live-dev-real-b the next ones: dev-real-lj 8-15,
+                                      dev-real-asterisk 12-23 and dev-many
+                                      0-11 (12 speakers of speechocean762),
+                                      a second set to check that a change
+                                      to the live policy chosen on the
+                                      first holds elsewhere
 
 The utterances are the first of each set, as eval.py wrote them; nothing was
 chosen by listening. Run eval.py once on the sets first (it writes the WAV
@@ -23,9 +29,12 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVAL = os.path.join(ROOT, "knots", "work", "eval")
 SETS = {
-    "live-dev-real": [("lj", "dev-real-lj", "dev-real-lj", 8),
-                      ("ast", "dev-real-asterisk", "dev-real-asterisk", 12)],
-    "live-dev-synth": [("tv", "dev-trainvoices", "dev-trainvoices-n100", 8)],
+    "live-dev-real": [("lj", "dev-real-lj", "dev-real-lj", 0, 8),
+                      ("ast", "dev-real-asterisk", "dev-real-asterisk", 0, 12)],
+    "live-dev-synth": [("tv", "dev-trainvoices", "dev-trainvoices-n100", 0, 8)],
+    "live-dev-real-b": [("lj", "dev-real-lj", "dev-real-lj", 8, 8),
+                        ("ast", "dev-real-asterisk", "dev-real-asterisk", 12, 12),
+                        ("many", "dev-many", "dev-many", 0, 12)],
 }
 
 
@@ -34,9 +43,15 @@ def main():
         out = os.path.join(EVAL, "wav", name)
         os.makedirs(out, exist_ok=True)
         lines = []
-        for prefix, wavset, npz, n in parts:
+        missing = [npz for _, _, npz, _, _ in parts
+                   if not os.path.exists(os.path.join(EVAL, npz + ".npz"))]
+        if missing:
+            print("%s: skipped, no %s (run knots/train/eval.py on it first)"
+                  % (name, ", ".join(missing)))
+            continue
+        for prefix, wavset, npz, first, n in parts:
             texts = np.load(os.path.join(EVAL, npz + ".npz"), allow_pickle=True)["text"]
-            for i in range(n):
+            for i in range(first, first + n):
                 src = os.path.join(EVAL, "wav", wavset, "%04d.wav" % i)
                 if not os.path.exists(src):
                     sys.exit("%s missing: run knots/train/eval.py on %s first" % (src, wavset))
