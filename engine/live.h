@@ -107,6 +107,8 @@ int wk_live_audio_ctx (const wk_model * model, int audio_ctx_param,
 typedef int (*wk_live_script_fn) (void *user, int64_t start, int64_t end,
     int32_t * tokens, int max);
 void wk_live_set_script (wk_live * live, wk_live_script_fn fn, void *user);
+/* The probability of every scripted token (default 0.9). */
+void wk_live_set_script_prob (wk_live * live, float p);
 
 /* A stand-in for the monotonic clock, for testing the deadlines: when
  * set, the policy reads the time (seconds) from fn instead of

@@ -1095,6 +1095,7 @@ wk_stream_stats_list (const wk_stream_stats * st, wk_stat * out, size_t max)
     NUM ("aligned-windows", st->n_aligned),
     NUM ("shared-steps", st->n_shared_steps),
     NUM ("slow-runs", st->n_slow_runs),
+    NUM ("withheld-words", st->n_withheld),
   };
 #undef SEC
 #undef NUM

@@ -649,6 +649,10 @@ typedef struct
    * loaded machine, WK_COMMIT_DEADLINE): they decode greedily and take
    * the encoder's integer products where the kernels have them */
   int64_t n_slow_runs;
+  /* words withheld at their deadline (WK_COMMIT_DEADLINE): the model
+   * was too unsure of its guess to write it, and no later run writes it
+   * (it would be late) */
+  int64_t n_withheld;
 } wk_stream_stats;
 
 WK_API void wk_stream_get_stats (const wk_stream * stream,

@@ -1282,6 +1282,8 @@ done:
  * the number of words committed later than their start + the latency;
  * *n_words receives the words committed. */
 #define QUEUED_MAX (SR / 2)
+static float script_p = 0.9f;   /* every scripted token's probability */
+static int64_t n_withheld_seen; /* of the last deadline_policy */
 static int
 deadline_policy (wk_commit_policy commit, int latency_ms, double run_cost,
     bool queued, int *n_words, int *n_forced)
@@ -1310,6 +1312,7 @@ deadline_policy (wk_commit_policy commit, int latency_ms, double run_cost,
   if (!live)
     goto done;
   wk_live_set_script (live, script_run, &sc);
+  wk_live_set_script_prob (live, script_p);
   wk_live_set_clock (live, virtual_clock, &vt);
 
   while (fed <= total) {
@@ -1392,10 +1395,19 @@ deadline_policy (wk_commit_policy commit, int latency_ms, double run_cost,
       (long long) st.n_deadline_commits, n_late, st.max_late_seconds,
       sc.n_calls);
   /* every script word is there once, right or (forced) guessed: a word
-   * forced as a guess is not written again when a later run hears it */
-  for (i = 0; i < N_SCRIPT; i++)
-    CHECK_MSG (n_said[i] == 1, "script word %d ('%s') written %d times", i,
-        script_words[i], n_said[i]);
+   * forced as a guess is not written again when a later run hears it;
+   * one withheld at its deadline is not written at all */
+  {
+    int n_unsaid = 0;
+    for (i = 0; i < N_SCRIPT; i++) {
+      CHECK_MSG (n_said[i] <= 1, "script word %d ('%s') written %d times", i,
+          script_words[i], n_said[i]);
+      n_unsaid += n_said[i] == 0;
+    }
+    CHECK_MSG (n_unsaid == st.n_withheld, "%d script words not written, "
+        "%lld withheld", n_unsaid, (long long) st.n_withheld);
+  }
+  n_withheld_seen = st.n_withheld;
   *n_words = n_committed;
   *n_forced = (int) st.n_deadline_commits;
 done:
@@ -1435,6 +1447,23 @@ test_deadline (void)
       "once", late);
   CHECK_MSG (n_words == N_SCRIPT, "%d words committed for %d, queued audio "
       "fed at once", n_words, N_SCRIPT);
+  {
+    /* a model unsure of every word (p = 0.3 a token, under
+     * LIVE_FORCED_MIN_P): what the deadline forced out before is withheld
+     * now, and nothing is late or written twice for it */
+    int forced = n_forced;
+    CHECK (forced > 0 && n_withheld_seen == 0);
+    script_p = 0.3f;
+    late = deadline_policy (WK_COMMIT_DEADLINE, 900, 0.2, true, &n_words,
+        &n_forced);
+    script_p = 0.9f;
+    CHECK_MSG (late == 0, "%d words late, unsure words", late);
+    CHECK_MSG (n_forced == 0 && n_withheld_seen == forced, "unsure words: "
+        "%d written at their deadline (0 expected), %lld withheld (%d "
+        "expected)", n_forced, (long long) n_withheld_seen, forced);
+    CHECK_MSG (n_words == N_SCRIPT - forced, "unsure words: %d written, %d "
+        "expected", n_words, N_SCRIPT - forced);
+  }
   /* tighter: 500 ms with runs of 150 ms */
   late = deadline_policy (WK_COMMIT_DEADLINE, 500, 0.15, false, &n_words,
       &n_forced);

@@ -8,12 +8,13 @@ tools/gst-live-latency.py --truth read ('ID<TAB>-<TAB>text'):
   knots/work/eval/wav/live-dev-real   dev-real-lj 0-7 (LJ005-*) and
                                       dev-real-asterisk 0-11: 70 s of speech
   knots/work/eval/wav/live-dev-synth  dev-trainvoices 0-7: 45 s
-  knots/work/eval/wav/live-dev-real-b the next ones: dev-real-lj 8-15,
-                                      dev-real-asterisk 12-23 and dev-many
-                                      0-11 (12 speakers of speechocean762),
-                                      a second set to check that a change
-                                      to the live policy chosen on the
-                                      first holds elsewhere
+  knots/work/eval/wav/live-dev-real-b the next ones: dev-real-lj 8-39,
+                                      dev-real-asterisk 12-43 and dev-many
+                                      0-39 (40 speakers of speechocean762):
+                                      a larger set (about 7 minutes) for
+                                      `wk-live-latency --virtual`, to see
+                                      whether a change to the live policy
+                                      helps beyond the first set's 200 words
 
 The utterances are the first of each set, as eval.py wrote them; nothing was
 chosen by listening. Run eval.py once on the sets first (it writes the WAV
@@ -32,9 +33,9 @@ SETS = {
     "live-dev-real": [("lj", "dev-real-lj", "dev-real-lj", 0, 8),
                       ("ast", "dev-real-asterisk", "dev-real-asterisk", 0, 12)],
     "live-dev-synth": [("tv", "dev-trainvoices", "dev-trainvoices-n100", 0, 8)],
-    "live-dev-real-b": [("lj", "dev-real-lj", "dev-real-lj", 8, 8),
-                        ("ast", "dev-real-asterisk", "dev-real-asterisk", 12, 12),
-                        ("many", "dev-many", "dev-many", 0, 12)],
+    "live-dev-real-b": [("lj", "dev-real-lj", "dev-real-lj", 8, 32),
+                        ("ast", "dev-real-asterisk", "dev-real-asterisk", 12, 32),
+                        ("many", "dev-many", "dev-many", 0, 40)],
 }
 
 

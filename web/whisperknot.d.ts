@@ -151,6 +151,9 @@ export interface StreamStats {
   /** live runs too slow for the deadlines (greedy; integer encoder
    * products where the kernels have them) */
   nSlowRuns: number;
+  /** words withheld at their deadline: the model too unsure of its
+   * guess (never written) */
+  nWithheld: number;
 }
 
 /** A recognition stream (wk_stream). */

@@ -626,16 +626,17 @@ export class Stream {
   /** wk_stream_stats (seconds, counts, bytes). */
   stats() {
     const x = this.#wk.exports;
-    const tmp = x.malloc(27 * 8);
+    const tmp = x.malloc(28 * 8);
     if (!tmp) throw new WhisperknotError('out of memory', 4);
     x.wkw_stream_stats(this.#p, tmp);
-    const v = Array.from(new Float64Array(x.memory.buffer, tmp, 27));
+    const v = Array.from(new Float64Array(x.memory.buffer, tmp, 28));
     x.free(tmp);
     const names = ['audioSeconds', 'melSeconds', 'encoderSeconds', 'decoderSeconds', 'nWindows',
       'nTokens', 'stateBytes', 'nRuns', 'vadSeconds', 'speechSeconds', 'stepSeconds',
       'lastRunSeconds', 'maxRunSeconds', 'lastDelaySeconds', 'maxDelaySeconds', 'nCommitted',
       'nUtterances', 'nClipped', 'nZeroed', 'nDeadlineCommits', 'nLate', 'maxLateSeconds',
-      'runEstimateSeconds', 'alignSeconds', 'nAligned', 'nSharedSteps', 'nSlowRuns'];
+      'runEstimateSeconds', 'alignSeconds', 'nAligned', 'nSharedSteps', 'nSlowRuns',
+      'nWithheld'];
     return Object.fromEntries(names.map((k, i) => [k, v[i]]));
   }
 

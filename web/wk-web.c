@@ -108,7 +108,7 @@ wkw_stream_new (wk_model * model, const char *language, int translate,
       err_size > 0 ? (size_t) err_size : 0);
 }
 
-/* out[27]: the fields of wk_stream_stats in their order in whisperknot.h */
+/* out[28]: the fields of wk_stream_stats in their order in whisperknot.h */
 void
 wkw_stream_stats (const wk_stream * stream, double *out)
 {
@@ -143,6 +143,7 @@ wkw_stream_stats (const wk_stream * stream, double *out)
   out[i++] = (double) s.n_aligned;
   out[i++] = (double) s.n_shared_steps;
   out[i++] = (double) s.n_slow_runs;
+  out[i++] = (double) s.n_withheld;
 }
 
 /* Sizes and offsets (bytes) of wk_segment and wk_token:

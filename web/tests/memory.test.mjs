@@ -24,8 +24,8 @@ for (const live of [false, true]) {
     segs += s.take().length;
     const st = s.stats();
     assert.equal(Math.round(st.audioSeconds), 600);
-    // every field of wk_stream_stats, in whisperknot.h's order (27)
-    assert.equal(Object.keys(st).length, 27);
+    // every field of wk_stream_stats, in whisperknot.h's order (28)
+    assert.equal(Object.keys(st).length, 28);
     for (const [k, v] of Object.entries(st)) assert.ok(Number.isFinite(v) && v >= 0, k);
     assert.equal(st.nSlowRuns, 0, 'silence runs no model');
     assert.equal(wk.memoryBytes, after1min, 'memory grew after the first minute');
