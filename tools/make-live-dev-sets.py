@@ -16,14 +16,22 @@ tools/gst-live-latency.py --truth read ('ID<TAB>-<TAB>text'):
                                       whether a change to the live policy
                                       helps beyond the first set's 200 words
 
+and, with --test, the recordings never used for a decision, for measuring
+a policy once it is chosen (written from the .npz files, 16-bit WAV):
+
+  knots/work/eval/wav/live-test-real  test-real-asterisk 0-11, test-many
+                                      0-7 and ../shared/data/jfk.wav: 86 s
+
 The utterances are the first of each set, as eval.py wrote them; nothing was
 chosen by listening. Run eval.py once on the sets first (it writes the WAV
 files), e.g. `eval.py --knot knots/model/default.knot --sets dev-all --n 100`.
 
-Usage: /usr/bin/python3 tools/make-live-dev-sets.py
+Usage: /usr/bin/python3 tools/make-live-dev-sets.py [--test]
 """
 import os
+import shutil
 import sys
+import wave
 
 import numpy as np
 
@@ -39,7 +47,43 @@ SETS = {
 }
 
 
+TEST_PARTS = [("ast", "test-real-asterisk", 12), ("many", "test-many", 8)]
+
+
+def make_test_set():
+    out = os.path.join(EVAL, "wav", "live-test-real")
+    os.makedirs(out, exist_ok=True)
+    lines = []
+    for prefix, npz, n in TEST_PARTS:
+        path = os.path.join(EVAL, npz + ".npz")
+        if not os.path.exists(path):
+            sys.exit("%s missing: run knots/train/real.py sets and many.py sets" % path)
+        with np.load(path) as z:
+            audio, off = z["audio"], z["offsets"]
+            texts = [str(t) for t in z["text"]]
+        if audio.dtype != np.int16:
+            sys.exit("%s: 16-bit audio expected, got %s" % (path, audio.dtype))
+        for i in range(n):
+            with wave.open(os.path.join(out, "%s-%04d.wav" % (prefix, i)), "wb") as w:
+                w.setnchannels(1)
+                w.setsampwidth(2)
+                w.setframerate(16000)
+                w.writeframes(audio[off[i]:off[i + 1]].tobytes())
+            lines.append("%s-%04d\t-\t%s\n" % (prefix, i, texts[i]))
+    # jfk.wav itself (test-jfk.npz holds its samples and its text)
+    shutil.copyfile(os.path.join(ROOT, "..", "shared", "data", "jfk.wav"),
+                    os.path.join(out, "jfk.wav"))
+    with np.load(os.path.join(EVAL, "test-jfk.npz")) as z:
+        lines.append("jfk\t-\t%s\n" % str(z["text"][0]))
+    with open(os.path.join(out, "truth.txt"), "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    print("%s: %d utterances" % (out, len(lines)))
+
+
 def main():
+    if "--test" in sys.argv[1:]:
+        make_test_set()
+        return
     for name, parts in SETS.items():
         out = os.path.join(EVAL, "wav", name)
         os.makedirs(out, exist_ok=True)
