@@ -362,17 +362,18 @@ encoder_bench (wk_model * model, int n_threads)
 
 /* ---- live playback ------------------------------------------------------ */
 
-/* One live stream playing the program at real-time pace. */
-/* a live run's work and wall time, for the run cost model */
-typedef struct
-{
-  double x[4];                  /* 1, positions, tokens x beam, given */
-  double dt;
-} run_seen;
-
 /* --virtual: a run's seconds = the cost model's coefficients . x */
 #define N_COST 4
 
+/* a live run's work and wall time, for the run cost model */
+typedef struct
+{
+  double x[N_COST];             /* 1, positions, tokens x beam, given */
+  double dt;
+} run_seen;
+
+/* One live stream playing the program (at real-time pace, or in virtual
+ * time). */
 typedef struct
 {
   wk_model *model;
