@@ -22,21 +22,10 @@ import sys
 import tempfile
 import wave
 
+from tap import check, done
+
 bench, default_model, data = sys.argv[1:4]
 jfk = os.path.join(data, "jfk.wav")
-n_test = 0
-failed = 0
-
-
-def check(cond, what, detail=""):
-    global n_test, failed
-    n_test += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n_test, what))
-    if not cond:
-        failed += 1
-        for line in str(detail).splitlines()[-30:]:
-            print("# " + line)
-    sys.stdout.flush()
 
 
 def run(argv, timeout=540):
@@ -58,8 +47,6 @@ def live_rows(out):
             rows[int(m.group(1))] = [c.strip() for c in m.group(2).split("|")]
     return rows
 
-
-print("1..5")
 
 rc, out = run([bench, "-m", default_model, "-f", jfk, "-t", "1", "-r", "1",
                "--e2e-runs", "1", "--past", "8", "--steps", "4"])
@@ -118,4 +105,4 @@ for args in (["--live-streams", "0"], ["--live-streams", "1,,x"],
         break
 check(rc == 2, "bad --live-streams, --live-streams with --whispercpp: exit 2",
       "%s: exit %d\n%s" % (" ".join(args), rc, out))
-sys.exit(1 if failed else 0)
+done()

@@ -18,21 +18,10 @@ import re
 import subprocess
 import sys
 
+from tap import check, done
+
 tool, model, data = sys.argv[1:4]
 jfk = data + "/jfk.wav"
-n_test = 0
-failed = 0
-
-
-def check(cond, what, detail=""):
-    global n_test, failed
-    n_test += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n_test, what))
-    if not cond:
-        failed += 1
-        for line in str(detail).splitlines()[-30:]:
-            print("# " + line)
-    sys.stdout.flush()
 
 
 def run(args, timeout=300):
@@ -85,5 +74,4 @@ for bad, what in ((["--virtual", "1,2", jfk], "three costs missing"),
     rc, out = run(bad)
     check(rc == 2, "--virtual refused: " + what, out)
 
-print("1..%d" % n_test)
-sys.exit(1 if failed else 0)
+done()

@@ -28,11 +28,7 @@ import sys
 import tempfile
 import wave
 
-tests = []
-
-
-def check(name, ok, detail=""):
-    tests.append((name, bool(ok), detail))
+from tap import check, done
 
 
 def run(args, env=None, stdin=None):
@@ -47,10 +43,10 @@ def check_json(name, out, t0, t1):
     try:
         doc = json.loads(out)
     except ValueError as e:
-        check(name + ": valid JSON", False, str(e))
+        check(False, name + ": valid JSON", str(e))
         return None
     segs = doc.get("segments", [])
-    check(name + ": segments", len(segs) > 0, out[:200])
+    check(len(segs) > 0, name + ": segments", out[:200])
     bad = []
     for s in segs:
         if not (t0 - 0.02 <= s["start"] <= s["end"] <= t1 + 0.02):
@@ -73,11 +69,11 @@ def check_json(name, out, t0, t1):
         joined = "".join(w["text"] for w in words).strip()
         if joined != s["text"]:
             bad.append("words %r != text %r" % (joined, s["text"]))
-    check(name + ": segments and words in range", not bad, "; ".join(bad[:5]))
-    check(name + ": language and its probability",
-          doc.get("language") == "en"
+    check(not bad, name + ": segments and words in range", "; ".join(bad[:5]))
+    check(doc.get("language") == "en"
           and 0.0 < doc.get("language_probability", 0) <= 1.0
           and "en" in doc.get("languages", {}),
+          name + ": language and its probability",
           json.dumps({k: doc.get(k) for k in
                       ("language", "language_probability", "languages")}))
     return doc
@@ -90,22 +86,22 @@ def main():
     wav = os.path.join(data, "jfk.wav")
 
     rc, out, err = run(["-f", "json", wav])
-    check("json: exit 0", rc == 0, err)
+    check(rc == 0, "json: exit 0", err)
     if rc == 0:
         check_json("json", out, 0.0, 11.0)
 
     rc, out, err = run(["-f", "json", "--offset", "3000", "--duration",
                         "5000", wav])
-    check("offset/duration: exit 0", rc == 0, err)
+    check(rc == 0, "offset/duration: exit 0", err)
     if rc == 0:
         check_json("offset/duration", out, 3.0, 8.0)
     rc, out, err = run(["--offset", "20000", wav])
-    check("offset past the end: exit 0, no text", rc == 0 and not out.strip(),
+    check(rc == 0 and not out.strip(), "offset past the end: exit 0, no text",
           out + err)
 
     rc, out, err = run(["--duration", "4000", wav, wav])
-    check("two files: both, each after its name",
-          rc == 0 and out.count("==> %s <==" % wav) == 2, out + err)
+    check(rc == 0 and out.count("==> %s <==" % wav) == 2,
+          "two files: both, each after its name", out + err)
     rc, out, err = run(["-f", "json", "--duration", "4000", wav, wav])
     docs, pos, dec = [], 0, json.JSONDecoder()
     try:
@@ -116,9 +112,9 @@ def main():
             docs.append(doc)
     except ValueError as e:
         docs.append(str(e))
-    check("two files, json: a document per file",
-          rc == 0 and len(docs) == 2
+    check(rc == 0 and len(docs) == 2
           and all(isinstance(d, dict) and d.get("file") == wav for d in docs),
+          "two files, json: a document per file",
           out[:300] + err)
 
     # --vad: 5 s of silence, then the speech: times are the file's
@@ -134,21 +130,21 @@ def main():
         dst.writeframes(b"\0\0" * 5 * 16000 + speech)
         dst.close()
         rc, out, err = run(["-f", "json", "--vad", "--stats", padded])
-        check("vad: exit 0", rc == 0, err)
+        check(rc == 0, "vad: exit 0", err)
         if rc == 0:
             doc = check_json("vad", out, 4.5, 16.0)
             heard = [l for l in err.splitlines()
                      if l.startswith("audio_seconds:")]
             heard = float(heard[0].split()[1]) if heard else -1
-            check("vad: the silence is not transcribed",
-                  0 < heard < 12.0, "heard %.3f s of 16 s" % heard)
+            check(0 < heard < 12.0,
+                  "vad: the silence is not transcribed", "heard %.3f s of 16 s" % heard)
 
     rc, out, err = run(["--prompt", "President Kennedy spoke.", wav])
-    check("prompt: exit 0", rc == 0, err)
+    check(rc == 0, "prompt: exit 0", err)
     rc, out, err = run([b"--prompt".decode(),
                         os.fsdecode(b"Caf\xc3 au lait"), wav])
-    check("prompt not UTF-8: exit 1, says so",
-          rc == 1 and "UTF-8" in err, "rc %d: %s" % (rc, err))
+    check(rc == 1 and "UTF-8" in err,
+          "prompt not UTF-8: exit 1, says so", "rc %d: %s" % (rc, err))
 
     # decoding through the system's GStreamer plugins
     env = dict(os.environ)
@@ -165,38 +161,28 @@ def main():
         rc, out, err = run(["--stats", path], env)
         if rc != 0 and ("not installed" in err or "missing" in err
                         or "plug-in" in err or "plugin" in err):
-            tests.append((name + " decodes # SKIP " + err.strip()[:100],
-                          True, ""))
+            check(True, name + " decodes # SKIP " + err.strip()[:100])
             continue
         secs = [l for l in err.splitlines() if l.startswith("audio_seconds:")]
         dur = float(secs[0].split()[1]) if secs else -1
-        check(name + " decodes to 11 s", rc == 0 and abs(dur - 11.0) < 0.1,
+        check(rc == 0 and abs(dur - 11.0) < 0.1, name + " decodes to 11 s",
               "rc %d, %.3f s: %s" % (rc, dur, err[-300:]))
         with open(path, "rb") as f:
             rc, out2, err = run(["--stats", "-"], env, stdin=f)
         secs = [l for l in err.splitlines() if l.startswith("audio_seconds:")]
         dur = float(secs[0].split()[1]) if secs else -1
-        check(name + " on standard input decodes to 11 s, the same text",
-              rc == 0 and abs(dur - 11.0) < 0.1 and out2 == out,
+        check(rc == 0 and abs(dur - 11.0) < 0.1 and out2 == out,
+              name + " on standard input decodes to 11 s, the same text",
               "rc %d, %.3f s: %s\n%r\n%r" % (rc, dur, err[-300:], out, out2))
     with tempfile.TemporaryFile() as f:
         f.write(b"these bytes are no audio file at all\n" * 20)
         f.seek(0)
         rc, out, err = run(["-"], env, stdin=f)
-    check("no audio on standard input: exit 1, both readers' reasons",
-          rc == 1 and "standard input" in err and "RIFF" in err
-          and "decode" in err, "rc %d: %s" % (rc, err))
-
-    print("1..%d" % len(tests))
-    failed = 0
-    for i, (name, ok, detail) in enumerate(tests, 1):
-        print("%s %d - %s" % ("ok" if ok else "not ok", i, name))
-        if not ok:
-            failed += 1
-            for line in detail.splitlines()[:10]:
-                print("# " + line)
-    return 1 if failed else 0
+    check(rc == 1 and "standard input" in err and "RIFF" in err
+          and "decode" in err,
+          "no audio on standard input: exit 1, both readers' reasons", "rc %d: %s" % (rc, err))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
+    done()

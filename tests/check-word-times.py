@@ -20,21 +20,11 @@ import re
 import subprocess
 import sys
 
+from tap import check, done
+
 TOLERANCE = 0.15    # seconds, mean of start and end errors (measured 0.06)
 MIN_LEN = 0.02 - 1e-6
 
-n_test = 0
-failed = 0
-
-
-def report(ok, name, why=""):
-    global n_test, failed
-    n_test += 1
-    if not ok:
-        failed += 1
-    print("%s %d - %s%s" % ("ok" if ok else "not ok", n_test, name,
-                             "" if ok else " # " + why))
-    sys.stdout.flush()
 
 
 def run(args):
@@ -114,7 +104,7 @@ def main():
 
     segs = json.loads(run(base + [sample]))["segments"]
     why = words_ok(segs, False)
-    report(why is None, "offline words of sample.wav: >= 20 ms, in order, "
+    check(why is None, "offline words of sample.wav: >= 20 ms, in order, "
            "inside their segments", why or "")
 
     ref = []
@@ -129,10 +119,10 @@ def main():
     m_share = sum(share) / max(len(share), 1)
     print("# %d words matched; mean boundary error %.3f s (alignment heads), "
           "%.3f s (byte share)" % (len(dtw) // 2, m_dtw, m_share))
-    report(len(dtw) >= 16 and m_dtw <= TOLERANCE,
+    check(len(dtw) >= 16 and m_dtw <= TOLERANCE,
            "word boundaries within %.2f s of festival's" % TOLERANCE,
            "%d matched, mean error %.3f s" % (len(dtw) // 2, m_dtw))
-    report(len(dtw) == len(share) and m_dtw < m_share,
+    check(len(dtw) == len(share) and m_dtw < m_share,
            "alignment-head times closer than byte-share times",
            "%.3f s vs %.3f s" % (m_dtw, m_share))
 
@@ -144,15 +134,14 @@ def main():
     def sec(h, m, s, ms):
         return int(h) * 3600 + int(m) * 60 + int(s) + int(ms) / 1000.0
     zero = [c for c in cues if sec(*c[4:]) <= sec(*c[:4])]
-    report(len(cues) > 0 and not zero, "live WebVTT: no cue of zero length",
+    check(len(cues) > 0 and not zero, "live WebVTT: no cue of zero length",
            "%d cues, zero-length: %r" % (len(cues), zero[:3]))
     segs = json.loads(run(live + ["-f", "json", sample]))["segments"]
     why = words_ok(segs, True)
-    report(why is None, "live words: >= 20 ms, in order", why or "")
+    check(why is None, "live words: >= 20 ms, in order", why or "")
 
-    print("1..%d" % n_test)
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
+    done()

@@ -21,19 +21,9 @@ import sys
 import tempfile
 import threading
 
+from tap import check, done
+
 tool = sys.argv[1]
-n_test = 0
-failed = 0
-
-
-def ok(cond, what, detail=""):
-    global n_test, failed
-    n_test += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n_test, what))
-    if not cond:
-        failed += 1
-        for line in str(detail).splitlines()[-20:]:
-            print("# " + line)
 
 
 tmp = tempfile.mkdtemp(prefix="wk-fetch-")
@@ -103,7 +93,6 @@ def leftovers():
     return sorted(f for f in os.listdir(mdir) if f != "test.knot") if os.path.isdir(mdir) else []
 
 
-print("1..12")
 # served under /models/: the handler maps the URL path onto the folder
 os.makedirs(os.path.join(served, "models"))
 for f in os.listdir(served):
@@ -112,44 +101,44 @@ for f in os.listdir(served):
 
 r = run(["get", "test", "--type", "q8_0"])
 knot = os.path.join(mdir, "test.knot")
-ok(r.returncode == 0 and os.path.exists(knot), "get installs test.knot", r.stderr + r.stdout)
+check(r.returncode == 0 and os.path.exists(knot), "get installs test.knot", r.stderr + r.stdout)
 r2 = run(["path", "test"])
-ok(r2.returncode == 0 and r2.stdout.strip() == knot, "path prints the installed knot", r2.stderr)
+check(r2.returncode == 0 and r2.stdout.strip() == knot, "path prints the installed knot", r2.stderr)
 t = subprocess.run([os.environ["WK_TRANSCRIBE"], "-m", knot, "-b", "1", "-t", "1",
                     os.path.join(shared, "jfk.wav")], capture_output=True, text=True, timeout=300)
-ok(t.returncode == 0, "the installed knot loads and runs", t.stderr)
+check(t.returncode == 0, "the installed knot loads and runs", t.stderr)
 t = subprocess.run([os.environ["WK_TRANSCRIBE"], "-m", "test", "-b", "1", "-t", "1",
                     os.path.join(shared, "jfk.wav")], capture_output=True, text=True, timeout=300,
                    env=env)
-ok(t.returncode == 0, "whisperknot-transcribe -m test finds it by name", t.stderr)
+check(t.returncode == 0, "whisperknot-transcribe -m test finds it by name", t.stderr)
 r = run(["list"])
-ok(r.returncode == 0 and knot in r.stdout, "list shows it installed", r.stdout + r.stderr)
+check(r.returncode == 0 and knot in r.stdout, "list shows it installed", r.stdout + r.stderr)
 
 r = run(["get", "short"])
-ok(r.returncode != 0 and "stopped after" in r.stderr and not leftovers(),
-   "a download cut short fails and leaves nothing", r.stderr + repr(leftovers()))
+check(r.returncode != 0 and "stopped after" in r.stderr and not leftovers(),
+      "a download cut short fails and leaves nothing", r.stderr + repr(leftovers()))
 r = run(["get", "badsum"])
-ok(r.returncode != 0 and "checksum mismatch" in r.stderr and not leftovers(),
-   "a wrong checksum fails and leaves nothing", r.stderr + repr(leftovers()))
+check(r.returncode != 0 and "checksum mismatch" in r.stderr and not leftovers(),
+      "a wrong checksum fails and leaves nothing", r.stderr + repr(leftovers()))
 r = run(["get", "absent"])
-ok(r.returncode != 0 and "HTTP 404" in r.stderr and not leftovers(),
-   "a missing file (404) fails and leaves nothing", r.stderr + repr(leftovers()))
+check(r.returncode != 0 and "HTTP 404" in r.stderr and not leftovers(),
+      "a missing file (404) fails and leaves nothing", r.stderr + repr(leftovers()))
 r = run(["get", "full"], limit=len(data) // 2)
-ok(r.returncode != 0 and "failed" in r.stderr and not leftovers(),
-   "a disk that fills up during the download fails and leaves nothing",
-   r.stderr + repr(leftovers()))
+check(r.returncode != 0 and "failed" in r.stderr and not leftovers(),
+      "a disk that fills up during the download fails and leaves nothing",
+      r.stderr + repr(leftovers()))
 before = open(knot, "rb").read()
 r = run(["get", "test", "--force"], env_=dict(env, WHISPERKNOT_CONVERT="/bin/false"))
-ok(r.returncode != 0 and "converting" in r.stderr and not leftovers() and
-   open(knot, "rb").read() == before,
-   "a failed conversion leaves nothing and keeps the installed knot as it was",
-   r.stderr + repr(leftovers()))
+check(r.returncode != 0 and "converting" in r.stderr and not leftovers() and
+      open(knot, "rb").read() == before,
+      "a failed conversion leaves nothing and keeps the installed knot as it was",
+      r.stderr + repr(leftovers()))
 srv.shutdown()
 srv.server_close()
 r = run(["get", "full"])
-ok(r.returncode != 0 and "failed" in r.stderr and not leftovers(),
-   "an unreachable server fails and leaves nothing", r.stderr + repr(leftovers()))
+check(r.returncode != 0 and "failed" in r.stderr and not leftovers(),
+      "an unreachable server fails and leaves nothing", r.stderr + repr(leftovers()))
 r = run(["get", "nonesuch"])
-ok(r.returncode != 0 and "unknown model" in r.stderr, "an unknown name is refused", r.stderr)
+check(r.returncode != 0 and "unknown model" in r.stderr, "an unknown name is refused", r.stderr)
 shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failed else 0)
+done()
