@@ -564,24 +564,32 @@ play (void *arg)
   return NULL;
 }
 
-/* Plays the program into n_streams streams started together, one thread
- * each. Returns 0, or 1 when a stream failed. */
+/* Plays audio into n_streams streams with parameters sp, started
+ * together, one thread each (players pls[n_streams], set up here; free
+ * their results with player_clear). virt: the cost model, or NULL for
+ * real time. Returns 0, or 1 when a stream failed. */
 static int
-play_all (player * pls, int n_streams)
+play_all (player * pls, int n_streams, wk_model * model, const float *audio,
+    size_t n_audio, const wk_stream_params * sp, bool fast, const double *virt)
 {
   pthread_t *th = calloc ((size_t) n_streams, sizeof *th);
+  bool *started = calloc ((size_t) n_streams, sizeof *started);
   double t0 = wk_now_s () + 0.1;
   int i, rc = 0;
 
-  if (!th)
-    return 1;
-  bool *started = calloc ((size_t) n_streams, sizeof *started);
-
-  if (!started) {
+  if (!th || !started) {
     free (th);
+    free (started);
     return 1;
   }
   for (i = 0; i < n_streams; i++) {
+    memset (&pls[i], 0, sizeof pls[i]);
+    pls[i].model = model;
+    pls[i].audio = audio;
+    pls[i].n_audio = n_audio;
+    pls[i].sp = *sp;
+    pls[i].fast = fast;
+    pls[i].virt = virt;
     pls[i].t0 = t0;
     started[i] = pthread_create (&th[i], NULL, play, &pls[i]) == 0;
     if (!started[i]) {
@@ -1014,16 +1022,8 @@ main (int argc, char **argv)
         summary sm;
         sp.latency_ms = lats[li];
         sp.commit = pi ? WK_COMMIT_DEADLINE : WK_COMMIT_AGREEMENT;
-        for (i = 0; i < n_streams; i++) {
-          memset (&pls[i], 0, sizeof pls[i]);
-          pls[i].model = model;
-          pls[i].audio = audio;
-          pls[i].n_audio = n_audio;
-          pls[i].sp = sp;
-          pls[i].fast = fast;
-          pls[i].virt = use_virt ? virt : NULL;
-        }
-        if (play_all (pls, n_streams) != 0)
+        if (play_all (pls, n_streams, model, audio, n_audio, &sp, fast,
+                use_virt ? virt : NULL) != 0)
           return 1;
         summarize (pls, n_streams, lats[li], &ref, &truth, &sm);
         printf ("| %d | %s | %.1f %% | %s%.1f %% | %d / %d | %.2f s | "
@@ -1054,16 +1054,9 @@ main (int argc, char **argv)
 
   sp.latency_ms = latency;
   sp.commit = commit;
-  for (i = 0; i < n_streams; i++) {
-    pls[i].model = model;
-    pls[i].audio = audio;
-    pls[i].n_audio = n_audio;
-    pls[i].sp = sp;
-    pls[i].fast = fast;
-    pls[i].virt = use_virt ? virt : NULL;
-  }
   c0 = cpu_s ();
-  if (play_all (pls, n_streams) != 0)
+  if (play_all (pls, n_streams, model, audio, n_audio, &sp, fast,
+          use_virt ? virt : NULL) != 0)
     return 1;
   st = pls[0].st;
   live = pls[0].live;

@@ -50,6 +50,17 @@ SETS = {
 TEST_PARTS = [("ast", "test-real-asterisk", 12), ("many", "test-many", 8)]
 
 
+def truth_line(name, text):
+    """A truth.txt line as wk-live-latency --truth reads it."""
+    return "%s\t-\t%s\n" % (name, text)
+
+
+def write_truth(out, lines):
+    with open(os.path.join(out, "truth.txt"), "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    print("%s: %d utterances" % (out, len(lines)))
+
+
 def make_test_set():
     out = os.path.join(EVAL, "wav", "live-test-real")
     os.makedirs(out, exist_ok=True)
@@ -69,15 +80,13 @@ def make_test_set():
                 w.setsampwidth(2)
                 w.setframerate(16000)
                 w.writeframes(audio[off[i]:off[i + 1]].tobytes())
-            lines.append("%s-%04d\t-\t%s\n" % (prefix, i, texts[i]))
+            lines.append(truth_line("%s-%04d" % (prefix, i), texts[i]))
     # jfk.wav itself (test-jfk.npz holds its samples and its text)
     shutil.copyfile(os.path.join(ROOT, "..", "shared", "data", "jfk.wav"),
                     os.path.join(out, "jfk.wav"))
     with np.load(os.path.join(EVAL, "test-jfk.npz")) as z:
-        lines.append("jfk\t-\t%s\n" % str(z["text"][0]))
-    with open(os.path.join(out, "truth.txt"), "w", encoding="utf-8") as f:
-        f.writelines(lines)
-    print("%s: %d utterances" % (out, len(lines)))
+        lines.append(truth_line("jfk", str(z["text"][0])))
+    write_truth(out, lines)
 
 
 def main():
@@ -104,10 +113,8 @@ def main():
                 if os.path.lexists(dst):
                     os.remove(dst)
                 os.symlink(os.path.relpath(src, out), dst)
-                lines.append("%s-%04d\t-\t%s\n" % (prefix, i, texts[i]))
-        with open(os.path.join(out, "truth.txt"), "w", encoding="utf-8") as f:
-            f.writelines(lines)
-        print("%s: %d utterances" % (out, len(lines)))
+                lines.append(truth_line("%s-%04d" % (prefix, i), texts[i]))
+        write_truth(out, lines)
 
 
 if __name__ == "__main__":
