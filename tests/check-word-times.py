@@ -26,7 +26,6 @@ TOLERANCE = 0.15    # seconds, mean of start and end errors (measured 0.06)
 MIN_LEN = 0.02 - 1e-6
 
 
-
 def run(args):
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
@@ -105,7 +104,7 @@ def main():
     segs = json.loads(run(base + [sample]))["segments"]
     why = words_ok(segs, False)
     check(why is None, "offline words of sample.wav: >= 20 ms, in order, "
-           "inside their segments", why or "")
+          "inside their segments", why or "")
 
     ref = []
     with open(ref_words) as f:
@@ -120,11 +119,11 @@ def main():
     print("# %d words matched; mean boundary error %.3f s (alignment heads), "
           "%.3f s (byte share)" % (len(dtw) // 2, m_dtw, m_share))
     check(len(dtw) >= 16 and m_dtw <= TOLERANCE,
-           "word boundaries within %.2f s of festival's" % TOLERANCE,
-           "%d matched, mean error %.3f s" % (len(dtw) // 2, m_dtw))
+          "word boundaries within %.2f s of festival's" % TOLERANCE,
+          "%d matched, mean error %.3f s" % (len(dtw) // 2, m_dtw))
     check(len(dtw) == len(share) and m_dtw < m_share,
-           "alignment-head times closer than byte-share times",
-           "%.3f s vs %.3f s" % (m_dtw, m_share))
+          "alignment-head times closer than byte-share times",
+          "%.3f s vs %.3f s" % (m_dtw, m_share))
 
     live = [tr, "-m", model, "-t", "1", "--latency", "1000"]
     vtt = run(live + ["-f", "vtt", sample])
@@ -135,11 +134,10 @@ def main():
         return int(h) * 3600 + int(m) * 60 + int(s) + int(ms) / 1000.0
     zero = [c for c in cues if sec(*c[4:]) <= sec(*c[:4])]
     check(len(cues) > 0 and not zero, "live WebVTT: no cue of zero length",
-           "%d cues, zero-length: %r" % (len(cues), zero[:3]))
+          "%d cues, zero-length: %r" % (len(cues), zero[:3]))
     segs = json.loads(run(live + ["-f", "json", sample]))["segments"]
     why = words_ok(segs, True)
     check(why is None, "live words: >= 20 ms, in order", why or "")
-
 
 
 if __name__ == "__main__":
