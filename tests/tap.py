@@ -12,28 +12,17 @@ _n = 0
 _failed = 0
 
 
-def check(cond, what, detail="", lines=30):
-    """One test: cond true passes; on failure the last `lines` lines of
-    detail follow as TAP comments. Returns bool(cond)."""
+def check(cond, what, detail=""):
+    """One test: cond true passes; on failure the last 30 lines of detail
+    follow as TAP comments."""
     global _n, _failed
     _n += 1
     print("%s %d - %s" % ("ok" if cond else "not ok", _n, what))
     if not cond:
         _failed += 1
-        for line in str(detail).splitlines()[-lines:]:
+        for line in str(detail).splitlines()[-30:]:
             print("# " + line)
     sys.stdout.flush()
-    return bool(cond)
-
-
-def count():
-    """Tests so far."""
-    return _n
-
-
-def failed():
-    """Failed tests so far."""
-    return _failed
 
 
 def done():

@@ -40,7 +40,11 @@ const words = (s) => s.toLowerCase().replace(/[^a-z' ]/g, ' ').split(/\s+/).filt
 // script: the default model gets about half of its first sentence right
 // offline, and a test of the page must not pass or fail on the model's
 // hearing (a first-sentence check against the script did, by one word).
-async function offlineWords() {
+// Both tests use them: transcribed once.
+let offline = null;
+const offlineWords = () => (offline ??= transcribeOffline());
+
+async function transcribeOffline() {
   const wk = await Whisperknot.create();
   const model = await wk.loadModel(defaultModel);
   const stream = model.createStream({ textLines: true });
