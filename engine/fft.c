@@ -97,10 +97,12 @@ fft_stage (const wk_fft * f, const float *x, int stride, float *out, int n,
   /* sub-transform q holds out[q * m + k]; output k + u * m is
    * sum_q W_n^(q (k + u m)) sub_q[k] */
   for (k = 0; k < m; k++) {
-    /* twiddled inputs t_q = W_n^(q k) sub_q[k] */
+    /* twiddled inputs t_q = W_n^(q k) sub_q[k]; q k tw_step < p m tw_step
+     * = N, so the index needs no reduction */
+    const int dk = k * tw_step;
     for (q = 0; q < p; q++) {
       const float *s = out + 2 * (q * m + k);
-      const float *w = f->tw + 2 * ((size_t) q * k * tw_step % f->n);
+      const float *w = f->tw + 2 * q * dk;
       tmp[2 * q] = s[0] * w[0] - s[1] * w[1];
       tmp[2 * q + 1] = s[0] * w[1] + s[1] * w[0];
     }
@@ -125,14 +127,19 @@ fft_stage (const wk_fft * f, const float *x, int stride, float *out, int n,
       out[2 * (k + 3 * m)] = d02r - d13i;
       out[2 * (k + 3 * m) + 1] = d02i + d13r;
     } else {
-      /* general: W_p^(q u) = W_N^(q u N / p) */
+      /* general: W_p^(q u) = W_N^(((q u) mod p) N / p), the exponent
+       * (q u) mod p stepped by u with one wrap per q */
       const int step = f->n / p;
       for (u = 0; u < p; u++) {
         float re = 0.0f, im = 0.0f;
+        int e = 0;
         for (q = 0; q < p; q++) {
-          const float *w = f->tw + 2 * ((size_t) q * u * step % f->n);
+          const float *w = f->tw + 2 * e * step;
           re += tmp[2 * q] * w[0] - tmp[2 * q + 1] * w[1];
           im += tmp[2 * q] * w[1] + tmp[2 * q + 1] * w[0];
+          e += u;
+          if (e >= p)
+            e -= p;
         }
         out[2 * (k + u * m)] = re;
         out[2 * (k + u * m) + 1] = im;
