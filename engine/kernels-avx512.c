@@ -995,26 +995,33 @@ avx512_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
     const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
     int causal, float *O, int64_t ldo, int kv16)
 {
-  size_t es = kv16 ? sizeof (uint16_t) : sizeof (float);
+  const size_t es = kv16 ? sizeof (uint16_t) : sizeof (float);
+  const int64_t off = (int64_t) h0 * 64;
   int64_t i;
-  int h;
 
   /* other widths, and 4 or more f32 queries (attention_block's): the
    * caller's, head by head, as kernels-avx2.c leaves them */
   if (d_head != 64 || (!kv16 && q1 - q0 >= 4))
     return 0;
+  /* More heads than a pass holds in registers (base's 8, small's 12):
+   * passes of AG_MAX heads would each read a slice of every key and value
+   * row, which streams from memory at about two thirds of the speed of
+   * whole rows; kernels-avx2.c takes up to 24 heads a pass, whole rows,
+   * with the same bits (test_x86_attention_sets_agree). Small q8_0
+   * step, one thread: 7.3-12.4 ms against 10.1-17.0 ms. */
+  if (h1 <= h0)
+    return 1;
+  if (h1 - h0 > AG_MAX)
+    return avx2_set.attention_heads (h0, h1, d_head, q0, q1, n_q, n_kv, Q,
+        ldq, K, ldk, V, ldv, scale, causal, O, ldo, kv16);
   for (i = q0; i < q1; i += AG_QMAX) {
     int nq = q1 - i < AG_QMAX ? (int) (q1 - i) : AG_QMAX, x;
     int64_t last[AG_QMAX];
     for (x = 0; x < nq; x++)
       last[x] = wk_attention_last_key (i + x, n_q, n_kv, causal);
-    for (h = h0; h < h1; h += AG_MAX) {
-      int g = h1 - h < AG_MAX ? h1 - h : AG_MAX;
-      int64_t off = (int64_t) h * 64;
-      attention_group (g, nq, Q + i * ldq + off, ldq, last,
-          (const char *) K + off * es, ldk, (const char *) V + off * es, ldv,
-          scale, O + i * ldo + off, ldo, kv16);
-    }
+    attention_group (h1 - h0, nq, Q + i * ldq + off, ldq, last,
+        (const char *) K + off * es, ldk, (const char *) V + off * es, ldv,
+        scale, O + i * ldo + off, ldo, kv16);
   }
   return 1;
 }
