@@ -671,6 +671,48 @@ scales4 (wk_type type, const unsigned char *wrow, size_t step, int64_t b)
  * each activation block loaded once for all of them. */
 #define QROWS 4
 
+/* gemv_q8's four weight rows j .. j + 3 against one row of X (a greedy
+ * step), the same arithmetic as the many-row loop with the sum in a
+ * register and each weight row's products formed right after its weights
+ * load: in the many-row loop V8 keeps the sixteen widened weight vectors
+ * of a quad on the stack for every block. */
+static inline void
+gemv_q8_quad (wk_type type, const unsigned char *r0, size_t row_bytes,
+    int64_t nb, const int16_t * xw, const float *xd, float *y,
+    const float *bias, int64_t j, unsigned flags)
+{
+  v128_t acc = wasm_f32x4_splat (0.0f), nonfinite = wasm_i32x4_splat (0);
+  int64_t b;
+  int pass;
+
+  for (pass = 0; pass < 2; pass++) {
+    acc = wasm_f32x4_splat (0.0f);
+    for (b = 0; b < nb; b++) {
+      v128_t xs[4], s[4], w0, w1, t01, t23, d4, x;
+      int q;
+      load_x32 (xw + b * WK_QK, xs);
+      for (q = 0; q < 4; q++) {
+        block_qs (type, r0 + (size_t) q * row_bytes, b, &w0, &w1);
+        s[q] = dot_i8x32 (w0, w1, xs);
+      }
+      t01 = wasm_i32x4_add (wasm_i32x4_shuffle (s[0], s[1], 0, 1, 4, 5),
+          wasm_i32x4_shuffle (s[0], s[1], 2, 3, 6, 7));
+      t23 = wasm_i32x4_add (wasm_i32x4_shuffle (s[2], s[3], 0, 1, 4, 5),
+          wasm_i32x4_shuffle (s[2], s[3], 2, 3, 6, 7));
+      x = wasm_i32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2, 4, 6),
+          wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7));
+      d4 = pass == 0 ? scales4_finite (type, r0, row_bytes, b, &nonfinite) :
+          scales4 (type, r0, row_bytes, b);
+      acc = wasm_f32x4_add (acc, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
+              (x), wasm_f32x4_mul (d4, wasm_f32x4_splat (xd[b]))));
+    }
+    if (wasm_i32x4_all_true (wasm_i32x4_ne (nonfinite,
+                wasm_i32x4_splat (0x7c000000))))
+      break;
+  }
+  store4 (y + j, acc, bias, j, 4, flags);
+}
+
 static void
 gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
@@ -699,7 +741,17 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
      * are loaded once for all the rows of X, and each row's arithmetic is
      * what it would be alone (test_few_rows_match_one_row). The scales
      * take the short conversion; where one is not finite, the four rows
-     * again with the full one. */
+     * again with the full one. One row of X: gemv_q8_quad, inlined with
+     * the type a constant. */
+    for (; nx == 1 && j + 4 <= j1; j += 4) {
+      const unsigned char *r0 = data + (size_t) j * row_bytes;
+      if (W->type == WK_TYPE_Q8_0)
+        gemv_q8_quad (WK_TYPE_Q8_0, r0, row_bytes, nb, xw[0], xd[0],
+            Y + i0 * ldy, bias, j, flags);
+      else
+        gemv_q8_quad (WK_TYPE_Q4_0, r0, row_bytes, nb, xw[0], xd[0],
+            Y + i0 * ldy, bias, j, flags);
+    }
     for (; j + 4 <= j1; j += 4) {
       const unsigned char *r0 = data + (size_t) j * row_bytes;
       v128_t acc[MR], nonfinite = wasm_i32x4_splat (0);
