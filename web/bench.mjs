@@ -12,7 +12,7 @@
 // second column, runs alternated) on the same knot and audio: the
 // encoder window, the decoder step, end to end, and the real-time factor,
 // side by side with their ratios. Figures only, no assertions; the best of
-// --runs (default 3) runs of each, as the machine may be busy.
+// --runs (default 5) runs of each, alternated, as the machine may be busy.
 //
 // With --whispercpp, also whisper.cpp's own WebAssembly build (the
 // wk-whispercpp-stages.js that tools/whispercpp-wasm-build.sh makes) on
@@ -30,7 +30,7 @@ import { Whisperknot } from './whisperknot.mjs';
 import { defaultModel, nativeTool, sampleWav } from './tests/helpers.mjs';
 
 const args = process.argv.slice(2), pos = [];
-let beam = 1, runs = 3, wcpp = null, ggml = null, avx2 = true, wasmFile = null;
+let beam = 1, runs = 5, wcpp = null, ggml = null, avx2 = true, wasmFile = null;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '-b') beam = parseInt(args[++i], 10);
   else if (args[i] === '--runs') runs = parseInt(args[++i], 10);
@@ -77,15 +77,18 @@ function nativeStats(exe, kernels) {
 const wk = await Whisperknot.create(wasmFile ? { wasm: readFileSync(wasmFile) } : {});
 const m = await wk.loadModel(model);
 const { samples } = wk.parseWav(readFileSync(wav));
-const w = [];
-for (let i = 0; i < runs; i++) w.push(await wasmRun(wk, m, samples));
 const exe = nativeTool('tools/whisperknot-transcribe');
-// the native engine twice, alternated: its default kernels (the widest
-// the CPU has) and, with --avx2 (the default where the default is not
-// AVX2 already), WK_KERNELS=avx2
-const n = [], n2 = [];
-if (exe) {
-  for (let i = 0; i < runs; i++) {
+// The engines alternated run by run (the wasm engine, the native engine
+// with its default kernels, the widest the CPU has, and unless --no-avx2
+// with WK_KERNELS=avx2), so that a slow spell of a shared machine, which
+// can last seconds, falls on all of them rather than on one engine's runs;
+// the first wasm transcription, while V8 still compiles the hot functions
+// with its optimizing tier, is a warm-up and not counted.
+const w = [], n = [], n2 = [];
+await wasmRun(wk, m, samples);
+for (let i = 0; i < runs; i++) {
+  w.push(await wasmRun(wk, m, samples));
+  if (exe) {
     n.push(nativeStats(exe, null));
     if (avx2) n2.push(nativeStats(exe, 'avx2'));
   }
