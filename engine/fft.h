@@ -14,13 +14,21 @@ typedef struct wk_fft wk_fft;
 wk_status wk_fft_new (int n, wk_fft ** out);
 void wk_fft_free (wk_fft * fft);
 
-/* Floats of work memory wk_fft_real needs for a plan of length n. */
-#define WK_FFT_WORK_FLOATS(n) (4 * (n))
+/* Floats of work memory wk_fft_real and wk_fft_real4 need for a plan of
+ * length n. */
+#define WK_FFT_WORK_FLOATS(n) (16 * (n))
 
 /* The DFT of n real samples, bins 0 .. n/2: spec[2k] + i spec[2k + 1] =
  * sum_t in[t] exp (-2 pi i k t / n) (kiss_fftr's layout and sign). work
  * holds WK_FFT_WORK_FLOATS (n) floats. */
 void wk_fft_real (const wk_fft * fft, const float *in, float *spec,
     float *work);
+
+/* Up to four of them in one pass (vectors of four lanes), each with the
+ * bits wk_fft_real gives it alone; in[l] NULL: no transform l (spec[l] is
+ * not written and may be NULL). */
+#define WK_FFT_LANES 4
+void wk_fft_real4 (const wk_fft * fft, const float *const in[WK_FFT_LANES],
+    float *const spec[WK_FFT_LANES], float *work);
 
 #endif

@@ -224,13 +224,16 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
   _Alignas (16) unsigned char local_mem[MEL_PLAN_BYTES];
   kiss_fft_cpx spec[WK_N_BINS];
   kiss_fftr_cfg plan = NULL;
+  float windowed[WK_N_FFT];
   int plan_index = -1, i;
 #else
-  float spec[2 * WK_N_BINS];    /* (re, im) of each bin */
-  float fft_work[WK_FFT_WORK_FLOATS (WK_N_FFT)];
+  /* (re, im) of each bin, the windowed frames: WK_FFT_LANES at a time */
+  float spec[WK_FFT_LANES][2 * WK_N_BINS];
+  float windowed[WK_FFT_LANES][WK_N_FFT];
+  _Alignas (16) float fft_work[WK_FFT_WORK_FLOATS (WK_N_FFT)];
 #endif
   float power_t[WK_N_BINS][MEL_BLOCK];  /* bin-major powers of a block */
-  float frame[WK_N_FFT], windowed[WK_N_FFT], power[WK_N_BINS];
+  float frame[WK_N_FFT], power[WK_N_BINS];
   int b0, m;
 
   if (!mel || !out || n <= 0 || ld < n)
@@ -265,21 +268,42 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
     int nb = n - b0 < MEL_BLOCK ? n - b0 : MEL_BLOCK;
     int b, k;
 
+#ifdef WK_HAVE_KISSFFT
     for (b = 0; b < nb; b++) {
       const float *src = mel_frame_samples (audio, n_audio,
           first + b0 + b, frame);
       if (!src)
         src = audio + ((first + b0 + b) * WK_HOP - WK_N_FFT / 2);
       wk_orc_mel_window (windowed, src, mel->window, WK_N_FFT);
-#ifdef WK_HAVE_KISSFFT
       kiss_fftr (plan, windowed, spec);
-#else
-      wk_fft_real (mel->fft, windowed, spec, fft_work);
-#endif
       wk_orc_mel_power (power, (const void *) spec, WK_N_BINS);
       for (k = 0; k < WK_N_BINS; k++)
         power_t[k][b] = power[k];
     }
+#else
+    for (b = 0; b < nb; b += WK_FFT_LANES) {
+      const float *ins[WK_FFT_LANES] = { NULL };
+      float *specs[WK_FFT_LANES] = { NULL };
+      int l, nl = nb - b < WK_FFT_LANES ? nb - b : WK_FFT_LANES;
+
+      for (l = 0; l < nl; l++) {
+        const float *src = mel_frame_samples (audio, n_audio,
+            first + b0 + b + l, frame);
+        if (!src)
+          src = audio + ((first + b0 + b + l) * WK_HOP - WK_N_FFT / 2);
+        wk_orc_mel_window (windowed[l], src, mel->window, WK_N_FFT);
+        ins[l] = windowed[l];
+        specs[l] = spec[l];
+      }
+      /* the same bits as one frame at a time */
+      wk_fft_real4 (mel->fft, ins, specs, fft_work);
+      for (l = 0; l < nl; l++) {
+        wk_orc_mel_power (power, (const void *) spec[l], WK_N_BINS);
+        for (k = 0; k < WK_N_BINS; k++)
+          power_t[k][b + l] = power[k];
+      }
+    }
+#endif
 
     for (m = 0; m < mel->n_mels; m++) {
       float *dst = out + (size_t) m * ld + b0;
