@@ -713,22 +713,26 @@ gemv_q8_quad (wk_type type, const unsigned char *r0, size_t row_bytes,
   store4 (y + j, acc, bias, j, 4, flags);
 }
 
+/* rows of X per pass over the weights: every step of a beam search up
+ * to 7 wide (the quantized path's rows, below WK_LINEAR_GEMM_ROWS) */
+#define GMR 8
+
 static void
 gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     int64_t ldx, float *Y, int64_t ldy, int64_t j0, int64_t j1, unsigned flags)
 {
-  /* 194 KiB on the stack (web/meson.build gives the module 8 MiB) */
-  int8_t xq[MR][WK_LINEAR_QMAX_K];
-  int16_t xw[MR][WK_LINEAR_QMAX_K];
-  float xd[MR][WK_LINEAR_QMAX_K / WK_QK];
+  /* 400 KiB on the stack (web/meson.build gives the module 8 MiB) */
+  int8_t xq[GMR][WK_LINEAR_QMAX_K];
+  int16_t xw[GMR][WK_LINEAR_QMAX_K];
+  float xd[GMR][WK_LINEAR_QMAX_K / WK_QK];
   const int64_t k = W->ne[0], nb = k / WK_QK;
   const size_t row_bytes = wk_type_row_bytes (W->type, k);
   const unsigned char *data = W->data;
   int64_t i0, j, b;
   int r, q;
 
-  for (i0 = 0; i0 < n; i0 += MR) {
-    int nx = (int) (n - i0 < MR ? n - i0 : MR);
+  for (i0 = 0; i0 < n; i0 += GMR) {
+    int nx = (int) (n - i0 < GMR ? n - i0 : GMR);
     for (r = 0; r < nx; r++) {
       wk_quantize_act (X + (i0 + r) * ldx, k, xq[r], xd[r]);
       widen_row (xq[r], k, xw[r]);
@@ -754,7 +758,7 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     }
     for (; j + 4 <= j1; j += 4) {
       const unsigned char *r0 = data + (size_t) j * row_bytes;
-      v128_t acc[MR], nonfinite = wasm_i32x4_splat (0);
+      v128_t acc[GMR], nonfinite = wasm_i32x4_splat (0);
       int pass;
       for (pass = 0; pass < 2; pass++) {
         for (r = 0; r < nx; r++)
@@ -792,9 +796,9 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
     }
     for (; j < j1; j += QROWS) {
       int nj = (int) (j1 - j < QROWS ? j1 - j : QROWS);
-      v128_t acc[QROWS][MR];
+      v128_t acc[QROWS][GMR];
       for (q = 0; q < QROWS; q++)
-        for (r = 0; r < MR; r++)
+        for (r = 0; r < GMR; r++)
           acc[q][r] = wasm_f32x4_splat (0.0f);
       for (b = 0; b < nb; b++) {
         v128_t w0[QROWS], w1[QROWS];
