@@ -597,6 +597,19 @@ dot_i8x32 (v128_t w0, v128_t w1, const v128_t xs[4])
   return wasm_i32x4_add (wasm_i32x4_add (a, b), wasm_i32x4_add (c, d));
 }
 
+/* Lane q of the result: the sum of s_q's four lanes (four rows' block
+ * sums reduced across lanes at once, exact integers). */
+static inline v128_t
+sum_lanes4 (v128_t s0, v128_t s1, v128_t s2, v128_t s3)
+{
+  v128_t t01 = wasm_i32x4_add (wasm_i32x4_shuffle (s0, s1, 0, 1, 4, 5),
+      wasm_i32x4_shuffle (s0, s1, 2, 3, 6, 7));
+  v128_t t23 = wasm_i32x4_add (wasm_i32x4_shuffle (s2, s3, 0, 1, 4, 5),
+      wasm_i32x4_shuffle (s2, s3, 2, 3, 6, 7));
+  return wasm_i32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2, 4, 6),
+      wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7));
+}
+
 /* The 32 weights of block b of a q8_0 / q4_0 row as i8, and its scale. */
 static inline float
 block_i8 (wk_type type, const unsigned char *wrow, int64_t b, v128_t * w0,
@@ -688,19 +701,14 @@ gemv_q8_quad (wk_type type, const unsigned char *r0, size_t row_bytes,
   for (pass = 0; pass < 2; pass++) {
     acc = wasm_f32x4_splat (0.0f);
     for (b = 0; b < nb; b++) {
-      v128_t xs[4], s[4], w0, w1, t01, t23, d4, x;
+      v128_t xs[4], s[4], w0, w1, d4, x;
       int q;
       load_x32 (xw + b * WK_QK, xs);
       for (q = 0; q < 4; q++) {
         block_qs (type, r0 + (size_t) q * row_bytes, b, &w0, &w1);
         s[q] = dot_i8x32 (w0, w1, xs);
       }
-      t01 = wasm_i32x4_add (wasm_i32x4_shuffle (s[0], s[1], 0, 1, 4, 5),
-          wasm_i32x4_shuffle (s[0], s[1], 2, 3, 6, 7));
-      t23 = wasm_i32x4_add (wasm_i32x4_shuffle (s[2], s[3], 0, 1, 4, 5),
-          wasm_i32x4_shuffle (s[2], s[3], 2, 3, 6, 7));
-      x = wasm_i32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2, 4, 6),
-          wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7));
+      x = sum_lanes4 (s[0], s[1], s[2], s[3]);
       d4 = pass == 0 ? scales4_finite (type, r0, row_bytes, b, &nonfinite) :
           scales4 (type, r0, row_bytes, b);
       acc = wasm_f32x4_add (acc, wasm_f32x4_mul (wasm_f32x4_convert_i32x4
@@ -770,18 +778,11 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
           d4 = pass == 0 ? scales4_finite (W->type, r0, row_bytes, b,
               &nonfinite) : scales4 (W->type, r0, row_bytes, b);
           for (r = 0; r < nx; r++) {
-            v128_t xs[4], s0, s1, s2, s3, t01, t23;
+            v128_t xs[4], s0;
             load_x32 (xw[r] + b * WK_QK, xs);
-            s0 = dot_i8x32 (w0[0], w1[0], xs);
-            s1 = dot_i8x32 (w0[1], w1[1], xs);
-            s2 = dot_i8x32 (w0[2], w1[2], xs);
-            s3 = dot_i8x32 (w0[3], w1[3], xs);
-            t01 = wasm_i32x4_add (wasm_i32x4_shuffle (s0, s1, 0, 1, 4, 5),
-                wasm_i32x4_shuffle (s0, s1, 2, 3, 6, 7));
-            t23 = wasm_i32x4_add (wasm_i32x4_shuffle (s2, s3, 0, 1, 4, 5),
-                wasm_i32x4_shuffle (s2, s3, 2, 3, 6, 7));
-            s0 = wasm_i32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2, 4, 6),
-                wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7));
+            s0 = sum_lanes4 (dot_i8x32 (w0[0], w1[0], xs),
+                dot_i8x32 (w0[1], w1[1], xs), dot_i8x32 (w0[2], w1[2], xs),
+                dot_i8x32 (w0[3], w1[3], xs));
             acc[r] = wasm_f32x4_add (acc[r], wasm_f32x4_mul
                 (wasm_f32x4_convert_i32x4 (s0), wasm_f32x4_mul (d4,
                         wasm_f32x4_splat (xd[r][b]))));
