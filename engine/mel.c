@@ -215,6 +215,19 @@ mel_frame_samples (const float *audio, size_t n_audio, int64_t f, float *buf)
   return buf;
 }
 
+/* Frame f's samples times the window into windowed (frame: scratch for a
+ * frame at an edge). */
+static void
+mel_window_frame (const wk_mel * mel, const float *audio, size_t n_audio,
+    int64_t f, float *frame, float *windowed)
+{
+  const float *src = mel_frame_samples (audio, n_audio, f, frame);
+
+  if (!src)
+    src = audio + (f * WK_HOP - WK_N_FFT / 2);
+  wk_orc_mel_window (windowed, src, mel->window, WK_N_FFT);
+}
+
 void
 wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
     int64_t first, int n, float *out, int ld)
@@ -270,11 +283,7 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
 
 #ifdef WK_HAVE_KISSFFT
     for (b = 0; b < nb; b++) {
-      const float *src = mel_frame_samples (audio, n_audio,
-          first + b0 + b, frame);
-      if (!src)
-        src = audio + ((first + b0 + b) * WK_HOP - WK_N_FFT / 2);
-      wk_orc_mel_window (windowed, src, mel->window, WK_N_FFT);
+      mel_window_frame (mel, audio, n_audio, first + b0 + b, frame, windowed);
       kiss_fftr (plan, windowed, spec);
       wk_orc_mel_power (power, (const void *) spec, WK_N_BINS);
       for (k = 0; k < WK_N_BINS; k++)
@@ -287,11 +296,8 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
       int l, nl = nb - b < WK_FFT_LANES ? nb - b : WK_FFT_LANES;
 
       for (l = 0; l < nl; l++) {
-        const float *src = mel_frame_samples (audio, n_audio,
-            first + b0 + b + l, frame);
-        if (!src)
-          src = audio + ((first + b0 + b + l) * WK_HOP - WK_N_FFT / 2);
-        wk_orc_mel_window (windowed[l], src, mel->window, WK_N_FFT);
+        mel_window_frame (mel, audio, n_audio, first + b0 + b + l, frame,
+            windowed[l]);
         ins[l] = windowed[l];
         specs[l] = spec[l];
       }
