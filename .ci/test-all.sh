@@ -32,12 +32,14 @@ for line in open(sys.argv[1]):
     t = json.loads(line)
     if t.get("result") in ("FAIL", "TIMEOUT", "ERROR", "UNEXPECTEDPASS"):
         print(t["name"], t["result"])
-        # which test points failed, and any sanitizer report: a few lines
-        # each, so that the end of a long log still says why
+        # which test points and checks (tests/wk-test.h) failed, and any
+        # sanitizer report: a few lines each, so that the end of a long
+        # log still says why
         out = (t.get("stdout") or "") + "\n" + (t.get("stderr") or "")
         hits = [l for l in out.splitlines()
                 if l.startswith("not ok") or "SUMMARY:" in l
-                or "WARNING: ThreadSanitizer" in l or "Bail out" in l]
+                or "WARNING: ThreadSanitizer" in l or "Bail out" in l
+                or "check failed" in l]
         for l in hits[:8]:
             print("  " + l[:400])
 ' "$log" 2>/dev/null)
