@@ -4,7 +4,12 @@
  * through random state changes and flushing seeks for a while. Every
  * change to NULL must return within a second, no pipeline may post an
  * error, and afterwards every pipeline must still transcribe jfk.wav to
- * EOS with text.
+ * EOS: text and gap events to the end of the file, and text from the
+ * offline ones. (Not from the live ones: on a loaded machine the live
+ * policy runs on longer steps, and on some of those the random-weight
+ * model says nothing; a live pipeline then sends only gaps. Seen under
+ * TSan with six busy loops beside it; wk-live-latency --virtual
+ * 2000,3,50,1 gives no words either.)
  *
  * The model is the random-weight one the other tests use (small: the test
  * checks the element's threads, not the model). The churn lasts
@@ -32,6 +37,7 @@ typedef struct
   GstElement *wk;
   GstBus *bus;
   gint n_text;                  /* text buffers out of whisperknot */
+  gint out_ms;                  /* the latest end of its text and gaps */
   gboolean eos;
   guint latency_ms;
 } Pipe;
@@ -41,12 +47,31 @@ static gchar knot[512];
 static double max_stop_s, max_seek_s;
 static guint n_stops, n_seeks, n_changes, n_errors;
 
+/* Counts whisperknot's text buffers and notes how far its text and gap
+ * events reach. */
 static GstPadProbeReturn
-count_text (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+watch_output (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 {
   Pipe *p = user_data;
+  GstClockTime ts = GST_CLOCK_TIME_NONE, dur = GST_CLOCK_TIME_NONE;
+  gint ms, old;
 
-  g_atomic_int_inc (&p->n_text);
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+    GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+
+    g_atomic_int_inc (&p->n_text);
+    ts = GST_BUFFER_PTS (buf);
+    dur = GST_BUFFER_DURATION (buf);
+  } else if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_GAP) {
+    gst_event_parse_gap (GST_PAD_PROBE_INFO_EVENT (info), &ts, &dur);
+  }
+  if (!GST_CLOCK_TIME_IS_VALID (ts) || !GST_CLOCK_TIME_IS_VALID (dur))
+    return GST_PAD_PROBE_OK;
+  ms = (gint) ((ts + dur) / GST_MSECOND);
+  do {
+    old = g_atomic_int_get (&p->out_ms);
+  } while (ms > old && !g_atomic_int_compare_and_exchange (&p->out_ms, old,
+          ms));
   return GST_PAD_PROBE_OK;
 }
 
@@ -72,7 +97,8 @@ pipe_init (Pipe * p, guint i, const gchar * wav)
   }
   p->wk = gst_bin_get_by_name (GST_BIN (p->pipeline), "wk");
   pad = gst_element_get_static_pad (p->wk, "src");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, count_text, p, NULL);
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, watch_output, p, NULL);
   gst_object_unref (pad);
   p->bus = gst_element_get_bus (p->pipeline);
   return TRUE;
@@ -119,14 +145,21 @@ pipe_poll (Pipe * p, guint i)
 static void
 pipe_stop (Pipe * p, guint i)
 {
-  double t = wk_test_now_s ();
-  GstStateChangeReturn ret = gst_element_set_state (p->pipeline,
-      GST_STATE_NULL);
+  GstState from = GST_STATE_VOID_PENDING;
+  double t;
+  GstStateChangeReturn ret;
 
+  gst_element_get_state (p->pipeline, &from, NULL, 0);
+  t = wk_test_now_s ();
+  ret = gst_element_set_state (p->pipeline, GST_STATE_NULL);
   t = wk_test_now_s () - t;
   CHECK_MSG (ret == GST_STATE_CHANGE_SUCCESS, "pipeline %u: to NULL: %s", i,
       gst_element_state_change_return_get_name (ret));
-  CHECK_MSG (t < STOP_BOUND_S, "pipeline %u: to NULL took %.3f s", i, t);
+  CHECK_MSG (t < STOP_BOUND_S, "pipeline %u: to NULL from %s took %.3f s", i,
+      gst_element_state_get_name (from), t);
+  if (t > STOP_BOUND_S / 4)
+    printf ("# pipeline %u: to NULL from %s took %.3f s\n", i,
+        gst_element_state_get_name (from), t);
   if (t > max_stop_s)
     max_stop_s = t;
   n_stops++;
@@ -223,6 +256,7 @@ play_to_eos (Pipe * pipes)
   for (i = 0; i < N_PIPES; i++) {
     pipe_stop (&pipes[i], i);
     g_atomic_int_set (&pipes[i].n_text, 0);
+    g_atomic_int_set (&pipes[i].out_ms, 0);
   }
   for (i = 0; i < N_PIPES; i++)
     pipe_change (&pipes[i], i, GST_STATE_PLAYING);
@@ -236,11 +270,17 @@ play_to_eos (Pipe * pipes)
   for (i = 0; i < N_PIPES; i++) {
     CHECK_MSG (pipes[i].eos, "pipeline %u (latency %u): no EOS", i,
         pipes[i].latency_ms);
-    CHECK_MSG (g_atomic_int_get (&pipes[i].n_text) > 0,
-        "pipeline %u (latency %u): no text after the churn", i,
-        pipes[i].latency_ms);
-    printf ("# pipeline %u (latency %u): %d text buffers\n", i,
-        pipes[i].latency_ms, g_atomic_int_get (&pipes[i].n_text));
+    CHECK_MSG (g_atomic_int_get (&pipes[i].out_ms) >= JFK_SECONDS * 1000 -
+        100, "pipeline %u (latency %u): text and gaps to %.3f s of %d s", i,
+        pipes[i].latency_ms, g_atomic_int_get (&pipes[i].out_ms) / 1000.0,
+        JFK_SECONDS);
+    CHECK_MSG (pipes[i].latency_ms > 0 ||
+        g_atomic_int_get (&pipes[i].n_text) > 0,
+        "pipeline %u (offline): no text after the churn", i);
+    printf ("# pipeline %u (latency %u): %d text buffers, text and gaps "
+        "to %.1f s\n", i, pipes[i].latency_ms,
+        g_atomic_int_get (&pipes[i].n_text),
+        g_atomic_int_get (&pipes[i].out_ms) / 1000.0);
     pipe_stop (&pipes[i], i);
   }
 }
