@@ -189,8 +189,9 @@ wk_mel_free (wk_mel * mel)
   free (mel);
 }
 
-/* The 400 samples of frame f into buf, or NULL when the frame lies inside
- * the signal and the samples can be read in place. */
+/* The 400 samples of frame f: in place when the frame lies inside the
+ * signal, else copied into buf (reflected at the start, zeros past the
+ * end). */
 static const float *
 mel_frame_samples (const float *audio, size_t n_audio, int64_t f, float *buf)
 {
@@ -205,7 +206,7 @@ mel_frame_samples (const float *audio, size_t n_audio, int64_t f, float *buf)
   }
   start = f * WK_HOP - WK_N_FFT / 2;
   if (start >= 0 && (uint64_t) start + WK_N_FFT <= n_audio)
-    return NULL;
+    return audio + start;
   for (k = 0; k < WK_N_FFT; k++) {
     int64_t idx = start + k;
     if (idx < 0)
@@ -221,11 +222,8 @@ static void
 mel_window_frame (const wk_mel * mel, const float *audio, size_t n_audio,
     int64_t f, float *frame, float *windowed)
 {
-  const float *src = mel_frame_samples (audio, n_audio, f, frame);
-
-  if (!src)
-    src = audio + (f * WK_HOP - WK_N_FFT / 2);
-  wk_orc_mel_window (windowed, src, mel->window, WK_N_FFT);
+  wk_orc_mel_window (windowed, mel_frame_samples (audio, n_audio, f, frame),
+      mel->window, WK_N_FFT);
 }
 
 void
