@@ -63,10 +63,13 @@ cmp_double (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-/* ---- the f32 FMA ceiling of one core, per vector width (x86) ---- */
+/* ---- the f32 FMA ceiling of one core, per vector width (x86, wasm) ---- */
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#endif
 
 #define FMA_CHAINS 12
 #define FMA_ITERS 20000000L
@@ -100,6 +103,7 @@ cmp_double (const void *a, const void *b)
     return 2.0 * LANES * FMA_CHAINS * (double) FMA_ITERS / t * 1e-9; \
   } while (0)
 
+#if defined(__x86_64__)
 static __attribute__((target ("avx2,fma")))
      double fma_ceiling_avx2 (void)
 {
@@ -112,6 +116,41 @@ static __attribute__((target ("avx512f")))
 {
   FMA_CEILING_BODY (16, __m512, _mm512_set1_ps, _mm512_fmadd_ps,
       _mm512_storeu_ps);
+}
+#elif defined(__wasm_simd128__)
+#define MADD_CHAINS 6
+
+/* SIMD128 has no fused multiply-add (clang 14): MADD_CHAINS independent
+ * accumulators each adding a product per step, the products off the
+ * chains, as in the wasm kernels' tiles (the empty asm keeps w from being
+ * folded into a constant). Out of line and called three times: V8 runs a
+ * function's first calls in its baseline compiler and later ones in its
+ * optimizing one, which is what the kernels run in. */
+static __attribute__((noinline))
+     double fma_ceiling_wasm (void)
+{
+  v128_t acc[MADD_CHAINS], x[MADD_CHAINS], w = wasm_f32x4_splat (0.999f);
+  double t0, t;
+  float sink = 0.0f;
+  long it;
+  int i;
+
+  for (i = 0; i < MADD_CHAINS; i++) {
+    acc[i] = wasm_f32x4_splat ((float) i);
+    x[i] = wasm_f32x4_splat (0.001f * (float) (i + 1));
+  }
+  t0 = now_s ();
+  for (it = 0; it < FMA_ITERS; it++) {
+    __asm__ volatile ("":"+X" (w));
+    _Pragma ("GCC unroll 6") for (i = 0; i < MADD_CHAINS; i++)
+      acc[i] = wasm_f32x4_add (acc[i], wasm_f32x4_mul (x[i], w));
+  }
+  t = now_s () - t0;
+  for (i = 0; i < MADD_CHAINS; i++)
+    sink += wasm_f32x4_extract_lane (acc[i], 0);
+  if (sink == 12345.0f)
+    printf ("#\n");
+  return 2.0 * 4 * MADD_CHAINS * (double) FMA_ITERS / t * 1e-9;
 }
 #endif
 /* GFLOP/s of one core's FMA for the set's vector width (0: unknown), the
@@ -129,6 +168,15 @@ fma_ceiling (const wk_kernel_set * set)
     return 0.0;
   for (i = 0; i < 3; i++) {
     double g = wide ? fma_ceiling_avx512 () : fma_ceiling_avx2 ();
+    best = g > best ? g : best;
+  }
+#elif defined(__wasm_simd128__)
+  int i;
+
+  if (strcmp (set->name, "wasm") != 0)
+    return 0.0;
+  for (i = 0; i < 3; i++) {
+    double g = fma_ceiling_wasm ();
     best = g > best ? g : best;
   }
 #else
@@ -666,9 +714,10 @@ main (int argc, char **argv)
       wk_kernels_name ());
   for (int si = 0; si < n_sets; si++)
     if ((ceiling[si] = fma_ceiling (sets[si])) > 0.0)
-      printf ("# f32 FMA ceiling of one core, %s: %.1f GFLOP/s (\"of FMA\": "
-          "a product's GFLOP/s / (threads x this))\n", sets[si]->name,
-          ceiling[si]);
+      printf ("# f32 %s ceiling of one core, %s: %.1f GFLOP/s (\"of FMA\": "
+          "a product's GFLOP/s / (threads x this))\n",
+          strcmp (sets[si]->name, "wasm") ? "FMA" : "multiply + add",
+          sets[si]->name, ceiling[si]);
   printf ("%-26s %-5s %-5s %3s %10s %9s %7s\n", "shape", "type", "set", "thr",
       "ms", "GFLOP/s", "of FMA");
 

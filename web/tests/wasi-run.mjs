@@ -1,6 +1,7 @@
-// node wasi-run.mjs FILE.wasm: runs a WASI command (an engine unit test
-// built for wasm32) with tests/data and the shared data preopened as
-// $WK_TEST_DATA and $WK_SHARED_DATA; its exit status is the program's.
+// node wasi-run.mjs FILE.wasm [ARGS...]: runs a WASI command (an engine
+// unit test built for wasm32, or bench-kernels.wasm) with tests/data and
+// the shared data preopened as $WK_TEST_DATA and $WK_SHARED_DATA; its exit
+// status is the program's.
 // One process per program: a crash stays in it.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -9,7 +10,7 @@ import { root, sharedData } from './helpers.mjs';
 
 const file = process.argv[2];
 const wasi = new WASI({
-  version: 'preview1', args: [path.basename(file)],
+  version: 'preview1', args: [path.basename(file), ...process.argv.slice(3)],
   env: { WK_TEST_DATA: '/tests-data', WK_SHARED_DATA: '/shared' },
   preopens: { '/tests-data': path.join(root, 'tests/data'), '/shared': sharedData },
 });
