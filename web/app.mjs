@@ -68,7 +68,7 @@ worker.onmessage = ({ data: m }) => {
     $('mic').disabled = false;
     const i = m.info;
     $('modelinfo').textContent = `${(i.fileBytes / 1e6).toFixed(1)} MB, ${i.nAudioLayer}+${i.nTextLayer} layers, ` +
-      `width ${i.nAudioState}, ${i.multilingual ? 'multilingual' : 'English'}; kernels ${m.kernels}`;
+      `width ${i.nAudioState}, ${i.multilingual ? 'multilingual' : 'English'}; kernels ${m.kernels}, ${m.threads} thread${m.threads > 1 ? 's' : ''}`;
     status('Ready.');
     document.body.dataset.ready = '1';
   } else if (m.type === 'words') {

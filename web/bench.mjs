@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // node web/bench.mjs [MODEL.knot] [FILE.wav] [-b N] [--runs N] [--no-avx2]
 //                    [--whispercpp STAGES.js --ggml MODEL.bin] [--wasm FILE]
+//                    [--threads N]
 //
 // (--wasm: another build of whisperknot.wasm than the one next to
-// whisperknot.mjs, e.g. the previous commit's, for a before / after)
+// whisperknot.mjs, e.g. the previous commit's, for a before / after;
+// --threads N: also the threaded module on N threads, in the same
+// alternation, printed under the table against one wasm thread and
+// against native's one thread)
 //
 // The WebAssembly engine (in this Node.js) against the native engine (one
 // thread, the build's whisperknot-transcribe: $WK_NATIVE_BUILD, else
@@ -30,7 +34,7 @@ import { Whisperknot } from './whisperknot.mjs';
 import { defaultModel, nativeTool, sampleWav } from './tests/helpers.mjs';
 
 const args = process.argv.slice(2), pos = [];
-let beam = 1, runs = 5, wcpp = null, ggml = null, avx2 = true, wasmFile = null;
+let beam = 1, runs = 5, wcpp = null, ggml = null, avx2 = true, wasmFile = null, threads = 1;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '-b') beam = parseInt(args[++i], 10);
   else if (args[i] === '--runs') runs = parseInt(args[++i], 10);
@@ -38,6 +42,7 @@ for (let i = 0; i < args.length; i++) {
   else if (args[i] === '--ggml') ggml = args[++i];
   else if (args[i] === '--no-avx2') avx2 = false;
   else if (args[i] === '--wasm') wasmFile = args[++i];
+  else if (args[i] === '--threads') threads = parseInt(args[++i], 10);
   else pos.push(args[i]);
 }
 if (wcpp && !ggml) {
@@ -84,10 +89,14 @@ const exe = nativeTool('tools/whisperknot-transcribe');
 // can last seconds, falls on all of them rather than on one engine's runs;
 // the first wasm transcription, while V8 still compiles the hot functions
 // with its optimizing tier, is a warm-up and not counted.
-const w = [], n = [], n2 = [];
+const w = [], n = [], n2 = [], wt = [];
+const wkT = threads > 1 ? await Whisperknot.create({ threads }) : null;
+const mT = wkT ? await wkT.loadModel(model) : null;
 await wasmRun(wk, m, samples);
+if (wkT) await wasmRun(wkT, mT, samples);
 for (let i = 0; i < runs; i++) {
   w.push(await wasmRun(wk, m, samples));
+  if (wkT) wt.push(await wasmRun(wkT, mT, samples));
   if (exe) {
     n.push(nativeStats(exe, null));
     if (avx2) n2.push(nativeStats(exe, 'avx2'));
@@ -157,7 +166,20 @@ console.log('real-time factor'.padEnd(22) + rtfW.toFixed(4).padStart(10) + ratio
 const work = (r) => `${r.windows} windows, ${r.tokens} tokens`;
 console.log(`work: wasm ${work(w[0])}` + (n.length ? `; native ${work(n[0])}` : '') +
   (n2.length ? `; native avx2 ${work(n2[0])}` : ''));
+if (wkT) {
+  console.log(`wasm on ${threads} threads (whisperknot-threads.wasm, ${threads - 1} workers), same runs:`);
+  console.log('figure'.padEnd(22) + `wasm ${threads} thr`.padStart(12) + '1 thr/this'.padStart(12) + 'this/native'.padStart(13));
+  for (const [name, key, scale = 1] of rows) {
+    const a = best(wt, key) * scale, one = best(w, key) * scale;
+    const nat = n.length ? best(n, key) * scale : NaN;
+    console.log(name.padEnd(22) + a.toFixed(3).padStart(12) + ((one / a).toFixed(2) + 'x').padStart(12) +
+      (Number.isFinite(nat) ? (a / nat).toFixed(2) + 'x' : '-').padStart(13));
+  }
+}
 console.log(`load average (os.loadavg): ${os.loadavg().map((v) => v.toFixed(2)).join(' ')} on ${os.cpus().length} CPUs`);
 console.log(`text (wasm): ${w[0].text}`);
+if (wkT && wt[0].text !== w[0].text) console.log(`text (wasm, ${threads} threads) differs: ${wt[0].text}`);
 if (c) console.log(`text (whisper.cpp wasm): ${c.text}`);
 m.free();
+mT?.free();
+wkT?.close();

@@ -11,8 +11,8 @@ if [ ! -f "$dir/build.ninja" ]; then
   meson setup "$dir" --cross-file web/wasm32-wasi.ini ${WK_WASM_MESON_ARGS:-}
 fi
 ninja -C "$dir" ${NINJA_FLAGS:-}
-cp "$dir/web/whisperknot.wasm" web/whisperknot.wasm
+cp "$dir/web/whisperknot.wasm" "$dir/web/whisperknot-threads.wasm" web/
 if [ ! -d web/node_modules/pako ]; then
   (cd web && npm ci --no-audit --no-fund)
 fi
-echo "web/whisperknot.wasm: $(stat -c %s web/whisperknot.wasm) bytes"
+echo "web/whisperknot.wasm: $(stat -c %s web/whisperknot.wasm) bytes, web/whisperknot-threads.wasm: $(stat -c %s web/whisperknot-threads.wasm) bytes"

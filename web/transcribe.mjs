@@ -3,9 +3,10 @@
 //
 // Transcribes a 16 kHz WAV file with the WebAssembly engine and prints one
 // line per segment, as whisperknot-transcribe does (plain text). Options,
-// as whisperknot-transcribe's: -b N (beam size; default 1, greedy: the
-// WebAssembly engine runs on one thread, where five beams cost about three
-// times the decoding; whisperknot-transcribe's default is 5), -l LANG,
+// as whisperknot-transcribe's: -b N (beam size; default 1, greedy: five
+// beams cost about three times the decoding; whisperknot-transcribe's
+// default is 5), -t N (threads, default 1: more runs the threaded module,
+// with the same text), -l LANG,
 // --latency MS (the live policy), --no-fallback (no temperature fallback:
 // what greedy or beam search decodes, never a sample), --stats (timings on
 // standard error).
@@ -19,16 +20,17 @@ const CHUNK = 16000; // audio per feed, as whisperknot-transcribe
 
 function usage(code) {
   (code ? process.stderr : process.stdout).write(
-    `usage: node web/${PROGRAM} [-b N] [-l LANG] [--latency MS] [--no-fallback] [--stats] MODEL.knot FILE.wav\n`);
+    `usage: node web/${PROGRAM} [-b N] [-t N] [-l LANG] [--latency MS] [--no-fallback] [--stats] MODEL.knot FILE.wav\n`);
   process.exit(code);
 }
 
 const args = process.argv.slice(2), pos = [], params = { beamSize: 1 };
-let stats = false;
+let stats = false, threads = 1;
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   const val = () => { if (i + 1 >= args.length) usage(2); return args[++i]; };
   if (a === '-b' || a === '--beam-size') params.beamSize = parseInt(val(), 10);
+  else if (a === '-t' || a === '--threads') threads = Number(val());
   else if (a === '-l' || a === '--language') params.language = val();
   else if (a === '--latency') params.latencyMs = parseInt(val(), 10);
   else if (a === '--no-fallback') params.temperatureInc = 0;
@@ -43,7 +45,7 @@ if (params.beamSize !== undefined && !(params.beamSize >= 1 && params.beamSize <
 try {
   const t0 = performance.now();
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('WK_')));
-  const wk = await Whisperknot.create({ env });
+  const wk = await Whisperknot.create({ env, threads });
   const model = await wk.loadModel(pos[0]);
   let wav;
   try {

@@ -27,6 +27,12 @@ export interface CreateOptions {
   env?: Record<string, string>;
   /** Receives the engine's standard error, line by line. */
   log?: (line: string) => void;
+  /** Threads the engine computes on, 1 (the default) to 17. More than one
+   * runs the threaded module (whisperknot-threads.wasm next to
+   * whisperknot.mjs, or wasm) with threads - 1 workers on a shared memory:
+   * Node.js, or a Web Worker of a cross-origin isolated page (COOP/COEP).
+   * Elsewhere create() throws. */
+  threads?: number;
 }
 
 /** wk_model_info */
@@ -192,6 +198,11 @@ export class Whisperknot {
   readonly kernels: string;
   /** Bytes of WebAssembly memory (it only grows). */
   readonly memoryBytes: number;
+  /** Threads new streams compute on. */
+  readonly threads: number;
+  /** Ends a threaded instance's workers; the instance is unusable
+   * afterwards. */
+  close(): void;
   /** Copies the knot once, into WebAssembly memory. */
   loadModel(source: Source): Promise<Model>;
   /** The Silero VAD model the live policy needs (default: the one in

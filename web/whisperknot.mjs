@@ -10,6 +10,12 @@
 //   for (const seg of stream.take()) console.log(seg.text);
 //   stream.free(); model.free();
 //
+// Whisperknot.create({ threads: n }) runs the engine on n threads: the
+// threaded module (whisperknot-threads.wasm) on a shared memory, with
+// n - 1 workers (whisperknot-thread.mjs) that compute beside the caller.
+// That needs SharedArrayBuffer (in a browser a cross-origin isolated page,
+// COOP/COEP) and a caller that may block: Node.js or a Web Worker.
+//
 // Engine failures throw WhisperknotError with the engine's message. Files
 // the engine opens (the knot, the VAD model) live in a small read-only file
 // system inside this module: the engine's loader reads them, as natively
@@ -38,6 +44,28 @@ const STATUS = ['ok', 'io', 'format', 'unsupported', 'nomem', 'arg', 'state', 'i
 
 const VAD_FILE = 'silero-v6.2.0.knot';
 const FS_ROOT = '/whisperknot/';
+
+// TextDecoder refuses views of a SharedArrayBuffer (the threaded module's
+// memory): those are copied first.
+function decodeUtf8(u8, start, end) {
+  const shared = typeof SharedArrayBuffer !== 'undefined' && u8.buffer instanceof SharedArrayBuffer;
+  return new TextDecoder().decode(shared ? u8.slice(start, end) : u8.subarray(start, end));
+}
+
+// Why this context cannot run the threaded module (null: it can).
+function threadsUnavailable() {
+  if (typeof SharedArrayBuffer === 'undefined' || typeof Atomics === 'undefined')
+    return 'this JavaScript engine has no SharedArrayBuffer';
+  if (isNode) return null;
+  if (globalThis.crossOriginIsolated !== true)
+    return 'the page is not cross-origin isolated (serve it with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)';
+  if (typeof globalThis.WorkerGlobalScope === 'undefined' || !(globalThis instanceof globalThis.WorkerGlobalScope))
+    return "a page's main thread may not wait for other threads: create the engine in a Web Worker";
+  return null;
+}
+
+const MAX_WORKERS = 16; // wk-web.c's WKW_MAX_WORKERS
+const WORKER_STACK = 4 << 20; // bytes of stack per worker (the main thread has 8 MiB)
 
 async function readSource(src) {
   if (src instanceof ArrayBuffer) return new Uint8Array(src);
@@ -96,7 +124,7 @@ class Wasi {
   get u8() { return new Uint8Array(this.memory.buffer); }
   get dv() { return new DataView(this.memory.buffer); }
 
-  str(ptr, len) { return new TextDecoder().decode(this.u8.subarray(ptr, ptr + len)); }
+  str(ptr, len) { return decodeUtf8(this.u8, ptr, ptr + len); }
 
   writeStat(ptr, file, type) {
     const dv = this.dv;
@@ -249,6 +277,7 @@ class Wasi {
 // ---- the module -------------------------------------------------------------
 
 let defaultModule = null;
+let defaultThreadsModule = null;
 
 /** The engine's clock (wk_clock_seconds): seconds on the monotonic clock
  * this module gives it, performance.timeOrigin + performance.now(), which
@@ -267,27 +296,109 @@ export class Whisperknot {
    * @param {Record<string,string>} [opts.env] environment the engine sees
    *   (WK_KERNELS=ref forces the reference kernels)
    * @param {(line: string) => void} [opts.log] the engine's stderr lines
+   * @param {number} [opts.threads] threads the engine computes on (default
+   *   1; more: the threaded module, see the top of this file)
    */
   static async create(opts = {}) {
+    const threads = opts.threads ?? 1;
+    if (!Number.isInteger(threads) || threads < 1 || threads > MAX_WORKERS + 1)
+      throw new WhisperknotError(`threads must be an integer from 1 to ${MAX_WORKERS + 1}, not ${threads}`, 5);
+    const why = threads > 1 ? threadsUnavailable() : null;
+    if (why) throw new WhisperknotError(`cannot run ${threads} threads: ${why}`, 3);
     let mod = opts.wasm;
     if (!mod) {
-      if (!defaultModule)
-        defaultModule = WebAssembly.compile(await readSource(new URL('./whisperknot.wasm', import.meta.url)));
-      mod = await defaultModule;
+      if (threads > 1) {
+        defaultThreadsModule ??= WebAssembly.compile(await readSource(new URL('./whisperknot-threads.wasm', import.meta.url)));
+        mod = await defaultThreadsModule;
+      } else {
+        defaultModule ??= WebAssembly.compile(await readSource(new URL('./whisperknot.wasm', import.meta.url)));
+        mod = await defaultModule;
+      }
     } else if (!(mod instanceof WebAssembly.Module)) {
       mod = await WebAssembly.compile(await readSource(mod));
     }
+    // the threaded module imports its memory (shared with its workers)
+    const shared = WebAssembly.Module.imports(mod).some((i) => i.kind === 'memory');
+    if (shared && threadsUnavailable())
+      throw new WhisperknotError(`cannot run the threaded module: ${threadsUnavailable()}`, 3);
+    if (threads > 1 && !shared)
+      throw new WhisperknotError(`${threads} threads need the threaded module (whisperknot-threads.wasm); opts.wasm is the single-threaded one`, 5);
+    // 512 pages (32 MiB) is above the module's own minimum; at most the
+    // 2 GiB it was linked for
+    const memory = shared ? new WebAssembly.Memory({ initial: 512, maximum: 32768, shared: true }) : null;
     const env = Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`);
     const wasi = new Wasi(env, opts.log ?? ((l) => console.warn(l)));
     const wk = new Whisperknot(wasi);
     const instance = await WebAssembly.instantiate(mod, {
+      ...(shared ? { env: { memory } } : {}),
       wasi_snapshot_preview1: wasi.imports(),
       wk_host: { deflate: (src, n, dst, cap, level) => wk.#deflate(src, n, dst, cap, level) },
     });
-    wasi.memory = instance.exports.memory;
-    instance.exports._initialize();
-    wk.#init(instance.exports);
+    // (the threaded module's allocator is wk-web.c's locked wrapper)
+    const e = instance.exports;
+    const x = shared ? { ...e, memory, malloc: e.__wrap_malloc, free: e.__wrap_free } : e;
+    wasi.memory = x.memory;
+    x._initialize();
+    wk.#init(x);
+    if (threads > 1) await wk.#startWorkers(mod, memory, threads - 1);
     return wk;
+  }
+
+  #workers = [];
+
+  // n workers on the shared memory, each with a stack from the engine's
+  // heap; resolves once every one waits in its slot (wk-web.c), after
+  // which new streams compute on n + 1 threads.
+  async #startWorkers(mod, memory, n) {
+    const x = this.#x;
+    const url = new URL('./whisperknot-thread.mjs', import.meta.url);
+    const WorkerClass = isNode ? (await import('node:worker_threads')).Worker : Worker;
+    const started = [];
+    for (let i = 0; i < n; i++) {
+      const base = x.malloc(WORKER_STACK + 16);
+      if (!base) throw new WhisperknotError('out of memory for a worker\'s stack', 4);
+      const data = { mod, memory, stackTop: Math.floor((base + WORKER_STACK) / 16) * 16, idx: i };
+      const w = isNode ? new WorkerClass(url, { workerData: data }) : new WorkerClass(url, { type: 'module' });
+      if (!isNode) w.postMessage(data);
+      this.#workers.push(w);
+      started.push(new Promise((resolve, reject) => {
+        const fail = (e) => reject(new WhisperknotError(`worker ${i} did not start: ${e?.message ?? e}`, 7));
+        const onMessage = (m) => {
+          const d = isNode ? m : m.data;
+          if (d?.type === 'ready') {
+            // a worker waiting in its slot keeps no Node.js process alive
+            if (isNode) { w.off('message', onMessage); w.off('error', fail); w.unref(); }
+            resolve();
+          } else if (d?.type === 'error') fail(d.message);
+        };
+        if (isNode) { w.on('message', onMessage); w.on('error', fail); }
+        else { w.addEventListener('message', onMessage); w.addEventListener('error', fail); }
+      }));
+    }
+    try {
+      await Promise.all(started);
+      // each worker marks its slot idle as it enters wkw_worker_loop
+      const until = Date.now() + 10000;
+      while (x.wkw_idle_workers() < n) {
+        if (Date.now() > until) throw new WhisperknotError(`${n - x.wkw_idle_workers()} of ${n} workers never reached their slots`, 7);
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+    x.wkw_set_threads(n + 1);
+  }
+
+  /** Threads new streams compute on. */
+  get threads() { return this.#workers.length + 1; }
+
+  /** Ends the workers of a threaded instance; the instance is unusable
+   * afterwards (a stream would wait for them forever). */
+  close() {
+    for (const w of this.#workers) w.terminate();
+    this.#workers = [];
+    this.#x?.wkw_set_threads(1);
   }
 
   #wasi;
@@ -312,7 +423,9 @@ export class Whisperknot {
   }
 
   #deflate(src, n, dst, cap, level) {
-    const out = pako.deflate(this.u8.subarray(src, src + n), { level });
+    const u8 = this.u8;
+    const shared = typeof SharedArrayBuffer !== 'undefined' && u8.buffer instanceof SharedArrayBuffer;
+    const out = pako.deflate(shared ? u8.slice(src, src + n) : u8.subarray(src, src + n), { level });
     if (out.length > cap) return -1;
     this.u8.set(out, dst);
     return out.length;
@@ -336,7 +449,7 @@ export class Whisperknot {
     const u8 = this.u8;
     let end = ptr;
     while (u8[end]) end++;
-    return new TextDecoder().decode(u8.subarray(ptr, end));
+    return decodeUtf8(u8, ptr, end);
   }
 
   /** @internal a NUL-terminated copy of s in wasm memory (free it) */

@@ -24,6 +24,7 @@ WKW_EXPORT wk_status wkw_stream_new (wk_model * model, const char *language,
 WKW_EXPORT void wkw_stream_stats (const wk_stream * stream, double *out);
 WKW_EXPORT const int32_t *wkw_layout (void);
 WKW_EXPORT const char *wkw_kernels_name (void);
+WKW_EXPORT void wkw_set_threads (int n);
 WKW_EXPORT wk_status wkw_wav_parse (const void *data, size_t size,
     int32_t * out, char *err, int err_size);
 
@@ -62,9 +63,201 @@ wkw_model_info (const wk_model * model, double *out)
   out[12] = (double) info.file_bytes;
 }
 
+/* Threads a new stream computes on: 1, or in the threaded module the
+ * workers whisperknot.mjs started plus the caller. */
+static int wkw_n_threads = 1;
+
+WKW_EXPORT void
+wkw_set_threads (int n)
+{
+  wkw_n_threads = n > 0 ? n : 1;
+}
+
+#ifdef __wasm_atomics__
+#include <pthread.h>
+#include <stdlib.h>
+
+/* ---- threads (whisperknot-threads.wasm) ----
+ *
+ * whisperknot.mjs starts each worker (an instance of this module on the
+ * same memory, in a Web Worker or a Node.js worker thread), which takes
+ * its own stack (wkw_set_stack) and then waits in a slot of its own
+ * (wkw_worker_loop). pthread_create claims an idle slot and hands it the
+ * function; pthread_join waits for it to be done and frees the slot. The
+ * engine's only threads are its pool's (wk_pool), at most the workers
+ * started, created when the first stream needs them. */
+
+#define WKW_MAX_WORKERS 16
+enum
+{ SLOT_NONE, SLOT_IDLE, SLOT_CLAIMED, SLOT_RUN, SLOT_DONE };
+typedef struct
+{
+  int state;                    /* atomic: SLOT_* */
+  void *(*fn) (void *);
+  void *arg;
+} wkw_slot;
+static wkw_slot wkw_slots[WKW_MAX_WORKERS];
+
+WKW_EXPORT int wkw_idle_workers (void);
+WKW_EXPORT void wkw_set_stack (uintptr_t top);
+WKW_EXPORT void wkw_worker_loop (int i);
+
+int
+wkw_thread_start (void *(*fn) (void *), void *arg)
+{
+  int i;
+
+  for (i = 0; i < WKW_MAX_WORKERS; i++) {
+    int idle = SLOT_IDLE;
+    if (__atomic_compare_exchange_n (&wkw_slots[i].state, &idle,
+            SLOT_CLAIMED, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+      wkw_slots[i].fn = fn;
+      wkw_slots[i].arg = arg;
+      __atomic_store_n (&wkw_slots[i].state, SLOT_RUN, __ATOMIC_RELEASE);
+      wkw_notify (&wkw_slots[i].state, -1);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void
+wkw_thread_join (int i)
+{
+  int s;
+
+  while ((s = __atomic_load_n (&wkw_slots[i].state, __ATOMIC_ACQUIRE)) !=
+      SLOT_DONE)
+    wkw_wait32 (&wkw_slots[i].state, s, -1);
+  __atomic_store_n (&wkw_slots[i].state, SLOT_IDLE, __ATOMIC_RELEASE);
+}
+
+/* Workers waiting for a function: whisperknot.mjs waits for all of them
+ * before the first stream. */
+int
+wkw_idle_workers (void)
+{
+  int i, n = 0;
+
+  for (i = 0; i < WKW_MAX_WORKERS; i++)
+    n += __atomic_load_n (&wkw_slots[i].state, __ATOMIC_ACQUIRE) == SLOT_IDLE;
+  return n;
+}
+
+/* A worker's first call: its stack pointer (a global of each instance,
+ * which starts at the main thread's stack) to the top of memory of its
+ * own. This function keeps no frame of its own on the stack it leaves. */
+void
+wkw_set_stack (uintptr_t top)
+{
+  __asm__ volatile ("local.get %0\n\tglobal.set __stack_pointer"::"r" (top));
+}
+
+/* A worker's life: slot i's functions, one after another, forever (the
+ * host ends the worker). */
+void
+wkw_worker_loop (int i)
+{
+  wkw_slot *sl;
+  int s;
+
+  if (i < 0 || i >= WKW_MAX_WORKERS)
+    return;
+  sl = &wkw_slots[i];
+  __atomic_store_n (&sl->state, SLOT_IDLE, __ATOMIC_RELEASE);
+  for (;;) {
+    while ((s = __atomic_load_n (&sl->state, __ATOMIC_ACQUIRE)) != SLOT_RUN)
+      wkw_wait32 (&sl->state, s, -1);
+    sl->fn (sl->arg);
+    __atomic_store_n (&sl->state, SLOT_DONE, __ATOMIC_RELEASE);
+    wkw_notify (&sl->state, -1);
+  }
+}
+
+/* wasi-libc's allocator takes no lock (its build has no threads): every
+ * allocation of the module goes through one here (web/meson.build links
+ * with --wrap for each of these), so that a worker's allocation, should a
+ * kernel ever make one, cannot meet the main thread's in the heap. */
+static pthread_mutex_t wkw_heap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *__real_malloc (size_t n);
+void *__real_calloc (size_t n, size_t size);
+void *__real_realloc (void *p, size_t n);
+void __real_free (void *p);
+void *__real_aligned_alloc (size_t align, size_t n);
+int __real_posix_memalign (void **p, size_t align, size_t n);
+void *__wrap_malloc (size_t n);
+void *__wrap_calloc (size_t n, size_t size);
+void *__wrap_realloc (void *p, size_t n);
+void __wrap_free (void *p);
+void *__wrap_aligned_alloc (size_t align, size_t n);
+int __wrap_posix_memalign (void **p, size_t align, size_t n);
+
+void *
+__wrap_malloc (size_t n)
+{
+  void *p;
+
+  pthread_mutex_lock (&wkw_heap_lock);
+  p = __real_malloc (n);
+  pthread_mutex_unlock (&wkw_heap_lock);
+  return p;
+}
+
+void *
+__wrap_calloc (size_t n, size_t size)
+{
+  void *p;
+
+  pthread_mutex_lock (&wkw_heap_lock);
+  p = __real_calloc (n, size);
+  pthread_mutex_unlock (&wkw_heap_lock);
+  return p;
+}
+
+void *
+__wrap_realloc (void *p, size_t n)
+{
+  pthread_mutex_lock (&wkw_heap_lock);
+  p = __real_realloc (p, n);
+  pthread_mutex_unlock (&wkw_heap_lock);
+  return p;
+}
+
+void
+__wrap_free (void *p)
+{
+  pthread_mutex_lock (&wkw_heap_lock);
+  __real_free (p);
+  pthread_mutex_unlock (&wkw_heap_lock);
+}
+
+void *
+__wrap_aligned_alloc (size_t align, size_t n)
+{
+  void *p;
+
+  pthread_mutex_lock (&wkw_heap_lock);
+  p = __real_aligned_alloc (align, n);
+  pthread_mutex_unlock (&wkw_heap_lock);
+  return p;
+}
+
+int
+__wrap_posix_memalign (void **p, size_t align, size_t n)
+{
+  int r;
+
+  pthread_mutex_lock (&wkw_heap_lock);
+  r = __real_posix_memalign (p, align, n);
+  pthread_mutex_unlock (&wkw_heap_lock);
+  return r;
+}
+#endif
+
 /* wk_stream_new with wk_stream_default_params () changed by the arguments;
  * a negative number (or NaN) keeps the default (audio_ctx: below -2).
- * One thread: the module has none to start. */
+ * Threads: wkw_set_threads' (1 unless the threaded module has workers). */
 wk_status
 wkw_stream_new (wk_model * model, const char *language, int translate,
     int beam_size, int latency_ms, int use_vad, float vad_threshold,
@@ -74,7 +267,7 @@ wkw_stream_new (wk_model * model, const char *language, int translate,
 {
   wk_stream_params p = wk_stream_default_params ();
 
-  p.n_threads = 1;
+  p.n_threads = wkw_n_threads;
   p.language = language;
   if (translate >= 0)
     p.translate = translate != 0;

@@ -22,7 +22,17 @@ function words(stream) {
 self.onmessage = async ({ data: m }) => {
   try {
     if (m.type === 'load') {
-      wk = await Whisperknot.create();
+      // up to four threads where the page is cross-origin isolated
+      // (serve.mjs sends COOP/COEP): the threaded module, its workers
+      // started from here; one thread elsewhere
+      const threads = self.crossOriginIsolated ? Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1)) : 1;
+      try {
+        wk = await Whisperknot.create({ threads });
+      } catch (e) {
+        if (threads === 1) throw e;
+        console.warn(`whisperknot: ${threads} threads failed (${e.message}); one thread`);
+        wk = await Whisperknot.create();
+      }
       model = await wk.loadModel(new URL(m.model, self.location.href));
       await wk.loadVad(m.vad ? new URL(m.vad, self.location.href) : undefined);
       // A short transcription of silence before the page says it is
@@ -37,7 +47,7 @@ self.onmessage = async ({ data: m }) => {
       warm.finish();
       warm.take();
       warm.free();
-      post('ready', { info: model.info, kernels: wk.kernels, memory: wk.memoryBytes });
+      post('ready', { info: model.info, kernels: wk.kernels, threads: wk.threads, memory: wk.memoryBytes });
     } else if (m.type === 'live') {
       if (live) live.free();
       live = model.createStream({ latencyMs: m.latencyMs ?? 2000, textLines: true });

@@ -20,11 +20,13 @@ export async function useAll(bytes: ArrayBuffer): Promise<string> {
   model.free();
   const m2 = await loadModel(new URL('file:///x.knot'));
   m2.free();
+  const wk2 = await Whisperknot.create({ threads: 2 });
+  wk2.close();
   const wav = wk.parseWav(new Uint8Array(0));
   try {
     wk.parseWav(new ArrayBuffer(4));
   } catch (e) {
     if (e instanceof WhisperknotError) return `${e.status} ${e.message}`;
   }
-  return `${n} ${segs.map((g) => g.text + g.tokens.map((t) => t.id).join()).join()} ${serial} ${st.encoderSeconds} ${lang} ${wav.samples.length} ${wk.kernels} ${wk.memoryBytes}`;
+  return `${n} ${segs.map((g) => g.text + g.tokens.map((t) => t.id).join()).join()} ${serial} ${st.encoderSeconds} ${lang} ${wav.samples.length} ${wk.kernels} ${wk.memoryBytes} ${wk.threads}`;
 }

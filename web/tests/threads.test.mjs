@@ -1,0 +1,106 @@
+// The threaded module (whisperknot-threads.wasm, Whisperknot.create({
+// threads })): the same segments and tokens as the single-threaded module
+// on every thread count (the thread pool never changes a result), streams
+// side by side on its workers, a live stream through the scheduler, and
+// clear errors where threads cannot run. Each test has a timeout: a
+// deadlock fails instead of hanging CI.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { Whisperknot, WhisperknotError } from '../whisperknot.mjs';
+import { defaultModel, jfkWav, sampleWav } from './helpers.mjs';
+
+const TIMEOUT = 300000;
+let one, three;
+
+before(async () => {
+  one = await Whisperknot.create();
+  three = await Whisperknot.create({ threads: 3 });
+});
+
+async function segments(wk, wav, beam, model) {
+  const m = model ?? await wk.loadModel(defaultModel);
+  const { samples } = wk.parseWav(readFileSync(wav));
+  const s = m.createStream({ beamSize: beam });
+  const out = [];
+  for (let p = 0; p < samples.length; p += 16000) {
+    s.feed(samples.subarray(p, p + 16000));
+    out.push(...s.take());
+  }
+  s.finish();
+  out.push(...s.take());
+  s.free();
+  if (!model) m.free();
+  return out.map((g) => ({ text: g.text, start: g.start, end: g.end, ids: g.tokens.map((t) => t.id), p: g.tokens.map((t) => t.p) }));
+}
+
+test('three threads: the instance has two workers and the threaded module', { timeout: TIMEOUT }, () => {
+  assert.equal(one.threads, 1);
+  assert.equal(three.threads, 3);
+  assert.equal(three.kernels, one.kernels);
+});
+
+for (const [name, wav] of [['sample.wav', sampleWav], ['jfk.wav', jfkWav]]) {
+  for (const beam of [1, 5]) {
+    test(`default model, ${name}, beam ${beam}: three threads give one thread's segments, bit for bit`,
+      { timeout: TIMEOUT, skip: !existsSync(wav) && `no ${wav}` }, async () => {
+        const a = await segments(one, wav, beam);
+        assert.ok(a.length > 0 && a.some((g) => g.ids.length > 0));
+        assert.deepEqual(await segments(three, wav, beam), a);
+      });
+  }
+}
+
+test('two streams at once on the threaded instance: each as alone', { timeout: TIMEOUT }, async () => {
+  const m = await three.loadModel(defaultModel);
+  const { samples } = three.parseWav(readFileSync(sampleWav));
+  const alone = await segments(three, sampleWav, 1, m);
+  const s1 = m.createStream({ beamSize: 1 }), s2 = m.createStream({ beamSize: 1 });
+  const o1 = [], o2 = [];
+  for (let p = 0; p < samples.length; p += 16000) {
+    s1.feed(samples.subarray(p, p + 16000)); o1.push(...s1.take());
+    s2.feed(samples.subarray(p, p + 16000)); o2.push(...s2.take());
+  }
+  s1.finish(); o1.push(...s1.take());
+  s2.finish(); o2.push(...s2.take());
+  s1.free(); s2.free();
+  const ids = (o) => o.map((g) => g.tokens.map((t) => t.id));
+  assert.deepEqual(ids(o1), alone.map((g) => g.ids));
+  assert.deepEqual(ids(o2), alone.map((g) => g.ids));
+  m.free();
+});
+
+test('a live stream on three threads commits the words of sample.wav', { timeout: TIMEOUT }, async () => {
+  const m = await three.loadModel(defaultModel);
+  await three.loadVad();
+  const { samples } = three.parseWav(readFileSync(sampleWav));
+  const s = m.createStream({ latencyMs: 1000 });
+  const words = [];
+  for (let p = 0; p < samples.length; p += 1600) {
+    s.feed(samples.subarray(p, p + 1600));
+    words.push(...s.take());
+  }
+  s.finish();
+  words.push(...s.take());
+  s.free();
+  m.free();
+  // live words of the three sentences (the live policy hears the first
+  // word otherwise than a whole window does)
+  const text = words.map((w) => w.text).join(' ');
+  assert.ok(words.length >= 20, text);
+  assert.match(text, /height.*famous.*spent/s, text);
+});
+
+test('threads that cannot run are errors, not hangs', { timeout: TIMEOUT }, async () => {
+  for (const threads of [0, 1.5, 18, -1]) {
+    await assert.rejects(Whisperknot.create({ threads }), (e) => e instanceof WhisperknotError && /threads must be/.test(e.message), String(threads));
+  }
+  // the single-threaded module cannot run threads
+  const single = readFileSync(new URL('../whisperknot.wasm', import.meta.url));
+  await assert.rejects(Whisperknot.create({ threads: 2, wasm: single }),
+    (e) => e instanceof WhisperknotError && /whisperknot-threads\.wasm/.test(e.message));
+  // a truncated knot: the engine's clear error, from the threaded module too
+  const knot = readFileSync(defaultModel);
+  await assert.rejects(three.loadModel(knot.subarray(0, knot.length >> 1)),
+    (e) => e instanceof WhisperknotError && e.message.length > 0);
+});
