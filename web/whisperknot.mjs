@@ -45,11 +45,15 @@ const STATUS = ['ok', 'io', 'format', 'unsupported', 'nomem', 'arg', 'state', 'i
 const VAD_FILE = 'silero-v6.2.0.knot';
 const FS_ROOT = '/whisperknot/';
 
-// TextDecoder refuses views of a SharedArrayBuffer (the threaded module's
-// memory): those are copied first.
-function decodeUtf8(u8, start, end) {
+// u8[start, end) for a consumer that refuses views of a SharedArrayBuffer
+// (TextDecoder, pako): copied where it is the threaded module's memory.
+function unsharedView(u8, start, end) {
   const shared = typeof SharedArrayBuffer !== 'undefined' && u8.buffer instanceof SharedArrayBuffer;
-  return new TextDecoder().decode(shared ? u8.slice(start, end) : u8.subarray(start, end));
+  return shared ? u8.slice(start, end) : u8.subarray(start, end);
+}
+
+function decodeUtf8(u8, start, end) {
+  return new TextDecoder().decode(unsharedView(u8, start, end));
 }
 
 // Why this context cannot run the threaded module (null: it can).
@@ -303,8 +307,8 @@ export class Whisperknot {
     const threads = opts.threads ?? 1;
     if (!Number.isInteger(threads) || threads < 1 || threads > MAX_WORKERS + 1)
       throw new WhisperknotError(`threads must be an integer from 1 to ${MAX_WORKERS + 1}, not ${threads}`, 5);
-    const why = threads > 1 ? threadsUnavailable() : null;
-    if (why) throw new WhisperknotError(`cannot run ${threads} threads: ${why}`, 3);
+    const why = threadsUnavailable();
+    if (threads > 1 && why) throw new WhisperknotError(`cannot run ${threads} threads: ${why}`, 3);
     let mod = opts.wasm;
     if (!mod) {
       if (threads > 1) {
@@ -319,8 +323,7 @@ export class Whisperknot {
     }
     // the threaded module imports its memory (shared with its workers)
     const shared = WebAssembly.Module.imports(mod).some((i) => i.kind === 'memory');
-    if (shared && threadsUnavailable())
-      throw new WhisperknotError(`cannot run the threaded module: ${threadsUnavailable()}`, 3);
+    if (shared && why) throw new WhisperknotError(`cannot run the threaded module: ${why}`, 3);
     if (threads > 1 && !shared)
       throw new WhisperknotError(`${threads} threads need the threaded module (whisperknot-threads.wasm); opts.wasm is the single-threaded one`, 5);
     // 512 pages (32 MiB) is above the module's own minimum; at most the
@@ -423,9 +426,7 @@ export class Whisperknot {
   }
 
   #deflate(src, n, dst, cap, level) {
-    const u8 = this.u8;
-    const shared = typeof SharedArrayBuffer !== 'undefined' && u8.buffer instanceof SharedArrayBuffer;
-    const out = pako.deflate(shared ? u8.slice(src, src + n) : u8.subarray(src, src + n), { level });
+    const out = pako.deflate(unsharedView(this.u8, src, src + n), { level });
     if (out.length > cap) return -1;
     this.u8.set(out, dst);
     return out.length;

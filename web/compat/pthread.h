@@ -20,6 +20,17 @@
 #include <errno.h>
 #include <time.h>
 
+/* the same in both builds; the mutex and condition are each build's */
+typedef int pthread_once_t;
+typedef int pthread_t;
+typedef int pthread_attr_t;
+typedef int pthread_mutexattr_t;
+typedef int pthread_condattr_t;
+
+#define PTHREAD_MUTEX_INITIALIZER { 0 }
+#define PTHREAD_COND_INITIALIZER { 0 }
+#define PTHREAD_ONCE_INIT 0
+
 #ifdef __wasm_atomics__
 /* Threaded: the module's memory is shared with its workers (instances of
  * the same module in Web Workers or Node.js worker threads, started by
@@ -38,15 +49,6 @@ typedef struct
 {
   int seq;
 } pthread_cond_t;
-typedef int pthread_once_t;
-typedef int pthread_t;
-typedef int pthread_attr_t;
-typedef int pthread_mutexattr_t;
-typedef int pthread_condattr_t;
-
-#define PTHREAD_MUTEX_INITIALIZER { 0 }
-#define PTHREAD_COND_INITIALIZER { 0 }
-#define PTHREAD_ONCE_INIT 0
 
 int wkw_thread_start (void *(*fn) (void *), void *arg);
 void wkw_thread_join (int id);
@@ -226,15 +228,6 @@ typedef struct
 {
   int unused;
 } pthread_cond_t;
-typedef int pthread_once_t;
-typedef int pthread_t;
-typedef int pthread_attr_t;
-typedef int pthread_mutexattr_t;
-typedef int pthread_condattr_t;
-
-#define PTHREAD_MUTEX_INITIALIZER { 0 }
-#define PTHREAD_COND_INITIALIZER { 0 }
-#define PTHREAD_ONCE_INIT 0
 
 static inline int
 pthread_mutex_init (pthread_mutex_t * m, const pthread_mutexattr_t * a)
