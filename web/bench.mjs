@@ -17,6 +17,7 @@
 // encoder window, the decoder step, end to end, and the real-time factor,
 // side by side with their ratios. Figures only, no assertions; the best of
 // --runs (default 5) runs of each, alternated, as the machine may be busy.
+// The WK_* environment (WK_INT8=enc16, ...) reaches both engines.
 //
 // With --whispercpp, also whisper.cpp's own WebAssembly build (the
 // wk-whispercpp-stages.js that tools/whispercpp-wasm-build.sh makes) on
@@ -79,7 +80,9 @@ function nativeStats(exe, kernels) {
     windows: +kv.windows, tokens: +kv.tokens };
 }
 
-const wk = await Whisperknot.create(wasmFile ? { wasm: readFileSync(wasmFile) } : {});
+// the WK_* variables for the wasm engine too, as transcribe.mjs passes them
+const wkEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('WK_')));
+const wk = await Whisperknot.create(wasmFile ? { env: wkEnv, wasm: readFileSync(wasmFile) } : { env: wkEnv });
 const m = await wk.loadModel(model);
 const { samples } = wk.parseWav(readFileSync(wav));
 const exe = nativeTool('tools/whisperknot-transcribe');
@@ -90,7 +93,7 @@ const exe = nativeTool('tools/whisperknot-transcribe');
 // the first wasm transcription, while V8 still compiles the hot functions
 // with its optimizing tier, is a warm-up and not counted.
 const w = [], n = [], n2 = [], wt = [];
-const wkT = threads > 1 ? await Whisperknot.create({ threads }) : null;
+const wkT = threads > 1 ? await Whisperknot.create({ env: wkEnv, threads }) : null;
 const mT = wkT ? await wkT.loadModel(model) : null;
 await wasmRun(wk, m, samples);
 if (wkT) await wasmRun(wkT, mT, samples);
