@@ -69,6 +69,23 @@ function threadsUnavailable() {
 }
 
 const MAX_WORKERS = 16; // wk-web.c's WKW_MAX_WORKERS
+
+// The threaded module's memory: 512 pages (32 MiB, above the module's own
+// minimum), growing to at most the 2 GiB it was linked for. A shared
+// memory reserves its maximum up front, which a 32-bit browser (many
+// Android phones) cannot do for 2 GiB: then 1 GiB, then 512 MiB (a smaller
+// maximum than the module's is a valid import; the engine's allocations
+// fail cleanly past it).
+function sharedMemory() {
+  for (const maximum of [32768, 16384, 8192]) {
+    try {
+      return new WebAssembly.Memory({ initial: 512, maximum, shared: true });
+    } catch (e) {
+      if (!(e instanceof RangeError) || maximum === 8192)
+        throw new WhisperknotError(`cannot reserve the threaded module's memory: ${e.message}`, 4);
+    }
+  }
+}
 const WORKER_STACK = 4 << 20; // bytes of stack per worker (the main thread has 8 MiB)
 
 async function readSource(src) {
@@ -326,9 +343,7 @@ export class Whisperknot {
     if (shared && why) throw new WhisperknotError(`cannot run the threaded module: ${why}`, 3);
     if (threads > 1 && !shared)
       throw new WhisperknotError(`${threads} threads need the threaded module (whisperknot-threads.wasm); opts.wasm is the single-threaded one`, 5);
-    // 512 pages (32 MiB) is above the module's own minimum; at most the
-    // 2 GiB it was linked for
-    const memory = shared ? new WebAssembly.Memory({ initial: 512, maximum: 32768, shared: true }) : null;
+    const memory = shared ? sharedMemory() : null;
     const env = Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`);
     const wasi = new Wasi(env, opts.log ?? ((l) => console.warn(l)));
     const wk = new Whisperknot(wasi);

@@ -104,3 +104,31 @@ test('threads that cannot run are errors, not hangs', { timeout: TIMEOUT }, asyn
   await assert.rejects(three.loadModel(knot.subarray(0, knot.length >> 1)),
     (e) => e instanceof WhisperknotError && e.message.length > 0);
 });
+
+// A shared memory reserves its maximum when it is made; a 32-bit browser
+// refuses 2 GiB (RangeError), simulated here: create() asks for 1 GiB and
+// the engine runs on it; refused everything, create() throws the engine's
+// error type rather than a RangeError.
+test('a browser that cannot reserve 2 GiB: a smaller shared memory, the same segments', { timeout: TIMEOUT }, async () => {
+  const Real = WebAssembly.Memory;
+  const asked = [];
+  let limit = 16384;
+  WebAssembly.Memory = function Memory(d) {
+    if (d?.shared) asked.push(d.maximum);
+    if (d?.shared && d.maximum > limit) throw new RangeError('WebAssembly.Memory(): could not allocate memory');
+    return new Real(d);
+  };
+  let wk;
+  try {
+    wk = await Whisperknot.create({ threads: 2 });
+    limit = 0;
+    await assert.rejects(Whisperknot.create({ threads: 2 }),
+      (e) => e instanceof WhisperknotError && /cannot reserve/.test(e.message));
+  } finally {
+    WebAssembly.Memory = Real;
+  }
+  assert.deepEqual(asked, [32768, 16384, 32768, 16384, 8192]);
+  assert.equal(wk.threads, 2);
+  assert.deepEqual(await segments(wk, sampleWav, 1), await segments(one, sampleWav, 1));
+  wk.close();
+});
