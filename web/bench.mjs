@@ -17,7 +17,7 @@
 // encoder window, the decoder step, end to end, and the real-time factor,
 // side by side with their ratios. Figures only, no assertions; the best of
 // --runs (default 5) runs of each, alternated, as the machine may be busy.
-// The WK_* environment (WK_INT8=enc16, ...) reaches both engines.
+// The WK_* environment (WK_INT8=0, WK_KERNELS=ref, ...) reaches both engines.
 //
 // With --whispercpp, also whisper.cpp's own WebAssembly build (the
 // wk-whispercpp-stages.js that tools/whispercpp-wasm-build.sh makes) on

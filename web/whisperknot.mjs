@@ -69,6 +69,7 @@ function threadsUnavailable() {
 }
 
 const MAX_WORKERS = 16; // wk-web.c's WKW_MAX_WORKERS
+const WORKER_STACK = 4 << 20; // bytes of stack per worker (the main thread has 8 MiB)
 
 // The threaded module's memory: 512 pages (32 MiB, above the module's own
 // minimum), growing to at most the 2 GiB it was linked for. A shared
@@ -86,7 +87,6 @@ function sharedMemory() {
     }
   }
 }
-const WORKER_STACK = 4 << 20; // bytes of stack per worker (the main thread has 8 MiB)
 
 async function readSource(src) {
   if (src instanceof ArrayBuffer) return new Uint8Array(src);
