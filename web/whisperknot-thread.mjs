@@ -29,7 +29,18 @@ async function run({ mod, memory, stackTop, idx }, post) {
   });
   instance.exports.wkw_set_stack(stackTop);
   post({ type: 'ready' });
-  instance.exports.wkw_worker_loop(idx); // returns only for a bad idx
+  try {
+    instance.exports.wkw_worker_loop(idx); // returns only for a bad idx
+  } catch (e) {
+    // A trap on this thread (a bug of the engine): the function it ran
+    // never returns, so the thread waiting for it would wait forever. The
+    // flag makes every wait of the module trap instead, the main thread's
+    // included, which whisperknot.mjs reports as an error. A worker that
+    // trapped because the flag was set already says nothing more.
+    const flag = new Int32Array(memory.buffer, instance.exports.wkw_failed_flag(), 1);
+    if (Atomics.exchange(flag, 0, 1) === 0)
+      console.error(`whisperknot: worker ${idx} trapped:`, e);
+  }
 }
 
 function fail(post, e) {

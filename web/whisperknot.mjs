@@ -354,7 +354,7 @@ export class Whisperknot {
     });
     // (the threaded module's allocator is wk-web.c's locked wrapper)
     const e = instance.exports;
-    const x = shared ? { ...e, memory, malloc: e.__wrap_malloc, free: e.__wrap_free } : e;
+    const x = shared ? wk.#guarded({ ...e, memory, malloc: e.__wrap_malloc, free: e.__wrap_free }) : e;
     wasi.memory = x.memory;
     x._initialize();
     wk.#init(x);
@@ -408,6 +408,31 @@ export class Whisperknot {
     x.wkw_set_threads(n + 1);
   }
 
+  // The threaded module's exports, each call checked for a worker that
+  // trapped: its function never returns, so the engine's waits trap too
+  // once whisperknot-thread.mjs has set wkw_failed (compat/pthread.h);
+  // such a call, and every later one, throws rather than hang or go on
+  // with the engine's state half changed.
+  #broken = null;
+  #guarded(x) {
+    const flag = new Int32Array(x.memory.buffer, x.wkw_failed_flag(), 1);
+    for (const [name, fn] of Object.entries(x)) {
+      if (typeof fn !== 'function') continue;
+      x[name] = (...args) => {
+        if (this.#broken) throw new WhisperknotError(this.#broken, 7);
+        try {
+          return fn(...args);
+        } catch (err) {
+          if (Atomics.load(flag, 0) === 0) throw err;
+          this.#broken = 'a worker thread of the engine trapped (a bug of whisperknot; the worker\'s console shows the trap): this instance cannot be used any more, create another';
+          this.close();
+          throw new WhisperknotError(this.#broken, 7);
+        }
+      };
+    }
+    return x;
+  }
+
   /** Threads new streams compute on. */
   get threads() { return this.#workers.length + 1; }
 
@@ -416,7 +441,7 @@ export class Whisperknot {
   close() {
     for (const w of this.#workers) w.terminate();
     this.#workers = [];
-    this.#x?.wkw_set_threads(1);
+    if (!this.#broken) this.#x?.wkw_set_threads(1);
   }
 
   #wasi;

@@ -98,6 +98,20 @@ typedef struct
 } wkw_slot;
 static wkw_slot wkw_slots[WKW_MAX_WORKERS];
 
+/* compat/pthread.h's flag of a worker that trapped: whisperknot-thread.mjs
+ * sets it (at the address wkw_failed_flag gives) when the call into
+ * wkw_worker_loop throws, and every wait of the module then traps within
+ * WKW_WAIT_SLICE, the main thread's included. */
+int wkw_failed;
+
+WKW_EXPORT int *wkw_failed_flag (void);
+
+int *
+wkw_failed_flag (void)
+{
+  return &wkw_failed;
+}
+
 WKW_EXPORT int wkw_idle_workers (void);
 WKW_EXPORT void wkw_set_stack (uintptr_t top);
 WKW_EXPORT void wkw_worker_loop (int i);

@@ -53,14 +53,45 @@ typedef struct
 int wkw_thread_start (void *(*fn) (void *), void *arg);
 void wkw_thread_join (int id);
 
+/* Nonzero once a worker's call has trapped (whisperknot-thread.mjs sets
+ * it, wk-web.c holds it): that thread never finishes its function nor
+ * releases what it held, so whoever waits for it would wait forever. */
+extern int wkw_failed;
+
+/* A wait on a futex waits at most this long at a time (ns), then looks at
+ * wkw_failed */
+#define WKW_WAIT_SLICE 100000000
+
+/* one memory.atomic.wait32, in a function of its own: Node 20's baseline
+ * compiler (Liftoff) mishandled code around the wait when it was inlined
+ * (an atomic add after it was lost; a loop around it spun at 100% CPU) */
+static int wkw_wait32_once (int *p, int expect, int64_t ns)
+    __attribute__((noinline));
+
+static int
+wkw_wait32_once (int *p, int expect, int64_t ns)
+{
+  return __builtin_wasm_memory_atomic_wait32 (p, expect, ns);
+}
+
+/* memory.atomic.wait32 (ns < 0: no timeout): 0 woken, 1 *p != expect, 2
+ * timed out; in slices, after each of which a wkw_failed set traps this
+ * thread too, which whisperknot.mjs reports as an error of the instance
+ * rather than hang. */
 static inline int
 wkw_wait32 (int *p, int expect, int64_t ns)
 {
-  /* the result is used: Node 20's baseline compiler lost a later atomic
-   * add after a wait whose result was dropped */
-  volatile int r = __builtin_wasm_memory_atomic_wait32 (p, expect,
-      ns);
-  return r;
+  for (;;) {
+    int64_t t = ns < 0 || ns > WKW_WAIT_SLICE ? WKW_WAIT_SLICE : ns;
+    int r = wkw_wait32_once (p, expect, t);
+
+    if (__atomic_load_n (&wkw_failed, __ATOMIC_ACQUIRE))
+      __builtin_trap ();
+    if (r != 2 || ns == t)
+      return r;
+    if (ns > 0)
+      ns -= t;
+  }
 }
 
 static inline void

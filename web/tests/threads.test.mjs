@@ -132,3 +132,58 @@ test('a browser that cannot reserve 2 GiB: a smaller shared memory, the same seg
   assert.deepEqual(await segments(wk, sampleWav, 1), await segments(one, sampleWav, 1));
   wk.close();
 });
+
+// A worker that traps (a bug of the engine) never finishes its function,
+// and the threads waiting for it used to wait forever. Its script sets the
+// module's failure flag (wkw_failed_flag) and says so on its console;
+// every wait then traps, and the instance throws WhisperknotError from
+// then on instead of hanging.
+test('a worker that traps: its script sets the failure flag and reports it', { timeout: TIMEOUT }, async () => {
+  const { Worker } = await import('node:worker_threads');
+  const str = (s) => [s.length, ...Buffer.from(s)];
+  // a module with the worker's imports and exports whose wkw_worker_loop
+  // is `unreachable` and whose flag is at address 64
+  const bytes = new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+    1, 9, 2, 0x60, 1, 0x7f, 0, 0x60, 0, 1, 0x7f, // types (i32)->(), ()->i32
+    2, 16, 1, ...str('env'), ...str('memory'), 2, 3, 1, 1, // shared memory, 1 page
+    3, 4, 3, 0, 0, 1, // functions
+    7, 53, 3, ...str('wkw_set_stack'), 0, 0, ...str('wkw_worker_loop'), 0, 1, ...str('wkw_failed_flag'), 0, 2,
+    10, 14, 3, 2, 0, 0x0b, 3, 0, 0x00, 0x0b, 5, 0, 0x41, 0xc0, 0, 0x0b]);
+  const mod = await WebAssembly.compile(bytes);
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+  const w = new Worker(new URL('../whisperknot-thread.mjs', import.meta.url),
+    { workerData: { mod, memory, stackTop: 0, idx: 3 }, stderr: true });
+  let err = '';
+  w.stderr.on('data', (d) => { err += d; });
+  await new Promise((resolve, reject) => { w.on('exit', resolve); w.on('error', reject); });
+  assert.equal(new Int32Array(memory.buffer)[16], 1, 'the flag is set');
+  assert.match(err, /worker 3 trapped.*unreachable/s);
+});
+
+test('a worker that traps: the instance throws WhisperknotError, now and after, instead of hanging', { timeout: TIMEOUT }, async () => {
+  const wk = await Whisperknot.create({ threads: 2 });
+  const m = await wk.loadModel(defaultModel);
+  const { samples } = wk.parseWav(readFileSync(sampleWav));
+  const s = m.createStream({ beamSize: 1 });
+  // what the worker's script does when its call traps (the test above):
+  // the workers then trap at their next wait, as if they had failed. The
+  // caller computes every task no worker takes, so the file may still be
+  // transcribed; at the latest the last stream's end, which waits for
+  // the pool's threads to finish, meets a thread that never will.
+  const x = wk.exports;
+  Atomics.store(new Int32Array(x.memory.buffer, x.wkw_failed_flag(), 1), 0, 1);
+  const trapped = (e) => e instanceof WhisperknotError && /worker thread of the engine trapped/.test(e.message);
+  let threw = null;
+  try {
+    s.feed(samples);
+    s.finish();
+    s.take();
+    s.free();
+  } catch (e) {
+    threw = e;
+  }
+  assert.ok(trapped(threw), String(threw));
+  assert.throws(() => m.createStream(), trapped);
+  assert.throws(() => m.free(), trapped);
+  wk.close();
+});
