@@ -123,13 +123,15 @@ static __attribute__((target ("avx512f")))
 /* SIMD128 has no fused multiply-add (clang 14): MADD_CHAINS independent
  * accumulators each adding a product per step, the products off the
  * chains, as in the wasm kernels' tiles (the empty asm keeps w from being
- * folded into a constant). Out of line and called three times: V8 runs a
+ * folded into a constant; on a float, as clang 19 crashes on a v128_t
+ * operand). Out of line and called three times: V8 runs a
  * function's first calls in its baseline compiler and later ones in its
  * optimizing one, which is what the kernels run in. */
 static __attribute__((noinline))
      double fma_ceiling_wasm (void)
 {
-  v128_t acc[MADD_CHAINS], x[MADD_CHAINS], w = wasm_f32x4_splat (0.999f);
+  v128_t acc[MADD_CHAINS], x[MADD_CHAINS], w;
+  float ws = 0.999f;
   double t0, t;
   float sink = 0.0f;
   long it;
@@ -141,7 +143,8 @@ static __attribute__((noinline))
   }
   t0 = now_s ();
   for (it = 0; it < FMA_ITERS; it++) {
-    __asm__ volatile ("":"+X" (w));
+    __asm__ volatile ("":"+r" (ws));
+    w = wasm_f32x4_splat (ws);
     _Pragma ("GCC unroll 6") for (i = 0; i < MADD_CHAINS; i++)
       acc[i] = wasm_f32x4_add (acc[i], wasm_f32x4_mul (x[i], w));
   }
