@@ -1,5 +1,5 @@
-/* A portable mixed-radix FFT for the mel front end where kissfft is not
- * available (the WebAssembly engine). The plan is read-only once made, so
+/* A portable mixed-radix FFT for the mel front end, in every build (the
+ * WebAssembly engine and native ones compute the same log-mel). The plan is read-only once made, so
  * any number of callers share it; each brings its own work memory. */
 #ifndef WK_FFT_H
 #define WK_FFT_H

@@ -3,8 +3,8 @@
  * Per frame: 400 samples centred on f * 160 (reflected at the start of the
  * signal, zero past its end, as torch.stft(center=True, pad_mode='reflect')
  * sees Whisper's zero-padded audio), times a periodic Hann window, a real
- * FFT (kissfft, or engine/fft.c where there is none: the WebAssembly
- * build), the power of the 201 bins. Frames are handled in blocks:
+ * FFT (engine/fft.c, four frames at a time; the same in every build, the
+ * WebAssembly one too), the power of the 201 bins. Frames are handled in blocks:
  * the power spectra of a block are stored bin-major so that the mel
  * filterbank becomes, for each non-zero filter weight, one multiply-add
  * along the block's frames straight into the output row (ORC loops). Each
@@ -14,15 +14,10 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef WK_HAVE_KISSFFT
-#include <kiss_fftr.h>
-#else
 #include "fft.h"
-#endif
 
 #include "mel-orc.h"
 
@@ -31,14 +26,6 @@
  * mean fewer, longer ORC calls in the filterbank. */
 #define MEL_BLOCK 64
 
-#ifdef WK_HAVE_KISSFFT
-/* kiss_fftr() writes into a work buffer inside its plan, so a plan can
- * serve one caller at a time. The model keeps a few plans, each taken with
- * an atomic flag; a caller that finds them all busy builds one on its
- * stack (a few microseconds). */
-#define MEL_N_PLANS 4
-#define MEL_PLAN_BYTES 8192
-#endif
 
 struct wk_mel
 {
@@ -49,15 +36,7 @@ struct wk_mel
   int *lo, *hi;
   size_t *off;
   float *weights;
-#ifdef WK_HAVE_KISSFFT
-  size_t plan_bytes;
-  atomic_flag plan_busy[MEL_N_PLANS];
-  kiss_fftr_cfg plan[MEL_N_PLANS];
-  /* kiss_fftr_alloc() lays each plan out in this caller-owned memory. */
-  unsigned char _Alignas (16) plan_mem[MEL_N_PLANS][MEL_PLAN_BYTES];
-#else
   wk_fft *fft;                  /* read-only: shared by every caller */
-#endif
 };
 
 /* orcc's generated functions test their `static volatile int p_inited`
@@ -85,7 +64,7 @@ wk_status
 wk_mel_new (int n_mels, const float *filters, wk_mel ** out)
 {
   wk_mel *mel;
-  size_t n_weights = 0, len;
+  size_t n_weights = 0;
   int m, k, i;
 
   pthread_once (&wk_mel_orc_once, wk_mel_orc_warm);
@@ -95,24 +74,10 @@ wk_mel_new (int n_mels, const float *filters, wk_mel ** out)
   if (n_mels <= 0 || n_mels > 1024 || !filters)
     return WK_ERR_ARG;
 
-#ifdef WK_HAVE_KISSFFT
-  len = 0;
-  kiss_fftr_alloc (WK_N_FFT, 0, NULL, &len);
-  if (len == 0 || len > MEL_PLAN_BYTES)
-    return WK_ERR_INTERNAL;
-#else
-  len = 0;
-#endif
-
   mel = calloc (1, sizeof *mel);
   if (!mel)
     return WK_ERR_NOMEM;
   mel->n_mels = n_mels;
-#ifdef WK_HAVE_KISSFFT
-  mel->plan_bytes = len;
-#else
-  (void) len;
-#endif
   mel->lo = calloc ((size_t) n_mels, sizeof *mel->lo);
   mel->hi = calloc ((size_t) n_mels, sizeof *mel->hi);
   mel->off = calloc ((size_t) n_mels, sizeof *mel->off);
@@ -148,22 +113,10 @@ wk_mel_new (int n_mels, const float *filters, wk_mel ** out)
         filters + (size_t) m * WK_N_BINS + mel->lo[m],
         (size_t) (mel->hi[m] - mel->lo[m]) * sizeof (float));
 
-#ifdef WK_HAVE_KISSFFT
-  for (i = 0; i < MEL_N_PLANS; i++) {
-    size_t plan_len = MEL_PLAN_BYTES;
-    atomic_flag_clear (&mel->plan_busy[i]);
-    mel->plan[i] = kiss_fftr_alloc (WK_N_FFT, 0, mel->plan_mem[i], &plan_len);
-    if (!mel->plan[i]) {
-      wk_mel_free (mel);
-      return WK_ERR_INTERNAL;
-    }
-  }
-#else
   if (wk_fft_new (WK_N_FFT, &mel->fft) != WK_OK) {
     wk_mel_free (mel);
     return WK_ERR_NOMEM;
   }
-#endif
 
   *out = mel;
   return WK_OK;
@@ -178,10 +131,7 @@ wk_mel_free (wk_mel * mel)
 {
   if (!mel)
     return;
-  /* kissfft's plans live in plan_mem: nothing to free for them. */
-#ifndef WK_HAVE_KISSFFT
   wk_fft_free (mel->fft);
-#endif
   free (mel->lo);
   free (mel->hi);
   free (mel->off);
@@ -230,19 +180,10 @@ void
 wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
     int64_t first, int n, float *out, int ld)
 {
-#ifdef WK_HAVE_KISSFFT
-  wk_mel *m_mut = (wk_mel *) mel;       /* only the plan flags change */
-  _Alignas (16) unsigned char local_mem[MEL_PLAN_BYTES];
-  kiss_fft_cpx spec[WK_N_BINS];
-  kiss_fftr_cfg plan = NULL;
-  float windowed[WK_N_FFT];
-  int plan_index = -1, i;
-#else
   /* (re, im) of each bin, the windowed frames: WK_FFT_LANES at a time */
   float spec[WK_FFT_LANES][2 * WK_N_BINS];
   float windowed[WK_FFT_LANES][WK_N_FFT];
   _Alignas (16) float fft_work[WK_FFT_WORK_FLOATS (WK_N_FFT)];
-#endif
   float power_t[WK_N_BINS][MEL_BLOCK];  /* bin-major powers of a block */
   float frame[WK_N_FFT], power[WK_N_BINS];
   int b0, m;
@@ -252,42 +193,11 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
   if (!audio)
     n_audio = 0;
 
-#ifdef WK_HAVE_KISSFFT
-  for (i = 0; i < MEL_N_PLANS; i++) {
-    if (!atomic_flag_test_and_set_explicit (&m_mut->plan_busy[i],
-            memory_order_acquire)) {
-      plan = mel->plan[i];
-      plan_index = i;
-      break;
-    }
-  }
-  if (!plan) {
-    size_t len = sizeof local_mem;
-    plan = kiss_fftr_alloc (WK_N_FFT, 0, local_mem, &len);
-    if (!plan) {
-      /* Cannot happen (the size was checked in wk_mel_new); leave a
-       * defined result rather than garbage. */
-      for (m = 0; m < mel->n_mels; m++)
-        for (i = 0; i < n; i++)
-          out[(size_t) m * ld + i] = -10.0f;
-      return;
-    }
-  }
-#endif
 
   for (b0 = 0; b0 < n; b0 += MEL_BLOCK) {
     int nb = n - b0 < MEL_BLOCK ? n - b0 : MEL_BLOCK;
     int b, k;
 
-#ifdef WK_HAVE_KISSFFT
-    for (b = 0; b < nb; b++) {
-      mel_window_frame (mel, audio, n_audio, first + b0 + b, frame, windowed);
-      kiss_fftr (plan, windowed, spec);
-      wk_orc_mel_power (power, (const void *) spec, WK_N_BINS);
-      for (k = 0; k < WK_N_BINS; k++)
-        power_t[k][b] = power[k];
-    }
-#else
     for (b = 0; b < nb; b += WK_FFT_LANES) {
       const float *ins[WK_FFT_LANES] = { NULL };
       float *specs[WK_FFT_LANES] = { NULL };
@@ -307,7 +217,6 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
           power_t[k][b + l] = power[k];
       }
     }
-#endif
 
     for (m = 0; m < mel->n_mels; m++) {
       float *dst = out + (size_t) m * ld + b0;
@@ -329,11 +238,6 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
     }
   }
 
-#ifdef WK_HAVE_KISSFFT
-  if (plan_index >= 0)
-    atomic_flag_clear_explicit (&m_mut->plan_busy[plan_index],
-        memory_order_release);
-#endif
 }
 
 float

@@ -1,5 +1,4 @@
-/* engine/fft.c, the mel front end's FFT where kissfft is absent (the
- * WebAssembly engine): against a direct DFT in double for Whisper's 400
+/* engine/fft.c, the mel front end's FFT in every build: against a direct DFT in double for Whisper's 400
  * and other lengths (every radix path), four at a time against one at a
  * time, and its refusals. */
 #include <math.h>

@@ -46,7 +46,7 @@
  * pass: ref_err_*) is about 2e-5 for the mel and 3e-6 for the encoder and
  * logits, so these bounds are the engine's budget:
  *
- * mel: values in about [-1.5, 2]; float32 FFTs (kissfft here, pocketfft in
+ * mel: values in about [-1.5, 2]; float32 FFTs (engine/fft.c here, pocketfft in
  * torch) differ by up to ~2e-5 where the log of a small power is taken.
  * encoder: layer-normed output (|x| up to ~4), float32 sums over 64..1536
  * terms in another order through 2..4 layers: measured ~2e-6.

@@ -175,9 +175,17 @@ async function agreeWhereNativeAgrees(t, wav, f32 = false) {
 
 // The verse at the default settings (int8 decoder activations): a
 // candidate of 2026-12-04 parted the sets by one comma on a near-tie (see
-// above), so this was a todo; the default model of 2026-12-04 decodes it
-// alike on every set. With f32 activations (below) every set agrees.
-test('default model, festival verse: the native tokens', { skip }, async (t) => {
+// above), so this was a todo; the default model of 2026-12-04 decoded it
+// alike on every set with kissfft's log-mel. With engine/fft.c's (every
+// build's since 2026-12-06) native AVX2 reads "... in you Sir, where the
+// wrongans were, and the cleanseman ..." where native ref reads "... in
+// user price, where the wrongans were in black and the clean off of them
+// ...": a todo again, reported, not counted. With f32 activations (below)
+// every set agrees, and the relaxed module gives native AVX2's tokens
+// bit for bit (relaxed.test.mjs).
+test('default model, festival verse: the native tokens', {
+  skip, todo: 'native ref and AVX2 part on a near-tie of the verse (int8 activations)',
+}, async (t) => {
   assert.ok(await agreeWhereNativeAgrees(t, kedWav), 'native kernel sets agree on the whole file');
 });
 
@@ -195,7 +203,8 @@ test('default model, sample.wav, f32 activations: the native tokens', { skip }, 
 });
 
 // Beam search keeps five near-equal hypotheses, so last-bit differences
-// (the wasm FFT against kissfft, summation order) can pick another beam:
+// (summation order; before 2026-12-06 also the wasm FFT against kissfft)
+// can pick another beam:
 // on the step 15975 model even native's AVX2 and reference kernels part
 // ways at sample.wav's second segment, and wasm at its first. Reported as
 // a todo rather than hidden; greedy parity (above) is the check.
