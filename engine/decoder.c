@@ -65,6 +65,10 @@ cross_attention (wk_ctx * ctx, int l, int64_t n, float scale)
     wk_attention_f16kv (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
         ctx->cross_k16 + off, dt, ctx->cross_v16 + off, dt, scale, 0,
         ctx->d_att, dt);
+  else if (ctx->cross_f16_in_f32 && n < WK_F16KV_MAX_QUERIES)
+    wk_attention_halves (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
+        ctx->cross_k + off, dt, ctx->cross_v + off, dt, scale, 0,
+        ctx->d_att, dt);
   else
     wk_attention (ctx->pool, nh, dt / nh, n, A, ctx->d_q, dt,
         ctx->cross_k + off, dt, ctx->cross_v + off, dt, scale, 0,

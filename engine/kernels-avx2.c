@@ -10,13 +10,23 @@
  * dequantizing blocks in registers. */
 #include "kernels-impl.h"
 
+#ifdef __wasm__
+#include "x86-on-wasm.h"
+#else
 #include <immintrin.h>
+#endif
 #include <math.h>
 #include <string.h>
 
 #include "kernels-x86.h"
 
+#ifdef __wasm__
+/* x86-on-wasm.h: 8 of SIMD128's 16 registers (any MR gives each output
+ * the same sums) */
+#define MR 2
+#else
 #define MR 6                    /* rows of X per micro-kernel */
+#endif
 #define NR 16                   /* weight rows (outputs) per panel */
 #define NC 64                   /* outputs per packed block (4 panels) */
 /* depth per packed block (a multiple of 32): Whisper-tiny's 384 in one
@@ -707,7 +717,11 @@ gemv_q8 (const wk_tensor * W, const float *bias, const float *X, int64_t n,
 #define QX 4                    /* rows of X per pass */
 #define QPF 8192                /* prefetch distance (bytes) */
 /* the AVX-VNNI kernels' attribute, as one word (see WK_ALWAYS_INLINE) */
+#ifdef __wasm__
+#define TARGET_AVXVNNI
+#else
 #define TARGET_AVXVNNI __attribute__ ((target ("avxvnni")))
+#endif
 
 typedef struct
 {
@@ -858,8 +872,113 @@ dot_q8_plain (__m256i w, __m256i x)
 /* GNU indent cannot parse a function defined by a macro. */
 /* *INDENT-OFF* */
 QTILE_DEFINE (qtile_vnni, TARGET_AVXVNNI, dot_q8_vnni, dot_u8s8_vnni)
+#ifndef __wasm__
 QTILE_DEFINE (qtile_plain, , dot_q8_plain, dot_u8s8_plain)
+#endif
 /* *INDENT-ON* */
+
+#ifdef __wasm__
+/* the sum over 32 bytes of w (i8, or u8 with au) times x (4 i16x8) in
+ * i32 lanes */
+static inline v128_t
+wq_dot (v128_t w0, v128_t w1, const v128_t xs[4], int au)
+{
+  v128_t a = wasm_i32x4_dot_i16x8 (au ? wasm_u16x8_extend_low_u8x16 (w0) :
+      wasm_i16x8_extend_low_i8x16 (w0), xs[0]);
+  v128_t b = wasm_i32x4_dot_i16x8 (au ? wasm_u16x8_extend_high_u8x16 (w0) :
+      wasm_i16x8_extend_high_i8x16 (w0), xs[1]);
+  v128_t c = wasm_i32x4_dot_i16x8 (au ? wasm_u16x8_extend_low_u8x16 (w1) :
+      wasm_i16x8_extend_low_i8x16 (w1), xs[2]);
+  v128_t d = wasm_i32x4_dot_i16x8 (au ? wasm_u16x8_extend_high_u8x16 (w1) :
+      wasm_i16x8_extend_high_i8x16 (w1), xs[3]);
+  return wasm_i32x4_add (wasm_i32x4_add (a, b), wasm_i32x4_add (c, d));
+}
+
+/* lane q: the sum of s[q]'s lanes */
+static inline v128_t
+wq_sum4 (v128_t s0, v128_t s1, v128_t s2, v128_t s3)
+{
+  v128_t t01 = wasm_i32x4_add (wasm_i32x4_shuffle (s0, s1, 0, 1, 4, 5),
+      wasm_i32x4_shuffle (s0, s1, 2, 3, 6, 7));
+  v128_t t23 = wasm_i32x4_add (wasm_i32x4_shuffle (s2, s3, 0, 1, 4, 5),
+      wasm_i32x4_shuffle (s2, s3, 2, 3, 6, 7));
+  return wasm_i32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2, 4, 6),
+      wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7));
+}
+
+/* The scales of block b of four rows (rb bytes apart, from w) as f32:
+ * each half in the top of a lane, shifted, masked and multiplied by
+ * 2^112 (exact for normal and subnormal halves); a lane that is infinite
+ * or NaN (exponent bits all ones) takes wk_half4_to_f32's full conversion. */
+static inline v128_t
+wq_scales4 (const unsigned char *w, size_t rb, size_t off)
+{
+  v128_t h = wasm_i32x4_splat (0), f;
+
+  h = wasm_v128_load16_lane (w + off, h, 1);
+  h = wasm_v128_load16_lane (w + rb + off, h, 3);
+  h = wasm_v128_load16_lane (w + 2 * rb + off, h, 5);
+  h = wasm_v128_load16_lane (w + 3 * rb + off, h, 7);
+  f = wasm_f32x4_mul (wasm_v128_and (wasm_i32x4_shr (h, 3),
+          wasm_i32x4_splat ((int32_t) 0x8fffe000u)),
+      wasm_i32x4_splat (0x77800000));
+  if (wasm_v128_any_true (wasm_i32x4_eq (wasm_v128_and (h,
+                  wasm_i32x4_splat (0x7c000000)), wasm_i32x4_splat
+              (0x7c000000))))
+    f = wk_half4_to_f32 (wasm_u32x4_shr (h, 16));
+  return f;
+}
+
+/* qtile_plain in SIMD128: each row's block sums are the same integers,
+ * and each block adds (float (sum) + c) d_w, times d_x, to the row's sum
+ * with one fused multiply-add, as QTILE_BLOCK does: the same bits. */
+static void
+qtile_plain (int q8, const unsigned char *w, size_t rb, int64_t nb,
+    const qtile_act * a, int nx, __m256 * acc)
+{
+  const size_t bs = q8 ? sizeof (wk_block_q8_0) : sizeof (wk_block_q4_0);
+  int x, h, r;
+  int64_t b;
+
+  for (x = 0; x < nx; x++) {
+    simde__m256_private out;
+    v128_t sum[2] = { wasm_f32x4_splat (0.0f), wasm_f32x4_splat (0.0f) };
+    for (b = 0; b < nb; b++) {
+      const int8_t *xq = a->q[x] + b * WK_QK;
+      const v128_t xa = wasm_v128_load (xq), xb = wasm_v128_load (xq + 16);
+      const v128_t cx = wasm_f32x4_splat (a->c[x][b]);
+      const v128_t dx = wasm_f32x4_splat (a->d[x][b]);
+      v128_t xs[4];
+      xs[0] = wasm_i16x8_extend_low_i8x16 (xa);
+      xs[1] = wasm_i16x8_extend_high_i8x16 (xa);
+      xs[2] = wasm_i16x8_extend_low_i8x16 (xb);
+      xs[3] = wasm_i16x8_extend_high_i8x16 (xb);
+      for (h = 0; h < 2; h++) {
+        const unsigned char *w4 = w + (size_t) (4 * h) * rb + b * bs;
+        v128_t s[4], f;
+        for (r = 0; r < 4; r++) {
+          const unsigned char *blk = w4 + (size_t) r * rb;
+          if (q8)
+            s[r] = wq_dot (wasm_v128_load (blk + 2), wasm_v128_load (blk + 18),
+                xs, 0);
+          else {
+            v128_t q = wasm_v128_load (blk + 2), m = wasm_i8x16_splat (0x0f);
+            s[r] = wq_dot (wasm_v128_and (q, m), wasm_v128_and
+                (wasm_u8x16_shr (q, 4), m), xs, 1);
+          }
+        }
+        f = wasm_f32x4_add (wasm_f32x4_convert_i32x4 (wq_sum4 (s[0], s[1],
+                    s[2], s[3])), cx);
+        sum[h] = wasm_f32x4_relaxed_madd (wasm_f32x4_mul (f,
+                wq_scales4 (w4, rb, 0)), dx, sum[h]);
+      }
+    }
+    out.m128_private[0].wasm_v128 = sum[0];
+    out.m128_private[1].wasm_v128 = sum[1];
+    acc[x] = simde__m256_from_private (out);
+  }
+}
+#endif
 
 /* wk_linear_ex for act_q8 products: rows of X QX at a time, whole tiles
  * of outputs here, the rest (< 8 outputs) by gemv_q8. */
@@ -1359,6 +1478,13 @@ avx2_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
 {
   int64_t i = 0;
 
+#ifdef __wasm__
+  /* F16C's rounding, as wk_fp32_to_fp16 defines it */
+  for (; i < n; i++)
+    y[i] = wk_fp32_to_fp16 (x[i]);
+  return;
+#endif
+
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128 ((__m128i *) (y + i),
         _mm256_cvtps_ph (_mm256_loadu_ps (x + i),
@@ -1410,6 +1536,13 @@ avx2_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
 #define AHT 16                  /* value rows per block */
 #define AHPF 16                 /* rows prefetched ahead */
 #define AH_QMAX 8               /* queries per pass */
+/* value sums per pass over a block's rows (vectors of 8 columns): the
+ * order of each column's sum is the same at any AHU */
+#ifdef __wasm__
+#define AHU 4                   /* 8 of SIMD128's 16 registers */
+#else
+#define AHU 8
+#endif
 
 /* one query's running softmax for G heads between chunks of keys */
 typedef struct
@@ -1452,9 +1585,24 @@ ah_chunk (int G, int64_t d_head, const float *q, int64_t t0, int kn,
                   kv16), d);
         /* as attention_one_t: its (zero) scalar tail added */
         a[u] = _mm256_add_ps (d, _mm256_setzero_ps ());
+#ifdef __wasm__
+        /* hsum8x8's pairs as soon as they are there: 16 SIMD128
+         * registers do not hold eight keys' sums (the same operations) */
+        if (u % 2 == 1)
+          a[u / 2] = _mm256_hadd_ps (a[u - 1], a[u]);
+        if (u == 3 || u == 7)
+          a[u / 4] = _mm256_hadd_ps (a[u / 2 - 1], a[u / 2]);
+#endif
       }
+#ifdef __wasm__
+      _mm256_store_ps (s[h] + t, _mm256_mul_ps (_mm256_add_ps
+              (_mm256_permute2f128_ps (a[0], a[1], 0x20),
+                  _mm256_permute2f128_ps (a[0], a[1], 0x31)),
+              _mm256_set1_ps (scale)));
+#else
       _mm256_store_ps (s[h] + t, _mm256_mul_ps (hsum8x8 (a[0], a[1], a[2],
                   a[3], a[4], a[5], a[6], a[7]), _mm256_set1_ps (scale)));
+#endif
     }
   }
   /* the running softmax of each head */
@@ -1484,11 +1632,11 @@ ah_chunk (int G, int64_t d_head, const float *q, int64_t t0, int kn,
     for (h = 0; h < G; h++) {
       float *ah = st->acc + h * d_head;
       __m256 vr = _mm256_set1_ps (rs[h]);
-      for (l = 0; l + 64 <= d_head; l += 64) {
-        __m256 a[8];
+      for (l = 0; l + 8 * AHU <= d_head; l += 8 * AHU) {
+        __m256 a[AHU];
         int u;
 #pragma GCC unroll 8
-        for (u = 0; u < 8; u++) {
+        for (u = 0; u < AHU; u++) {
           a[u] = _mm256_load_ps (ah + l + 8 * u);
           if (tb == 0)
             a[u] = _mm256_mul_ps (a[u], vr);
@@ -1498,14 +1646,14 @@ ah_chunk (int G, int64_t d_head, const float *q, int64_t t0, int kn,
           int64_t vrow = (t0 + t) * ldv + h * d_head + l;
           const char *pv = (const char *) V + (vrow + AHPF * ldv) * es;
           size_t b;
-          for (b = 0; b < 64 * es; b += 64)
+          for (b = 0; b < 8 * AHU * es; b += 64)
             _mm_prefetch (pv + b, _MM_HINT_T0);
 #pragma GCC unroll 8
-          for (u = 0; u < 8; u++)
+          for (u = 0; u < AHU; u++)
             a[u] = _mm256_fmadd_ps (p, load8 (V, vrow + 8 * u, kv16), a[u]);
         }
 #pragma GCC unroll 8
-        for (u = 0; u < 8; u++)
+        for (u = 0; u < AHU; u++)
           _mm256_store_ps (ah + l + 8 * u, a[u]);
       }
       for (; l < d_head; l += 8) {
@@ -1568,7 +1716,8 @@ avx2_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
     const void *K, int64_t ldk, const void *V, int64_t ldv, float scale,
     int causal, float *O, int64_t ldo, int kv16)
 {
-  const size_t es = kv16 ? sizeof (uint16_t) : sizeof (float);
+  /* kv16 2: halves held in f32, attention_heads_q's f16 order */
+  const size_t es = kv16 == 1 ? sizeof (uint16_t) : sizeof (float);
   int gmax = (int) (AH_D / (d_head > 0 ? d_head : 1));
   int64_t i;
   int h;
@@ -1589,7 +1738,7 @@ avx2_attention_heads (int h0, int h1, int64_t d_head, int64_t q0,
       int64_t off = (int64_t) h * d_head;
       const char *k = (const char *) K + off * es;
       const char *v = (const char *) V + off * es;
-      if (kv16)
+      if (kv16 == 1)
         attention_heads_q (g, d_head, nq, Q + i * ldq + off, ldq, last, k,
             ldk, v, ldv, scale, O + i * ldo + off, ldo, 1);
       else
@@ -1718,7 +1867,16 @@ avx2_find_gt (const float *x, int64_t n, float t)
 }
 
 const wk_kernel_set wk_kernels_avx2 = {
+#ifdef __wasm__
+  .round_f16 = wasm_round_f16,
+  /* this file in SIMD128 + relaxed SIMD (engine/x86-on-wasm.h): f16 keys
+   * and values kept as halves in f32, read in the f16 order */
+  .name = "wasm-avx2",
+  .f16kv_slow = 1,
+  .f16kv_exact = 1,
+#else
   .name = "avx2",
+#endif
   .linear = avx2_linear,
   .gemm_f32 = simd_gemm_f32,
   .attention_head = avx2_attention_head,

@@ -97,6 +97,10 @@ typedef struct
    * that f16 keys and values read at every decoder step cost more to
    * convert than twice their memory: wk_kernels_f16kv_slow. */
   int f16kv_slow;
+  /* Nonzero (with f16kv_slow): attention over f32 keys and values that
+   * hold halves, called with kv16 = 2, computes what the f16 entries
+   * compute on the halves, bit for bit (wk_attention_halves). */
+  int f16kv_exact;
 } wk_kernel_set;
 
 /* ---- the blocked matrix-product driver (kernels-gemm.c) ---- */
@@ -168,6 +172,10 @@ wk_gemm_qrows_at (const wk_gemm_qrows * x, const int64_t * rows, int mr,
 }
 
 extern const wk_kernel_set wk_kernels_ref;
+#ifdef __wasm__
+/* linked into the relaxed module only (NULL elsewhere) */
+extern const wk_kernel_set wk_kernels_avx2 __attribute__((weak));
+#endif
 #ifdef WK_HAVE_AVX2_KERNELS
 extern const wk_kernel_set wk_kernels_avx2;
 /* wk_kernels_avx2 with AVX-VNNI integer products (decoder q8_0/q4_0) */
@@ -272,5 +280,11 @@ wk_attention_last_key (int64_t i, int64_t n_q, int64_t n_kv, int causal)
   last = n_kv - n_q + i;
   return last < n_kv - 1 ? last : n_kv - 1;
 }
+
+#ifdef __wasm__
+/* the wasm set's wk_round_f16 (bit for bit), which the AVX2 set built
+ * for wasm shares */
+void wasm_round_f16 (float *x, int64_t n);
+#endif
 
 #endif

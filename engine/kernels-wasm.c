@@ -1625,7 +1625,7 @@ wasm_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
 
 /* The cross-attention cache rounded in place, once per window (about 5
  * million values on the default model). */
-static void
+void
 wasm_round_f16 (float *x, int64_t n)
 {
   const v128_t sm = wasm_i32x4_splat ((int32_t) 0x80000000u);

@@ -3,7 +3,11 @@
 #ifndef WK_KERNELS_X86_H
 #define WK_KERNELS_X86_H
 
+#ifdef __wasm__
+#include "x86-on-wasm.h"
+#else
 #include <immintrin.h>
+#endif
 #include <stdint.h>
 
 /* the sum of v's 8 lanes: the low and high halves, then pairs */

@@ -119,6 +119,11 @@ wk_kernels_simd_sets (const wk_kernel_set ** sets, int max)
   if (n < max)
     sets[n++] = &wk_kernels_wasm;
 #endif
+#ifdef __wasm__
+  /* the relaxed module's (x86-on-wasm.h), the widest */
+  if (n < max && &wk_kernels_avx2 != NULL)
+    sets[n++] = &wk_kernels_avx2;
+#endif
   (void) sets;
   (void) max;
   return n;
@@ -615,7 +620,7 @@ typedef struct
   int n_head;
   int64_t d_head, n_q, n_kv;
   const float *Q;
-  const void *K, *V;            /* f32, or f16 when kv16 */
+  const void *K, *V;            /* f32, f16 when kv16 1, f32 halves: 2 */
   int64_t ldq, ldk, ldv;
   float scale;
   int causal;
@@ -630,6 +635,22 @@ typedef struct
 /* From this many queries on, wk_attention_work copies the f32 keys and
  * values of a head into rows of their own. */
 #define WK_ATTN_PACK_MIN_Q 64
+
+/* kv16 2 (halves held in f32, f16kv_exact): query rows q0 .. q1-1 of the
+ * head at column off in attention_head_f16kv's order, which is the f32
+ * entry's for one query at a time */
+static void
+attention_halves_rows (const wk_attention_job * job, int64_t off, int64_t q0,
+    int64_t q1)
+{
+  int64_t i;
+
+  for (i = q0; i < q1; i++)
+    job->ks->attention_head (job->d_head, i, i + 1, job->n_q, job->n_kv,
+        job->Q + off, job->ldq, (const float *) job->K + off, job->ldk,
+        (const float *) job->V + off, job->ldv, job->scale, job->causal,
+        job->O + off, job->ldo);
+}
 
 static void
 wk_attention_worker (void *data, int ith, int nth)
@@ -649,7 +670,9 @@ wk_attention_worker (void *data, int ith, int nth)
     int64_t q1 = q0 + WK_ATTN_QBLOCK < job->n_q ? q0 + WK_ATTN_QBLOCK :
         job->n_q;
     int64_t off = h * dh;
-    if (job->kv16) {
+    if (job->kv16 == 2) {
+      attention_halves_rows (job, off, q0, q1);
+    } else if (job->kv16) {
       job->ks->attention_head_f16kv (dh, q0, q1, job->n_q, nkv,
           job->Q + off, job->ldq, (const uint16_t *) job->K + off,
           job->ldk, (const uint16_t *) job->V + off, job->ldv, job->scale,
@@ -698,7 +721,9 @@ wk_attention_heads_worker (void *data, int ith, int nth)
   /* a case the set's several-head kernel does not take: head by head */
   for (h = b; h < e; h++) {
     const int64_t off = h * job->d_head;
-    if (job->kv16)
+    if (job->kv16 == 2)
+      attention_halves_rows (job, off, 0, job->n_q);
+    else if (job->kv16)
       job->ks->attention_head_f16kv (job->d_head, 0, job->n_q, job->n_q,
           job->n_kv, job->Q + off, job->ldq, (const uint16_t *) job->K + off,
           job->ldk, (const uint16_t *) job->V + off, job->ldv, job->scale,
@@ -776,6 +801,16 @@ wk_attention_f16kv (wk_pool * pool, int n_head, int64_t d_head,
 {
   wk_attention_any (pool, n_head, d_head, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
       scale, causal, O, ldo, 1, NULL, 0);
+}
+
+void
+wk_attention_halves (wk_pool * pool, int n_head, int64_t d_head,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq, const float *K,
+    int64_t ldk, const float *V, int64_t ldv, float scale, int causal,
+    float *O, int64_t ldo)
+{
+  wk_attention_any (pool, n_head, d_head, n_q, n_kv, Q, ldq, K, ldk, V, ldv,
+      scale, causal, O, ldo, wk_kernels_get ()->f16kv_exact ? 2 : 0, NULL, 0);
 }
 
 void

@@ -157,6 +157,14 @@ void wk_f32_to_f16 (const float *x, uint16_t * y, int64_t n);
  * f16-rounded values: wk_round_f16), whatever the memory. */
 int wk_kernels_f16kv_slow (void);
 
+/* wk_attention over keys and values that hold halves in f32 (rounded by
+ * wk_round_f16): where the kernels say so (f16kv_exact), the same bits
+ * as wk_attention_f16kv on the halves, else wk_attention's. */
+void wk_attention_halves (wk_pool * pool, int n_head, int64_t d_head,
+    int64_t n_q, int64_t n_kv, const float *Q, int64_t ldq, const float *K,
+    int64_t ldk, const float *V, int64_t ldv, float scale, int causal,
+    float *O, int64_t ldo);
+
 /* x[i] = x[i] rounded to half and back (wk_f32_to_f16's bits as f32). */
 void wk_round_f16 (float *x, int64_t n);
 
