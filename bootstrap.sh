@@ -16,12 +16,14 @@ BUILD_DEPS=(
   meson ninja-build pkg-config gcc
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-  liborc-0.4-dev liborc-0.4-dev-bin libkissfft-dev zlib1g-dev
+  liborc-0.4-dev liborc-0.4-dev-bin zlib1g-dev
 )
 # the WebAssembly engine (web/): clang + wasm-ld + wasi-libc, Node.js, and
-# Chromium for the page's test
+# Chromium for the page's test; clang 19 and SIMDe for the relaxed module
+# (web/README.md)
 TEST_DEPS=(clang libclang-rt-14-dev indent
-  lld llvm wasi-libc libclang-rt-14-dev-wasm32 nodejs chromium)
+  lld llvm wasi-libc libclang-rt-14-dev-wasm32 nodejs chromium
+  clang-19 lld-19 libclang-rt-19-dev-wasm32 libsimde-dev)
 
 install_deps () {
   local sudo=""

@@ -147,6 +147,11 @@ if WK_WASM_BUILD=ci-build-wasm WK_WASM_MESON_ARGS=--werror web/build.sh; then
   # node:wasi needs this flag before Node.js 20 (Debian 12 has 18)
   [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ] && \
     node_flags+=(--experimental-wasi-unstable-preview1)
+  # relaxed SIMD (whisperknot-relaxed.wasm) is on by default from Node.js
+  # 22; the tests in this process then run the relaxed module, and
+  # web/transcribe.mjs, which they start without the flag, the SIMD128 one
+  [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ] && \
+    node_flags+=(--experimental-wasm-relaxed-simd)
   WK_WASM_BUILD=ci-build-wasm WK_NATIVE_BUILD=${WK_NATIVE_BUILD:-ci-build} \
     node "${node_flags[@]}" --test web/tests/ > ci-build-wasm/node-test.log 2>&1
   node_rc=$?

@@ -5,6 +5,9 @@
 //
 // (--wasm: another build of whisperknot.wasm than the one next to
 // whisperknot.mjs, e.g. the previous commit's, for a before / after;
+// (with relaxed SIMD, e.g. node --experimental-wasm-relaxed-simd on
+// Node.js 20, the module is whisperknot-relaxed.wasm, web/README.md;
+// --wasm web/whisperknot.wasm then times the SIMD128 one);
 // --threads N: also the threaded module on N threads, in the same
 // alternation, printed under the table against one wasm thread and
 // against native's one thread)
@@ -132,9 +135,11 @@ if (wcpp) {
 }
 
 const audio = samples.length / 16000;
-const wasmSize = statSync(wasmFile ?? new URL('./whisperknot.wasm', import.meta.url)).size;
+// the module create() chose: the relaxed one where the runtime runs it
+const defaultWasm = wk.kernels === 'wasm-avx2' ? 'whisperknot-relaxed.wasm' : 'whisperknot.wasm';
+const wasmSize = statSync(wasmFile ?? new URL(`./${defaultWasm}`, import.meta.url)).size;
 console.log(`model: ${model} (${(m.info.fileBytes / 1e6).toFixed(1)} MB), audio: ${wav} (${audio.toFixed(2)} s), beam ${beam}, best of ${runs}`);
-console.log(`wasm: node ${process.versions.node}, kernels ${wk.kernels}, ${wasmFile ?? 'whisperknot.wasm'} ${(wasmSize / 1024).toFixed(0)} KiB; native: ${exe ?? 'not built'}, 1 thread`);
+console.log(`wasm: node ${process.versions.node}, kernels ${wk.kernels}, ${wasmFile ?? defaultWasm} ${(wasmSize / 1024).toFixed(0)} KiB; native: ${exe ?? 'not built'}, 1 thread`);
 const rows = [
   ['encoder window (s)', 'enc'], ['decoder step (ms)', 'dec', 1000], ['mel (s)', 'mel'],
   ['encoder total (s)', 'encTotal'], ['decoder total (s)', 'decTotal'], ['end to end (s)', 'wall'],

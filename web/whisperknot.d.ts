@@ -20,6 +20,10 @@ export const statusNames: readonly string[];
 /** wk_clock_seconds: the clock of Stream.feed's dueSeconds. */
 export function clockSeconds(): number;
 
+/** Whether this JavaScript engine runs WebAssembly's relaxed SIMD (and so
+ * whisperknot-relaxed.wasm). */
+export function hasRelaxedSimd(): boolean;
+
 export interface CreateOptions {
   /** The module (default: whisperknot.wasm next to whisperknot.mjs). */
   wasm?: WebAssembly.Module | Source;
@@ -33,6 +37,10 @@ export interface CreateOptions {
    * Node.js, or a Web Worker of a cross-origin isolated page (COOP/COEP).
    * Elsewhere create() throws. */
   threads?: number;
+  /** false: whisperknot.wasm (SIMD128) even where the engine runs relaxed
+   * SIMD; by default create() then loads whisperknot-relaxed.wasm, the
+   * native AVX2 kernels with fused multiply-adds (when the build made it). */
+  relaxedSimd?: boolean;
 }
 
 /** wk_model_info */
@@ -194,7 +202,8 @@ export class Model {
 export class Whisperknot {
   private constructor();
   static create(opts?: CreateOptions): Promise<Whisperknot>;
-  /** "wasm" (SIMD128) or "ref". */
+  /** The kernel set in use: "wasm" (SIMD128), "wasm-avx2" (the relaxed
+   * module: native AVX2 kernels) or "ref" (WK_KERNELS=ref). */
   readonly kernels: string;
   /** Bytes of WebAssembly memory (it only grows). */
   readonly memoryBytes: number;

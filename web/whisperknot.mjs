@@ -10,6 +10,13 @@
 //   for (const seg of stream.take()) console.log(seg.text);
 //   stream.free(); model.free();
 //
+// Where the JavaScript engine runs relaxed SIMD (Chromium and Firefox
+// since 2023, Node.js 22; Node.js 20 with --experimental-wasm-relaxed-simd),
+// create() loads whisperknot-relaxed.wasm: the native AVX2 kernels built
+// for wasm with fused multiply-adds, faster and with native AVX2's bits
+// (web/README.md); elsewhere, or with { relaxedSimd: false },
+// whisperknot.wasm, SIMD128 only.
+//
 // Whisperknot.create({ threads: n }) runs the engine on n threads: the
 // threaded module (whisperknot-threads.wasm) on a shared memory, with
 // n - 1 workers (whisperknot-thread.mjs) that compute beside the caller.
@@ -298,7 +305,29 @@ class Wasi {
 // ---- the module -------------------------------------------------------------
 
 let defaultModule = null;
+let defaultRelaxedModule = null;
 let defaultThreadsModule = null;
+
+// A module whose one function uses f32x4.relaxed_madd: valid where the
+// engine runs relaxed SIMD.
+const relaxedProbe = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type: () -> v128
+  0x03, 0x02, 0x01, 0x00, // one function of that type
+  0x0a, 0x3d, 0x01, 0x3b, 0x00, // its code, no locals:
+  ...[0, 1, 2].flatMap(() => [0xfd, 0x0c, ...new Array(16).fill(0)]), // 3 x v128.const 0
+  0xfd, 0x85, 0x02, 0x0b, // f32x4.relaxed_madd, end
+]);
+
+/** Whether this JavaScript engine runs WebAssembly's relaxed SIMD (and so
+ * whisperknot-relaxed.wasm). */
+export function hasRelaxedSimd() {
+  try {
+    return WebAssembly.validate(relaxedProbe);
+  } catch {
+    return false;
+  }
+}
 
 /** The engine's clock (wk_clock_seconds): seconds on the monotonic clock
  * this module gives it, performance.timeOrigin + performance.now(), which
@@ -319,6 +348,8 @@ export class Whisperknot {
    * @param {(line: string) => void} [opts.log] the engine's stderr lines
    * @param {number} [opts.threads] threads the engine computes on (default
    *   1; more: the threaded module, see the top of this file)
+   * @param {boolean} [opts.relaxedSimd] false: the SIMD128 module even where
+   *   the engine runs relaxed SIMD (default true, see the top of this file)
    */
   static async create(opts = {}) {
     const threads = opts.threads ?? 1;
@@ -332,8 +363,16 @@ export class Whisperknot {
         defaultThreadsModule ??= WebAssembly.compile(await readSource(new URL('./whisperknot-threads.wasm', import.meta.url)));
         mod = await defaultThreadsModule;
       } else {
-        defaultModule ??= WebAssembly.compile(await readSource(new URL('./whisperknot.wasm', import.meta.url)));
-        mod = await defaultModule;
+        if (opts.relaxedSimd !== false && hasRelaxedSimd()) {
+          // a build without clang >= 16 and SIMDe has no relaxed module
+          defaultRelaxedModule ??= readSource(new URL('./whisperknot-relaxed.wasm', import.meta.url))
+            .then((b) => WebAssembly.compile(b), () => null);
+          mod = await defaultRelaxedModule;
+        }
+        if (!mod) {
+          defaultModule ??= WebAssembly.compile(await readSource(new URL('./whisperknot.wasm', import.meta.url)));
+          mod = await defaultModule;
+        }
       }
     } else if (!(mod instanceof WebAssembly.Module)) {
       mod = await WebAssembly.compile(await readSource(mod));

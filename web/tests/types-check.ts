@@ -1,6 +1,6 @@
 // Compiled (never run) by types.test.mjs: the declarations of
 // whisperknot.d.ts describe the module as its users call it.
-import { Whisperknot, WhisperknotError, clockSeconds, loadModel, type Segment, type StreamStats } from '../whisperknot.mjs';
+import { Whisperknot, WhisperknotError, clockSeconds, hasRelaxedSimd, loadModel, type Segment, type StreamStats } from '../whisperknot.mjs';
 
 export async function useAll(bytes: ArrayBuffer): Promise<string> {
   const wk = await Whisperknot.create({ env: { WK_KERNELS: 'ref' }, log: (l: string) => void l });
@@ -22,6 +22,10 @@ export async function useAll(bytes: ArrayBuffer): Promise<string> {
   m2.free();
   const wk2 = await Whisperknot.create({ threads: 2 });
   wk2.close();
+  const relaxed: boolean = hasRelaxedSimd();
+  const wk3 = await Whisperknot.create({ relaxedSimd: !relaxed });
+  const kernels: string = wk3.kernels;
+  void kernels;
   const wav = wk.parseWav(new Uint8Array(0));
   try {
     wk.parseWav(new ArrayBuffer(4));
