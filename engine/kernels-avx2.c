@@ -12,6 +12,7 @@
 
 #ifdef __wasm__
 #include "x86-on-wasm.h"
+#include "kernels-wasm-int.h"
 #else
 #include <immintrin.h>
 #endif
@@ -878,34 +879,6 @@ QTILE_DEFINE (qtile_plain, , dot_q8_plain, dot_u8s8_plain)
 /* *INDENT-ON* */
 
 #ifdef __wasm__
-/* the sum over 32 bytes of w (i8, or u8 with au) times x (4 i16x8) in
- * i32 lanes */
-static inline v128_t
-wq_dot (v128_t w0, v128_t w1, const v128_t xs[4], int au)
-{
-  v128_t a = wasm_i32x4_dot_i16x8 (au ? wasm_u16x8_extend_low_u8x16 (w0) :
-      wasm_i16x8_extend_low_i8x16 (w0), xs[0]);
-  v128_t b = wasm_i32x4_dot_i16x8 (au ? wasm_u16x8_extend_high_u8x16 (w0) :
-      wasm_i16x8_extend_high_i8x16 (w0), xs[1]);
-  v128_t c = wasm_i32x4_dot_i16x8 (au ? wasm_u16x8_extend_low_u8x16 (w1) :
-      wasm_i16x8_extend_low_i8x16 (w1), xs[2]);
-  v128_t d = wasm_i32x4_dot_i16x8 (au ? wasm_u16x8_extend_high_u8x16 (w1) :
-      wasm_i16x8_extend_high_i8x16 (w1), xs[3]);
-  return wasm_i32x4_add (wasm_i32x4_add (a, b), wasm_i32x4_add (c, d));
-}
-
-/* lane q: the sum of s[q]'s lanes */
-static inline v128_t
-wq_sum4 (v128_t s0, v128_t s1, v128_t s2, v128_t s3)
-{
-  v128_t t01 = wasm_i32x4_add (wasm_i32x4_shuffle (s0, s1, 0, 1, 4, 5),
-      wasm_i32x4_shuffle (s0, s1, 2, 3, 6, 7));
-  v128_t t23 = wasm_i32x4_add (wasm_i32x4_shuffle (s2, s3, 0, 1, 4, 5),
-      wasm_i32x4_shuffle (s2, s3, 2, 3, 6, 7));
-  return wasm_i32x4_add (wasm_i32x4_shuffle (t01, t23, 0, 2, 4, 6),
-      wasm_i32x4_shuffle (t01, t23, 1, 3, 5, 7));
-}
-
 /* The scales of block b of four rows (rb bytes apart, from w) as f32:
  * each half in the top of a lane, shifted, masked and multiplied by
  * 2^112 (exact for normal and subnormal halves); a lane that is infinite
@@ -959,15 +932,15 @@ qtile_plain (int q8, const unsigned char *w, size_t rb, int64_t nb,
         for (r = 0; r < 4; r++) {
           const unsigned char *blk = w4 + (size_t) r * rb;
           if (q8)
-            s[r] = wq_dot (wasm_v128_load (blk + 2), wasm_v128_load (blk + 18),
-                xs, 0);
+            s[r] = dot_i8x32 (wasm_v128_load (blk + 2), wasm_v128_load (blk +
+                    18), xs);
           else {
             v128_t q = wasm_v128_load (blk + 2), m = wasm_i8x16_splat (0x0f);
-            s[r] = wq_dot (wasm_v128_and (q, m), wasm_v128_and
-                (wasm_u8x16_shr (q, 4), m), xs, 1);
+            s[r] = dot_i8x32 (wasm_v128_and (q, m), wasm_v128_and
+                (wasm_u8x16_shr (q, 4), m), xs);
           }
         }
-        f = wasm_f32x4_add (wasm_f32x4_convert_i32x4 (wq_sum4 (s[0], s[1],
+        f = wasm_f32x4_add (wasm_f32x4_convert_i32x4 (sum_lanes4 (s[0], s[1],
                     s[2], s[3])), cx);
         sum[h] = wasm_f32x4_relaxed_madd (wasm_f32x4_mul (f,
                 wq_scales4 (w4, rb, 0)), dx, sum[h]);
