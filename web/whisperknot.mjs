@@ -364,9 +364,10 @@ export class Whisperknot {
         mod = await defaultThreadsModule;
       } else {
         if (opts.relaxedSimd !== false && hasRelaxedSimd()) {
-          // a build without clang >= 16 and SIMDe has no relaxed module
+          // a build without clang >= 16 and SIMDe has no relaxed module;
+          // one this engine cannot compile falls back too
           defaultRelaxedModule ??= readSource(new URL('./whisperknot-relaxed.wasm', import.meta.url))
-            .then((b) => WebAssembly.compile(b), () => null);
+            .then((b) => WebAssembly.compile(b)).catch(() => null);
           mod = await defaultRelaxedModule;
         }
         if (!mod) {
