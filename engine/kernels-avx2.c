@@ -1451,17 +1451,14 @@ avx2_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
 {
   int64_t i = 0;
 
-#ifdef __wasm__
-  /* F16C's rounding, as wk_fp32_to_fp16 defines it */
-  for (; i < n; i++)
-    y[i] = wk_fp32_to_fp16 (x[i]);
-  return;
-#endif
-
+  /* (in wasm the scalar loop alone: wk_fp32_to_fp16 is F16C's rounding
+   * by definition and held to it, SIMDe's cvtps_ph is not) */
+#ifndef __wasm__
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128 ((__m128i *) (y + i),
         _mm256_cvtps_ph (_mm256_loadu_ps (x + i),
             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
   for (; i < n; i++)
     y[i] = wk_fp32_to_fp16 (x[i]);
 }

@@ -4,8 +4,8 @@
  * signal, zero past its end, as torch.stft(center=True, pad_mode='reflect')
  * sees Whisper's zero-padded audio), times a periodic Hann window, a real
  * FFT (engine/fft.c, four frames at a time; the same in every build, the
- * WebAssembly one too), the power of the 201 bins. Frames are handled in blocks:
- * the power spectra of a block are stored bin-major so that the mel
+ * WebAssembly one too), the power of the 201 bins. Frames are handled in
+ * blocks: the power spectra of a block are stored bin-major so that the mel
  * filterbank becomes, for each non-zero filter weight, one multiply-add
  * along the block's frames straight into the output row (ORC loops). Each
  * mel row only touches its non-zero range of bins (about 10 of 201).
@@ -25,7 +25,6 @@
  * floats on the stack (51 KB; about 70 KB of stack in all). Larger blocks
  * mean fewer, longer ORC calls in the filterbank. */
 #define MEL_BLOCK 64
-
 
 struct wk_mel
 {
@@ -192,7 +191,6 @@ wk_mel_log_frames (const wk_mel * mel, const float *audio, size_t n_audio,
     return;
   if (!audio)
     n_audio = 0;
-
 
   for (b0 = 0; b0 < n; b0 += MEL_BLOCK) {
     int nb = n - b0 < MEL_BLOCK ? n - b0 : MEL_BLOCK;
