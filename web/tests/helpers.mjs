@@ -1,6 +1,6 @@
 // Paths the Node.js tests share: the wasm build, the native build whose
 // tools give the reference results, the shared test data.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
@@ -27,4 +27,23 @@ export function nativeTool(rel) {
   if (!nativeBuild) return null;
   const p = path.join(nativeBuild, rel);
   return existsSync(p) ? p : null;
+}
+
+// The segments of a WAV file decoded by a stream of model (a knot's path,
+// loaded and freed here, or a Model of wk's), fed 1 s at a time as
+// whisperknot-transcribe feeds it, taken after every feed.
+export async function decodeFile(wk, model, wav, beam = 1) {
+  const m = typeof model === 'string' ? await wk.loadModel(model) : model;
+  const { samples } = wk.parseWav(readFileSync(wav));
+  const s = m.createStream({ beamSize: beam });
+  const segs = [];
+  for (let p = 0; p < samples.length; p += 16000) {
+    s.feed(samples.subarray(p, p + 16000));
+    segs.push(...s.take());
+  }
+  s.finish();
+  segs.push(...s.take());
+  s.free();
+  if (m !== model) m.free();
+  return segs;
 }

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Whisperknot } from '../whisperknot.mjs';
-import { defaultModel, jfkWav, kedWav, nativeTool, sampleWav, sharedData } from './helpers.mjs';
+import { decodeFile, defaultModel, jfkWav, kedWav, nativeTool, sampleWav, sharedData } from './helpers.mjs';
 
 const transcribe = nativeTool('tools/whisperknot-transcribe');
 
@@ -23,19 +23,7 @@ let wk, wkRef, wkF32;
 // ref: true (the reference kernels), false (the widest), or an instance
 async function wasmSegments(model, wav, ref = false, beam = 1) {
   const inst = typeof ref === 'object' ? ref : ref ? wkRef : wk;
-  const m = await inst.loadModel(model);
-  const { samples } = inst.parseWav(readFileSync(wav));
-  const s = m.createStream({ beamSize: beam });
-  const segs = [];
-  // 1 s per feed, as whisperknot-transcribe
-  for (let p = 0; p < samples.length; p += 16000) {
-    s.feed(samples.subarray(p, p + 16000));
-    segs.push(...s.take());
-  }
-  s.finish();
-  segs.push(...s.take());
-  s.free();
-  m.free();
+  const segs = await decodeFile(inst, model, wav, beam);
   return segs.map((g) => ({ text: g.text.trim(), ids: g.tokens.map((t) => t.id) }))
     .filter((g) => g.text !== '' || g.ids.length);
 }

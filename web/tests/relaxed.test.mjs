@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { Whisperknot, hasRelaxedSimd } from '../whisperknot.mjs';
-import { defaultModel, jfkWav, kedWav, nativeTool, sampleWav, wasmBuild } from './helpers.mjs';
+import { decodeFile, defaultModel, jfkWav, kedWav, nativeTool, sampleWav, wasmBuild } from './helpers.mjs';
 
 const transcribe = nativeTool('tools/whisperknot-transcribe');
 const relaxedFile = new URL('../whisperknot-relaxed.wasm', import.meta.url);
@@ -38,19 +38,7 @@ function native(wav, beam) {
 
 let wk;
 async function relaxed(wav, beam) {
-  const m = await wk.loadModel(defaultModel);
-  const { samples } = wk.parseWav(readFileSync(wav));
-  const s = m.createStream({ beamSize: beam });
-  const segs = [];
-  // 1 s per feed, as whisperknot-transcribe
-  for (let p = 0; p < samples.length; p += 16000) {
-    s.feed(samples.subarray(p, p + 16000));
-    segs.push(...s.take());
-  }
-  s.finish();
-  segs.push(...s.take());
-  s.free();
-  m.free();
+  const segs = await decodeFile(wk, defaultModel, wav, beam);
   return segs.map((g) => ({
     text: g.text.trim(), avgLogprob: r4(g.avgLogprob),
     tokens: g.tokens.map((t) => `${t.id}:${r4(t.p)}`),

@@ -8,7 +8,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { Whisperknot, WhisperknotError } from '../whisperknot.mjs';
-import { defaultModel, jfkWav, sampleWav } from './helpers.mjs';
+import { decodeFile, defaultModel, jfkWav, sampleWav } from './helpers.mjs';
 
 const TIMEOUT = 300000;
 let one, three;
@@ -21,18 +21,7 @@ before(async () => {
 });
 
 async function segments(wk, wav, beam, model) {
-  const m = model ?? await wk.loadModel(defaultModel);
-  const { samples } = wk.parseWav(readFileSync(wav));
-  const s = m.createStream({ beamSize: beam });
-  const out = [];
-  for (let p = 0; p < samples.length; p += 16000) {
-    s.feed(samples.subarray(p, p + 16000));
-    out.push(...s.take());
-  }
-  s.finish();
-  out.push(...s.take());
-  s.free();
-  if (!model) m.free();
+  const out = await decodeFile(wk, model ?? defaultModel, wav, beam);
   return out.map((g) => ({ text: g.text, start: g.start, end: g.end, ids: g.tokens.map((t) => t.id), p: g.tokens.map((t) => t.p) }));
 }
 
