@@ -1503,7 +1503,15 @@ avx2_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
 
 #define AH_HEADS 24             /* most heads per pass */
 #define AH_D 1536               /* most columns (heads x d_head) per pass */
+#ifdef __wasm__
+/* value rows per block: wasm has no prefetch, and a block of 4 rows read
+ * head by head stays near address order for the CPU's own prefetcher
+ * (16 rows, in 128-byte pieces per head, made the decoder's cross-
+ * attention 1.4x slower); the sums are the same at any AHT */
+#define AHT 4
+#else
 #define AHT 16                  /* value rows per block */
+#endif
 #define AHPF 16                 /* rows prefetched ahead */
 #define AH_QMAX 8               /* queries per pass */
 /* value sums per pass over a block's rows (vectors of 8 columns): the
@@ -1530,13 +1538,50 @@ ah_chunk (int G, int64_t d_head, const float *q, int64_t t0, int kn,
   float s[AH_HEADS][AK + 8] __attribute__((aligned (32)));
   float rs[AH_HEADS];
   const size_t es = kv16 ? sizeof (uint16_t) : sizeof (float);
-  const size_t slice = (size_t) d_head * es;
   int64_t t, l;
   int h, tb;
 
-
   /* scores, eight keys of every head at a time */
   for (t = 0; t < kn; t += 8) {
+#ifdef __wasm__
+    /* four keys per pass over q (SIMD128 has no load in its multiply-
+     * adds, so q is loaded once for the four), over every head before
+     * the next four keys, each key's sums the FMA chain below and
+     * hsum8x8's pairs as soon as they are there: the same operations on
+     * every key */
+    __m256 a[2][AH_HEADS];
+    int g;
+    for (g = 0; g < 2; g++) {
+      int64_t kr[4];
+      int u;
+      for (u = 0; u < 4; u++)
+        kr[u] = (t0 + t + (t + 4 * g + u < kn ? 4 * g + u : 0)) * ldk;
+      for (h = 0; h < G; h++) {
+        const float *qh = q + h * d_head;
+        const int64_t k0 = kr[0] + h * d_head, k1 = kr[1] + h * d_head;
+        const int64_t k2 = kr[2] + h * d_head, k3 = kr[3] + h * d_head;
+        __m256 d0 = _mm256_setzero_ps (), d1 = d0, d2 = d0, d3 = d0;
+        for (l = 0; l < d_head; l += 8) {
+          __m256 qv = _mm256_loadu_ps (qh + l);
+          d0 = _mm256_fmadd_ps (qv, load8 (K, k0 + l, kv16), d0);
+          d1 = _mm256_fmadd_ps (qv, load8 (K, k1 + l, kv16), d1);
+          d2 = _mm256_fmadd_ps (qv, load8 (K, k2 + l, kv16), d2);
+          d3 = _mm256_fmadd_ps (qv, load8 (K, k3 + l, kv16), d3);
+        }
+        d0 = _mm256_add_ps (d0, _mm256_setzero_ps ());
+        d1 = _mm256_add_ps (d1, _mm256_setzero_ps ());
+        d2 = _mm256_add_ps (d2, _mm256_setzero_ps ());
+        d3 = _mm256_add_ps (d3, _mm256_setzero_ps ());
+        a[g][h] = _mm256_hadd_ps (_mm256_hadd_ps (d0, d1),
+            _mm256_hadd_ps (d2, d3));
+      }
+    }
+    for (h = 0; h < G; h++)
+      _mm256_store_ps (s[h] + t, _mm256_mul_ps (_mm256_add_ps
+              (_mm256_permute2f128_ps (a[0][h], a[1][h], 0x20),
+                  _mm256_permute2f128_ps (a[0][h], a[1][h], 0x31)),
+              _mm256_set1_ps (scale)));
+#else
     for (h = 0; h < G; h++) {
       const float *qh = q + h * d_head;
       __m256 a[8];
@@ -1547,7 +1592,7 @@ ah_chunk (int G, int64_t d_head, const float *q, int64_t t0, int kn,
         const char *pk = (const char *) K + (kr + AHPF * ldk) * es;
         __m256 d = _mm256_setzero_ps ();
         size_t b;
-        for (b = 0; b < slice; b += 64)
+        for (b = 0; b < (size_t) d_head * es; b += 64)
           _mm_prefetch (pk + b, _MM_HINT_T0);
 #pragma GCC unroll 4
         for (l = 0; l < d_head; l += 8)
@@ -1555,25 +1600,11 @@ ah_chunk (int G, int64_t d_head, const float *q, int64_t t0, int kn,
                   kv16), d);
         /* as attention_one_t: its (zero) scalar tail added */
         a[u] = _mm256_add_ps (d, _mm256_setzero_ps ());
-#ifdef __wasm__
-        /* hsum8x8's pairs as soon as they are there: 16 SIMD128
-         * registers do not hold eight keys' sums (the same operations) */
-        if (u % 2 == 1)
-          a[u / 2] = _mm256_hadd_ps (a[u - 1], a[u]);
-        if (u == 3 || u == 7)
-          a[u / 4] = _mm256_hadd_ps (a[u / 2 - 1], a[u / 2]);
-#endif
       }
-#ifdef __wasm__
-      _mm256_store_ps (s[h] + t, _mm256_mul_ps (_mm256_add_ps
-              (_mm256_permute2f128_ps (a[0], a[1], 0x20),
-                  _mm256_permute2f128_ps (a[0], a[1], 0x31)),
-              _mm256_set1_ps (scale)));
-#else
       _mm256_store_ps (s[h] + t, _mm256_mul_ps (hsum8x8 (a[0], a[1], a[2],
                   a[3], a[4], a[5], a[6], a[7]), _mm256_set1_ps (scale)));
-#endif
     }
+#endif
   }
   /* the running softmax of each head */
   for (h = 0; h < G; h++) {
