@@ -8,7 +8,8 @@
 // (with relaxed SIMD, e.g. node --experimental-wasm-relaxed-simd on
 // Node.js 20, the module is whisperknot-relaxed.wasm, web/README.md;
 // --wasm web/whisperknot.wasm then times the SIMD128 one);
-// --threads N: also the threaded module on N threads, in the same
+// --threads N: also the threaded module on N threads (the relaxed one
+// where create() takes it), in the same
 // alternation, printed under the table against one wasm thread and
 // against native's one thread)
 //
@@ -175,7 +176,7 @@ const work = (r) => `${r.windows} windows, ${r.tokens} tokens`;
 console.log(`work: wasm ${work(w[0])}` + (n.length ? `; native ${work(n[0])}` : '') +
   (n2.length ? `; native avx2 ${work(n2[0])}` : ''));
 if (wkT) {
-  console.log(`wasm on ${threads} threads (whisperknot-threads.wasm, ${threads - 1} workers), same runs:`);
+  console.log(`wasm on ${threads} threads (${wkT.kernels === 'wasm-avx2' ? 'whisperknot-threads-relaxed.wasm' : 'whisperknot-threads.wasm'}, ${threads - 1} workers), same runs:`);
   console.log('figure'.padEnd(22) + `wasm ${threads} thr`.padStart(12) + '1 thr/this'.padStart(12) + 'this/native'.padStart(13));
   for (const [name, key, scale = 1] of rows) {
     const a = best(wt, key) * scale, one = best(w, key) * scale;

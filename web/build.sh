@@ -5,7 +5,7 @@
 # Needs clang, lld, wasi-libc and libclang-rt-14-dev-wasm32 (bootstrap.sh
 # installs them); with clang-19, lld-19, libclang-rt-19-dev-wasm32 and
 # libsimde-dev it builds with clang 19 and makes whisperknot-relaxed.wasm
-# too (web/README.md); npm ci in web/ for pako.
+# and whisperknot-threads-relaxed.wasm too (web/README.md); npm ci in web/ for pako.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${WK_WASM_BUILD:-build-wasm}
@@ -20,15 +20,19 @@ if [ ! -f "$dir/build.ninja" ]; then
 fi
 ninja -C "$dir" ${NINJA_FLAGS:-}
 cp "$dir/web/whisperknot.wasm" "$dir/web/whisperknot-threads.wasm" web/
-# the relaxed module, where the compiler made it (clang >= 16, libsimde-dev)
-rm -f web/whisperknot-relaxed.wasm
-if [ -f "$dir/web/whisperknot-relaxed.wasm" ]; then
-  cp "$dir/web/whisperknot-relaxed.wasm" web/
-fi
+# the relaxed modules, where the compiler made them (clang >= 16,
+# libsimde-dev)
+for f in whisperknot-relaxed.wasm whisperknot-threads-relaxed.wasm; do
+  rm -f "web/$f"
+  if [ -f "$dir/web/$f" ]; then
+    cp "$dir/web/$f" web/
+  fi
+done
 if [ ! -d web/node_modules/pako ]; then
   (cd web && npm ci --no-audit --no-fund)
 fi
-for f in web/whisperknot.wasm web/whisperknot-threads.wasm web/whisperknot-relaxed.wasm; do
+for f in web/whisperknot.wasm web/whisperknot-threads.wasm web/whisperknot-relaxed.wasm \
+    web/whisperknot-threads-relaxed.wasm; do
   [ -f "$f" ] && echo "$f: $(stat -c %s "$f") bytes"
 done
 if [ ! -f web/whisperknot-relaxed.wasm ]; then

@@ -33,13 +33,15 @@ export interface CreateOptions {
   log?: (line: string) => void;
   /** Threads the engine computes on, 1 (the default) to 17. More than one
    * runs the threaded module (whisperknot-threads.wasm next to
-   * whisperknot.mjs, or wasm) with threads - 1 workers on a shared memory:
+   * whisperknot.mjs, whisperknot-threads-relaxed.wasm with relaxed SIMD,
+   * or wasm) with threads - 1 workers on a shared memory:
    * Node.js, or a Web Worker of a cross-origin isolated page (COOP/COEP).
    * Elsewhere create() throws. */
   threads?: number;
-  /** false: whisperknot.wasm (SIMD128) even where the engine runs relaxed
-   * SIMD; by default create() then loads whisperknot-relaxed.wasm, the
-   * native AVX2 kernels with fused multiply-adds (when the build made it). */
+  /** false: whisperknot.wasm or whisperknot-threads.wasm (SIMD128) even
+   * where the engine runs relaxed SIMD; by default create() then loads
+   * whisperknot-relaxed.wasm or whisperknot-threads-relaxed.wasm, the native
+   * AVX2 kernels with fused multiply-adds (when the build made them). */
   relaxedSimd?: boolean;
 }
 

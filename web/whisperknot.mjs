@@ -18,8 +18,10 @@
 // whisperknot.wasm, SIMD128 only.
 //
 // Whisperknot.create({ threads: n }) runs the engine on n threads: the
-// threaded module (whisperknot-threads.wasm) on a shared memory, with
-// n - 1 workers (whisperknot-thread.mjs) that compute beside the caller.
+// threaded module (whisperknot-threads.wasm, or with relaxed SIMD
+// whisperknot-threads-relaxed.wasm, the same choice as above) on a shared
+// memory, with n - 1 workers (whisperknot-thread.mjs) that compute beside
+// the caller.
 // That needs SharedArrayBuffer (in a browser a cross-origin isolated page,
 // COOP/COEP) and a caller that may block: Node.js or a Web Worker.
 //
@@ -304,9 +306,9 @@ class Wasi {
 
 // ---- the module -------------------------------------------------------------
 
-let defaultModule = null;
-let defaultRelaxedModule = null;
-let defaultThreadsModule = null;
+// the modules create() compiled, [single-threaded, threaded]
+const defaultModules = [null, null];
+const defaultRelaxedModules = [null, null];
 
 // A module whose one function uses f32x4.relaxed_madd: valid where the
 // engine runs relaxed SIMD.
@@ -359,21 +361,19 @@ export class Whisperknot {
     if (threads > 1 && why) throw new WhisperknotError(`cannot run ${threads} threads: ${why}`, 3);
     let mod = opts.wasm;
     if (!mod) {
-      if (threads > 1) {
-        defaultThreadsModule ??= WebAssembly.compile(await readSource(new URL('./whisperknot-threads.wasm', import.meta.url)));
-        mod = await defaultThreadsModule;
-      } else {
-        if (opts.relaxedSimd !== false && hasRelaxedSimd()) {
-          // a build without clang >= 16 and SIMDe has no relaxed module;
-          // one this engine cannot compile falls back too
-          defaultRelaxedModule ??= readSource(new URL('./whisperknot-relaxed.wasm', import.meta.url))
-            .then((b) => WebAssembly.compile(b)).catch(() => null);
-          mod = await defaultRelaxedModule;
-        }
-        if (!mod) {
-          defaultModule ??= WebAssembly.compile(await readSource(new URL('./whisperknot.wasm', import.meta.url)));
-          mod = await defaultModule;
-        }
+      const t = threads > 1 ? 1 : 0;
+      if (opts.relaxedSimd !== false && hasRelaxedSimd()) {
+        // a build without clang >= 16 and SIMDe has no relaxed modules;
+        // one this engine cannot compile falls back too
+        defaultRelaxedModules[t] ??= readSource(new URL(t ? './whisperknot-threads-relaxed.wasm' : './whisperknot-relaxed.wasm', import.meta.url))
+          .then((b) => WebAssembly.compile(b)).catch(() => null);
+        mod = await defaultRelaxedModules[t];
+      }
+      if (!mod) {
+        defaultModules[t] ??= readSource(new URL(t ? './whisperknot-threads.wasm' : './whisperknot.wasm', import.meta.url))
+          .then((b) => WebAssembly.compile(b))
+          .catch((e) => { defaultModules[t] = null; throw e; });
+        mod = await defaultModules[t];
       }
     } else if (!(mod instanceof WebAssembly.Module)) {
       mod = await WebAssembly.compile(await readSource(mod));

@@ -1,4 +1,5 @@
-// The relaxed module (whisperknot-relaxed.wasm, web/README.md): the native
+// The relaxed modules (whisperknot-relaxed.wasm and its threaded twin,
+// web/README.md): the native
 // AVX2 kernels built for wasm (engine/x86-on-wasm.h), so it decodes as
 // native AVX2 does, bit for bit: the same tokens, token probabilities and
 // segment scores as whisperknot-transcribe with WK_KERNELS=avx2, at the
@@ -36,18 +37,22 @@ function native(wav, beam) {
   }));
 }
 
-let wk;
-async function relaxed(wav, beam) {
-  const segs = await decodeFile(wk, defaultModel, wav, beam);
+let wk, wk3;
+async function relaxed(wav, beam, instance = wk) {
+  const segs = await decodeFile(instance, defaultModel, wav, beam);
   return segs.map((g) => ({
     text: g.text.trim(), avgLogprob: r4(g.avgLogprob),
     tokens: g.tokens.map((t) => `${t.id}:${r4(t.p)}`),
   })).filter((g) => g.text !== '' || g.tokens.length);
 }
 
+const threadsFile = new URL('../whisperknot-threads-relaxed.wasm', import.meta.url);
+const skipThreads = skip || (!existsSync(threadsFile) && 'no web/whisperknot-threads-relaxed.wasm');
+
 before(async () => {
   if (skip) return;
   wk = await Whisperknot.create();
+  if (!skipThreads) wk3 = await Whisperknot.create({ threads: 3 });
 });
 
 test('the relaxed module runs the AVX2 kernels', { skip }, () => {
@@ -64,7 +69,22 @@ for (const [name, wav] of Object.entries(files))
         assert.deepEqual(await relaxed(wav, beam), want);
       });
 
-// (wasmBuild: the build web/build.sh copied the module from)
-test('web/build.sh copied the relaxed module the build made', { skip: !existsSync(`${wasmBuild}/web/whisperknot-relaxed.wasm`) && 'the build made none' }, () => {
-  assert.deepEqual(readFileSync(relaxedFile), readFileSync(`${wasmBuild}/web/whisperknot-relaxed.wasm`));
+// The threaded relaxed module (whisperknot-threads-relaxed.wasm): the
+// same kernels on three threads (two workers), which change no result.
+test('three threads with relaxed SIMD: the threaded relaxed module', { skip: skipThreads }, () => {
+  assert.equal(wk3.threads, 3);
+  assert.equal(wk3.kernels, 'wasm-avx2');
 });
+for (const [name, wav, beam] of [['sample.wav', sampleWav, 1], ['jfk.wav', existsSync(jfkWav) ? jfkWav : null, 5]])
+  test(`${name}, beam ${beam}, three threads: the tokens and scores of native AVX2`,
+    { skip: skipThreads || (!wav && `no ${name}`), timeout: 300000 }, async () => {
+      const want = native(wav, beam);
+      assert.ok(want.length > 0);
+      assert.deepEqual(await relaxed(wav, beam, wk3), want);
+    });
+
+// (wasmBuild: the build web/build.sh copied the modules from)
+for (const f of ['whisperknot-relaxed.wasm', 'whisperknot-threads-relaxed.wasm'])
+  test(`web/build.sh copied the ${f} the build made`, { skip: !existsSync(`${wasmBuild}/web/${f}`) && 'the build made none' }, () => {
+    assert.deepEqual(readFileSync(new URL(`../${f}`, import.meta.url)), readFileSync(`${wasmBuild}/web/${f}`));
+  });

@@ -17,7 +17,7 @@ before(async () => {
   // the SIMD128 module, whose kernel set the threaded one is built with
   // (not the relaxed module, which the runtime may offer)
   one = await Whisperknot.create({ relaxedSimd: false });
-  three = await Whisperknot.create({ threads: 3 });
+  three = await Whisperknot.create({ threads: 3, relaxedSimd: false });
 });
 
 async function segments(wk, wav, beam, model) {
@@ -111,9 +111,9 @@ test('a browser that cannot reserve 2 GiB: a smaller shared memory, the same seg
   };
   let wk;
   try {
-    wk = await Whisperknot.create({ threads: 2 });
+    wk = await Whisperknot.create({ threads: 2, relaxedSimd: false });
     limit = 0;
-    await assert.rejects(Whisperknot.create({ threads: 2 }),
+    await assert.rejects(Whisperknot.create({ threads: 2, relaxedSimd: false }),
       (e) => e instanceof WhisperknotError && /cannot reserve/.test(e.message));
   } finally {
     WebAssembly.Memory = Real;
