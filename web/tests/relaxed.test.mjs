@@ -1,14 +1,14 @@
 // The relaxed modules (whisperknot-relaxed.wasm and its threaded twin,
-// web/README.md): the native
-// AVX2 kernels built for wasm (engine/x86-on-wasm.h), so it decodes as
-// native AVX2 does, bit for bit: the same tokens, token probabilities and
-// segment scores as whisperknot-transcribe with WK_KERNELS=avx2, at the
-// default settings (int8 decoder activations, temperature fallback),
-// greedy and with beam search, on the files whose near-ties part every
-// other pair of kernel sets (parity.test.mjs). Runs where Node.js runs
-// relaxed SIMD: Node.js 22, or 20 with --experimental-wasm-relaxed-simd,
-// as .ci/test-all.sh runs it.
-import { test, before } from 'node:test';
+// web/README.md): the native AVX2 kernels built for wasm
+// (engine/x86-on-wasm.h), so they decode as native AVX2 does, bit for
+// bit: the same tokens, token probabilities and segment scores as
+// whisperknot-transcribe with WK_KERNELS=avx2, at the default settings
+// (int8 decoder activations, temperature fallback), greedy and with beam
+// search, on the files whose near-ties part every other pair of kernel
+// sets (parity.test.mjs). Runs where Node.js runs relaxed SIMD: Node.js
+// 22, or 20 with --experimental-wasm-relaxed-simd, as .ci/test-all.sh
+// runs it.
+import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -54,6 +54,7 @@ before(async () => {
   wk = await Whisperknot.create();
   if (!skipThreads) wk3 = await Whisperknot.create({ threads: 3 });
 });
+after(() => wk3?.close());
 
 test('the relaxed module runs the AVX2 kernels', { skip }, () => {
   assert.equal(wk.kernels, 'wasm-avx2');
