@@ -9,9 +9,8 @@
 // Node.js 20, the module is whisperknot-relaxed.wasm, web/README.md;
 // --wasm web/whisperknot.wasm then times the SIMD128 one);
 // --threads N: also the threaded module on N threads (the relaxed one
-// where create() takes it), in the same
-// alternation, printed under the table against one wasm thread and
-// against native's one thread)
+// where create() takes it), in the same alternation, printed under the
+// table against one wasm thread and against native's one thread)
 //
 // The WebAssembly engine (in this Node.js) against the native engine (one
 // thread, the build's whisperknot-transcribe: $WK_NATIVE_BUILD, else

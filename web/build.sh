@@ -5,7 +5,8 @@
 # Needs clang, lld, wasi-libc and libclang-rt-14-dev-wasm32 (bootstrap.sh
 # installs them); with clang-19, lld-19, libclang-rt-19-dev-wasm32 and
 # libsimde-dev it builds with clang 19 and makes whisperknot-relaxed.wasm
-# and whisperknot-threads-relaxed.wasm too (web/README.md); npm ci in web/ for pako.
+# and whisperknot-threads-relaxed.wasm too (web/README.md); npm ci in web/
+# for pako.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${WK_WASM_BUILD:-build-wasm}
