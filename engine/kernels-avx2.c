@@ -1582,6 +1582,7 @@ ah_chunk (int G, int64_t d_head, const float *q, int64_t t0, int kn,
                   _mm256_permute2f128_ps (a[0][h], a[1][h], 0x31)),
               _mm256_set1_ps (scale)));
 #else
+    const size_t slice = (size_t) d_head * es;
     for (h = 0; h < G; h++) {
       const float *qh = q + h * d_head;
       __m256 a[8];
@@ -1592,7 +1593,7 @@ ah_chunk (int G, int64_t d_head, const float *q, int64_t t0, int kn,
         const char *pk = (const char *) K + (kr + AHPF * ldk) * es;
         __m256 d = _mm256_setzero_ps ();
         size_t b;
-        for (b = 0; b < (size_t) d_head * es; b += 64)
+        for (b = 0; b < slice; b += 64)
           _mm_prefetch (pk + b, _MM_HINT_T0);
 #pragma GCC unroll 4
         for (l = 0; l < d_head; l += 8)
