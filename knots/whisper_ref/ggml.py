@@ -95,18 +95,28 @@ def reference_vocab(path=None):
     return Tokenizer().ggml_vocab()
 
 
-def write_ggml(path, dims, tensors, use_f16=True, mel_filters=None, vocab=None):
+def write_ggml(path, dims, tensors, use_f16=True, mel_filters=None, vocab=None, raw=None,
+               ftype=None):
     """Write a whisper.cpp .bin.
 
     dims: dict with the 10 model hparams (ModelDims.to_dict()).
     tensors: ordered dict name -> numpy array (OpenAI state_dict shapes).
+    raw: {name: (ggml type, bytes)}: tensors written as those bytes of that
+    type (a quantized type: rows of blocks along the first ggml dimension),
+    with the shape of tensors[name].
+    ftype: the header's ftype (default 1 with use_f16, else 0); with
+    quantized tensors, ggml's quantization version 2 x 1000 + its file type,
+    e.g. 2002 for mostly q4_0.
     """
+    raw = raw or {}
     if mel_filters is None:
         with np.load(os.path.join(DATA_DIR, "mel_filters.npz")) as f:
             mel_filters = np.asarray(f["mel_%d" % dims["n_mels"]], dtype=np.float32)
     if vocab is None:
         vocab = reference_vocab()
-    hp = [dims[k] for k in HPARAM_NAMES[:-1]] + [1 if use_f16 else 0]
+    if ftype is None:
+        ftype = 1 if use_f16 else 0
+    hp = [dims[k] for k in HPARAM_NAMES[:-1]] + [ftype]
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(struct.pack("<I", MAGIC))
@@ -128,12 +138,15 @@ def write_ggml(path, dims, tensors, use_f16=True, mel_filters=None, vocab=None):
             ttype = 0
             if use_f16 and n_dims >= 2 and name not in F32_NAMES:
                 ttype = 1
-            data = np.ascontiguousarray(data, dtype="<f2" if ttype else "<f4")
+            if name in raw:
+                ttype, payload = raw[name]
+            else:
+                payload = np.ascontiguousarray(data, dtype="<f2" if ttype else "<f4").tobytes()
             nb = name.encode("utf-8")
             f.write(struct.pack("<3i", n_dims, len(nb), ttype))
             f.write(struct.pack("<%di" % n_dims, *reversed(data.shape)))
             f.write(nb)
-            f.write(data.tobytes())
+            f.write(payload)
     os.replace(tmp, path)
 
 
