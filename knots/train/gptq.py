@@ -142,12 +142,15 @@ def calibration_hessians(model, names, n_windows, seed, weights, bs=4):
     """{name: (sum of x x^T over every input row, rows)} for the Linear layers
     named, from n_windows training windows through the unquantized model."""
     mods = dict(model.named_modules())
-    acc = {n: [torch.zeros(mods[n].in_features, mods[n].in_features, dtype=torch.float64), 0]
-           for n in names}
+    dims = {n: mods[n].normalized_shape[0] if n == "decoder.ln" else mods[n].in_features
+            for n in names}
+    acc = {n: [torch.zeros(dims[n], dims[n], dtype=torch.float64), 0] for n in names}
 
     def hook(name):
         def f(mod, inp, out):
-            x = inp[0].detach().reshape(-1, inp[0].shape[-1]).double()
+            # the logits' input is decoder.ln's output, not a Linear's input
+            t = out if name == "decoder.ln" else inp[0]
+            x = t.detach().reshape(-1, t.shape[-1]).double()
             acc[name][0] += x.t() @ x
             acc[name][1] += x.shape[0]
         return f
@@ -186,6 +189,10 @@ def main():
     ap.add_argument("--damp", type=float, default=0.01,
                     help="added to H's diagonal, times its mean (GPTQ's dampening)")
     ap.add_argument("--build", default="build", help="meson build dir with whisperknot-convert")
+    ap.add_argument("--embedding", choices=("q8_0", "q4_0"), default="q8_0",
+                    help="the token embedding's type: q8_0 (the README's recipe) or "
+                    "q4_0 by GPTQ as the logits' projection (its rows looked up as the "
+                    "decoder's input embedding take what that gives them)")
     ap.add_argument("--rtn", action="store_true",
                     help="plain rounding with fitted scales instead (the same as the "
                     "converter's --q4-scales fit; a check of this program)")
@@ -198,6 +205,11 @@ def main():
     model, _ = knotio.model_from_knot(args.knot)
     names = [n for n, m in model.named_modules()
              if isinstance(m, torch.nn.Linear) and ".blocks." in n]
+    # the weight each name's inputs multiply
+    weight = {n: n + ".weight" for n in names}
+    if args.embedding == "q4_0":
+        names.append("decoder.ln")
+        weight["decoder.ln"] = "decoder.token_embedding.weight"
     t0 = time.time()
     acc = {} if args.rtn else calibration_hessians(
         model, names, args.windows, args.seed,
@@ -205,7 +217,7 @@ def main():
     raw = {}
     for n in names:
         # the values the converter would quantize from an f16 .bin
-        w = f16_round(torch.from_numpy(np.ascontiguousarray(sd[n + ".weight"])).float())
+        w = f16_round(torch.from_numpy(np.ascontiguousarray(sd[weight[n]])).float())
         if args.rtn:
             lv = torch.zeros_like(w)
             sc = torch.zeros(w.shape[0], w.shape[1] // QK)
@@ -225,7 +237,7 @@ def main():
             out_err = float(torch.einsum("oi,ij,oj->", dw, h, dw).sqrt())
             out_ref = float(torch.einsum("oi,ij,oj->", w.double(), h, w.double()).sqrt())
             print("%-40s weight error %.4f  output error %.4f" % (n, rel, out_err / out_ref))
-        raw[n + ".weight"] = (GGML_Q4_0, q4_0_bytes(lv, sc))
+        raw[weight[n]] = (GGML_Q4_0, q4_0_bytes(lv, sc))
     print("quantized %d tensors in %.0f s" % (len(raw), time.time() - t0))
 
     # the converter names the knot after its input
@@ -237,8 +249,9 @@ def main():
                     raw=raw, ftype=2000 + GGML_Q4_0)
     heads = meta.get("whisperknot.alignment_heads")
     conv = os.path.join(args.build, "knots", "whisperknot-convert")
-    cmd = [conv, "--keep", "decoder.token_embedding.weight=q8_0",
-           "--keep", "encoder.conv2.weight=q8_0",
+    cmd = [conv] + (["--keep", "decoder.token_embedding.weight=q8_0"]
+                    if args.embedding == "q8_0" else [])
+    cmd += ["--keep", "encoder.conv2.weight=q8_0",
            "--keep", "encoder.positional_embedding=q8_0",
            "--keep", "decoder.positional_embedding=q8_0"]
     for key, opt in (("whisperknot.pad_window", "--pad-window"),
