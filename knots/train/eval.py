@@ -66,7 +66,8 @@ Models:
   --bin MODEL.bin       convert a whisper.cpp ggml .bin to knots of --types
                         (default f16,q8_0,q4_0) with whisperknot-convert
                         --pad-window silence (--pad-window zeros for a real
-                        OpenAI model)
+                        OpenAI model); q4_0-gptq: gptq.py's q4_0 made from
+                        the f16 knot (the q4_0 of issue 13's gate)
   --knot [LABEL=]PATH   evaluate an existing knot (repeatable)
   --whisper-cli PATH    also run whisper.cpp's whisper-cli on the .bin (greedy,
                         no fallback on both sides) and report the fraction of
@@ -663,7 +664,10 @@ def main():
     ap.add_argument("--ckpt", help="checkpoint to export first ('last' = knots/work/ckpt/last.pt "
                     "or the committed one)")
     ap.add_argument("--bin", help="whisper.cpp ggml .bin to convert to knots")
-    ap.add_argument("--types", default="f16,q8_0,q4_0", help="knot types made from --bin/--ckpt")
+    ap.add_argument("--types", default="f16,q8_0,q4_0",
+                    help="knot types made from --bin/--ckpt: f32, f16, q8_0, q4_0 (the "
+                    "converter's) and q4_0-gptq (knots/train/gptq.py's, which needs the real "
+                    "training shards)")
     ap.add_argument("--pad-window", choices=["silence", "zeros"], default="silence",
                     help="whisperknot-convert --pad-window for knots made from --bin/--ckpt "
                     "(default silence: how our model was trained; zeros for OpenAI's models)")
@@ -755,7 +759,17 @@ def main():
         for t in [t for t in args.types.split(",") if t]:
             dst = os.path.join(models_dir, "%s.%s.knot" % (stem, t))
             t0 = time.time()
-            convert(conv, model_bin, dst, t, args.pad_window)
+            if t == "q4_0-gptq":
+                # gptq.py's q4_0 (knots/MODEL.md): from the f16 knot, with the
+                # real training shards as calibration
+                src = os.path.join(models_dir, "%s.gptq-src.knot" % stem)
+                convert(conv, model_bin, src, "f16", args.pad_window)
+                subprocess.run(["/usr/bin/python3", os.path.join(HERE, "gptq.py"), "--knot", src,
+                                "--out", dst, "--convert", conv], check=True,
+                               stdout=subprocess.DEVNULL)
+                os.unlink(src)
+            else:
+                convert(conv, model_bin, dst, t, args.pad_window)
             log("converted %s -> %s (%.1f MB, %.1f s)" % (t, dst, os.path.getsize(dst) / 1e6,
                                                           time.time() - t0))
             labels.append(t)

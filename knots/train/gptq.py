@@ -3,7 +3,8 @@
 on the columns not yet rounded, weighted by what the layer's inputs look like.
 
   gptq.py --out MODEL-q4.knot [--knot IN.knot] [--windows 64] [--seed 1]
-          [--real-weights SRC=W,...] [--damp 0.01] [--build build] [--rtn]
+          [--real-weights SRC=W,...] [--damp 0.01] [--build build | --convert TOOL]
+          [--embedding q8_0|q4_0] [--rtn]
 
 Plain rounding (the converter's `--type q4_0`, with `--q4-scales fit` the scale
 of least squared error per block) makes each weight's error as small as it
@@ -189,6 +190,7 @@ def main():
     ap.add_argument("--damp", type=float, default=0.01,
                     help="added to H's diagonal, times its mean (GPTQ's dampening)")
     ap.add_argument("--build", default="build", help="meson build dir with whisperknot-convert")
+    ap.add_argument("--convert", help="the whisperknot-convert to run (default: --build's)")
     ap.add_argument("--embedding", choices=("q8_0", "q4_0"), default="q8_0",
                     help="the token embedding's type: q8_0 (the README's recipe) or "
                     "q4_0 by GPTQ as the logits' projection (its rows looked up as the "
@@ -248,7 +250,7 @@ def main():
                                            dtype=np.float32).reshape(dims["n_mels"], -1),
                     raw=raw, ftype=2000 + GGML_Q4_0)
     heads = meta.get("whisperknot.alignment_heads")
-    conv = os.path.join(args.build, "knots", "whisperknot-convert")
+    conv = args.convert or os.path.join(args.build, "knots", "whisperknot-convert")
     cmd = [conv] + (["--keep", "decoder.token_embedding.weight=q8_0"]
                     if args.embedding == "q8_0" else [])
     cmd += ["--keep", "encoder.conv2.weight=q8_0",
