@@ -229,12 +229,11 @@ def main():
                 sc[:, g // QK] = d[:, 0]
             lv = lv.to(torch.int8)
         else:
-            h, rows = acc[n]
-            lv, sc = gptq_q4(w, h / max(rows, 1), args.damp)
+            h = acc[n][0] / max(acc[n][1], 1)
+            lv, sc = gptq_q4(w, h, args.damp)
         q = lv.double() * sc.double().repeat_interleave(QK, dim=1)
         rel = float(((q - w.double()) ** 2).sum().sqrt() / (w.double() ** 2).sum().sqrt())
         if not args.rtn:
-            h = acc[n][0] / max(acc[n][1], 1)
             dw = (q - w.double())
             out_err = float(torch.einsum("oi,ij,oj->", dw, h, dw).sqrt())
             out_ref = float(torch.einsum("oi,ij,oj->", w.double(), h, w.double()).sqrt())
