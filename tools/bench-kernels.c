@@ -12,19 +12,23 @@
  * start: independent FMA chains in registers, no memory), the most f32
  * arithmetic can do. Figures only, no assertions.
  *
- *   wk-bench-kernels [-t max_threads] [-q] [-c] [-s shape-substring]...
+ *   wk-bench-kernels [-t max_threads] [-q] [-c] [-C] [-s shape-substring]...
  *
  * Every SIMD set built in and usable here is timed (WK_KERNELS=name: only
- * that one). -q skips the (slow) reference kernels; -c reports the process's CPU time
- * instead of wall time (steadier on a busy machine, but it counts every
- * thread's time and no waiting, so use it with one thread). Built with OpenBLAS (meson finds
- * it when libopenblas-dev is installed) it also times cblas_sgemm on the
- * encoder shapes with the same threads. */
+ * that one). -q skips the (slow) reference kernels; -c reports the
+ * process's CPU time instead of wall time (steadier on a busy machine, but
+ * it counts every thread's time and no waiting, so use it with one
+ * thread). -C times each decoder step from a cold cache (the bandwidth
+ * buffer read through first), for machines whose last-level cache holds
+ * a step's weights between steps. Built with OpenBLAS (meson finds it when
+ * libopenblas-dev is installed) it also times cblas_sgemm on the encoder
+ * shapes with the same threads. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kernels-impl.h"
 #include "pool.h"
@@ -352,13 +356,27 @@ step_bytes (const step_ctx * c)
   return b;
 }
 
-/* Memory read bandwidth: sums of a 512 MiB buffer, split over the pool's
- * threads (the floor a step that reads its bytes once can reach). */
+/* Memory read bandwidth: sums of a buffer of 512 MiB, or 4 times the
+ * last-level cache where that is larger (VMs on large server chips report
+ * hundreds of MiB), split over the pool's threads (the floor a step that
+ * reads its bytes once can reach). */
 #ifdef __wasm__
-#define BW_BYTES ((size_t) 64 << 20)
+#define BW_MIN_BYTES ((size_t) 64 << 20)
 #else
-#define BW_BYTES ((size_t) 512 << 20)
+#define BW_MIN_BYTES ((size_t) 512 << 20)
 #endif
+
+static size_t
+bw_bytes (void)
+{
+  size_t n = BW_MIN_BYTES;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  long l3 = sysconf (_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0 && (size_t) l3 * 4 > n)
+    n = ((size_t) l3 * 4 + 4095) & ~(size_t) 4095;
+#endif
+  return n;
+}
 
 typedef struct
 {
@@ -404,25 +422,66 @@ run_bw (void *data)
   wk_pool_run (c->pool, bw_worker, &c->bw);
 }
 
+static uint64_t *bw_buf;
+static size_t bw_buf_bytes;
+
+static int
+bw_buffer (void)
+{
+  size_t i;
+
+  if (bw_buf)
+    return 1;
+  bw_buf_bytes = bw_bytes ();
+  bw_buf = aligned_alloc (64, bw_buf_bytes);
+  if (!bw_buf)
+    return 0;
+  for (i = 0; i < bw_buf_bytes / 8; i++)
+    bw_buf[i] = i * 0x9e3779b97f4a7c15ull;
+  return 1;
+}
+
 static double
 measure_bandwidth (wk_pool * pool)
 {
-  static uint64_t *buf;
   bw_run_ctx c;
-  size_t i;
 
-  if (!buf) {
-    buf = aligned_alloc (64, BW_BYTES);
-    if (!buf)
-      return 0.0;
-    for (i = 0; i < BW_BYTES / 8; i++)
-      buf[i] = i * 0x9e3779b97f4a7c15ull;
-  }
+  if (!bw_buffer ())
+    return 0.0;
   memset (&c, 0, sizeof c);
   c.pool = pool;
-  c.bw.p = buf;
-  c.bw.n = BW_BYTES / 8;
-  return (double) BW_BYTES / median_time (run_bw, &c, 1.0) * 1e-9;
+  c.bw.p = bw_buf;
+  c.bw.n = bw_buf_bytes / 8;
+  return (double) bw_buf_bytes / median_time (run_bw, &c, 1.0) * 1e-9;
+}
+
+/* -C: each timed step starts from a cold cache. The bandwidth buffer (at
+ * least 4 times the last-level cache) is read through first, untimed, so
+ * that the step's weights come from DRAM as the floor assumes, rather
+ * than partly from a cache that holds them between steps. */
+static int cold_steps;
+
+#define COLD_RUNS 9
+
+static double
+median_time_cold (bench_fn fn, void *ctx)
+{
+  double t[COLD_RUNS], t0;
+  bw_run_ctx c;
+  int i;
+
+  memset (&c, 0, sizeof c);
+  c.bw.p = bw_buf;
+  c.bw.n = bw_buf_bytes / 8;
+  fn (ctx);                     /* warm up (page faults, packing) */
+  for (i = 0; i < COLD_RUNS; i++) {
+    run_bw (&c);
+    t0 = now_s ();
+    fn (ctx);
+    t[i] = now_s () - t0;
+  }
+  qsort (t, COLD_RUNS, sizeof t[0], cmp_double);
+  return t[COLD_RUNS / 2];
 }
 
 static float *
@@ -453,10 +512,13 @@ bench_step (const wk_kernel_set * const *sets, int n_sets, int max_threads,
   for (nt = 1; nt <= max_threads && nt < 9; nt++) {
     wk_pool *pool = nt > 1 ? wk_pool_new (nt) : NULL;
     bw[nt] = measure_bandwidth (pool);
-    printf ("# memory read bandwidth, %d thread%s: %.1f GB/s\n", nt,
-        nt > 1 ? "s" : "", bw[nt]);
+    printf ("# memory read bandwidth, %d thread%s: %.1f GB/s (%zu MiB "
+        "read)\n", nt, nt > 1 ? "s" : "", bw[nt], bw_buf_bytes >> 20);
     wk_pool_free (pool);
   }
+  if (cold_steps)
+    printf ("# steps timed from a cold cache (-C): medians of %d, each after "
+        "reading %zu MiB\n", COLD_RUNS, bw_buf_bytes >> 20);
   printf ("%-26s %-5s %-8s %3s %10s %9s %7s %6s\n", "step (rows of X)",
       "type", "set", "thr", "ms", "MB read", "GB/s", "of bw");
   for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
@@ -504,7 +566,8 @@ bench_step (const wk_kernel_set * const *sets, int n_sets, int max_threads,
           double ms, mb = step_bytes (&c) * 1e-6;
           c.pool = nt > 1 ? wk_pool_new (nt) : NULL;
           wk_kernels_set (sets[si]);
-          ms = median_time (run_step, &c, 1.0) * 1e3;
+          ms = (cold_steps && bw_buf ? median_time_cold (run_step, &c)
+              : median_time (run_step, &c, 1.0)) * 1e3;
           wk_kernels_set (NULL);
           printf ("%-26s %-5s %-8s %3d %10.3f %9.1f %7.1f %5.0f%%\n", name,
               wk_type_name (types[t]), sets[si]->name, nt, ms, mb,
@@ -692,11 +755,13 @@ main (int argc, char **argv)
       skip_ref = 1;
     else if (strcmp (argv[i], "-c") == 0)
       use_cpu_time = 1;
+    else if (strcmp (argv[i], "-C") == 0)
+      cold_steps = 1;
     else if (strcmp (argv[i], "-s") == 0 && i + 1 < argc && n_shape_filters
         < 16)
       shape_filters[n_shape_filters++] = argv[++i];
     else {
-      fprintf (stderr, "usage: %s [-t max_threads] [-q] [-c] [-s shape]\n",
+      fprintf (stderr, "usage: %s [-t max_threads] [-q] [-c] [-C] [-s shape]\n",
           argv[0]);
       return 2;
     }
