@@ -91,14 +91,22 @@ for set in avx2 ref; do
   fi
   [ -d ci-build ] && count_results ci-build "kernels-$set"
 done
-# The encoder's integer products are opt-in (WK_INT8=all; they run where
-# the CPU has AVX-512 VNNI): the kernels and parity tests with them on.
+# The encoder's integer products: the default with AVX-512 VNNI, opt-in
+# elsewhere (WK_INT8=all, the AVX2 sets' too); the kernels and parity
+# tests with them on everywhere, and parity with them off (WK_INT8=dec,
+# the f32 weight panels every CPU without VNNI runs).
 echo "== ci-build with WK_INT8=all (kernels, parity) =="
 if [ -d ci-build ] && ! WK_INT8=all meson test -C ci-build --no-rebuild \
     --print-errorlogs --num-processes 2 --logbase "int8-all" kernels parity; then
   status=1
 fi
 [ -d ci-build ] && count_results ci-build "int8-all"
+echo "== ci-build with WK_INT8=dec (parity) =="
+if [ -d ci-build ] && ! WK_INT8=dec meson test -C ci-build --no-rebuild \
+    --print-errorlogs --num-processes 2 --logbase "int8-dec" parity; then
+  status=1
+fi
+[ -d ci-build ] && count_results ci-build "int8-dec"
 # WK_POISON_SCRATCH: a stream's scratch (engine/wk-alloc.h, not zeroed)
 # starts as 0xff bytes, NaN floats, so code reading it unwritten fails here.
 TIMEOUT_MULT=4 run_suite ci-build-asan -Db_sanitize=address,undefined \

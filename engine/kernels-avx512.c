@@ -1101,5 +1101,6 @@ wk_kernels_avx512_init (wk_kernel_set * ks)
   if (have_vnni) {
     ks->linear_q = avx512_linear_q;
     ks->linear_q_min_rows = WK_LINEAR_GEMM_ROWS;
+    ks->linear_q_default = 1;
   }
 }

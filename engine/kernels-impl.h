@@ -69,6 +69,13 @@ typedef struct
   /* Fewest rows of X for which linear_q is used (below it linear's f32
    * panels are faster or as fast; measured by tools/bench-kernels). */
   int linear_q_min_rows;
+  /* 1: the encoder's products on q8_0 weights take linear_q by default
+   * (WK_INT8 unset), where they are much faster than the f32 panels at
+   * every encoder shape and kept the default model's development-set WER
+   * within 0.3 points (AVX-512 VNNI; BENCHMARKS.md, 2026-12-07; q4_0
+   * moved one set by 0.4 and stays opt-in). 0, and q4_0: only with
+   * WK_INT8=all or WK_LINEAR_INT8. */
+  int linear_q_default;
 
   /* wk_quantize_act, bit for bit */
   void (*quantize_act) (const float *x, int64_t k, int8_t * q, float *d);
@@ -209,10 +216,17 @@ void wk_kernels_set (const wk_kernel_set * set);
 /* From WK_INT8 in the environment (read once): 0 with WK_INT8=0 (or off):
  * every product takes f32 activations, for A/B comparisons of the integer
  * path; 1 with WK_INT8=all: the encoder's products (wk_linear_work) take
- * integer ones too; 2 otherwise (the default, also WK_INT8=dec): only the
- * decoder's (few-row) products take integer ones, the encoder's f32 weight
- * panels. */
+ * integer ones too; 2 with WK_INT8=dec: only the decoder's (few-row)
+ * products take integer ones, the encoder's f32 weight panels; 3
+ * otherwise (the default): as 2, except that the encoder's q8_0 products
+ * are integer ones where the kernel set's linear_q_default says so. */
 int wk_kernels_int8 (void);
+
+/* Whether wk_linear_work (flags: 0 or WK_LINEAR_INT8) takes kernel set
+ * ks's integer products for n rows of X through W (the rule the tests
+ * check against). */
+int wk_linear_work_takes_q (const wk_kernel_set * ks, const wk_tensor * W,
+    int64_t n, unsigned flags);
 
 /* The rule of kernels.h: q8_0 / q4_0 weights with fewer than
  * WK_LINEAR_GEMM_ROWS rows of X take integer block dot products against

@@ -50,10 +50,10 @@ enum
   WK_LINEAR_GELU = 1 << 0,
   /* Y += X W^T + b (a residual connection). Not together with GELU. */
   WK_LINEAR_ADD = 1 << 1,
-  /* wk_linear_work only: the integer products (below) even where
-   * WK_INT8 leaves the encoder's to the f32 panels (the default); WK_INT8=0
-   * still turns them off. The live policy asks for them when its runs are
-   * too slow for the deadlines. */
+  /* wk_linear_work only: the integer products (below) even where the
+   * kernel set or WK_INT8=dec leaves the encoder's to the f32 panels;
+   * WK_INT8=0 still turns them off. The live policy asks for them when its
+   * runs are too slow for the deadlines. */
   WK_LINEAR_INT8 = 1 << 2,
 };
 
@@ -70,16 +70,17 @@ void wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
  * wk_linear_ex, except that q8_0 / q4_0 weights with n >=
  * WK_LINEAR_GEMM_ROWS rows of X may take the integer result of the few-row
  * products (each row of X quantized per block of 32, see above) where the
- * kernel set has integer matrix products (AVX-512 VNNI; AVX2 maddubs),
- * when WK_INT8=all is in the environment (the default, like
- * WK_INT8=dec, keeps integer products to the decoder). work holds
+ * kernel set has integer matrix products: by default for q8_0 weights
+ * where they pay (AVX-512 VNNI, 2-3x the f32 panels), with WK_INT8=all
+ * for both types wherever the set has them (AVX2 maddubs too), never with
+ * WK_INT8=dec or 0. work holds
  * wk_linear_work_size (n, W->ne[0]) bytes (or is NULL: wk_linear_ex). The
  * result never depends on the thread count. */
 size_t wk_linear_work_size (int64_t n, int64_t k);
 /* Whether wk_linear_work with these flags (0 or WK_LINEAR_INT8) can take
- * integer products with the kernel set chosen and WK_INT8: a caller needs
- * its work buffer only then. */
-int wk_linear_work_used (unsigned flags);
+ * integer products for weights of this type with the kernel set chosen
+ * and WK_INT8: a caller needs its work buffer only then. */
+int wk_linear_work_used (wk_type type, unsigned flags);
 void wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
     const float *X, int64_t n, int64_t ldx, float *Y, int64_t ldy,
     unsigned flags, void *work);

@@ -1305,6 +1305,30 @@ wk_model_check_file (const wk_model * model, char *err, size_t err_size)
   return wk_knot_check_file (model->knot, model->path, err, err_size);
 }
 
+/* Whether wk_linear_work with these flags takes integer products for any
+ * of the encoder's weights (the cross K/V included: wk_encode computes
+ * them too), so that a context needs their scratch. */
+static bool
+enc_takes_q (const wk_model * m, unsigned flags)
+{
+  int l;
+
+  for (l = 0; l < m->hp.n_audio_layer; l++) {
+    const wk_enc_layer *L = &m->enc[l];
+    const wk_tensor *w[6] = { L->attn_q, L->attn_k, L->attn_v, L->attn_o,
+      L->mlp0, L->mlp2
+    };
+    for (int i = 0; i < 6; i++)
+      if (wk_linear_work_used (w[i]->type, flags))
+        return true;
+  }
+  for (l = 0; l < m->hp.n_text_layer; l++)
+    if (wk_linear_work_used (m->dec[l].cross_k->type, flags)
+        || wk_linear_work_used (m->dec[l].cross_v->type, flags))
+      return true;
+  return false;
+}
+
 wk_status
 wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
     char *err, size_t err_size)
@@ -1368,8 +1392,9 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
     ctx->enc_scratch = ctx_alloc (ctx, region, sizeof (float), &ok);
     ctx->enc_scratch_floats = region;
     /* NULL (the f32 panels) unless the integer products run by default
-     * (WK_INT8=all); wk_ctx_int8_alloc for those asked per encode */
-    if (wk_linear_work_used (0))
+     * (q8_0 with AVX-512 VNNI, or WK_INT8=all); wk_ctx_int8_alloc for
+     * those asked per encode */
+    if (enc_takes_q (model, 0))
       ctx->e_qwork = ctx_alloc (ctx, wk_linear_work_size (A, 4 * da), 1, &ok);
   }
   ctx->cross_f16 = model->dec[0].cross_q->type != WK_TYPE_F32;
@@ -1468,7 +1493,7 @@ wk_ctx_int8_alloc (wk_ctx * ctx)
   const wk_hparams *hp = &ctx->model->hp;
   bool ok = true;
 
-  if (ctx->e_qwork || !wk_linear_work_used (WK_LINEAR_INT8))
+  if (ctx->e_qwork || !enc_takes_q (ctx->model, WK_LINEAR_INT8))
     return true;
   ctx->e_qwork = ctx_alloc (ctx, wk_linear_work_size (hp->n_audio_ctx,
           4 * (int64_t) hp->n_audio_state), 1, &ok);

@@ -235,10 +235,7 @@ static int via_work;
 static int
 work_takes_q (const wk_kernel_set * ks, const wk_tensor * W, int64_t n)
 {
-  return via_work && ks->linear_q && n >= WK_LINEAR_GEMM_ROWS
-      && n >= ks->linear_q_min_rows && (W->type == WK_TYPE_Q8_0
-      || W->type == WK_TYPE_Q4_0) && W->ne[0] % 32 == 0
-      && W->ne[0] <= WK_LINEAR_QMAX_K && wk_kernels_int8 () == 1;
+  return via_work && wk_linear_work_takes_q (ks, W, n, 0);
 }
 
 /* One linear case: reference vs exact, then every SIMD set vs exact on 1

@@ -63,8 +63,8 @@
  * blocks and use integer block dots, as ggml does: measured logit
  * differences ~5e-2 (|logits| <= ~4.5), so those configurations allow
  * TOL_LOGITS_QDOT there, and the greedy check treats reference margins
- * below twice that as near ties. Where the kernel set has integer matrix
- * products (AVX-512 VNNI) and WK_INT8=all is set, the encoder quantizes
+ * below twice that as near ties. Where the encoder takes integer matrix
+ * products (by default with AVX-512 VNNI; WK_INT8=all), it quantizes
  * its activations the same way: measured encoder differences 0.031 (q8_0)
  * and 0.025 (q4_0), row sums 1.4e-3 relative, multi-token logits 2e-3, so
  * those stages allow TOL_LOGITS_QDOT too.
@@ -840,7 +840,7 @@ run_config (const parity_config * pc, const char *build_root)
   {
     /* quantized weights through the encoder's integer products */
     bool enc_q = pc->tol_logits == TOL_LOGITS_QDOT
-        && wk_kernels_get ()->linear_q && wk_kernels_int8 () == 1;
+        && wk_linear_work_used (model->enc[0].attn_q->type, 0);
     double tol_enc = enc_q ? TOL_LOGITS_QDOT : TOL_ENC;
     printf ("# %s: encoder products %s\n", pc->stem, enc_q ? "integer" : "f32");
     stage_encoder (pc->stem, &g, ctx, &model->hp, tol_enc);

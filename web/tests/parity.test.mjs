@@ -101,10 +101,16 @@ for (const [name, wav] of Object.entries(unsureWavs)) {
   // alike, and wasm (its own sums: four lanes, no fused multiply-add)
   // prints the same text on both files with the default model of
   // 2026-12-04. Not bit for bit: a model with nearer ties could part wasm
-  // from x86 again, and this test would say so.
+  // from x86 again, and this test would say so. Native's encoder is
+  // compared on its f32 weight panels (WK_INT8=dec), the arithmetic wasm
+  // has and native's default on every CPU without AVX-512 VNNI; with
+  // VNNI native's default encoder takes integer products (1.45x faster,
+  // activations rounded to int8), which part near-ties of their own
+  // (sample.wav, greedy: "... such a dog's key. / I have spent in it."
+  // against "... so farst thee, I have entered yet.").
   test(`${name}, default settings: transcribe.mjs prints the text of whisperknot-transcribe -b 1`,
     { skip: skip || (!wav && `no ${name}`) }, () => {
-      assert.equal(transcribeJs(wav, { WK_INT8: '', WK_KERNELS: '' }), transcribeNative(wav, { WK_INT8: '', WK_KERNELS: '' }));
+      assert.equal(transcribeJs(wav, { WK_INT8: '', WK_KERNELS: '' }), transcribeNative(wav, { WK_INT8: 'dec', WK_KERNELS: '' }));
     });
 }
 
