@@ -104,8 +104,8 @@ for (const [name, wav] of Object.entries(unsureWavs)) {
   // from x86 again, and this test would say so. Native's encoder is
   // compared on its f32 weight panels (WK_INT8=dec), the arithmetic wasm
   // has and native's default on every CPU without AVX-512 VNNI; with
-  // VNNI native's default encoder takes integer products (1.45x faster,
-  // activations rounded to int8), which part near-ties of their own
+  // VNNI native's default encoder takes integer products for q8_0 weights
+  // (activations rounded to int8), which part near-ties of their own
   // (sample.wav, greedy: "... such a dog's key. / I have spent in it."
   // against "... so farst thee, I have entered yet.").
   test(`${name}, default settings: transcribe.mjs prints the text of whisperknot-transcribe -b 1`,
