@@ -213,13 +213,23 @@ void wk_kernels_set (const wk_kernel_set * set);
 /* Largest depth for which quantized activations are used. */
 #define WK_LINEAR_QMAX_K 16384
 
-/* From WK_INT8 in the environment (read once): 0 with WK_INT8=0 (or off):
- * every product takes f32 activations, for A/B comparisons of the integer
- * path; 1 with WK_INT8=all: the encoder's products (wk_linear_work) take
- * integer ones too; 2 with WK_INT8=dec: only the decoder's (few-row)
- * products take integer ones, the encoder's f32 weight panels; 3
- * otherwise (the default): as 2, except that the encoder's q8_0 products
- * are integer ones where the kernel set's linear_q_default says so. */
+/* From WK_INT8 in the environment (read once). */
+enum
+{
+  /* WK_INT8=0 (or off): every product takes f32 activations, for A/B
+   * comparisons of the integer path */
+  WK_INT8_OFF = 0,
+  /* WK_INT8=all: the encoder's products (wk_linear_work) take integer ones
+   * too */
+  WK_INT8_ALL,
+  /* WK_INT8=dec: only the decoder's (few-row) products take integer ones,
+   * the encoder's f32 weight panels */
+  WK_INT8_DEC,
+  /* otherwise (the default): as WK_INT8_DEC, except that the encoder's
+   * q8_0 products are integer ones where the kernel set's
+   * linear_q_default says so */
+  WK_INT8_AUTO,
+};
 int wk_kernels_int8 (void);
 
 /* Whether wk_linear_work (flags: 0 or WK_LINEAR_INT8) takes kernel set
@@ -236,7 +246,7 @@ wk_linear_act_q8 (const wk_tensor * W, int64_t n)
 {
   return (W->type == WK_TYPE_Q8_0 || W->type == WK_TYPE_Q4_0)
       && n < WK_LINEAR_GEMM_ROWS && W->ne[0] <= WK_LINEAR_QMAX_K
-      && wk_kernels_int8 ();
+      && wk_kernels_int8 () != WK_INT8_OFF;
 }
 
 /* Activation quantization (k a multiple of WK_QK): per block of 32,

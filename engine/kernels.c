@@ -164,13 +164,13 @@ wk_kernels_int8 (void)
      * the whole encoder 1.33-1.84x faster from the default model to
      * small, the default model's development-set WER within 0.3 points);
      * WK_INT8=all for q4_0 and on other sets too, WK_INT8=dec never */
-    mode = 3;
+    mode = WK_INT8_AUTO;
     if (env && (strcmp (env, "0") == 0 || strcmp (env, "off") == 0))
-      mode = 0;
+      mode = WK_INT8_OFF;
     else if (env && strcmp (env, "all") == 0)
-      mode = 1;
+      mode = WK_INT8_ALL;
     else if (env && strcmp (env, "dec") == 0)
-      mode = 2;
+      mode = WK_INT8_DEC;
     atomic_store_explicit (&wk_kernels_int8_mode, mode, memory_order_relaxed);
   }
   return mode;
@@ -356,8 +356,9 @@ wk_linear_work_enabled (const wk_kernel_set * ks, wk_type type, unsigned flags)
 
   if (!ks->linear_q || (type != WK_TYPE_Q8_0 && type != WK_TYPE_Q4_0))
     return 0;
-  return mode == 1 || (mode >= 2 && (flags & WK_LINEAR_INT8))
-      || (mode == 3 && type == WK_TYPE_Q8_0 && ks->linear_q_default);
+  return mode == WK_INT8_ALL
+      || (mode != WK_INT8_OFF && (flags & WK_LINEAR_INT8))
+      || (mode == WK_INT8_AUTO && type == WK_TYPE_Q8_0 && ks->linear_q_default);
 }
 
 int

@@ -441,6 +441,16 @@ bw_buffer (void)
   return 1;
 }
 
+/* A read of the whole bandwidth buffer on pool (NULL: this thread). */
+static void
+bw_run_init (bw_run_ctx * c, wk_pool * pool)
+{
+  memset (c, 0, sizeof *c);
+  c->pool = pool;
+  c->bw.p = bw_buf;
+  c->bw.n = bw_buf_bytes / 8;
+}
+
 static double
 measure_bandwidth (wk_pool * pool)
 {
@@ -448,10 +458,7 @@ measure_bandwidth (wk_pool * pool)
 
   if (!bw_buffer ())
     return 0.0;
-  memset (&c, 0, sizeof c);
-  c.pool = pool;
-  c.bw.p = bw_buf;
-  c.bw.n = bw_buf_bytes / 8;
+  bw_run_init (&c, pool);
   return (double) bw_buf_bytes / median_time (run_bw, &c, 1.0) * 1e-9;
 }
 
@@ -470,9 +477,7 @@ median_time_cold (bench_fn fn, void *ctx)
   bw_run_ctx c;
   int i;
 
-  memset (&c, 0, sizeof c);
-  c.bw.p = bw_buf;
-  c.bw.n = bw_buf_bytes / 8;
+  bw_run_init (&c, NULL);
   fn (ctx);                     /* warm up (page faults, packing) */
   for (i = 0; i < COLD_RUNS; i++) {
     run_bw (&c);
