@@ -110,10 +110,11 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
         WK_LN_EPS, ctx->e_xn, da);
     wk_linear_work (ctx->pool, L->attn_q, L->attn_q_b, ctx->e_xn, A, da,
         ctx->e_q, da, qf, ctx->e_qwork);
+    /* k and v take the normed rows q quantized */
     wk_linear_work (ctx->pool, L->attn_k, NULL, ctx->e_xn, A, da, ctx->e_k, da,
-        qf, ctx->e_qwork);
+        WK_LINEAR_REUSE_X | qf, ctx->e_qwork);
     wk_linear_work (ctx->pool, L->attn_v, L->attn_v_b, ctx->e_xn, A, da,
-        ctx->e_v, da, qf, ctx->e_qwork);
+        ctx->e_v, da, WK_LINEAR_REUSE_X | qf, ctx->e_qwork);
     CANCEL_POINT (ctx);
     wk_attention_work (ctx->pool, (int) nh, dh, A, A, ctx->e_q, da,
         ctx->e_k, da, ctx->e_v, da, scale, 0, ctx->e_att, da,
@@ -141,19 +142,21 @@ wk_encode (wk_ctx * ctx, const float *mel, int ld)
   for (l = 0; l < hp->n_text_layer; l++) {
     const wk_dec_layer *L = &m->dec[l];
     size_t off = (size_t) l * A * dt;
+    /* every product after the first takes the rows it quantized */
+    const unsigned rf = (l > 0 ? WK_LINEAR_REUSE_X : 0) | qf;
     if (ctx->cross_f16) {
       /* through the free MLP scratch (>= A x dt floats, see model.c) */
       wk_linear_work (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da, ctx->e_h,
-          dt, qf, ctx->e_qwork);
+          dt, rf, ctx->e_qwork);
       wk_f32_to_f16 (ctx->e_h, ctx->cross_k16 + off, A * dt);
       wk_linear_work (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
-          ctx->e_h, dt, qf, ctx->e_qwork);
+          ctx->e_h, dt, WK_LINEAR_REUSE_X | qf, ctx->e_qwork);
       wk_f32_to_f16 (ctx->e_h, ctx->cross_v16 + off, A * dt);
     } else {
       wk_linear_work (ctx->pool, L->cross_k, NULL, ctx->e_x, A, da,
-          ctx->cross_k + off, dt, qf, ctx->e_qwork);
+          ctx->cross_k + off, dt, rf, ctx->e_qwork);
       wk_linear_work (ctx->pool, L->cross_v, L->cross_v_b, ctx->e_x, A, da,
-          ctx->cross_v + off, dt, qf, ctx->e_qwork);
+          ctx->cross_v + off, dt, WK_LINEAR_REUSE_X | qf, ctx->e_qwork);
       if (ctx->cross_f16_in_f32) {
         wk_round_f16 (ctx->cross_k + off, A * dt);
         wk_round_f16 (ctx->cross_v + off, A * dt);

@@ -311,14 +311,25 @@ wk_linear_work_q_bytes (int64_t n, int64_t k)
   return ((size_t) n * (size_t) k + 63) & ~(size_t) 63;
 }
 
+/* What a work buffer's quantized rows were made from (its first 64
+ * bytes, after the alignment): valid only until the next call without
+ * WK_LINEAR_REUSE_X. */
+typedef struct
+{
+  const float *X;
+  int64_t n, ldx, k;
+  int32_t off;
+  int valid;
+} wk_work_head;
+
 size_t
 wk_linear_work_size (int64_t n, int64_t k)
 {
   if (n <= 0 || k <= 0)
     return 0;
-  /* + 64 to align the start */
+  /* + 64 to align the start, + 64 for the head */
   return wk_linear_work_q_bytes (n, k) + 2 * (size_t) n *(size_t) (k /
-      WK_QK) * sizeof (float) + 64;
+      WK_QK) * sizeof (float) + 128;
 }
 
 typedef struct
@@ -401,28 +412,45 @@ wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.q = NULL;
   job.qd = NULL;
   job.qc = NULL;
-  if (work && wk_linear_work_takes_q (job.ks, W, n, flags)) {
-    const int64_t k = W->ne[0];
-    unsigned char *base = (unsigned char *) (((uintptr_t) work + 63) &
+  if (work) {
+    wk_work_head *head = (wk_work_head *) (((uintptr_t) work + 63) &
         ~(uintptr_t) 63);
+    const int64_t k = W->ne[0];
+    unsigned char *base = (unsigned char *) head + 64;
     wk_quantize_job qj;
-    qj.ks = job.ks;
-    qj.X = X;
-    qj.n = n;
-    qj.ldx = ldx;
-    qj.k = k;
-    qj.off = W->type == WK_TYPE_Q8_0 ? -128 : -8;
-    qj.q = (int8_t *) base;
-    qj.d = (float *) (base + wk_linear_work_q_bytes (n, k));
-    qj.c = (int32_t *) (qj.d + n * (k / WK_QK));
-    if (nth == 1 || n * k < WK_PARALLEL_MACS)
-      wk_quantize_worker (&qj, 0, 1);
-    else
-      wk_pool_run_tasks (pool, wk_quantize_worker, &qj, wk_n_tasks (pool,
-              (n + 15) / 16));
-    job.q = qj.q;
-    job.qd = qj.d;
-    job.qc = qj.c;
+    int reuse = (flags & WK_LINEAR_REUSE_X) && head->valid;
+
+    if (!(flags & WK_LINEAR_REUSE_X))
+      head->valid = 0;
+    if (wk_linear_work_takes_q (job.ks, W, n, flags)) {
+      qj.ks = job.ks;
+      qj.X = X;
+      qj.n = n;
+      qj.ldx = ldx;
+      qj.k = k;
+      qj.off = W->type == WK_TYPE_Q8_0 ? -128 : -8;
+      qj.q = (int8_t *) base;
+      qj.d = (float *) (base + wk_linear_work_q_bytes (n, k));
+      qj.c = (int32_t *) (qj.d + n * (k / WK_QK));
+      /* the rows the previous call quantized, when they are these */
+      if (!(reuse && head->X == X && head->n == n && head->ldx == ldx
+              && head->k == k && head->off == qj.off)) {
+        if (nth == 1 || n * k < WK_PARALLEL_MACS)
+          wk_quantize_worker (&qj, 0, 1);
+        else
+          wk_pool_run_tasks (pool, wk_quantize_worker, &qj,
+              wk_n_tasks (pool, (n + 15) / 16));
+        head->X = X;
+        head->n = n;
+        head->ldx = ldx;
+        head->k = k;
+        head->off = qj.off;
+        head->valid = 1;
+      }
+      job.q = qj.q;
+      job.qd = qj.d;
+      job.qc = qj.c;
+    }
   }
   job.W = W;
   job.bias = bias;
@@ -431,7 +459,7 @@ wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.ldx = ldx;
   job.Y = Y;
   job.ldy = ldy;
-  job.flags = flags & ~(unsigned) WK_LINEAR_INT8;
+  job.flags = flags & ~(unsigned) (WK_LINEAR_INT8 | WK_LINEAR_REUSE_X);
   job.act_q8 = wk_linear_act_q8 (W, n);
   /* whole weight panels per piece (16 outputs for AVX2, 32 for AVX-512);
    * the streamed kernels' tiles (8 rows for AVX2, 16 for AVX-512 VNNI,

@@ -55,6 +55,12 @@ enum
    * WK_INT8=0 still turns them off. The live policy asks for them when its
    * runs are too slow for the deadlines. */
   WK_LINEAR_INT8 = 1 << 2,
+  /* wk_linear_work only: X (pointer, rows, stride and every value) is
+   * that of the previous call with this work buffer, so the rows that
+   * call quantized are taken again where they serve (the same depth and
+   * weight type; else they are quantized anew), as for the q, k and v
+   * products of one normed input. */
+  WK_LINEAR_REUSE_X = 1 << 3,
 };
 
 /* wk_linear with an epilogue fused into the store (flags above). */

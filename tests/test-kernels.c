@@ -712,6 +712,69 @@ test_linear_work_is_deterministic_across_threads (void)
     }
 }
 
+/* WK_LINEAR_REUSE_X: a product that takes the rows the previous call
+ * quantized gives the bits of one that quantizes them itself; the rows
+ * are quantized anew for another weight type or depth, and after a call
+ * without the flag (here one that quantized nothing, so that the rows
+ * left in the buffer are of X's old values). */
+static void
+test_linear_work_reuse_x (void)
+{
+  const int64_t n = 40, k = 96, k2 = 192, m = 48;
+  wk_tensor w8 = make_weight (WK_TYPE_Q8_0, k, m);
+  wk_tensor w4 = make_weight (WK_TYPE_Q4_0, k, m);
+  wk_tensor w16 = make_weight (WK_TYPE_F16, k, m);
+  wk_tensor wk2 = make_weight (WK_TYPE_Q8_0, k2, m);
+  float *X = rand_floats (n * k2, 1.0f);
+  float *Y0 = malloc ((size_t) (n * m) * sizeof (float));
+  float *Y1 = malloc ((size_t) (n * m) * sizeof (float));
+  void *work = malloc (wk_linear_work_size (n, k2));
+  const unsigned f = WK_LINEAR_INT8, r = WK_LINEAR_INT8 | WK_LINEAR_REUSE_X;
+  const size_t bytes = (size_t) (n * m) * sizeof (float);
+  int s;
+  int64_t i;
+
+  for (s = 0; s < n_simd_sets; s++) {
+    if (!simd_sets[s]->linear_q)
+      continue;
+    wk_kernels_set (simd_sets[s]);
+    /* the same type: the rows of the q8_0 call */
+    wk_linear_work (NULL, &w8, NULL, X, n, k, Y0, m, f, work);
+    wk_linear_work (NULL, &w8, NULL, X, n, k, Y1, m, r, work);
+    CHECK_MSG (memcmp (Y0, Y1, bytes) == 0, "%s reused", simd_sets[s]->name);
+    /* another type (another offset) */
+    wk_linear_work (NULL, &w4, NULL, X, n, k, Y0, m, f, work);
+    wk_linear_work (NULL, &w8, NULL, X, n, k, Y1, m, f, work);
+    wk_linear_work (NULL, &w4, NULL, X, n, k, Y1, m, r, work);
+    CHECK_MSG (memcmp (Y0, Y1, bytes) == 0, "%s q4_0 after q8_0",
+        simd_sets[s]->name);
+    /* another depth (X read with stride k2) */
+    wk_linear_work (NULL, &wk2, NULL, X, n, k2, Y0, m, f, work);
+    wk_linear_work (NULL, &w8, NULL, X, n, k2, Y1, m, f, work);
+    wk_linear_work (NULL, &wk2, NULL, X, n, k2, Y1, m, r, work);
+    CHECK_MSG (memcmp (Y0, Y1, bytes) == 0, "%s depth 192 after 96",
+        simd_sets[s]->name);
+    /* an f16 product without the flag ends what the buffer held */
+    wk_linear_work (NULL, &w8, NULL, X, n, k, Y1, m, f, work);
+    wk_linear_work (NULL, &w16, NULL, X, n, k, Y1, m, f, work);
+    for (i = 0; i < n * k; i++)
+      X[i] = -X[i] * 0.5f;
+    wk_linear_work (NULL, &w8, NULL, X, n, k, Y1, m, r, work);
+    wk_linear_work (NULL, &w8, NULL, X, n, k, Y0, m, f, work);
+    CHECK_MSG (memcmp (Y0, Y1, bytes) == 0, "%s after an f16 product",
+        simd_sets[s]->name);
+  }
+  wk_kernels_set (NULL);
+  free ((void *) w8.data);
+  free ((void *) w4.data);
+  free ((void *) w16.data);
+  free ((void *) wk2.data);
+  free (X);
+  free (Y0);
+  free (Y1);
+  free (work);
+}
+
 /* The decoder's products (few rows, weights streamed) split over any
  * number of threads give the bits of one thread: each output tile is
  * computed whole by one piece. */
@@ -1883,6 +1946,7 @@ main (void)
   RUN (test_linear_work);
   RUN (test_linear_q_extremes);
   RUN (test_linear_work_is_deterministic_across_threads);
+  RUN (test_linear_work_reuse_x);
   RUN (test_linear_batch_matches_alone);
   RUN (test_gemm_f32);
   RUN (test_attention);
