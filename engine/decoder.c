@@ -94,19 +94,29 @@ typedef struct
   wk_status status;
 } wk_dec_req;
 
-/* One product of the batch: a request alone takes wk_linear_ex on its own
- * pool, exactly as without a scheduler; several take one pass over the
- * weights, which gives each the same bits (wk_linear_batch). */
+/* One product of the batch: a request alone takes wk_linear_work on its
+ * own pool, exactly as without a scheduler; several (steps: few rows) take
+ * one pass over the weights, which gives each the same bits
+ * (wk_linear_batch). A request's many-token pass (a prompt, the word
+ * alignment's) takes the integer products where the encoder's do
+ * (wk_linear_work's rule), through the encoder's quantization buffer,
+ * which is free while the decoder runs: its size is that of A rows of
+ * depth 4 d, the most a decoder product can need when n_text_ctx <= A. */
 static void
 batch_linear (wk_dec_req ** reqs, wk_rows * g, int n_reqs,
     const wk_tensor * W, const float *bias, int64_t ldx, int64_t ldy,
     unsigned flags)
 {
+  wk_ctx *ctx = reqs[0]->ctx;
+  const wk_hparams *hp = &ctx->model->hp;
+
   if (n_reqs == 1)
-    wk_linear_ex (reqs[0]->ctx->pool, W, bias, g[0].X, g[0].n, ldx, g[0].Y,
-        ldy, flags);
+    wk_linear_work (ctx->pool, W, bias, g[0].X, g[0].n, ldx, g[0].Y, ldy,
+        flags, g[0].n <= hp->n_audio_ctx && W->ne[0] <= 4 *
+        (int64_t) hp->n_audio_state ? ctx->e_qwork : NULL);
   else
-    wk_linear_batch (reqs[0]->ctx->pool, W, bias, g, n_reqs, ldx, ldy, flags);
+    wk_linear_batch (ctx->pool, W, bias, g, n_reqs, ldx, ldy,
+        flags & ~(unsigned) WK_LINEAR_REUSE_X);
 }
 
 /* Each live request's rows d_x -> d_xn through one layer norm, on its own
@@ -187,7 +197,8 @@ decode_batch (wk_dec_req ** reqs, int n_reqs)
     batch_linear (reqs, g, n_reqs, L->attn_q, L->attn_q_b, dt, dt, 0);
     ROWS (c->d_xn, r->slots ? c->d_att : kv_at (c, c->kv_k, r->beam, l)
         + (size_t) r->n_past * dt);
-    batch_linear (reqs, g, n_reqs, L->attn_k, NULL, dt, dt, 0);
+    /* k and v take the normed rows q quantized (many-token passes) */
+    batch_linear (reqs, g, n_reqs, L->attn_k, NULL, dt, dt, WK_LINEAR_REUSE_X);
     for (j = 0; j < n_reqs; j++) {
       wk_dec_req *r = reqs[j];
       wk_ctx *ctx = r->ctx;
@@ -199,7 +210,8 @@ decode_batch (wk_dec_req ** reqs, int n_reqs)
     }
     ROWS (c->d_xn, r->slots ? c->d_att : kv_at (c, c->kv_v, r->beam, l)
         + (size_t) r->n_past * dt);
-    batch_linear (reqs, g, n_reqs, L->attn_v, L->attn_v_b, dt, dt, 0);
+    batch_linear (reqs, g, n_reqs, L->attn_v, L->attn_v_b, dt, dt,
+        WK_LINEAR_REUSE_X);
     for (j = 0; j < n_reqs; j++) {
       wk_dec_req *r = reqs[j];
       wk_ctx *ctx = r->ctx;
