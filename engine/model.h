@@ -358,7 +358,8 @@ struct wk_ctx
   float *e_h;                   /* [A][4 da] MLP hidden, = e_q .. */
   /* the quantized rows of X of the integer products (wk_linear_work),
    * wk_linear_work_size (A, 4 da) bytes, or NULL where they do not run
-   * (wk_linear_work_used, wk_ctx_int8_alloc) */
+   * (wk_linear_work_used, wk_ctx_int8_alloc); the encoder's, then the
+   * decoder's many-token passes' (decoder.c, batch_linear) */
   void *e_qwork;
   bool encoded;
 
