@@ -486,6 +486,15 @@ wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
 /* Outputs per block: every group passes over one block of weight rows
  * while it is in cache (256 rows of 256 q8_0 values: 70 KB, in L2). */
 #define WK_BATCH_BLOCK 256
+/* Rows of several groups in one kernel call, so that each weight read
+ * serves them all (the few-row kernels' passes: 7 with AVX-512 VNNI, 4
+ * with AVX2), for the types whose few-row kernels give every row the bits
+ * of the one-row product (test_few_rows_match_one_row: f16, q8_0, q4_0),
+ * and depths that keep a chunk's rows on the stack. */
+#define WK_BATCH_CHUNK_ROWS (WK_LINEAR_GEMM_ROWS - 1)
+#define WK_BATCH_CHUNK_K 4096
+/* Most groups chunked (the scheduler's batches have up to 32) */
+#define WK_BATCH_MAX_GROUPS 64
 
 typedef struct
 {
@@ -496,18 +505,66 @@ typedef struct
   int n_groups;
   int64_t ldx, ldy;
   unsigned flags;
+  /* chunks of whole groups (chunk c: groups chunk[c] .. chunk[c+1]-1)
+   * whose rows are copied one after the other into xs, or n_chunks = 0:
+   * each group alone */
+  int n_chunks;
+  int chunk[WK_BATCH_MAX_GROUPS + 1];
+  const float *xs;
 } wk_batch_job;
+
+/* One chunk's rows through outputs jb .. je-1: the rows gathered in xs
+ * (row stride k) into a block of Y of its own, then to each group's Y. */
+static void
+wk_batch_chunk (const wk_batch_job * job, int c, const float *x, int rows,
+    int64_t jb, int64_t je)
+{
+  float yb[WK_BATCH_CHUNK_ROWS * WK_BATCH_BLOCK];
+  const size_t rb = wk_type_row_bytes (job->W->type, job->W->ne[0]);
+  const size_t bytes = (size_t) (je - jb) * sizeof (float);
+  wk_tensor sub = *job->W;
+  int g, i, r = 0;
+
+  /* outputs jb .. je-1 as a tensor of their own, so that the block's Y
+   * starts at 0: no kernel's result depends on where its outputs start */
+  sub.data = (const unsigned char *) job->W->data + (size_t) jb *rb;
+  sub.ne[1] = je - jb;
+  if (job->flags & WK_LINEAR_ADD)
+    for (g = job->chunk[c]; g < job->chunk[c + 1]; g++)
+      for (i = 0; i < job->groups[g].n; i++, r++)
+        memcpy (yb + r * WK_BATCH_BLOCK, job->groups[g].Y + i * job->ldy + jb,
+            bytes);
+  job->ks->linear (&sub, job->bias ? job->bias + jb : NULL, x, rows,
+      job->W->ne[0], yb, WK_BATCH_BLOCK, 0, je - jb, job->flags,
+      wk_linear_act_q8 (job->W, rows));
+  r = 0;
+  for (g = job->chunk[c]; g < job->chunk[c + 1]; g++)
+    for (i = 0; i < job->groups[g].n; i++, r++)
+      memcpy (job->groups[g].Y + i * job->ldy + jb, yb + r * WK_BATCH_BLOCK,
+          bytes);
+}
 
 static void
 wk_batch_worker (void *data, int ith, int nth)
 {
   const wk_batch_job *job = data;
+  const int64_t k = job->W->ne[0];
   int64_t b, e, jb;
-  int g;
+  int g, c;
 
   wk_split (job->W->ne[1], WK_LINEAR_UNIT, ith, nth, &b, &e);
   for (jb = b; jb < e; jb += WK_BATCH_BLOCK) {
     int64_t je = jb + WK_BATCH_BLOCK < e ? jb + WK_BATCH_BLOCK : e;
+    const float *x = job->xs;
+    for (c = 0; c < job->n_chunks; c++) {
+      int rows = 0;
+      for (g = job->chunk[c]; g < job->chunk[c + 1]; g++)
+        rows += job->groups[g].n;
+      wk_batch_chunk (job, c, x, rows, jb, je);
+      x += (size_t) rows *(size_t) k;
+    }
+    if (job->n_chunks)
+      continue;
     for (g = 0; g < job->n_groups; g++) {
       const wk_rows *r = &job->groups[g];
       if (r->n > 0)
@@ -523,14 +580,20 @@ wk_linear_batch (wk_pool * pool, const wk_tensor * W, const float *bias,
     unsigned flags)
 {
   wk_batch_job job;
-  int64_t m, rows = 0;
-  int g;
+  wk_rows kept[WK_BATCH_MAX_GROUPS];
+  float *xs = NULL;
+  int64_t m, k, rows = 0;
+  int g, i, n_kept = 0, n_nonempty = 0, shared;
 
   if (!W || n_groups <= 0 || W->ne[0] <= 0 || W->ne[1] <= 0
       || wk_type_row_bytes (W->type, W->ne[0]) == 0)
     return;
+  k = W->ne[0];
   for (g = 0; g < n_groups; g++)
-    rows += groups[g].n > 0 ? groups[g].n : 0;
+    if (groups[g].n > 0) {
+      rows += groups[g].n;
+      n_nonempty++;
+    }
   m = W->ne[1];
   job.ks = wk_kernels_get ();
   job.W = W;
@@ -539,12 +602,45 @@ wk_linear_batch (wk_pool * pool, const wk_tensor * W, const float *bias,
   job.n_groups = n_groups;
   job.ldx = ldx;
   job.ldy = ldy;
-  job.flags = flags;
+  job.flags = flags & ~(unsigned) (WK_LINEAR_INT8 | WK_LINEAR_REUSE_X);
+  job.n_chunks = 0;
+  job.xs = NULL;
+
+  /* groups that share their weight reads: the nonempty ones, chunked */
+  shared = (W->type == WK_TYPE_F16 || W->type == WK_TYPE_Q8_0
+      || W->type == WK_TYPE_Q4_0) && k <= WK_BATCH_CHUNK_K
+      && n_groups <= WK_BATCH_MAX_GROUPS;
+  for (g = 0; shared && g < n_groups; g++)
+    if (groups[g].n >= WK_BATCH_CHUNK_ROWS + 1)
+      shared = 0;
+  if (shared && n_nonempty > 1)
+    xs = malloc ((size_t) rows * (size_t) k * sizeof (float));
+  if (xs) {
+    float *x = xs;
+    int in_chunk = 0;
+    for (g = 0; g < n_groups; g++) {
+      if (groups[g].n <= 0)
+        continue;
+      if (n_kept == 0 || in_chunk + groups[g].n > WK_BATCH_CHUNK_ROWS) {
+        job.chunk[job.n_chunks++] = n_kept;
+        in_chunk = 0;
+      }
+      in_chunk += groups[g].n;
+      kept[n_kept++] = groups[g];
+      for (i = 0; i < groups[g].n; i++, x += k)
+        memcpy (x, groups[g].X + i * ldx, (size_t) k * sizeof (float));
+    }
+    job.chunk[job.n_chunks] = n_kept;
+    job.groups = kept;
+    job.n_groups = n_kept;
+    job.xs = xs;
+  }
   if (wk_pool_size (pool) == 1 || rows * m * W->ne[0] < WK_GEMV_PARALLEL_MACS)
     wk_batch_worker (&job, 0, 1);
   else
     wk_pool_run_tasks (pool, wk_batch_worker, &job, wk_n_tasks (pool,
             (m + WK_LINEAR_UNIT - 1) / WK_LINEAR_UNIT));
+  free (xs);
 }
 
 void

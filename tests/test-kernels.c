@@ -859,52 +859,64 @@ test_few_rows_match_one_row (void)
 static void
 test_linear_batch_matches_alone (void)
 {
-  static const int sizes[] = { 1, 3, 1, 7, 2, 1, 5 };
+  /* chunks of whole groups of at most 7 rows: 1+3+0+1, 7, 2+1, 5 */
+  static const int sizes[] = { 1, 3, 0, 1, 7, 2, 1, 5 };
   const int n_groups = (int) (sizeof sizes / sizeof sizes[0]);
-  int t, p;
+  int t, p, s;
 
-  for (t = 0; t < 4; t++) {
-    wk_tensor W = make_weight (all_types[t], 256, 4100);
-    float *bias = rand_floats (4100, 0.5f);
-    unsigned flags = t % 2 ? WK_LINEAR_ADD : WK_LINEAR_GELU;
-    wk_rows groups[7];
-    float *X[7], *want[7], *got[7];
-    int g;
+  for (s = -1; s < n_simd_sets; s++)
+    for (t = 0; t < 4; t++) {
+      wk_tensor W = make_weight (all_types[t], 256, 4100);
+      float *bias = rand_floats (4100, 0.5f);
+      unsigned flags = t % 2 ? WK_LINEAR_ADD : WK_LINEAR_GELU;
+      const char *set = s < 0 ? "ref" : simd_sets[s]->name;
+      wk_rows groups[8];
+      float *X[8], *want[8], *got[8];
+      int g;
 
-    for (g = 0; g < n_groups; g++) {
-      X[g] = rand_floats (sizes[g] * 256, 1.0f);
-      want[g] = rand_floats (sizes[g] * 4100, 1.0f);
-      got[g] = malloc ((size_t) sizes[g] * 4100 * sizeof (float));
-      memcpy (got[g], want[g], (size_t) sizes[g] * 4100 * sizeof (float));
-      wk_linear_ex (NULL, &W, bias, X[g], sizes[g], 256, want[g], 4100, flags);
-      groups[g].X = X[g];
-      groups[g].Y = got[g];
-      groups[g].n = sizes[g];
-    }
-    for (p = 0; p < n_pools; p++) {
-      float *keep[7];
+      wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
       for (g = 0; g < n_groups; g++) {
-        /* each pool starts from the same Y (WK_LINEAR_ADD adds to it) */
-        keep[g] = malloc ((size_t) sizes[g] * 4100 * sizeof (float));
-        memcpy (keep[g], got[g], (size_t) sizes[g] * 4100 * sizeof (float));
+        size_t ny = (size_t) sizes[g] * 4100 + 1;
+        X[g] = rand_floats (sizes[g] * 256 + 1, 1.0f);
+        want[g] = rand_floats ((int64_t) ny, 1.0f);
+        got[g] = malloc (ny * sizeof (float));
+        memcpy (got[g], want[g], ny * sizeof (float));
+        if (sizes[g] > 0)
+          wk_linear_ex (NULL, &W, bias, X[g], sizes[g], 256, want[g], 4100,
+              flags);
+        groups[g].X = X[g];
+        groups[g].Y = got[g];
+        groups[g].n = sizes[g];
       }
-      wk_linear_batch (pools[p], &W, bias, groups, n_groups, 256, 4100, flags);
+      for (p = 0; p < n_pools; p++) {
+        float *keep[8];
+        for (g = 0; g < n_groups; g++) {
+          /* each pool starts from the same Y (WK_LINEAR_ADD adds to it) */
+          size_t ny = (size_t) sizes[g] * 4100 + 1;
+          keep[g] = malloc (ny * sizeof (float));
+          memcpy (keep[g], got[g], ny * sizeof (float));
+        }
+        wk_linear_batch (pools[p], &W, bias, groups, n_groups, 256, 4100,
+            flags);
+        for (g = 0; g < n_groups; g++) {
+          size_t ny = (size_t) sizes[g] * 4100 + 1;
+          CHECK_MSG (memcmp (got[g], want[g], ny * sizeof (float)) == 0,
+              "%s %s group %d (%d rows) threads=%d", set,
+              wk_type_name (all_types[t]), g, sizes[g],
+              wk_pool_size (pools[p]));
+          memcpy (got[g], keep[g], ny * sizeof (float));
+          free (keep[g]);
+        }
+      }
       for (g = 0; g < n_groups; g++) {
-        CHECK_MSG (memcmp (got[g], want[g], (size_t) sizes[g] * 4100
-                * sizeof (float)) == 0, "%s group %d (%d rows) threads=%d",
-            wk_type_name (all_types[t]), g, sizes[g], wk_pool_size (pools[p]));
-        memcpy (got[g], keep[g], (size_t) sizes[g] * 4100 * sizeof (float));
-        free (keep[g]);
+        free (X[g]);
+        free (want[g]);
+        free (got[g]);
       }
+      free (bias);
+      free ((void *) W.data);
     }
-    for (g = 0; g < n_groups; g++) {
-      free (X[g]);
-      free (want[g]);
-      free (got[g]);
-    }
-    free (bias);
-    free ((void *) W.data);
-  }
+  wk_kernels_set (NULL);
 }
 
 static void
