@@ -1464,6 +1464,36 @@ avx2_f32_to_f16 (const float *x, uint16_t * y, int64_t n)
 }
 
 static void
+avx2_f16_to_f32 (const uint16_t * x, float *y, int64_t n)
+{
+  int64_t i = 0;
+
+#ifndef __wasm__
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128 ((const __m128i *) (x + i));
+    const __m256i w = _mm256_cvtepu16_epi32 (h);
+    /* NaNs (|h| > 0x7c00): F16C quiets them, the reference keeps the
+     * payload, sign | 0x7f800000 | mantissa << 13 */
+    const __m256i nan = _mm256_cmpgt_epi32 (_mm256_and_si256 (w,
+            _mm256_set1_epi32 (0x7fff)), _mm256_set1_epi32 (0x7c00));
+    __m256 f = _mm256_cvtph_ps (h);
+    if (!_mm256_testz_si256 (nan, nan)) {
+      const __m256i bits = _mm256_or_si256 (_mm256_slli_epi32
+          (_mm256_and_si256 (w, _mm256_set1_epi32 (0x8000)), 16),
+          _mm256_or_si256 (_mm256_set1_epi32 (0x7f800000),
+              _mm256_slli_epi32 (_mm256_and_si256 (w,
+                      _mm256_set1_epi32 (0x3ff)), 13)));
+      f = _mm256_blendv_ps (f, _mm256_castsi256_ps (bits),
+          _mm256_castsi256_ps (nan));
+    }
+    _mm256_storeu_ps (y + i, f);
+  }
+#endif
+  for (; i < n; i++)
+    y[i] = wk_fp16_to_fp32 (x[i]);
+}
+
+static void
 avx2_attention_head (int64_t d_head, int64_t q0, int64_t q1, int64_t n_q,
     int64_t n_kv, const float *Q, int64_t ldq, const float *K, int64_t ldk,
     const float *V, int64_t ldv, float scale, int causal, float *O, int64_t ldo)
@@ -1884,6 +1914,7 @@ const wk_kernel_set wk_kernels_avx2 = {
   .attention_head = avx2_attention_head,
   .attention_head_f16kv = avx2_attention_head_f16kv,
   .f32_to_f16 = avx2_f32_to_f16,
+  .f16_to_f32 = avx2_f16_to_f32,
   .layer_norm_row = avx2_layer_norm_row,
   .quantize_act = quantize_act,
   .linear_q = avx2_linear_q,
@@ -1904,6 +1935,7 @@ const wk_kernel_set wk_kernels_avx2vnni = {
   .attention_head = avx2_attention_head,
   .attention_head_f16kv = avx2_attention_head_f16kv,
   .f32_to_f16 = avx2_f32_to_f16,
+  .f16_to_f32 = avx2_f16_to_f32,
   .layer_norm_row = avx2_layer_norm_row,
   .quantize_act = quantize_act,
   .linear_q = avx2_linear_q,

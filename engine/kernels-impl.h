@@ -52,6 +52,11 @@ typedef struct
   /* Optional (NULL: f32_to_f16 and back): wk_round_f16, bit for bit. */
   void (*round_f16) (float *x, int64_t n);
 
+  /* Optional (NULL: wk_fp16_to_fp32 per half): halves to floats, bit for
+   * bit wk_fp16_to_fp32's (NaN payloads kept); wk_tensor_get_row's f16
+   * rows (positional embeddings, every decoder step and encode). */
+  void (*f16_to_f32) (const uint16_t * x, float *y, int64_t n);
+
   /* wk_layer_norm for one row. */
   void (*layer_norm_row) (const float *x, int64_t d, const float *gamma,
       const float *beta, float eps, float *y);

@@ -680,6 +680,12 @@ wk_tensor_get_row (const wk_tensor * W, int64_t r, float *out)
             blk->qs, wk_fp16_to_fp32 (blk->d), WK_QK / 2);
       }
       break;
+    case WK_TYPE_F16:
+      if (wk_kernels_get ()->f16_to_f32) {
+        wk_kernels_get ()->f16_to_f32 ((const uint16_t *) row, out, k);
+        break;
+      }
+      /* fall through */
     default:
       wk_row_to_f32 (W->type, row, out, k);
       break;
