@@ -681,11 +681,11 @@ wk_tensor_get_row (const wk_tensor * W, int64_t r, float *out)
       }
       break;
     case WK_TYPE_F16:
-      if (wk_kernels_get ()->f16_to_f32) {
+      if (wk_kernels_get ()->f16_to_f32)
         wk_kernels_get ()->f16_to_f32 ((const uint16_t *) row, out, k);
-        break;
-      }
-      /* fall through */
+      else
+        wk_row_to_f32 (W->type, row, out, k);
+      break;
     default:
       wk_row_to_f32 (W->type, row, out, k);
       break;
