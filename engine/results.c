@@ -14,6 +14,7 @@ wk_results_init (wk_results * r, int segs, int toks, size_t text,
   bool ok = true;
 
   memset (r, 0, sizeof *r);
+  r->own_bytes = own_bytes;
   /* valid up to the counts: not zeroed */
   r->segs_cap = segs;
   r->segs = wk_live_scratch (own_bytes, (size_t) segs, sizeof *r->segs, &ok);
@@ -65,6 +66,71 @@ wk_results_first_start (const wk_results * r)
   return !r->taken && r->n_segs > 0 ? r->segs[0].start : -1;
 }
 
+/* The next capacity of at least want (doubling), or 0 past max. */
+static size_t
+grown_cap (size_t cap, size_t want, size_t max)
+{
+  size_t c = cap > 0 ? cap : 16;
+  while (c < want && c <= max / 2)
+    c *= 2;
+  return c >= want && c <= max ? c : 0;
+}
+
+/* Room for one more segment of n_toks tokens and need text bytes: new
+ * arrays with the old contents, the segments' pointers moved into them.
+ * False (the store as it was) without memory. */
+static bool
+results_grow (wk_results * r, int n_toks, size_t need)
+{
+  size_t segs_cap = grown_cap ((size_t) r->segs_cap, (size_t) r->n_segs + 1,
+      INT32_MAX);
+  size_t toks_cap = grown_cap ((size_t) r->toks_cap, (size_t) r->n_toks
+      + (size_t) n_toks, INT32_MAX);
+  size_t text_cap = grown_cap (r->text_cap, r->text_len + need,
+      SIZE_MAX / 4);
+  uint64_t added = 0;
+  wk_segment *segs;
+  wk_token *toks;
+  char *text;
+  bool ok = true;
+  int i;
+
+  if (!segs_cap || !toks_cap || !text_cap)
+    return false;
+  segs = wk_live_scratch (&added, segs_cap, sizeof *segs, &ok);
+  toks = wk_live_scratch (&added, toks_cap, sizeof *toks, &ok);
+  text = wk_live_scratch (&added, text_cap, 1, &ok);
+  if (!ok) {
+    free (segs);
+    free (toks);
+    free (text);
+    return false;
+  }
+  if (r->n_segs > 0)
+    memcpy (segs, r->segs, (size_t) r->n_segs * sizeof *segs);
+  if (r->n_toks > 0)
+    memcpy (toks, r->toks, (size_t) r->n_toks * sizeof *toks);
+  if (r->text_len > 0)
+    memcpy (text, r->text, r->text_len);
+  for (i = 0; i < r->n_segs; i++) {
+    segs[i].text = text + (r->segs[i].text - r->text);
+    segs[i].tokens = toks + (r->segs[i].tokens - r->toks);
+  }
+  if (r->own_bytes)
+    *r->own_bytes += added - ((uint64_t) r->segs_cap * sizeof *segs
+        + (uint64_t) r->toks_cap * sizeof *toks + r->text_cap);
+  free (r->segs);
+  free (r->toks);
+  free (r->text);
+  r->segs = segs;
+  r->toks = toks;
+  r->text = text;
+  r->segs_cap = (int) segs_cap;
+  r->toks_cap = (int) toks_cap;
+  r->text_cap = text_cap;
+  return true;
+}
+
 wk_segment *
 wk_results_add (wk_results * r, const char *text, size_t len, bool sanitize,
     const wk_token * toks, int n_toks)
@@ -76,9 +142,12 @@ wk_results_add (wk_results * r, const char *text, size_t len, bool sanitize,
 
   if (n_toks < 0)
     n_toks = 0;
-  if (r->n_segs + 1 > r->segs_cap || r->n_toks + n_toks > r->toks_cap
-      || r->text_len + need > r->text_cap)
-    wk_results_clear (r);       /* never taken: drop the oldest output */
+  /* not taken (begin cleared what was): keep it all, or without memory
+   * for it drop it and go on */
+  if ((r->n_segs + 1 > r->segs_cap || r->n_toks + n_toks > r->toks_cap
+          || r->text_len + need > r->text_cap) && !results_grow (r, n_toks,
+          need))
+    wk_results_clear (r);
   seg = &r->segs[r->n_segs++];
   memset (seg, 0, sizeof *seg);
   at = r->text + r->text_len;

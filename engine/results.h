@@ -21,11 +21,13 @@ typedef struct
   char *text;
   size_t text_len, text_cap;
   bool taken;                   /* handed out by the last take */
+  uint64_t *own_bytes;          /* the owner's count, grown with the store */
 } wk_results;
 
 /* Allocates room for segs segments, toks tokens and text bytes (NULs
- * included), counting them in *own_bytes; false when out of memory (what
- * was allocated is freed by wk_results_free). */
+ * included), counting them in *own_bytes (which must outlive the store:
+ * growth is counted there too); false when out of memory (what was
+ * allocated is freed by wk_results_free). */
 bool wk_results_init (wk_results * r, int segs, int toks, size_t text,
     uint64_t * own_bytes);
 void wk_results_free (wk_results * r);
@@ -51,7 +53,11 @@ int64_t wk_results_first_start (const wk_results * r);
  * is true, else copied as it is; its tokens toks[0..n_toks-1] copied, or,
  * when toks is NULL, room for n_toks that the caller then appends with
  * wk_results_token. The other fields are zero, stability 1. A store that
- * is full (its results were never taken) drops its oldest output first. */
+ * is full (its results were not taken: a file fed whole, then taken)
+ * grows, so nothing is lost; only when memory for that runs out does it
+ * drop the output not taken, and go on. Segments added earlier move with
+ * it (their text and tokens too): pointers into the store last until the
+ * next add. */
 wk_segment *wk_results_add (wk_results * r, const char *text, size_t len,
     bool sanitize, const wk_token * toks, int n_toks);
 

@@ -492,9 +492,12 @@ typedef struct
   bool space_before;
 } wk_segment;
 
-/* Returns the segments completed since the previous take, in time order.
- * The array and its strings belong to the stream and stay valid until the
- * next call of any wk_stream_* function on this stream. */
+/* Returns the segments completed since the previous take, in time order,
+ * all of them however long ago the last take was (a whole file fed, then
+ * taken once: the stream keeps what is not taken, and its memory grows
+ * with it past the first few windows' worth). The array and its strings
+ * belong to the stream and stay valid until the next call of any
+ * wk_stream_* function on this stream. */
 WK_API size_t wk_stream_take (wk_stream * stream, const wk_segment ** segs);
 
 /* Where the text is final: no segment that wk_stream_take returns from

@@ -34,6 +34,7 @@
 
 #include "group.h"
 #include "live.h"
+#include "results.h"
 #include "model.h"
 #include "wav.h"
 #include "whisperknot.h"
@@ -196,6 +197,51 @@ feed_pieces (wk_stream * s, const float *pcm, size_t n, seen * v)
 }
 
 /* ---- tests ----------------------------------------------------------- */
+
+/* A store whose results are not taken keeps them all (a file fed whole,
+ * then taken once): it grows past the room it was made with, the
+ * segments' text and tokens move with it, and its owner's byte count
+ * follows. The next call after a take starts empty. */
+static void
+test_results_keep_untaken (void)
+{
+  wk_results r;
+  uint64_t own = 0, own0;
+  const wk_segment *segs;
+  char text[32];
+  int i, k, bad = 0;
+  size_t n;
+
+  CHECK (wk_results_init (&r, 2, 4, 16, &own));
+  own0 = own;
+  wk_results_begin (&r);
+  for (i = 0; i < 500; i++) {
+    wk_token toks[3];
+    wk_segment *seg;
+    memset (toks, 0, sizeof toks);
+    for (k = 0; k < 3; k++)
+      toks[k].id = i * 3 + k;
+    snprintf (text, sizeof text, " word%d ", i);
+    seg = wk_results_add (&r, text, strlen (text), true, toks, 3);
+    seg->start = i;
+  }
+  n = wk_results_take (&r, &segs);
+  CHECK_MSG (n == 500, "%zu segments kept of 500", n);
+  for (i = 0; i < (int) n; i++) {
+    snprintf (text, sizeof text, "word%d", i);
+    if (strcmp (segs[i].text, text) != 0 || !segs[i].space_before
+        || segs[i].start != i || segs[i].n_tokens != 3
+        || segs[i].tokens[0].id != i * 3 || segs[i].tokens[2].id != i * 3 + 2)
+      bad++;
+  }
+  CHECK_MSG (bad == 0, "%d segments changed", bad);
+  CHECK (own > own0);
+  /* the take's segments stay until the next call, which starts anew */
+  wk_results_begin (&r);
+  wk_results_add (&r, "x", 1, false, NULL, 0);
+  CHECK (wk_results_take (&r, &segs) == 1 && strcmp (segs[0].text, "x") == 0);
+  wk_results_free (&r);
+}
 
 static void
 test_helpers (void)
@@ -1518,6 +1564,7 @@ main (void)
   jfk_n = wav.n_samples;
 
   RUN (test_helpers);
+  RUN (test_results_keep_untaken);
   RUN (test_group_unit);
   RUN (test_group_stream);
   RUN (test_cues_stream);
