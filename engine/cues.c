@@ -1,6 +1,7 @@
 /* Segments shaped into cues: see cues.h and wk_stream_take_cues. */
 #include "cues.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "live.h"
@@ -16,6 +17,7 @@ struct wk_cues
 {
   wk_cue *cues;                 /* [cap] */
   size_t n, cap;
+  uint64_t *own_bytes;          /* the stream's count, grown with cues */
   bool text_lines, words;
   int64_t out;                  /* the cues cover time up to here */
   bool line_open;               /* text_lines, words: a line not ended */
@@ -35,6 +37,7 @@ wk_cues_new (size_t max_segs, bool text_lines, bool words, uint64_t * own_bytes)
    * and a gap */
   c->cap = 3 * max_segs + 2;
   c->cues = wk_live_calloc (own_bytes, c->cap, sizeof *c->cues, &ok);
+  c->own_bytes = own_bytes;
   if (!ok) {
     wk_cues_free (c);
     return NULL;
@@ -142,6 +145,17 @@ wk_cues_make (wk_cues * c, const wk_segment * segs, size_t n, int64_t fed,
   size_t i;
 
   c->n = 0;
+  /* a take of more segments than the cues were made for (a file fed
+   * whole, then taken: the stream kept them all) */
+  if (n <= (SIZE_MAX - 2) / 3 / sizeof *c->cues && 3 * n + 2 > c->cap) {
+    wk_cue *more = calloc (3 * n + 2, sizeof *more);
+    if (more) {
+      *c->own_bytes += (3 * n + 2 - c->cap) * sizeof *more;
+      free (c->cues);
+      c->cues = more;
+      c->cap = 3 * n + 2;
+    }
+  }
   for (i = 0; i < n && c->n + 3 <= c->cap; i++) {
     if (segs[i].utterance_end) {
       int64_t at = segs[i].start < fed ? segs[i].start : fed;

@@ -5,7 +5,9 @@
  * that a caller can push as it is (with its separators, within the audio
  * fed, never before what came earlier, at least one time step long) and
  * gaps where no more text can come. The array is sized when the stream is
- * created; making cues never allocates. */
+ * created for the takes of a caller that takes as it feeds; making cues
+ * allocates only for a larger take (a whole file's segments taken at
+ * once). */
 #ifndef WK_CUES_H
 #define WK_CUES_H
 
@@ -16,7 +18,8 @@
 
 typedef struct wk_cues wk_cues;
 
-/* Cues for takes of up to max_segs segments. words: the segments are
+/* Cues for takes of up to max_segs segments (more: wk_cues_make grows
+ * them). words: the segments are
  * live words (WK_GROUP_WORD), which text_lines puts on one line per
  * utterance; else every segment is a line of its own. The memory is
  * added to *own_bytes. NULL when out of memory. */
