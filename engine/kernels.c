@@ -490,7 +490,8 @@ wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
  * serves them all (the few-row kernels' passes: 7 with AVX-512 VNNI, 4
  * with AVX2), for the types whose few-row kernels give every row the bits
  * of the one-row product (test_few_rows_match_one_row: f16, q8_0, q4_0),
- * and depths that keep a chunk's rows on the stack. */
+ * at depths up to WK_BATCH_CHUNK_K (the rows are gathered into a copy:
+ * the decoder's are at most 4 d). */
 #define WK_BATCH_CHUNK_ROWS (WK_LINEAR_GEMM_ROWS - 1)
 #define WK_BATCH_CHUNK_K 4096
 /* Most groups chunked (the scheduler's batches have up to 32) */
@@ -529,6 +530,7 @@ wk_batch_chunk (const wk_batch_job * job, int c, const float *x, int rows,
    * starts at 0: no kernel's result depends on where its outputs start */
   sub.data = (const unsigned char *) job->W->data + (size_t) jb *rb;
   sub.ne[1] = je - jb;
+  sub.nbytes = (size_t) (je - jb) * rb;
   if (job->flags & WK_LINEAR_ADD)
     for (g = job->chunk[c]; g < job->chunk[c + 1]; g++)
       for (i = 0; i < job->groups[g].n; i++, r++)
