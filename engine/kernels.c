@@ -494,6 +494,10 @@ wk_linear_work (wk_pool * pool, const wk_tensor * W, const float *bias,
  * the decoder's are at most 4 d). */
 #define WK_BATCH_CHUNK_ROWS (WK_LINEAR_GEMM_ROWS - 1)
 #define WK_BATCH_CHUNK_K 4096
+/* Gathered rows that fit here stay on the caller's stack (2 streams of 3
+ * beams through the decoder's 4 d = 1536): a batch of live steps
+ * allocates nothing; more go to the heap. */
+#define WK_BATCH_STACK_FLOATS (WK_BATCH_CHUNK_ROWS * 1536)
 /* Most groups chunked (the scheduler's batches have up to 32) */
 #define WK_BATCH_MAX_GROUPS 64
 
@@ -583,7 +587,8 @@ wk_linear_batch (wk_pool * pool, const wk_tensor * W, const float *bias,
 {
   wk_batch_job job;
   wk_rows kept[WK_BATCH_MAX_GROUPS];
-  float *xs = NULL;
+  float on_stack[WK_BATCH_STACK_FLOATS];
+  float *xs = NULL, *heap = NULL;
   int64_t m, k, rows = 0;
   int g, i, n_kept = 0, n_nonempty = 0, shared;
 
@@ -616,7 +621,8 @@ wk_linear_batch (wk_pool * pool, const wk_tensor * W, const float *bias,
     if (groups[g].n >= WK_BATCH_CHUNK_ROWS + 1)
       shared = 0;
   if (shared && n_nonempty > 1)
-    xs = malloc ((size_t) rows * (size_t) k * sizeof (float));
+    xs = rows * k <= WK_BATCH_STACK_FLOATS ? on_stack :
+        (heap = malloc ((size_t) rows * (size_t) k * sizeof (float)));
   if (xs) {
     float *x = xs;
     int in_chunk = 0;
@@ -642,7 +648,7 @@ wk_linear_batch (wk_pool * pool, const wk_tensor * W, const float *bias,
   else
     wk_pool_run_tasks (pool, wk_batch_worker, &job, wk_n_tasks (pool,
             (m + WK_LINEAR_UNIT - 1) / WK_LINEAR_UNIT));
-  free (xs);
+  free (heap);
 }
 
 void

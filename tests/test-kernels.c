@@ -859,14 +859,16 @@ test_few_rows_match_one_row (void)
 static void
 test_linear_batch_matches_alone (void)
 {
-  /* chunks of whole groups of at most 7 rows: 1+3+0+1, 7, 2+1, 5 */
+  /* chunks of whole groups of at most 7 rows: 1+3+0+1, 7, 2+1, 5; 20
+   * rows of depth 256 gathered on the stack, of 768 on the heap */
   static const int sizes[] = { 1, 3, 0, 1, 7, 2, 1, 5 };
   const int n_groups = (int) (sizeof sizes / sizeof sizes[0]);
   int t, p, s;
 
   for (s = -1; s < n_simd_sets; s++)
     for (t = 0; t < 4; t++) {
-      wk_tensor W = make_weight (all_types[t], 256, 4100);
+      const int64_t k = t % 2 ? 256 : 768;
+      wk_tensor W = make_weight (all_types[t], k, 4100);
       float *bias = rand_floats (4100, 0.5f);
       unsigned flags = t % 2 ? WK_LINEAR_ADD : WK_LINEAR_GELU;
       const char *set = s < 0 ? "ref" : simd_sets[s]->name;
@@ -877,12 +879,12 @@ test_linear_batch_matches_alone (void)
       wk_kernels_set (s < 0 ? &wk_kernels_ref : simd_sets[s]);
       for (g = 0; g < n_groups; g++) {
         size_t ny = (size_t) sizes[g] * 4100 + 1;
-        X[g] = rand_floats (sizes[g] * 256 + 1, 1.0f);
+        X[g] = rand_floats (sizes[g] * k + 1, 1.0f);
         want[g] = rand_floats ((int64_t) ny, 1.0f);
         got[g] = malloc (ny * sizeof (float));
         memcpy (got[g], want[g], ny * sizeof (float));
         if (sizes[g] > 0)
-          wk_linear_ex (NULL, &W, bias, X[g], sizes[g], 256, want[g], 4100,
+          wk_linear_ex (NULL, &W, bias, X[g], sizes[g], k, want[g], 4100,
               flags);
         groups[g].X = X[g];
         groups[g].Y = got[g];
@@ -896,8 +898,7 @@ test_linear_batch_matches_alone (void)
           keep[g] = malloc (ny * sizeof (float));
           memcpy (keep[g], got[g], ny * sizeof (float));
         }
-        wk_linear_batch (pools[p], &W, bias, groups, n_groups, 256, 4100,
-            flags);
+        wk_linear_batch (pools[p], &W, bias, groups, n_groups, k, 4100, flags);
         for (g = 0; g < n_groups; g++) {
           size_t ny = (size_t) sizes[g] * 4100 + 1;
           CHECK_MSG (memcmp (got[g], want[g], ny * sizeof (float)) == 0,
