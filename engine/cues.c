@@ -148,9 +148,11 @@ wk_cues_make (wk_cues * c, const wk_segment * segs, size_t n, int64_t fed,
   /* a take of more segments than the cues were made for (a file fed
    * whole, then taken: the stream kept them all) */
   if (n <= (SIZE_MAX - 2) / 3 / sizeof *c->cues && 3 * n + 2 > c->cap) {
-    wk_cue *more = calloc (3 * n + 2, sizeof *more);
+    bool ok = true;
+    wk_cue *more = wk_live_calloc (c->own_bytes, 3 * n + 2, sizeof *more,
+        &ok);
     if (more) {
-      *c->own_bytes += (3 * n + 2 - c->cap) * sizeof *more;
+      *c->own_bytes -= c->cap * sizeof *more;
       free (c->cues);
       c->cues = more;
       c->cap = 3 * n + 2;

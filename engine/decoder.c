@@ -100,23 +100,20 @@ typedef struct
  * (wk_linear_batch). A request's many-token pass (a prompt, the word
  * alignment's) takes the integer products where the encoder's do
  * (wk_linear_work's rule), through the encoder's quantization buffer,
- * which is free while the decoder runs: its size is that of A rows of
- * depth 4 d, the most a decoder product can need when n_text_ctx <= A. */
+ * which is free while the decoder runs (wk_ctx_qwork_size). */
 static void
 batch_linear (wk_dec_req ** reqs, wk_rows * g, int n_reqs,
     const wk_tensor * W, const float *bias, int64_t ldx, int64_t ldy,
     unsigned flags)
 {
   wk_ctx *ctx = reqs[0]->ctx;
-  const wk_hparams *hp = &ctx->model->hp;
 
   if (n_reqs == 1)
     wk_linear_work (ctx->pool, W, bias, g[0].X, g[0].n, ldx, g[0].Y, ldy,
-        flags, g[0].n <= hp->n_audio_ctx && W->ne[0] <= 4 *
-        (int64_t) hp->n_audio_state ? ctx->e_qwork : NULL);
+        flags, wk_linear_work_size (g[0].n, W->ne[0]) <=
+        wk_ctx_qwork_size (ctx) ? ctx->e_qwork : NULL);
   else
-    wk_linear_batch (ctx->pool, W, bias, g, n_reqs, ldx, ldy,
-        flags & ~(unsigned) WK_LINEAR_REUSE_X);
+    wk_linear_batch (ctx->pool, W, bias, g, n_reqs, ldx, ldy, flags);
 }
 
 /* Each live request's rows d_x -> d_xn through one layer norm, on its own

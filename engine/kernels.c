@@ -510,19 +510,20 @@ typedef struct
   int n_groups;
   int64_t ldx, ldy;
   unsigned flags;
-  /* chunks of whole groups (chunk c: groups chunk[c] .. chunk[c+1]-1)
-   * whose rows are copied one after the other into xs, or n_chunks = 0:
-   * each group alone */
+  /* chunks of whole groups (chunk c: groups chunk[c] .. chunk[c+1]-1,
+   * chunk_rows[c] rows in all) whose rows are copied one after the other
+   * into xs, or n_chunks = 0: each group alone */
   int n_chunks;
   int chunk[WK_BATCH_MAX_GROUPS + 1];
+  int chunk_rows[WK_BATCH_MAX_GROUPS];
   const float *xs;
 } wk_batch_job;
 
 /* One chunk's rows through outputs jb .. je-1: the rows gathered in xs
  * (row stride k) into a block of Y of its own, then to each group's Y. */
 static void
-wk_batch_chunk (const wk_batch_job * job, int c, const float *x, int rows,
-    int64_t jb, int64_t je)
+wk_batch_chunk (const wk_batch_job * job, int c, const float *x, int64_t jb,
+    int64_t je)
 {
   float yb[WK_BATCH_CHUNK_ROWS * WK_BATCH_BLOCK];
   const size_t rb = wk_type_row_bytes (job->W->type, job->W->ne[0]);
@@ -540,9 +541,9 @@ wk_batch_chunk (const wk_batch_job * job, int c, const float *x, int rows,
       for (i = 0; i < job->groups[g].n; i++, r++)
         memcpy (yb + r * WK_BATCH_BLOCK, job->groups[g].Y + i * job->ldy + jb,
             bytes);
-  job->ks->linear (&sub, job->bias ? job->bias + jb : NULL, x, rows,
-      job->W->ne[0], yb, WK_BATCH_BLOCK, 0, je - jb, job->flags,
-      wk_linear_act_q8 (job->W, rows));
+  job->ks->linear (&sub, job->bias ? job->bias + jb : NULL, x,
+      job->chunk_rows[c], job->W->ne[0], yb, WK_BATCH_BLOCK, 0, je - jb,
+      job->flags, wk_linear_act_q8 (job->W, job->chunk_rows[c]));
   r = 0;
   for (g = job->chunk[c]; g < job->chunk[c + 1]; g++)
     for (i = 0; i < job->groups[g].n; i++, r++)
@@ -563,11 +564,8 @@ wk_batch_worker (void *data, int ith, int nth)
     int64_t je = jb + WK_BATCH_BLOCK < e ? jb + WK_BATCH_BLOCK : e;
     const float *x = job->xs;
     for (c = 0; c < job->n_chunks; c++) {
-      int rows = 0;
-      for (g = job->chunk[c]; g < job->chunk[c + 1]; g++)
-        rows += job->groups[g].n;
-      wk_batch_chunk (job, c, x, rows, jb, je);
-      x += (size_t) rows *(size_t) k;
+      wk_batch_chunk (job, c, x, jb, je);
+      x += (size_t) job->chunk_rows[c] * (size_t) k;
     }
     if (job->n_chunks)
       continue;
@@ -586,11 +584,10 @@ wk_linear_batch (wk_pool * pool, const wk_tensor * W, const float *bias,
     unsigned flags)
 {
   wk_batch_job job;
-  wk_rows kept[WK_BATCH_MAX_GROUPS];
   float on_stack[WK_BATCH_STACK_FLOATS];
   float *xs = NULL, *heap = NULL;
   int64_t m, k, rows = 0;
-  int g, i, n_kept = 0, n_nonempty = 0, shared;
+  int g, i, n_nonempty = 0, shared;
 
   if (!W || n_groups <= 0 || W->ne[0] <= 0 || W->ne[1] <= 0
       || wk_type_row_bytes (W->type, W->ne[0]) == 0)
@@ -624,23 +621,21 @@ wk_linear_batch (wk_pool * pool, const wk_tensor * W, const float *bias,
     xs = rows * k <= WK_BATCH_STACK_FLOATS ? on_stack :
         (heap = malloc ((size_t) rows * (size_t) k * sizeof (float)));
   if (xs) {
+    /* empty groups (n <= 0) fall inside chunks and add no rows */
     float *x = xs;
-    int in_chunk = 0;
     for (g = 0; g < n_groups; g++) {
       if (groups[g].n <= 0)
         continue;
-      if (n_kept == 0 || in_chunk + groups[g].n > WK_BATCH_CHUNK_ROWS) {
-        job.chunk[job.n_chunks++] = n_kept;
-        in_chunk = 0;
+      if (job.n_chunks == 0 || job.chunk_rows[job.n_chunks - 1]
+          + groups[g].n > WK_BATCH_CHUNK_ROWS) {
+        job.chunk[job.n_chunks] = g;
+        job.chunk_rows[job.n_chunks++] = 0;
       }
-      in_chunk += groups[g].n;
-      kept[n_kept++] = groups[g];
+      job.chunk_rows[job.n_chunks - 1] += groups[g].n;
       for (i = 0; i < groups[g].n; i++, x += k)
         memcpy (x, groups[g].X + i * ldx, (size_t) k * sizeof (float));
     }
-    job.chunk[job.n_chunks] = n_kept;
-    job.groups = kept;
-    job.n_groups = n_kept;
+    job.chunk[job.n_chunks] = n_groups;
     job.xs = xs;
   }
   if (wk_pool_size (pool) == 1 || rows * m * W->ne[0] < WK_GEMV_PARALLEL_MACS)
@@ -666,6 +661,7 @@ wk_tensor_get_row (const wk_tensor * W, int64_t r, float *out)
   const int64_t k = W->ne[0];
   const size_t row_bytes = wk_type_row_bytes (W->type, k);
   const unsigned char *row;
+  const wk_kernel_set *ks;
   int64_t b;
 
   if (row_bytes == 0 || r < 0 || r >= W->ne[1])
@@ -689,8 +685,8 @@ wk_tensor_get_row (const wk_tensor * W, int64_t r, float *out)
       }
       break;
     case WK_TYPE_F16:
-      if (wk_kernels_get ()->f16_to_f32)
-        wk_kernels_get ()->f16_to_f32 ((const uint16_t *) row, out, k);
+      if ((ks = wk_kernels_get ())->f16_to_f32)
+        ks->f16_to_f32 ((const uint16_t *) row, out, k);
       else
         wk_row_to_f32 (W->type, row, out, k);
       break;

@@ -1395,7 +1395,7 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
      * (q8_0 with AVX-512 VNNI, or WK_INT8=all); wk_ctx_int8_alloc for
      * those asked per encode */
     if (enc_takes_q (model, 0))
-      ctx->e_qwork = ctx_alloc (ctx, wk_linear_work_size (A, 4 * da), 1, &ok);
+      ctx->e_qwork = ctx_alloc (ctx, wk_ctx_qwork_size (ctx), 1, &ok);
   }
   ctx->cross_f16 = model->dec[0].cross_q->type != WK_TYPE_F32;
   if (ctx->cross_f16 && wk_kernels_f16kv_slow ()) {
@@ -1487,16 +1487,22 @@ wk_ctx_free (wk_ctx * ctx)
   free (ctx);
 }
 
+size_t
+wk_ctx_qwork_size (const wk_ctx * ctx)
+{
+  const wk_hparams *hp = &ctx->model->hp;
+
+  return wk_linear_work_size (hp->n_audio_ctx, 4 * (int64_t) hp->n_audio_state);
+}
+
 bool
 wk_ctx_int8_alloc (wk_ctx * ctx)
 {
-  const wk_hparams *hp = &ctx->model->hp;
   bool ok = true;
 
   if (ctx->e_qwork || !enc_takes_q (ctx->model, WK_LINEAR_INT8))
     return true;
-  ctx->e_qwork = ctx_alloc (ctx, wk_linear_work_size (hp->n_audio_ctx,
-          4 * (int64_t) hp->n_audio_state), 1, &ok);
+  ctx->e_qwork = ctx_alloc (ctx, wk_ctx_qwork_size (ctx), 1, &ok);
   return ok;
 }
 

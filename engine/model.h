@@ -211,6 +211,10 @@ void wk_ctx_free (wk_ctx * ctx);
 wk_model *wk_ctx_model (const wk_ctx * ctx);
 /* Bytes of scratch this context owns. */
 uint64_t wk_ctx_state_bytes (const wk_ctx * ctx);
+/* Bytes of e_qwork: A rows of depth 4 da, the encoder's largest product
+ * and, with n_text_ctx <= A, any decoder product's. */
+size_t wk_ctx_qwork_size (const wk_ctx * ctx);
+
 /* The scratch of the encoder's integer products for encodes that ask for
  * them (wk_ctx.enc_int8), where the kernels and WK_INT8 let them run;
  * without it such encodes take the f32 panels. false: out of memory. */
