@@ -308,6 +308,35 @@ test_truncated_and_broken_files (void)
   CHECK (wav.n_samples == 74);
   wk_wav_clear (&wav);
 
+  /* a data size left at 0 by a streaming writer, with the RIFF size
+   * right or left at the header's: the audio to the end of the file;
+   * a real empty data chunk, alone or before another chunk: no audio */
+  begin_riff (c);
+  put_fmt (c, 1, 1, 16000, 16);
+  put_chunk (c, "data", s, 0);
+  put (c, s, sizeof s);
+  end_riff (c);
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_OK);
+  CHECK (wav.n_samples == 100 && wav.samples[99] == 29700.0f / 32768.0f);
+  wk_wav_clear (&wav);
+  c->b[4] = 36;
+  c->b[5] = c->b[6] = c->b[7] = 0;
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_OK);
+  CHECK (wav.n_samples == 100);
+  wk_wav_clear (&wav);
+  begin_riff (c);
+  put_fmt (c, 1, 1, 16000, 16);
+  put_chunk (c, "data", s, 0);
+  end_riff (c);
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_OK);
+  CHECK (wav.n_samples == 0);
+  wk_wav_clear (&wav);
+  put_chunk (c, "LIST", "INFOxy", 6);
+  end_riff (c);
+  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_OK);
+  CHECK (wav.n_samples == 0);
+  wk_wav_clear (&wav);
+
   /* cut inside the headers: an error with a message */
   err[0] = '\0';
   CHECK (wk_wav_parse (w->b, 30, &wav, err, sizeof err) == WK_ERR_FORMAT);

@@ -9,8 +9,11 @@
  * chunk before the data chunk is found) is an error. A data chunk whose
  * size runs past the end of the file (a recording cut short, or a writer
  * that streamed and never went back to fill in the size) gives the whole
- * frames that are there, without a warning. Non-finite float samples
- * become 0.
+ * frames that are there, without a warning. So does a data chunk of size 0
+ * followed by bytes that are not chunks (a writer that streamed and left
+ * the size at 0; the RIFF size, often left at the header's, is not
+ * believed then): the audio runs to the end of the file, as ffmpeg reads
+ * it, rather than giving no audio. Non-finite float samples become 0.
  */
 #include "wav.h"
 
@@ -91,6 +94,27 @@ sample_at (const unsigned char *p, int is_float, int bytes)
   }
 }
 
+/* Whether d[pos .. end) is a run of whole chunks (ids of printable ASCII,
+ * each size within what is left, odd ones padded), up to fewer than 8
+ * trailing bytes. */
+static int
+chunks_fit (const unsigned char *d, size_t pos, size_t end)
+{
+  while (end - pos >= 8) {
+    size_t csize = rd32 (d + pos + 4);
+    int i;
+    for (i = 0; i < 4; i++)
+      if (d[pos + i] < 0x20 || d[pos + i] > 0x7e)
+        return 0;
+    if (csize > end - pos - 8)
+      return 0;
+    pos += 8 + csize;
+    if ((csize & 1) && pos < end)
+      pos++;
+  }
+  return 1;
+}
+
 wk_status
 wk_wav_parse (const void *data, size_t size, wk_wav * wav, char *err,
     size_t err_size)
@@ -157,6 +181,11 @@ wk_wav_parse (const void *data, size_t size, wk_wav * wav, char *err,
     } else if (memcmp (id, "data", 4) == 0 && !pcm) {
       pcm = d + body;
       pcm_size = csize;
+      if (csize == 0 && !chunks_fit (d, body, size)) {
+        /* size left at 0 by a streaming writer: audio to the end */
+        pcm_size = size - body;
+        break;
+      }
     }
     /* next chunk, after the pad byte of an odd-sized one */
     pos = body + csize;
