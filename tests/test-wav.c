@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "wav.h"
@@ -108,14 +110,153 @@ put_chunk (buf * w, const char *id, const void *p, uint32_t n)
     w->b[w->n++] = 0;
 }
 
+/* wk_wav_parse, and the same bytes as a file through wk_wav_reader (read
+ * in pieces of 1 to 7 samples): the same status, length and samples. */
+static wk_status
+parse_both (const void *data, size_t size, wk_wav * wav, char *err,
+    size_t err_size)
+{
+  wk_status st = wk_wav_parse (data, size, wav, err, err_size), st2;
+  char path[] = "/tmp/wk-test-wav-XXXXXX", err2[256];
+  wk_wav_reader *r = NULL;
+  int fd = mkstemp (path);
+
+  CHECK (fd >= 0);
+  if (fd < 0)
+    return st;
+  CHECK (size == 0 || write (fd, data, size) == (ssize_t) size);
+  close (fd);
+  st2 = wk_wav_open (path, &r, err2, sizeof err2);
+  CHECK_MSG (st2 == st, "reader %s, parser %s (%s)", wk_status_str (st2),
+      wk_status_str (st), err2);
+  if (st == WK_OK && st2 == WK_OK) {
+    const size_t cap = wav->n_samples + 8;
+    float *s = malloc (cap * sizeof (float));
+    size_t total = 0, piece = 1, got;
+    CHECK (wk_wav_reader_length (r) == (int64_t) wav->n_samples);
+    CHECK (wk_wav_reader_rate (r) == wav->rate
+        && wk_wav_reader_channels (r) == wav->channels);
+    while (total < cap && wk_wav_reader_read (r, s + total,
+            piece < cap - total ? piece : cap - total, &got, err2,
+            sizeof err2) == WK_OK && got > 0) {
+      total += got;
+      piece = piece % 7 + 1;
+    }
+    CHECK_MSG (total == wav->n_samples && (total == 0
+            || memcmp (s, wav->samples, total * sizeof (float)) == 0),
+        "reader: %zu samples, parser %zu", total, wav->n_samples);
+    free (s);
+  } else if (st2 != WK_OK) {
+    CHECK_MSG (strstr (err2, path) != NULL, "%s", err2);
+  }
+  wk_wav_close (r);
+  unlink (path);
+  return st;
+}
+
 static wk_status
 parse (const buf * w, wk_wav * wav)
 {
   char err[256];
-  return wk_wav_parse (w->b, w->n, wav, err, sizeof err);
+  return parse_both (w->b, w->n, wav, err, sizeof err);
 }
 
 /* ---- tests ----------------------------------------------------------- */
+
+/* The piecewise reader past its first read (64 KiB): headers larger than
+ * that (a big LIST chunk before the data, a 'fmt ' chunk after a long
+ * data chunk), a data size near 4 GiB with the RIFF size left at the
+ * header's, and a pipe (the length known only at its end). */
+static void
+test_reader_large_and_piped (void)
+{
+  const size_t n = 60000;       /* samples: 120000 bytes of data */
+  unsigned char *big = malloc (300000);
+  int16_t *s = malloc (n * sizeof *s);
+  char err[256], fifo[] = "/tmp/wk-test-wav-fifo-XXXXXX";
+  wk_wav wav;
+  wk_wav_reader *r;
+  size_t i, k, len = 0, got;
+  float *x;
+  pid_t pid;
+
+  for (i = 0; i < n; i++)
+    s[i] = (int16_t) ((i * 7919) % 65536 - 32768);
+#define PUT(p, m) (memcpy (big + len, (p), (m)), len += (m))
+#define PUT32(v) do { uint32_t v_ = (v); unsigned char b_[4] = { \
+      (unsigned char) v_, (unsigned char) (v_ >> 8), \
+      (unsigned char) (v_ >> 16), (unsigned char) (v_ >> 24) }; \
+      PUT (b_, 4); } while (0)
+  /* a 100000-byte LIST, then fmt, then data */
+  for (k = 0; k < 3; k++) {
+    len = 0;
+    PUT ("RIFF", 4);
+    PUT32 (0);
+    PUT ("WAVE", 4);
+    if (k == 0) {
+      PUT ("LIST", 4);
+      PUT32 (100000);
+      memset (big + len, 'x', 100000);
+      len += 100000;
+    }
+    if (k != 1) {
+      PUT ("fmt ", 4);
+      PUT32 (16);
+      PUT ("\x01\x00\x01\x00\x80\x3e\x00\x00\x00\x7d\x00\x00\x02\x00"
+          "\x10\x00", 16);
+    }
+    PUT ("data", 4);
+    PUT32 (k == 2 ? 0xFFFFFFFFu : (uint32_t) (n * 2));
+    PUT (s, n * 2);
+    if (k == 1) {               /* fmt after the data */
+      PUT ("fmt ", 4);
+      PUT32 (16);
+      PUT ("\x01\x00\x01\x00\x80\x3e\x00\x00\x00\x7d\x00\x00\x02\x00"
+          "\x10\x00", 16);
+    }
+    /* the RIFF size: right, or left at the header's (36) */
+    {
+      uint32_t v = k == 2 ? 36u : (uint32_t) (len - 8);
+      big[4] = (unsigned char) v;
+      big[5] = (unsigned char) (v >> 8);
+      big[6] = (unsigned char) (v >> 16);
+      big[7] = (unsigned char) (v >> 24);
+    }
+    CHECK_MSG (parse_both (big, len, &wav, err, sizeof err) == WK_OK, "%s",
+        err);
+    CHECK_MSG (wav.n_samples == n && wav.samples[n - 1]
+        == (float) s[n - 1] / 32768.0f, "case %zu: %zu samples", k,
+        wav.n_samples);
+    wk_wav_clear (&wav);
+  }
+#undef PUT
+#undef PUT32
+
+  /* the last file through a pipe */
+  CHECK (mkdtemp (fifo) != NULL);
+  strcat (fifo, "/p");
+  CHECK (mkfifo (fifo, 0600) == 0);
+  pid = fork ();
+  if (pid == 0) {
+    FILE *f = fopen (fifo, "wb");
+    _exit (f && fwrite (big, 1, len, f) == len && fclose (f) == 0 ? 0 : 1);
+  }
+  CHECK_MSG (wk_wav_open (fifo, &r, err, sizeof err) == WK_OK, "%s", err);
+  CHECK (wk_wav_reader_length (r) == -1);
+  x = malloc (n * sizeof *x + 1);
+  CHECK (wk_wav_reader_read (r, x, n, &got, err, sizeof err) == WK_OK
+      && got == n && x[n - 1] == (float) s[n - 1] / 32768.0f);
+  CHECK (wk_wav_reader_read (r, x, 1, &got, err, sizeof err) == WK_OK
+      && got == 0);
+  wk_wav_close (r);
+  waitpid (pid, NULL, 0);
+  unlink (fifo);
+  fifo[strlen (fifo) - 2] = '\0';
+  rmdir (fifo);
+  free (x);
+  free (s);
+  free (big);
+}
 
 static void
 test_jfk_wav (void)
@@ -304,7 +445,7 @@ test_truncated_and_broken_files (void)
   end_riff (w);
 
   /* data cut short: the whole frames that are there */
-  CHECK (wk_wav_parse (w->b, w->n - 51, &wav, err, sizeof err) == WK_OK);
+  CHECK (parse_both (w->b, w->n - 51, &wav, err, sizeof err) == WK_OK);
   CHECK (wav.n_samples == 74);
   wk_wav_clear (&wav);
 
@@ -316,38 +457,50 @@ test_truncated_and_broken_files (void)
   put_chunk (c, "data", s, 0);
   put (c, s, sizeof s);
   end_riff (c);
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_OK);
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err) == WK_OK);
   CHECK (wav.n_samples == 100 && wav.samples[99] == 29700.0f / 32768.0f);
   wk_wav_clear (&wav);
   c->b[4] = 36;
   c->b[5] = c->b[6] = c->b[7] = 0;
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_OK);
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err) == WK_OK);
+  CHECK (wav.n_samples == 100);
+  wk_wav_clear (&wav);
+  /* the same with its samples at byte 60: four of them in the piecewise
+   * reader's first 64 bytes (wav-pieces), too few to tell them from a
+   * chunk */
+  begin_riff (c);
+  put_fmt (c, 1, 1, 16000, 16);
+  put_chunk (c, "LIST", "INFOabcd", 8);
+  put_chunk (c, "data", s, 0);
+  put (c, s, sizeof s);
+  end_riff (c);
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err) == WK_OK);
   CHECK (wav.n_samples == 100);
   wk_wav_clear (&wav);
   begin_riff (c);
   put_fmt (c, 1, 1, 16000, 16);
   put_chunk (c, "data", s, 0);
   end_riff (c);
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_OK);
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err) == WK_OK);
   CHECK (wav.n_samples == 0);
   wk_wav_clear (&wav);
   put_chunk (c, "LIST", "INFOxy", 6);
   end_riff (c);
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_OK);
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err) == WK_OK);
   CHECK (wav.n_samples == 0);
   wk_wav_clear (&wav);
 
   /* cut inside the headers: an error with a message */
   err[0] = '\0';
-  CHECK (wk_wav_parse (w->b, 30, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (parse_both (w->b, 30, &wav, err, sizeof err) == WK_ERR_FORMAT);
   CHECK (err[0] != '\0' && wav.samples == NULL);
-  CHECK (wk_wav_parse (w->b, 11, &wav, err, sizeof err) == WK_ERR_FORMAT);
-  CHECK (wk_wav_parse (NULL, 0, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (parse_both (w->b, 11, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (parse_both (NULL, 0, &wav, err, sizeof err) == WK_ERR_FORMAT);
 
   /* every prefix parses without crashing (ASan watches) */
   for (cut = 0; cut <= w->n; cut++) {
     memcpy (c->b, w->b, cut);
-    if (wk_wav_parse (c->b, cut, &wav, err, sizeof err) == WK_OK) {
+    if (parse_both (c->b, cut, &wav, err, sizeof err) == WK_OK) {
       n_ok++;
       CHECK (wav.n_samples <= 100);
     }
@@ -363,7 +516,7 @@ test_truncated_and_broken_files (void)
       seed = seed * 1664525u + 1013904223u;
       c->b[(seed >> 8) % 80] = (unsigned char) (seed >> 24);
     }
-    if (wk_wav_parse (c->b, w->n, &wav, err, sizeof err) == WK_OK)
+    if (parse_both (c->b, w->n, &wav, err, sizeof err) == WK_OK)
       CHECK (wav.n_samples <= w->n && wav.samples != NULL);
     wk_wav_clear (&wav);
   }
@@ -375,39 +528,39 @@ test_truncated_and_broken_files (void)
   put32 (c, 0xFFFFFFF0u);
   put_chunk (c, "data", s, sizeof s);
   end_riff (c);
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
 
   /* no fmt, no data, bad block align, unsupported encodings */
   begin_riff (c);
   put_chunk (c, "data", s, sizeof s);
   end_riff (c);
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
   CHECK (strstr (err, "fmt") != NULL);
   begin_riff (c);
   put_fmt (c, 1, 1, 16000, 16);
   end_riff (c);
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
   CHECK (strstr (err, "data") != NULL);
   begin_riff (c);
   put_fmt (c, 1, 2, 16000, 16);
   c->b[12 + 8 + 12] = 3;        /* block align 3 for 2 x 16 bits */
   put_chunk (c, "data", s, sizeof s);
   end_riff (c);
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err) == WK_ERR_FORMAT);
   begin_riff (c);
   put_fmt (c, 2, 1, 16000, 4);  /* ADPCM */
   put_chunk (c, "data", s, sizeof s);
   end_riff (c);
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err)
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err)
       == WK_ERR_UNSUPPORTED);
   begin_riff (c);
   put_fmt (c, 1, 1, 16000, 12);
   put_chunk (c, "data", s, sizeof s);
   end_riff (c);
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err)
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err)
       == WK_ERR_UNSUPPORTED);
   memcpy (c->b, "RF64", 4);
-  CHECK (wk_wav_parse (c->b, c->n, &wav, err, sizeof err)
+  CHECK (parse_both (c->b, c->n, &wav, err, sizeof err)
       == WK_ERR_UNSUPPORTED);
 
   CHECK (wk_wav_read ("/nonexistent/x.wav", &wav, err, sizeof err)
@@ -505,6 +658,7 @@ main (void)
   RUN (test_encodings_and_mixdown);
   RUN (test_chunk_order_and_padding);
   RUN (test_truncated_and_broken_files);
+  RUN (test_reader_large_and_piped);
   RUN (test_errors_name_the_file_once);
   return TEST_EXIT ();
 }

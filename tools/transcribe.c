@@ -586,6 +586,63 @@ read_audio (const job * jb, wk_wav * wav)
   return 0;
 }
 
+/* Where a file's samples come from: a WAV file at 16 kHz read a piece at
+ * a time (memory stays flat however long it is), or every sample in
+ * memory (anything GStreamer decodes, standard input, --vad's joined
+ * speech). */
+typedef struct
+{
+  wk_wav_reader *reader;
+  const float *pcm;             /* without a reader */
+  size_t len, pos;              /* without a reader */
+  float *chunk;                 /* a reader's samples, CHUNK of them */
+} source;
+
+/* The next n (<= CHUNK) samples of src, fewer at its end: *got of them
+ * at *out. Returns 0, or -1 when the file cannot be read. */
+static int
+source_next (source * src, size_t n, const float **out, size_t *got)
+{
+  char err[512];
+
+  if (!src->reader) {
+    *got = src->len - src->pos < n ? src->len - src->pos : n;
+    *out = src->pcm + src->pos;
+    src->pos += *got;
+    return 0;
+  }
+  if (wk_wav_reader_read (src->reader, src->chunk, n, got, err,
+          sizeof err) != WK_OK) {
+    fprintf (stderr, PROGRAM ": %s\n", err);
+    return -1;
+  }
+  *out = src->chunk;
+  return 0;
+}
+
+/* Opens jb's file as a 16 kHz WAV read piecewise, where it is one and
+ * nothing needs all of it at once (--vad does). Returns 0 and src set, or
+ * -1: read it whole (read_audio says what is wrong, if anything). */
+static int
+open_piecewise (const job * jb, source * src)
+{
+  char err[512];
+
+  if (jb->vad || !strcmp (jb->path, "-"))
+    return -1;
+  if (wk_wav_open (jb->path, &src->reader, err, sizeof err) != WK_OK)
+    return -1;
+  src->chunk = malloc (CHUNK * sizeof (float));
+  if (wk_wav_reader_rate (src->reader) != WK_SAMPLE_RATE || !src->chunk) {
+    wk_wav_close (src->reader);
+    free (src->chunk);
+    src->reader = NULL;
+    src->chunk = NULL;
+    return -1;
+  }
+  return 0;
+}
+
 /* Transcribes one file with stream (fresh or reset) into w. Returns 0,
  * 1 when the audio or the engine failed (the next file may still work),
  * 2 when the output failed. */
@@ -594,58 +651,96 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
     writer * w, double load_seconds, const char *model_path)
 {
   wk_wav wav = { 0 };
-  size_t pos, first, last, len, n_speech = 0;
+  source src = { 0 };
+  size_t pos, first, last, len, n_speech = 0, skipped = 0;
+  /* len is a bound until the audio ends where a reader does not know
+   * its length (a pipe) */
+  bool len_known = true;
   double t0, t_done;
-  wk_status st;
-  const float *pcm;
+  wk_status st = WK_OK;
   float *speech = NULL;
   piece *map = NULL;
+  int ret = 1;
 
-  if (read_audio (jb, &wav) < 0)
-    return 1;
+  first = (size_t) jb->offset_ms * (WK_SAMPLE_RATE / 1000);
+  if (open_piecewise (jb, &src) == 0) {
+    int64_t n = wk_wav_reader_length (src.reader);
+    len_known = n >= 0;
+    last = n >= 0 ? (size_t) n : SIZE_MAX;
+  } else {
+    if (read_audio (jb, &wav) < 0)
+      return 1;
+    last = wav.n_samples;
+  }
   t0 = now_seconds ();
   /* --offset, --duration: the samples [first, last) */
-  first = (size_t) jb->offset_ms * (WK_SAMPLE_RATE / 1000);
-  if (first > wav.n_samples)
-    first = wav.n_samples;
-  last = wav.n_samples;
+  if (first > last)
+    first = last;
   if (jb->duration_ms >= 0 && (size_t) jb->duration_ms *
-      (WK_SAMPLE_RATE / 1000) < last - first)
+      (WK_SAMPLE_RATE / 1000) < last - first) {
     last = first + (size_t) jb->duration_ms * (WK_SAMPLE_RATE / 1000);
+    len_known = true;           /* at most that */
+  }
   w->shift = (int64_t) first;
   w->map = NULL;
   w->n_map = 0;
-  pcm = wav.samples + first;
   len = last - first;
+  if (src.reader) {
+    /* skip to --offset */
+    while (skipped < first) {
+      const float *p;
+      size_t got, n = first - skipped < CHUNK ? first - skipped : CHUNK;
+      if (source_next (&src, n, &p, &got) < 0)
+        goto done;
+      if (got == 0)
+        break;
+      skipped += got;
+    }
+    if (skipped < first) {      /* the audio ended before --offset */
+      w->shift = (int64_t) skipped;
+      len = 0;
+    }
+  } else {
+    src.pcm = wav.samples + first;
+    src.len = len;
+  }
   if (jb->vad) {
     if (join_speech (jb->vad, wav.samples + first, last - first, &speech,
             &n_speech, &map, &w->n_map) < 0) {
       fprintf (stderr, PROGRAM ": %s: the voice detector failed\n", jb->path);
-      wk_wav_clear (&wav);
-      return 1;
+      goto done;
     }
     w->map = map;
     /* the stream hears the joined speech instead */
-    pcm = speech;
-    len = n_speech;
+    src.pcm = speech;
+    src.len = len = n_speech;
   }
   w->n_segments = 0;
   w->n_words = 0;
   w->word_len = 0;
 
   write_begin (w, jb->several ? jb->path : NULL);
-  for (pos = 0; pos < len; pos += CHUNK) {
-    size_t n = len - pos < CHUNK ? len - pos : CHUNK;
+  for (pos = 0; pos < len;) {
+    const float *pcm;
+    size_t n;
 
-    st = wk_stream_feed (stream, pcm + pos, n);
+    if (source_next (&src, len - pos < CHUNK ? len - pos : CHUNK, &pcm, &n) < 0)
+      goto done;
+    if (n == 0)
+      break;                    /* a pipe's end */
+    st = wk_stream_feed (stream, pcm, n);
     if (st != WK_OK)
       goto engine_failed;
+    pos += n;
     write_results (w, stream);
-    if (jb->progress)
+    if (jb->progress && len_known)
       fprintf (stderr, "\r%s: %.0f of %.0f s (%.0f%%)", jb->path,
-          (double) (pos + n) / WK_SAMPLE_RATE, (double) len / WK_SAMPLE_RATE,
-          100.0 * (double) (pos + n) / (double) len);
+          (double) pos / WK_SAMPLE_RATE, (double) len / WK_SAMPLE_RATE,
+          100.0 * (double) pos / (double) len);
+    else if (jb->progress)
+      fprintf (stderr, "\r%s: %.0f s", jb->path, (double) pos / WK_SAMPLE_RATE);
   }
+  len = pos;
   st = wk_stream_finish (stream);
   if (st != WK_OK)
     goto engine_failed;
@@ -658,10 +753,8 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
   if (fflush (w->f) != 0 || ferror (w->f)) {
     fprintf (stderr, PROGRAM ": cannot write the output: %s\n",
         strerror (errno));
-    wk_wav_clear (&wav);
-    free (speech);
-    free (map);
-    return 2;
+    ret = 2;
+    goto done;
   }
 
   if (jb->stats) {
@@ -704,23 +797,24 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
         s.n_windows, s.n_tokens,
         s.state_bytes, s.n_runs, s.n_committed, s.n_utterances,
         s.vad_seconds, s.speech_seconds,
-        (double) (last - first) / WK_SAMPLE_RATE,
+        (double) (jb->vad ? last - first : len) / WK_SAMPLE_RATE,
         wk_stream_language (stream) ? wk_stream_language (stream) : "");
   }
-  wk_wav_clear (&wav);
-  free (speech);
-  free (map);
-  return 0;
+  ret = 0;
+  goto done;
 
 engine_failed:
   if (jb->progress)
     fputs ("\r\033[K", stderr);
   fprintf (stderr, PROGRAM ": %s: transcription failed: %s\n", jb->path,
       wk_status_str (st));
+done:
   wk_wav_clear (&wav);
+  wk_wav_close (src.reader);
+  free (src.chunk);
   free (speech);
   free (map);
-  return 1;
+  return ret;
 }
 
 enum

@@ -6,6 +6,7 @@
 #define WK_WAV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "whisperknot.h"
 
@@ -24,5 +25,23 @@ wk_status wk_wav_read (const char *path, wk_wav * wav, char *err,
 wk_status wk_wav_parse (const void *data, size_t size, wk_wav * wav,
     char *err, size_t err_size);
 void wk_wav_clear (wk_wav * wav);
+
+/* A WAV file read a piece at a time, so that memory does not grow with
+ * its length: the samples wk_wav_read gives, in order. */
+typedef struct wk_wav_reader wk_wav_reader;
+/* Opens path (a pipe works too) and reads its headers. Error messages
+ * start with "<path>: ". */
+wk_status wk_wav_open (const char *path, wk_wav_reader ** out, char *err,
+    size_t err_size);
+int wk_wav_reader_rate (const wk_wav_reader * r);
+int wk_wav_reader_channels (const wk_wav_reader * r);
+/* The samples the file holds, or -1 where that is known only at its end
+ * (a pipe). */
+int64_t wk_wav_reader_length (const wk_wav_reader * r);
+/* Up to n mono samples into out; *got < n only at the end of the audio
+ * (then 0 from there on). WK_ERR_IO when the file cannot be read. */
+wk_status wk_wav_reader_read (wk_wav_reader * r, float *out, size_t n,
+    size_t *got, char *err, size_t err_size);
+void wk_wav_close (wk_wav_reader * r);
 
 #endif
