@@ -593,9 +593,10 @@ read_audio (const job * jb, wk_wav * wav)
 typedef struct
 {
   wk_wav_reader *reader;
-  const float *pcm;             /* without a reader */
-  size_t len, pos;              /* without a reader */
-  float *chunk;                 /* a reader's samples, CHUNK of them */
+  wk_audio_decoder *decoder;    /* or anything GStreamer decodes */
+  const float *pcm;             /* without either */
+  size_t len, pos;              /* without either */
+  float *chunk;                 /* their samples, CHUNK of them */
 } source;
 
 /* The next n (<= CHUNK) samples of src, fewer at its end: *got of them
@@ -605,14 +606,18 @@ source_next (source * src, size_t n, const float **out, size_t *got)
 {
   char err[512];
 
-  if (!src->reader) {
+  wk_status st;
+
+  if (!src->reader && !src->decoder) {
     *got = src->len - src->pos < n ? src->len - src->pos : n;
     *out = src->pcm + src->pos;
     src->pos += *got;
     return 0;
   }
-  if (wk_wav_reader_read (src->reader, src->chunk, n, got, err,
-          sizeof err) != WK_OK) {
+  st = src->reader ? wk_wav_reader_read (src->reader, src->chunk, n, got,
+      err, sizeof err) : wk_audio_decoder_read (src->decoder, src->chunk, n,
+      got, err, sizeof err);
+  if (st != WK_OK) {
     fprintf (stderr, PROGRAM ": %s\n", err);
     return -1;
   }
@@ -620,27 +625,33 @@ source_next (source * src, size_t n, const float **out, size_t *got)
   return 0;
 }
 
-/* Opens jb's file as a 16 kHz WAV read piecewise, where it is one and
- * nothing needs all of it at once (--vad does). Returns 0 and src set, or
- * -1: read it whole (read_audio says what is wrong, if anything). */
+/* Opens jb's file to be read piecewise, where nothing needs all of it at
+ * once (--vad does): a 16 kHz WAV file, or else anything GStreamer
+ * decodes. Returns 0 and src set, or -1: read it whole (read_audio says
+ * what is wrong, if anything). */
 static int
 open_piecewise (const job * jb, source * src)
 {
   char err[512];
+  wk_status st;
 
   if (jb->vad || !strcmp (jb->path, "-"))
     return -1;
-  if (wk_wav_open (jb->path, &src->reader, err, sizeof err) != WK_OK)
-    return -1;
   src->chunk = malloc (CHUNK * sizeof (float));
-  if (wk_wav_reader_rate (src->reader) != WK_SAMPLE_RATE || !src->chunk) {
-    wk_wav_close (src->reader);
-    free (src->chunk);
-    src->reader = NULL;
-    src->chunk = NULL;
+  if (!src->chunk)
     return -1;
-  }
-  return 0;
+  st = wk_wav_open (jb->path, &src->reader, err, sizeof err);
+  if (st == WK_OK && wk_wav_reader_rate (src->reader) == WK_SAMPLE_RATE)
+    return 0;
+  wk_wav_close (src->reader);
+  src->reader = NULL;
+  if ((st == WK_OK || st == WK_ERR_FORMAT || st == WK_ERR_UNSUPPORTED)
+      && wk_audio_decoder_open (jb->path, &src->decoder, err,
+          sizeof err) == WK_OK)
+    return 0;
+  free (src->chunk);
+  src->chunk = NULL;
+  return -1;
 }
 
 /* Transcribes one file with stream (fresh or reset) into w. Returns 0,
@@ -653,9 +664,10 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
   wk_wav wav = { 0 };
   source src = { 0 };
   size_t pos, first, last, len, n_speech = 0, skipped = 0;
-  /* len is a bound until the audio ends where a reader does not know
-   * its length (a pipe) */
-  bool len_known = true;
+  /* len is a bound where the reader does not know the length (a pipe, a
+   * decoded file); shown is what the progress line says it is, 0: not
+   * known */
+  size_t shown;
   double t0, t_done;
   wk_status st = WK_OK;
   float *speech = NULL;
@@ -664,28 +676,31 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
 
   first = (size_t) jb->offset_ms * (WK_SAMPLE_RATE / 1000);
   if (open_piecewise (jb, &src) == 0) {
-    int64_t n = wk_wav_reader_length (src.reader);
-    len_known = n >= 0;
+    int64_t n = src.reader ? wk_wav_reader_length (src.reader) : -1;
+    int64_t est = src.decoder ? wk_audio_decoder_length (src.decoder) : n;
     last = n >= 0 ? (size_t) n : SIZE_MAX;
+    shown = est >= 0 ? (size_t) est : 0;
   } else {
     if (read_audio (jb, &wav) < 0)
       return 1;
-    last = wav.n_samples;
+    last = shown = wav.n_samples;
   }
   t0 = now_seconds ();
   /* --offset, --duration: the samples [first, last) */
   if (first > last)
     first = last;
+  shown = shown > first ? shown - first : 0;
   if (jb->duration_ms >= 0 && (size_t) jb->duration_ms *
       (WK_SAMPLE_RATE / 1000) < last - first) {
     last = first + (size_t) jb->duration_ms * (WK_SAMPLE_RATE / 1000);
-    len_known = true;           /* at most that */
+    if (shown > last - first)
+      shown = last - first;
   }
   w->shift = (int64_t) first;
   w->map = NULL;
   w->n_map = 0;
   len = last - first;
-  if (src.reader) {
+  if (src.reader || src.decoder) {
     /* skip to --offset */
     while (skipped < first) {
       const float *p;
@@ -713,7 +728,7 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
     w->map = map;
     /* the stream hears the joined speech instead */
     src.pcm = speech;
-    src.len = len = n_speech;
+    src.len = len = shown = n_speech;
   }
   w->n_segments = 0;
   w->n_words = 0;
@@ -733,10 +748,10 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
       goto engine_failed;
     pos += n;
     write_results (w, stream);
-    if (jb->progress && len_known)
+    if (jb->progress && shown >= pos)
       fprintf (stderr, "\r%s: %.0f of %.0f s (%.0f%%)", jb->path,
-          (double) pos / WK_SAMPLE_RATE, (double) len / WK_SAMPLE_RATE,
-          100.0 * (double) pos / (double) len);
+          (double) pos / WK_SAMPLE_RATE, (double) shown / WK_SAMPLE_RATE,
+          100.0 * (double) pos / (double) shown);
     else if (jb->progress)
       fprintf (stderr, "\r%s: %.0f s", jb->path, (double) pos / WK_SAMPLE_RATE);
   }
@@ -811,6 +826,7 @@ engine_failed:
 done:
   wk_wav_clear (&wav);
   wk_wav_close (src.reader);
+  wk_audio_decoder_close (src.decoder);
   free (src.chunk);
   free (speech);
   free (map);
