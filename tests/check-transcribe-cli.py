@@ -19,7 +19,9 @@ Prints TAP. Checks:
     GStreamer to the same length as jfk.wav, from a file and from standard
     input ("-"); bytes that are no audio on standard input fail (exit 1)
     with both readers' reasons; skipped when the system's GStreamer
-    plugins (decodebin, flacdec, mpg123audiodec) are missing.
+    plugins (decodebin, flacdec, mpg123audiodec) are missing;
+  - a 16 kHz WAV stream on standard input (--latency 1000, the pipe kept
+    open): text comes before the input ends.
 """
 import json
 import os
@@ -181,6 +183,44 @@ def main():
     check(rc == 1 and "standard input" in err and "RIFF" in err
           and "decode" in err,
           "no audio on standard input: exit 1, both readers' reasons", "rc %d: %s" % (rc, err))
+    check_live_stdin(env, os.path.join(data, "jfk.wav"))
+
+
+def check_live_stdin(env, wav):
+    """A 16 kHz WAV stream on standard input is transcribed as it comes:
+    with jfk.wav written and the pipe kept open, text appears before the
+    input ends (a reader that waits for the end prints nothing until
+    then)."""
+    import select
+    import time
+    with open(wav, "rb") as f:
+        data = f.read()
+    p = subprocess.Popen([TRANSCRIBE, "-m", MODEL, "-t", "1", "--latency",
+                          "1000", "-"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env)
+    p.stdin.write(data)
+    p.stdin.flush()
+    deadline = time.time() + 60
+    got = b""
+    while time.time() < deadline and b"\n" not in got:
+        r, _, _ = select.select([p.stdout], [], [], 1.0)
+        if r:
+            chunk = os.read(p.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            got += chunk
+        if p.poll() is not None:
+            break
+    before_end = b"\n" in got
+    p.stdin.close()
+    rest = p.stdout.read()
+    err = p.stderr.read()
+    p.wait(timeout=120)
+    check(before_end and p.returncode == 0 and len((got + rest).split()) > 5,
+          "a WAV stream on standard input: text before the input ends",
+          "rc %s, before the end %r, after %r: %s" % (
+              p.returncode, got, rest, err.decode("utf-8", "replace")[-300:]))
 
 
 if __name__ == "__main__":

@@ -105,7 +105,9 @@ usage (FILE * f)
       "usage: " PROGRAM " [OPTION...] FILE...\n"
       "\n"
       "Transcribes an audio file: WAV, or anything GStreamer decodes (FLAC,\n"
-      "MP3, Opus, ...; \"-\" reads any of them from standard input).\n"
+      "MP3, Opus, ...; \"-\" reads any of them from standard input, and\n"
+      "transcribes a 16 kHz WAV stream there as it comes, live audio from\n"
+      "a pipe).\n"
       "Several files are transcribed one after the other with one model\n"
       "load, as txt (each after a \"==> FILE <==\" line) or json (one\n"
       "document per file, with \"file\"). On a terminal a progress line\n"
@@ -414,15 +416,22 @@ write_results (writer * w, wk_stream * stream)
       write_cue (w, &cues[i]);
 }
 
-/* Reads a whole stream (standard input) into memory. */
+/* Reads a whole stream (standard input) into memory, after the head_len
+ * bytes at head (malloc'd, taken over) that were read from it already. */
 static int
-read_all (FILE * f, unsigned char **data, size_t *size)
+read_all (FILE * f, unsigned char *head, size_t head_len, unsigned char **data,
+    size_t *size)
 {
-  size_t cap = 1 << 20, len = 0;
-  unsigned char *buf = malloc (cap), *tmp;
+  size_t cap = 1 << 20, len = head_len;
+  unsigned char *buf, *tmp;
 
-  if (!buf)
+  while (cap < head_len + 1)
+    cap *= 2;
+  buf = realloc (head, cap);
+  if (!buf) {
+    free (head);
     return -1;
+  }
   for (;;) {
     size_t got = fread (buf + len, 1, cap - len, f);
     len += got;
@@ -533,9 +542,10 @@ join_errors (char *err, size_t err_size, const char *wav_err, const char *name)
 }
 
 /* Reads the job's audio into wav: a WAV file, or anything GStreamer
- * decodes (from standard input too). Prints what went wrong. */
+ * decodes (from standard input too, whose first head_len bytes are at
+ * head, malloc'd and taken over). Prints what went wrong. */
 static int
-read_audio (const job * jb, wk_wav * wav)
+read_audio (const job * jb, unsigned char *head, size_t head_len, wk_wav * wav)
 {
   char err[512] = "";
   wk_status st;
@@ -545,7 +555,7 @@ read_audio (const job * jb, wk_wav * wav)
   size_t size = 0;
 
   if (from_stdin) {
-    if (read_all (stdin, &data, &size) < 0) {
+    if (read_all (stdin, head, head_len, &data, &size) < 0) {
       fprintf (stderr, PROGRAM ": cannot read standard input: %s\n",
           strerror (errno));
       return -1;
@@ -627,19 +637,38 @@ source_next (source * src, size_t n, const float **out, size_t *got)
 
 /* Opens jb's file to be read piecewise, where nothing needs all of it at
  * once (--vad does): a 16 kHz WAV file, or else anything GStreamer
- * decodes. Returns 0 and src set, or -1: read it whole (read_audio says
- * what is wrong, if anything). */
+ * decodes; from standard input, a 16 kHz WAV stream. Returns 0 and src
+ * set, or -1: read it whole (read_audio says what is wrong, if anything),
+ * after the *head_len bytes at *head (malloc'd) read from standard input
+ * already. */
 static int
-open_piecewise (const job * jb, source * src)
+open_piecewise (const job * jb, source * src, unsigned char **head,
+    size_t *head_len)
 {
   char err[512];
   wk_status st;
 
-  if (jb->vad || !strcmp (jb->path, "-"))
+  *head = NULL;
+  *head_len = 0;
+  if (jb->vad)
     return -1;
   src->chunk = malloc (CHUNK * sizeof (float));
   if (!src->chunk)
     return -1;
+  if (!strcmp (jb->path, "-")) {
+    /* a 16 kHz WAV stream as it comes (live audio from a pipe), else
+     * the bytes read so far go to read_audio */
+    st = wk_wav_open_fd (0, "standard input", &src->reader, head, head_len,
+        err, sizeof err);
+    if (st == WK_OK && wk_wav_reader_rate (src->reader) == WK_SAMPLE_RATE)
+      return 0;
+    if (st == WK_OK)
+      wk_wav_close_keep (src->reader, head, head_len);
+    src->reader = NULL;
+    free (src->chunk);
+    src->chunk = NULL;
+    return -1;
+  }
   st = wk_wav_open (jb->path, &src->reader, err, sizeof err);
   if (st == WK_OK && wk_wav_reader_rate (src->reader) == WK_SAMPLE_RATE)
     return 0;
@@ -667,7 +696,8 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
   /* len is a bound where the reader does not know the length (a pipe, a
    * decoded file); shown is what the progress line says it is, 0: not
    * known */
-  size_t shown;
+  size_t shown, head_len;
+  unsigned char *head;
   double t0, t_done;
   wk_status st = WK_OK;
   float *speech = NULL;
@@ -675,13 +705,13 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
   int ret = 1;
 
   first = (size_t) jb->offset_ms * (WK_SAMPLE_RATE / 1000);
-  if (open_piecewise (jb, &src) == 0) {
+  if (open_piecewise (jb, &src, &head, &head_len) == 0) {
     int64_t n = src.reader ? wk_wav_reader_length (src.reader) : -1;
     int64_t est = src.decoder ? wk_audio_decoder_length (src.decoder) : n;
     last = n >= 0 ? (size_t) n : SIZE_MAX;
     shown = est >= 0 ? (size_t) est : 0;
   } else {
-    if (read_audio (jb, &wav) < 0)
+    if (read_audio (jb, head, head_len, &wav) < 0)
       return 1;
     last = shown = wav.n_samples;
   }

@@ -23,14 +23,17 @@
 #include "wav.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define WAVE_FORMAT_PCM 0x0001
 #define WAVE_FORMAT_IEEE_FLOAT 0x0003
@@ -410,8 +413,9 @@ wk_wav_clear (wk_wav * wav)
 
 struct wk_wav_reader
 {
-  FILE *f;
-  char *path;
+  int fd, own_fd;
+  int regular;                  /* a file: every read is whole */
+  char *path;                   /* or the name given */
   layout lay;
   uint64_t size;                /* the file's bytes, UINT64_MAX unknown */
   unsigned char *buf;
@@ -421,81 +425,87 @@ struct wk_wav_reader
 
 /* headers larger than this are not read piecewise */
 #define WAV_MAX_HEADERS (16u << 20)
-/* wk_wav_open's first read, doubled until the headers parse (a test
- * build makes it a few bytes, so that its files all take that path) */
+/* wk_wav_open's first read buffer, doubled until the headers parse (a
+ * test build makes it a few bytes, so that its files all take that
+ * path) */
 #ifndef WK_WAV_FIRST_READ
 #define WK_WAV_FIRST_READ (1u << 16)
 #endif
 
-static wk_status
-reader_fail (const char *path, char *err, size_t err_size, wk_status st)
+/* read(2) of up to n bytes, again after a signal: what came (0 at the
+ * end), -1 on an error */
+static ssize_t
+read_some (int fd, void *p, size_t n)
 {
-  if (err && err_size) {
-    char msg[256];
-    snprintf (msg, sizeof msg, "%s", err);
-    snprintf (err, err_size, "%s: %s", path, msg);
-  }
-  return st;
+  ssize_t rd;
+
+  do
+    rd = read (fd, p, n);
+  while (rd < 0 && errno == EINTR);
+  return rd;
 }
 
-wk_status
-wk_wav_open (const char *path, wk_wav_reader ** out, char *err, size_t err_size)
+/* The reader over fd: its headers read until they parse or fail. On a
+ * failure the bytes read go to *head when head is given. */
+static wk_status
+reader_open (int fd, int own_fd, const char *name, wk_wav_reader ** out,
+    unsigned char **head, size_t *head_len, char *err, size_t err_size)
 {
-  wk_wav_reader *r;
+  wk_wav_reader *r = calloc (1, sizeof *r);
   struct stat sb;
   size_t len = 0;
   wk_status st = WK_ERR_FORMAT;
 
-  if (!out)
-    return fail (err, err_size, WK_ERR_ARG, "no output");
-  *out = NULL;
-  if (!path)
-    return fail (err, err_size, WK_ERR_ARG, "no path");
-  r = calloc (1, sizeof *r);
-  if (!r || !(r->path = strdup (path))) {
+  if (!r || !(r->path = strdup (name))) {
     free (r);
-    return fail (err, err_size, WK_ERR_NOMEM, "%s: out of memory", path);
+    if (own_fd)
+      close (fd);
+    return fail (err, err_size, WK_ERR_NOMEM, "%s: out of memory", name);
   }
-  r->f = fopen (path, "rb");
-  if (!r->f) {
-    st = fail (err, err_size, WK_ERR_IO, "%s: cannot open: %s", path,
-        strerror (errno));
-    wk_wav_close (r);
-    return st;
-  }
-  r->size = fstat (fileno (r->f), &sb) == 0 && S_ISREG (sb.st_mode)
-      ? (uint64_t) sb.st_size : UINT64_MAX;
-  /* the headers: read until they parse (or fail) */
-  for (r->cap = WK_WAV_FIRST_READ;; r->cap *= 2) {
-    unsigned char *nb = realloc (r->buf, r->cap);
-    size_t got;
-    int more;
-    if (!nb) {
-      st = fail (err, err_size, WK_ERR_NOMEM, "%s: out of memory", path);
+  r->fd = fd;
+  r->own_fd = own_fd;
+  r->regular = fstat (fd, &sb) == 0 && S_ISREG (sb.st_mode);
+  r->size = r->regular ? (uint64_t) sb.st_size : UINT64_MAX;
+  r->cap = WK_WAV_FIRST_READ;
+  r->buf = malloc (r->cap);
+  if (!r->buf)
+    st = fail (err, err_size, WK_ERR_NOMEM, "%s: out of memory", name);
+  /* the headers: parse what has come, read more while they need it */
+  while (r->buf) {
+    ssize_t rd;
+    if (!parse_layout (r->buf, len, r->size, &r->lay, &st, err, err_size)) {
+      if (st != WK_OK && err && err_size) {
+        char msg[256];
+        snprintf (msg, sizeof msg, "%s", err);
+        snprintf (err, err_size, "%s: %s", name, msg);
+      }
       break;
     }
-    r->buf = nb;
-    got = fread (r->buf + len, 1, r->cap - len, r->f);
-    len += got;
-    if (ferror (r->f)) {
-      st = fail (err, err_size, WK_ERR_IO, "%s: cannot read: %s", path,
+    if (len == r->cap) {
+      unsigned char *nb;
+      if (r->cap >= WAV_MAX_HEADERS) {
+        st = fail (err, err_size, WK_ERR_UNSUPPORTED, "%s: the WAV headers "
+            "before the samples take more than %u MiB", name,
+            WAV_MAX_HEADERS >> 20);
+        break;
+      }
+      nb = realloc (r->buf, r->cap * 2);
+      if (!nb) {
+        st = fail (err, err_size, WK_ERR_NOMEM, "%s: out of memory", name);
+        break;
+      }
+      r->buf = nb;
+      r->cap *= 2;
+    }
+    rd = read_some (fd, r->buf + len, r->cap - len);
+    if (rd < 0) {
+      st = fail (err, err_size, WK_ERR_IO, "%s: cannot read: %s", name,
           strerror (errno));
       break;
     }
-    if (len < r->cap)
-      r->size = len;            /* the end of the file (or of the pipe) */
-    more = parse_layout (r->buf, len, r->size, &r->lay, &st, err, err_size);
-    if (!more) {
-      if (st != WK_OK)
-        reader_fail (path, err, err_size, st);
-      break;
-    }
-    if (r->cap >= WAV_MAX_HEADERS) {
-      st = fail (err, err_size, WK_ERR_UNSUPPORTED, "%s: the WAV headers "
-          "before the samples take more than %u MiB", path,
-          WAV_MAX_HEADERS >> 20);
-      break;
-    }
+    if (rd == 0)
+      r->size = len;            /* the end, which a pipe says only now */
+    len += (size_t) rd;
   }
   if (st == WK_OK && r->cap < 4 * (size_t) r->lay.block_align) {
     /* room for whole frames as wk_wav_reader_read refills it */
@@ -504,10 +514,15 @@ wk_wav_open (const char *path, wk_wav_reader ** out, char *err, size_t err_size)
       r->buf = nb;
       r->cap = 4 * (size_t) r->lay.block_align;
     } else {
-      st = fail (err, err_size, WK_ERR_NOMEM, "%s: out of memory", path);
+      st = fail (err, err_size, WK_ERR_NOMEM, "%s: out of memory", name);
     }
   }
   if (st != WK_OK) {
+    if (head) {
+      *head = r->buf;
+      *head_len = len;
+      r->buf = NULL;
+    }
     wk_wav_close (r);
     return st;
   }
@@ -516,6 +531,39 @@ wk_wav_open (const char *path, wk_wav_reader ** out, char *err, size_t err_size)
   r->pos_lo = r->lay.pcm;
   *out = r;
   return WK_OK;
+}
+
+wk_status
+wk_wav_open (const char *path, wk_wav_reader ** out, char *err, size_t err_size)
+{
+  int fd;
+
+  if (!out)
+    return fail (err, err_size, WK_ERR_ARG, "no output");
+  *out = NULL;
+  if (!path)
+    return fail (err, err_size, WK_ERR_ARG, "no path");
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail (err, err_size, WK_ERR_IO, "%s: cannot open: %s", path,
+        strerror (errno));
+  return reader_open (fd, 1, path, out, NULL, NULL, err, err_size);
+}
+
+wk_status
+wk_wav_open_fd (int fd, const char *name, wk_wav_reader ** out,
+    unsigned char **head, size_t *head_len, char *err, size_t err_size)
+{
+  if (head) {
+    *head = NULL;
+    *head_len = 0;
+  }
+  if (!out)
+    return fail (err, err_size, WK_ERR_ARG, "no output");
+  *out = NULL;
+  if (fd < 0 || !name)
+    return fail (err, err_size, WK_ERR_ARG, "no file");
+  return reader_open (fd, 0, name, out, head, head_len, err, err_size);
 }
 
 int
@@ -561,19 +609,25 @@ wk_wav_reader_read (wk_wav_reader * r, float *out, size_t n, size_t *got,
       have = (size_t) left;
     have /= fb;
     if (have == 0) {
-      size_t rd;
+      ssize_t rd;
       if (left < fb)
         break;                  /* the data's end */
+      if (done > 0 && !r->regular) {
+        /* a pipe: what has come, without waiting for more */
+        struct pollfd pfd = { r->fd, POLLIN, 0 };
+        if (poll (&pfd, 1, 0) <= 0)
+          break;
+      }
       memmove (r->buf, r->buf + r->lo, r->hi - r->lo);
       r->hi -= r->lo;
       r->lo = 0;
-      rd = fread (r->buf + r->hi, 1, r->cap - r->hi, r->f);
-      if (ferror (r->f))
+      rd = read_some (r->fd, r->buf + r->hi, r->cap - r->hi);
+      if (rd < 0)
         return fail (err, err_size, WK_ERR_IO, "%s: cannot read: %s",
             r->path, strerror (errno));
       if (rd == 0)
         break;                  /* the file's end (cut short) */
-      r->hi += rd;
+      r->hi += (size_t) rd;
       continue;
     }
     take = n - done < have ? n - done : have;
@@ -587,12 +641,26 @@ wk_wav_reader_read (wk_wav_reader * r, float *out, size_t n, size_t *got,
 }
 
 void
+wk_wav_close_keep (wk_wav_reader * r, unsigned char **bytes, size_t *n)
+{
+  *bytes = NULL;
+  *n = 0;
+  if (r && r->pos_lo == r->lay.pcm && r->lo == r->lay.pcm) {
+    /* nothing read since the headers: the buffer starts the file */
+    *bytes = r->buf;
+    *n = r->hi;
+    r->buf = NULL;
+  }
+  wk_wav_close (r);
+}
+
+void
 wk_wav_close (wk_wav_reader * r)
 {
   if (!r)
     return;
-  if (r->f)
-    fclose (r->f);
+  if (r->own_fd)
+    close (r->fd);
   free (r->buf);
   free (r->path);
   free (r);

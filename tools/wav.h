@@ -38,10 +38,20 @@ int wk_wav_reader_channels (const wk_wav_reader * r);
 /* The samples the file holds, or -1 where that is known only at its end
  * (a pipe). */
 int64_t wk_wav_reader_length (const wk_wav_reader * r);
-/* Up to n mono samples into out; *got < n only at the end of the audio
- * (then 0 from there on). WK_ERR_IO when the file cannot be read. */
+/* As wk_wav_open for a file already open (standard input, say), read
+ * from fd and not closed; name starts the error messages. On a failure,
+ * where head is given, *head (malloc'd) and *head_len are the bytes read
+ * from fd, for a caller that decodes them some other way. */
+wk_status wk_wav_open_fd (int fd, const char *name, wk_wav_reader ** out,
+    unsigned char **head, size_t *head_len, char *err, size_t err_size);
+/* Up to n mono samples into out: fewer only at the end of the audio (then
+ * 0 from there on) or, from a pipe, when no more have come yet (at least
+ * one is waited for). WK_ERR_IO when the file cannot be read. */
 wk_status wk_wav_reader_read (wk_wav_reader * r, float *out, size_t n,
     size_t *got, char *err, size_t err_size);
 void wk_wav_close (wk_wav_reader * r);
+/* wk_wav_close, handing back the bytes read from the start of the file
+ * (*bytes malloc'd, *n) where no sample has been read yet, else none. */
+void wk_wav_close_keep (wk_wav_reader * r, unsigned char **bytes, size_t *n);
 
 #endif
