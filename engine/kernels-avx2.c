@@ -1154,17 +1154,23 @@ q_pack (const void *b, int64_t j, int nr, int64_t l0, int kc, void *panel)
  * registers: AVX2 has 16, which the block's 8 int16 or int32 sums, the
  * weights and the broadcast row already nearly fill, and letting the
  * compiler hold all of it spilled the block's sums instead (the tile ran
- * at 1.3x the f32 panels' speed where its instructions allow about 2x). */
+ * at 1.3x the f32 panels' speed where its instructions allow about 2x).
+ * q4_0 adds a block's 8 groups of pairs in int16 and widens them once;
+ * q8_0 multiplies |q_w| by q_x with q_w's sign and widens each group's
+ * pairs at once (two would overflow int16). q8 is a constant where this
+ * is inlined. */
 static inline WK_ALWAYS_INLINE void
-qkernel_q4 (int nbk, const int8_t * const *q, const float *const *d,
-    const int32_t * const *cx, const qpanel * p, float acc[QMR][QNR])
+qkernel_4x16 (const int q8, int nbk, const int8_t * const *q,
+    const float *const *d, const int32_t * const *cx, const qpanel * p,
+    float acc[QMR][QNR])
 {
   const __m256i ones = _mm256_set1_epi16 (1);
   int b, g, r;
 
   for (b = 0; b < nbk; b++) {
     const int8_t (*wb)[QNR][4] = p->w + b * (WK_QK / 4);
-    __m256i t[2 * QMR];         /* int16 pair sums, 8 groups' worth */
+    /* q4_0: int16 pair sums, 8 groups' worth; q8_0: int32 block sums */
+    __m256i t[2 * QMR];
     __m256 d0, d1;
 
 #pragma GCC unroll 8
@@ -1174,70 +1180,27 @@ qkernel_q4 (int nbk, const int8_t * const *q, const float *const *d,
     for (g = 0; g < WK_QK / 4; g++) {
       const __m256i w0 = _mm256_load_si256 ((const __m256i *) wb[g][0]);
       const __m256i w1 = _mm256_load_si256 ((const __m256i *) wb[g][8]);
+      /* the unsigned operands */
+      const __m256i u0 = q8 ? _mm256_abs_epi8 (w0) : w0;
+      const __m256i u1 = q8 ? _mm256_abs_epi8 (w1) : w1;
 #pragma GCC unroll 4
       for (r = 0; r < QMR; r++) {
         int32_t x4;
-        __m256i xv, z0, z1;
+        __m256i xv;
         memcpy (&x4, q[r] + b * WK_QK + g * 4, 4);
         xv = _mm256_set1_epi32 (x4);
-        z0 = _mm256_maddubs_epi16 (w0, xv);
-        z1 = _mm256_maddubs_epi16 (w1, xv);
-        t[2 * r] = _mm256_add_epi16 (z0, t[2 * r]);
-        t[2 * r + 1] = _mm256_add_epi16 (z1, t[2 * r + 1]);
-      }
-    }
-    d0 = _mm256_load_ps (p->d[b]);
-    d1 = _mm256_load_ps (p->d[b] + 8);
-#pragma GCC unroll 4
-    for (r = 0; r < QMR; r++) {
-      const __m256i c = _mm256_set1_epi32 (cx[r][b]);
-      const __m256 dx = _mm256_set1_ps (d[r][b]);
-      const __m256 f0 = _mm256_cvtepi32_ps (_mm256_add_epi32 (c,
-              _mm256_madd_epi16 (t[2 * r], ones)));
-      const __m256 f1 = _mm256_cvtepi32_ps (_mm256_add_epi32 (c,
-              _mm256_madd_epi16 (t[2 * r + 1], ones)));
-      _mm256_store_ps (acc[r], _mm256_fmadd_ps (_mm256_mul_ps (f0, d0), dx,
-              _mm256_load_ps (acc[r])));
-      _mm256_store_ps (acc[r] + 8, _mm256_fmadd_ps (_mm256_mul_ps (f1, d1),
-              dx, _mm256_load_ps (acc[r] + 8)));
-    }
-  }
-}
-
-/* q8_0: |q_w| times q_x with q_w's sign, each group's pairs widened at
- * once (two would overflow int16). */
-static inline WK_ALWAYS_INLINE void
-qkernel_q8 (int nbk, const int8_t * const *q, const float *const *d,
-    const qpanel * p, float acc[QMR][QNR])
-{
-  const __m256i ones = _mm256_set1_epi16 (1);
-  int b, g, r;
-
-  for (b = 0; b < nbk; b++) {
-    const int8_t (*wb)[QNR][4] = p->w + b * (WK_QK / 4);
-    __m256i s[2 * QMR];         /* int32 block sums */
-    __m256 d0, d1;
-
-#pragma GCC unroll 8
-    for (r = 0; r < 2 * QMR; r++)
-      s[r] = _mm256_setzero_si256 ();
-#pragma GCC unroll 1
-    for (g = 0; g < WK_QK / 4; g++) {
-      const __m256i w0 = _mm256_load_si256 ((const __m256i *) wb[g][0]);
-      const __m256i w1 = _mm256_load_si256 ((const __m256i *) wb[g][8]);
-      const __m256i u0 = _mm256_abs_epi8 (w0), u1 = _mm256_abs_epi8 (w1);
-#pragma GCC unroll 4
-      for (r = 0; r < QMR; r++) {
-        int32_t x4;
-        __m256i xv, z0, z1;
-        memcpy (&x4, q[r] + b * WK_QK + g * 4, 4);
-        xv = _mm256_set1_epi32 (x4);
-        z0 = _mm256_madd_epi16 (_mm256_maddubs_epi16 (u0,
-                _mm256_sign_epi8 (xv, w0)), ones);
-        z1 = _mm256_madd_epi16 (_mm256_maddubs_epi16 (u1,
-                _mm256_sign_epi8 (xv, w1)), ones);
-        s[2 * r] = _mm256_add_epi32 (s[2 * r], z0);
-        s[2 * r + 1] = _mm256_add_epi32 (s[2 * r + 1], z1);
+        if (q8) {
+          t[2 * r] = _mm256_add_epi32 (_mm256_madd_epi16
+              (_mm256_maddubs_epi16 (u0, _mm256_sign_epi8 (xv, w0)), ones),
+              t[2 * r]);
+          t[2 * r + 1] = _mm256_add_epi32 (_mm256_madd_epi16
+              (_mm256_maddubs_epi16 (u1, _mm256_sign_epi8 (xv, w1)), ones),
+              t[2 * r + 1]);
+        } else {
+          t[2 * r] = _mm256_add_epi16 (_mm256_maddubs_epi16 (u0, xv), t[2 * r]);
+          t[2 * r + 1] = _mm256_add_epi16 (_mm256_maddubs_epi16 (u1, xv),
+              t[2 * r + 1]);
+        }
       }
     }
     d0 = _mm256_load_ps (p->d[b]);
@@ -1245,12 +1208,16 @@ qkernel_q8 (int nbk, const int8_t * const *q, const float *const *d,
 #pragma GCC unroll 4
     for (r = 0; r < QMR; r++) {
       const __m256 dx = _mm256_set1_ps (d[r][b]);
+      __m256i s0 = t[2 * r], s1 = t[2 * r + 1];
+      if (!q8) {
+        const __m256i c = _mm256_set1_epi32 (cx[r][b]);
+        s0 = _mm256_add_epi32 (c, _mm256_madd_epi16 (s0, ones));
+        s1 = _mm256_add_epi32 (c, _mm256_madd_epi16 (s1, ones));
+      }
       _mm256_store_ps (acc[r], _mm256_fmadd_ps (_mm256_mul_ps
-              (_mm256_cvtepi32_ps (s[2 * r]), d0), dx,
-              _mm256_load_ps (acc[r])));
+              (_mm256_cvtepi32_ps (s0), d0), dx, _mm256_load_ps (acc[r])));
       _mm256_store_ps (acc[r] + 8, _mm256_fmadd_ps (_mm256_mul_ps
-              (_mm256_cvtepi32_ps (s[2 * r + 1]), d1), dx,
-              _mm256_load_ps (acc[r] + 8)));
+              (_mm256_cvtepi32_ps (s1), d1), dx, _mm256_load_ps (acc[r] + 8)));
     }
   }
 }
@@ -1270,9 +1237,9 @@ q_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
 
   wk_gemm_qrows_at (a, rows, QMR, l0, qr, dr, cr);
   if (q8)
-    qkernel_q8 (kc / WK_QK, qr, dr, panel, acc);
+    qkernel_4x16 (1, kc / WK_QK, qr, dr, cr, panel, acc);
   else
-    qkernel_q4 (kc / WK_QK, qr, dr, cr, panel, acc);
+    qkernel_4x16 (0, kc / WK_QK, qr, dr, cr, panel, acc);
   for (r = 0; r < QMR; r++) {
     t[2 * r] = _mm256_load_ps (acc[r]);
     t[2 * r + 1] = _mm256_load_ps (acc[r] + 8);
