@@ -615,7 +615,6 @@ static int
 source_next (source * src, size_t n, const float **out, size_t *got)
 {
   char err[512];
-
   wk_status st;
 
   if (!src->reader && !src->decoder) {
