@@ -1222,8 +1222,79 @@ qkernel_4x16 (const int q8, int nbk, const int8_t * const *q,
   }
 }
 
-/* wk_gemm_ukernel.tile */
-static void
+/* qkernel_4x16 with AVX-VNNI: vpdpbusd multiplies and adds a group's 4
+ * depths into the int32 block sums in one instruction, for both types:
+ * q8_0's weights made unsigned (+ 128, the xor of their sign bit) and
+ * q4_0's nibbles as they are, times q_x; each row's block then adds its
+ * offset c (-128 or -8 times its block sum of q_x) and the same f32
+ * steps, so the result has the other tiles' bits. */
+static inline WK_ALWAYS_INLINE TARGET_AVXVNNI void
+qkernel_vnni_4x16 (const int q8, int nbk, const int8_t * const *q,
+    const float *const *d, const int32_t * const *cx, const qpanel * p,
+    float acc[QMR][QNR])
+{
+  const __m256i sign = _mm256_set1_epi8 ((char) 0x80);
+  int b, g, r;
+
+  for (b = 0; b < nbk; b++) {
+    const int8_t (*wb)[QNR][4] = p->w + b * (WK_QK / 4);
+    __m256i t[2 * QMR];         /* int32 block sums */
+    __m256 d0, d1;
+
+#pragma GCC unroll 8
+    for (r = 0; r < 2 * QMR; r++)
+      t[r] = _mm256_setzero_si256 ();
+#pragma GCC unroll 2
+    for (g = 0; g < WK_QK / 4; g++) {
+      __m256i u0 = _mm256_load_si256 ((const __m256i *) wb[g][0]);
+      __m256i u1 = _mm256_load_si256 ((const __m256i *) wb[g][8]);
+      if (q8) {
+        u0 = _mm256_xor_si256 (u0, sign);
+        u1 = _mm256_xor_si256 (u1, sign);
+      }
+#pragma GCC unroll 4
+      for (r = 0; r < QMR; r++) {
+        int32_t x4;
+        __m256i xv;
+        memcpy (&x4, q[r] + b * WK_QK + g * 4, 4);
+        xv = _mm256_set1_epi32 (x4);
+        t[2 * r] = _mm256_dpbusd_avx_epi32 (t[2 * r], u0, xv);
+        t[2 * r + 1] = _mm256_dpbusd_avx_epi32 (t[2 * r + 1], u1, xv);
+      }
+    }
+    d0 = _mm256_load_ps (p->d[b]);
+    d1 = _mm256_load_ps (p->d[b] + 8);
+#pragma GCC unroll 4
+    for (r = 0; r < QMR; r++) {
+      const __m256 dx = _mm256_set1_ps (d[r][b]);
+      const __m256i c = _mm256_set1_epi32 (cx[r][b]);
+      const __m256i s0 = _mm256_add_epi32 (c, t[2 * r]);
+      const __m256i s1 = _mm256_add_epi32 (c, t[2 * r + 1]);
+      _mm256_store_ps (acc[r], _mm256_fmadd_ps (_mm256_mul_ps
+              (_mm256_cvtepi32_ps (s0), d0), dx, _mm256_load_ps (acc[r])));
+      _mm256_store_ps (acc[r] + 8, _mm256_fmadd_ps (_mm256_mul_ps
+              (_mm256_cvtepi32_ps (s1), d1), dx, _mm256_load_ps (acc[r] + 8)));
+    }
+  }
+}
+
+/* The tile's f32 sums through the epilogue (q_tile's end). */
+static inline WK_ALWAYS_INLINE void
+q_store (float acc[QMR][QNR], int mr, int nr, float *Y, int64_t ldy,
+    int64_t j, int first, int last, const wk_gemm_epi * epi)
+{
+  __m256 t[2 * QMR];
+  int r;
+
+  for (r = 0; r < QMR; r++) {
+    t[2 * r] = _mm256_load_ps (acc[r]);
+    t[2 * r + 1] = _mm256_load_ps (acc[r] + 8);
+  }
+  store_tile (t, mr, nr, Y, ldy, j, first, last, epi);
+}
+
+/* wk_gemm_ukernel.tile, q8 a constant where it is inlined */
+static inline WK_ALWAYS_INLINE void
 q_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
     const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
     int last, const wk_gemm_epi * epi, int q8)
@@ -1232,36 +1303,44 @@ q_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
   const float *dr[QMR];
   const int32_t *cr[QMR];
   float acc[QMR][QNR] __attribute__((aligned (32))) = { {0} };
-  __m256 t[2 * QMR];
-  int r;
 
   wk_gemm_qrows_at (a, rows, QMR, l0, qr, dr, cr);
-  if (q8)
-    qkernel_4x16 (1, kc / WK_QK, qr, dr, cr, panel, acc);
-  else
-    qkernel_4x16 (0, kc / WK_QK, qr, dr, cr, panel, acc);
-  for (r = 0; r < QMR; r++) {
-    t[2 * r] = _mm256_load_ps (acc[r]);
-    t[2 * r + 1] = _mm256_load_ps (acc[r] + 8);
+  qkernel_4x16 (q8, kc / WK_QK, qr, dr, cr, panel, acc);
+  q_store (acc, mr, nr, Y, ldy, j, first, last, epi);
+}
+
+/* the same with AVX-VNNI (only these functions may use it) */
+static inline WK_ALWAYS_INLINE TARGET_AVXVNNI void
+q_tile_vnni (const void *a, const int64_t * rows, int mr, int64_t l0,
+    int kc, const void *panel, int nr, float *Y, int64_t ldy, int64_t j,
+    int first, int last, const wk_gemm_epi * epi, int q8)
+{
+  const int8_t *qr[QMR];
+  const float *dr[QMR];
+  const int32_t *cr[QMR];
+  float acc[QMR][QNR] __attribute__((aligned (32))) = { {0} };
+
+  wk_gemm_qrows_at (a, rows, QMR, l0, qr, dr, cr);
+  qkernel_vnni_4x16 (q8, kc / WK_QK, qr, dr, cr, panel, acc);
+  q_store (acc, mr, nr, Y, ldy, j, first, last, epi);
+}
+
+/* The four tiles: q8_0 or q4_0, maddubs or AVX-VNNI. */
+#define Q_TILE_DEFINE(NAME, ATTR, BODY, Q8) \
+  static ATTR void \
+  NAME (const void *a, const int64_t * rows, int mr, int64_t l0, int kc, \
+      const void *panel, int nr, float *Y, int64_t ldy, int64_t j, \
+      int first, int last, const wk_gemm_epi * epi) \
+  { \
+    BODY (a, rows, mr, l0, kc, panel, nr, Y, ldy, j, first, last, epi, Q8); \
   }
-  store_tile (t, mr, nr, Y, ldy, j, first, last, epi);
-}
 
-static void
-q8_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
-    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
-    int last, const wk_gemm_epi * epi)
-{
-  q_tile (a, rows, mr, l0, kc, panel, nr, Y, ldy, j, first, last, epi, 1);
-}
-
-static void
-q4_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
-    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
-    int last, const wk_gemm_epi * epi)
-{
-  q_tile (a, rows, mr, l0, kc, panel, nr, Y, ldy, j, first, last, epi, 0);
-}
+/* *INDENT-OFF* */
+Q_TILE_DEFINE (q8_tile, , q_tile, 1)
+Q_TILE_DEFINE (q4_tile, , q_tile, 0)
+Q_TILE_DEFINE (q8_tile_vnni, TARGET_AVXVNNI, q_tile_vnni, 1)
+Q_TILE_DEFINE (q4_tile_vnni, TARGET_AVXVNNI, q_tile_vnni, 0)
+/* *INDENT-ON* */
 
 static const wk_gemm_ukernel q8_panels = {
   QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q8_tile
@@ -1269,6 +1348,14 @@ static const wk_gemm_ukernel q8_panels = {
 
 static const wk_gemm_ukernel q4_panels = {
   QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q4_tile
+};
+
+static const wk_gemm_ukernel q8_panels_vnni = {
+  QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q8_tile_vnni
+};
+
+static const wk_gemm_ukernel q4_panels_vnni = {
+  QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q4_tile_vnni
 };
 
 /* wk_kernel_set.linear_q */
@@ -1283,6 +1370,20 @@ avx2_linear_q (const wk_tensor * W, const float *bias, const int8_t * q,
 
   wk_gemm_blocked (W->type == WK_TYPE_Q8_0 ? &q8_panels : &q4_panels, &x, W,
       n, Y, ldy, j0, j1, W->ne[0], &epi, bp);
+}
+
+/* wk_kernel_set.linear_q with AVX-VNNI */
+static void
+avx2vnni_linear_q (const wk_tensor * W, const float *bias, const int8_t * q,
+    const float *d, const int32_t * c, int64_t n, float *Y, int64_t ldy,
+    int64_t j0, int64_t j1, unsigned flags)
+{
+  qpanel bp[QNC / QNR] __attribute__((aligned (32)));
+  const wk_gemm_qrows x = { q, d, c, W->ne[0] };
+  const wk_gemm_epi epi = { bias, flags, 1.0f };
+
+  wk_gemm_blocked (W->type == WK_TYPE_Q8_0 ? &q8_panels_vnni :
+      &q4_panels_vnni, &x, W, n, Y, ldy, j0, j1, W->ne[0], &epi, bp);
 }
 
 static void
@@ -1978,7 +2079,7 @@ const wk_kernel_set wk_kernels_avx2vnni = {
   .f16_to_f32 = avx2_f16_to_f32,
   .layer_norm_row = avx2_layer_norm_row,
   .quantize_act = quantize_act,
-  .linear_q = avx2_linear_q,
+  .linear_q = avx2vnni_linear_q,
   .linear_q_min_rows = WK_LINEAR_GEMM_ROWS,
   .gelu = avx2_gelu,
   .softmax = avx2_softmax,

@@ -581,7 +581,15 @@ test_linear_work (void)
  * both ends of q4_0, activations at +-127 with unit scales, so that each
  * block's sum is an exact integer, added in f32 in the kernels' order:
  * the result is known to the bit. Saturating int16 pairs (maddubs) or
- * negating -128 would change it. */
+ * negating -128 would change it. Then the same with random weights and
+ * activations. */
+static uint32_t
+lcg (uint32_t * seed)
+{
+  *seed = *seed * 1664525u + 1013904223u;
+  return *seed;
+}
+
 static void
 test_linear_q_extremes (void)
 {
@@ -592,7 +600,8 @@ test_linear_q_extremes (void)
   float *d = malloc ((size_t) (n * nb) * sizeof (float));
   int32_t *c = malloc ((size_t) (n * nb) * sizeof (int32_t));
   float *Y = malloc ((size_t) (n * m) * sizeof (float));
-  int t, s;
+  uint32_t seed = 7;
+  int t, s, pass;
 
   for (t = 2; t < 4; t++) {
     const wk_type type = all_types[t];
@@ -602,74 +611,87 @@ test_linear_q_extremes (void)
     wk_tensor W = { 0 };
     int64_t i, j, b, l;
 
-    /* w[j][l]: q8_0 from wq8, in equal pairs (maddubs adds pairs: -128
-     * or 127 twice against 127 twice is the most it sees);
-     * q4_0 nibbles 0 or 15 (-8 or 7) */
-    for (j = 0; j < m; j++)
-      for (b = 0; b < nb; b++) {
-        if (q8) {
-          wk_block_q8_0 *blk = (wk_block_q8_0 *) (wd + j * rb) + b;
-          blk->d = wk_fp32_to_fp16 (1.0f);
-          for (l = 0; l < WK_QK; l++)
-            blk->qs[l] = wq8[((j + b) * 3 + l / 2) % 8];
-        } else {
-          wk_block_q4_0 *blk = (wk_block_q4_0 *) (wd + j * rb) + b;
-          blk->d = wk_fp32_to_fp16 (1.0f);
-          for (l = 0; l < WK_QK / 2; l++)
-            blk->qs[l] = (uint8_t) (((j + l) % 4 ? 0x0f : 0x00)
-                | ((j + b + l) % 5 ? 0x00 : 0xf0));
-        }
-      }
-    W.type = type;
-    W.n_dims = 2;
-    W.ne[0] = k;
-    W.ne[1] = m;
-    W.ne[2] = W.ne[3] = 1;
-    W.data = wd;
-    W.nbytes = rb * (size_t) m;
-    /* rows of +-127 (and a few 0 and 1) */
-    for (i = 0; i < n; i++)
-      for (b = 0; b < nb; b++) {
-        int32_t sum = 0;
-        for (l = 0; l < WK_QK; l++) {
-          int8_t v = (i + l) % 4 ? xs[(i + l) % 8] : (int8_t) 127;
-          if (b % 2)
-            v = (int8_t) - v;
-          q[i * k + b * WK_QK + l] = v;
-          sum += v;
-        }
-        d[i * nb + b] = 1.0f;
-        c[i * nb + b] = (q8 ? -128 : -8) * sum;
-      }
-    for (s = 0; s < n_simd_sets; s++) {
-      const wk_kernel_set *ks = simd_sets[s];
-      int fails = 0;
-      if (!ks->linear_q)
-        continue;
-      ks->linear_q (&W, NULL, q, d, c, n, Y, m, 0, m, 0);
-      for (i = 0; i < n; i++)
-        for (j = 0; j < m; j++) {
-          float want = 0.0f;
-          for (b = 0; b < nb; b++) {
-            int32_t dot = 0;
-            for (l = 0; l < WK_QK; l++) {
-              int w;
-              if (q8) {
-                w = ((const wk_block_q8_0 *) (wd + j * rb))[b].qs[l];
-              } else {
-                const wk_block_q4_0 *blk =
-                    (const wk_block_q4_0 *) (wd + j * rb) + b;
-                w = (l < 16 ? blk->qs[l] & 0x0f : blk->qs[l - 16] >> 4) - 8;
-              }
-              dot += w * q[i * k + b * WK_QK + l];
-            }
-            want += (float) dot;
+    for (pass = 0; pass < 2; pass++) {
+      /* w[j][l]: q8_0 from wq8, in equal pairs (maddubs adds pairs: -128
+       * or 127 twice against 127 twice is the most it sees);
+       * q4_0 nibbles 0 or 15 (-8 or 7). The second pass: every weight and
+       * activation drawn at random (patterns as regular as the first
+       * pass's can hide a kernel that gets some weights' signs wrong) */
+      for (j = 0; j < m; j++)
+        for (b = 0; b < nb; b++) {
+          if (q8) {
+            wk_block_q8_0 *blk = (wk_block_q8_0 *) (wd + j * rb) + b;
+            blk->d = wk_fp32_to_fp16 (1.0f);
+            for (l = 0; l < WK_QK; l++)
+              blk->qs[l] = pass ? (int8_t) (lcg (&seed) >> 24)
+                  : wq8[((j + b) * 3 + l / 2) % 8];
+          } else {
+            wk_block_q4_0 *blk = (wk_block_q4_0 *) (wd + j * rb) + b;
+            blk->d = wk_fp32_to_fp16 (1.0f);
+            for (l = 0; l < WK_QK / 2; l++)
+              blk->qs[l] = pass ? (uint8_t) (lcg (&seed) >> 24)
+                  : (uint8_t) (((j + l) % 4 ? 0x0f : 0x00)
+                  | ((j + b + l) % 5 ? 0x00 : 0xf0));
           }
-          if (Y[i * m + j] != want && fails++ < 3)
-            CHECK_MSG (0, "%s %s: Y[%ld][%ld] = %.9g, want %.9g", ks->name,
-                wk_type_name (type), (long) i, (long) j, Y[i * m + j], want);
         }
-      CHECK (fails == 0);
+      W.type = type;
+      W.n_dims = 2;
+      W.ne[0] = k;
+      W.ne[1] = m;
+      W.ne[2] = W.ne[3] = 1;
+      W.data = wd;
+      W.nbytes = rb * (size_t) m;
+      /* rows of +-127 (and a few 0 and 1) */
+      for (i = 0; i < n; i++)
+        for (b = 0; b < nb; b++) {
+          int32_t sum = 0;
+          for (l = 0; l < WK_QK; l++) {
+            int8_t v = (i + l) % 4 ? xs[(i + l) % 8] : (int8_t) 127;
+            if (pass)
+              v = (int8_t) ((int) (lcg (&seed) >> 24) % 255 - 127);
+            else if (b % 2)
+              v = (int8_t) - v;
+            q[i * k + b * WK_QK + l] = v;
+            sum += v;
+          }
+          d[i * nb + b] = 1.0f;
+          c[i * nb + b] = (q8 ? -128 : -8) * sum;
+        }
+      for (s = 0; s < n_simd_sets; s++) {
+        const wk_kernel_set *ks = simd_sets[s];
+        int fails = 0;
+        if (!ks->linear_q)
+          continue;
+        ks->linear_q (&W, NULL, q, d, c, n, Y, m, 0, m, 0);
+        for (i = 0; i < n; i++)
+          for (j = 0; j < m; j++) {
+            float want = 0.0f;
+            int64_t exact = 0;
+            for (b = 0; b < nb; b++) {
+              int32_t dot = 0;
+              for (l = 0; l < WK_QK; l++) {
+                int w;
+                if (q8) {
+                  w = ((const wk_block_q8_0 *) (wd + j * rb))[b].qs[l];
+                } else {
+                  const wk_block_q4_0 *blk =
+                      (const wk_block_q4_0 *) (wd + j * rb) + b;
+                  w = (l < 16 ? blk->qs[l] & 0x0f : blk->qs[l - 16] >> 4) - 8;
+                }
+                dot += w * q[i * k + b * WK_QK + l];
+              }
+              want += (float) dot;
+              /* every partial sum an exact float: the kernels' bits known */
+              exact += dot;
+              CHECK (exact > -(1 << 24) && exact < 1 << 24
+                  && (float) exact == want);
+            }
+            if (Y[i * m + j] != want && fails++ < 3)
+              CHECK_MSG (0, "%s %s: Y[%ld][%ld] = %.9g, want %.9g", ks->name,
+                  wk_type_name (type), (long) i, (long) j, Y[i * m + j], want);
+          }
+        CHECK (fails == 0);
+      }
     }
     free (wd);
   }
