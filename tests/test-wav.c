@@ -174,7 +174,7 @@ test_reader_large_and_piped (void)
   const size_t n = 60000;       /* samples: 120000 bytes of data */
   unsigned char *big = malloc (300000);
   int16_t *s = malloc (n * sizeof *s);
-  char err[256], fifo[] = "/tmp/wk-test-wav-fifo-XXXXXX";
+  char err[256], fifo[64] = "/tmp/wk-test-wav-fifo-XXXXXX";
   wk_wav wav;
   wk_wav_reader *r;
   size_t i, k, len = 0, got, total;
