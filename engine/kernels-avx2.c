@@ -2067,8 +2067,9 @@ const wk_kernel_set wk_kernels_avx2 = {
   .attention_heads = avx2_attention_heads,
 };
 
-/* AVX2 with AVX-VNNI: the same set but for the decoder's integer
- * products (vpdpbusd). Only chosen when the CPU has AVX-VNNI. */
+/* AVX2 with AVX-VNNI: the same set but for the integer products
+ * (vpdpbusd), which the encoder takes by default for q8_0 weights as with
+ * AVX-512 VNNI. Only chosen when the CPU has AVX-VNNI. */
 const wk_kernel_set wk_kernels_avx2vnni = {
   .name = "avx2vnni",
   .linear = avx2vnni_linear,
@@ -2081,6 +2082,8 @@ const wk_kernel_set wk_kernels_avx2vnni = {
   .quantize_act = quantize_act,
   .linear_q = avx2vnni_linear_q,
   .linear_q_min_rows = WK_LINEAR_GEMM_ROWS,
+  /* vpdpbusd tiles: about 2x the f32 panels, as AVX-512 VNNI's are */
+  .linear_q_default = 1,
   .gelu = avx2_gelu,
   .softmax = avx2_softmax,
   .add = avx2_add,

@@ -77,9 +77,9 @@ typedef struct
   /* 1: the encoder's products on q8_0 weights take linear_q by default
    * (WK_INT8 unset), where they are much faster than the f32 panels at
    * every encoder shape and kept the default model's development-set WER
-   * within 0.3 points (AVX-512 VNNI; BENCHMARKS.md, 2026-12-07; q4_0
-   * moved one set by 0.4 and stays opt-in). 0, and q4_0: only with
-   * WK_INT8=all or WK_LINEAR_INT8. */
+   * within 0.3 points (AVX-512 VNNI and AVX-VNNI; BENCHMARKS.md,
+   * 2026-12-07; q4_0 moved one set by 0.4 and stays opt-in). 0, and
+   * q4_0: only with WK_INT8=all or WK_LINEAR_INT8. */
   int linear_q_default;
 
   /* wk_quantize_act, bit for bit */

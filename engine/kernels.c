@@ -162,7 +162,8 @@ wk_kernels_int8 (void)
     /* the encoder's integer products run by default only on q8_0 weights
      * where the kernel set says they pay (linear_q_default: AVX-512 VNNI,
      * the whole encoder 1.33-1.84x faster from the default model to
-     * small, the default model's development-set WER within 0.3 points);
+     * small, and AVX-VNNI; the default model's development-set WER within
+     * 0.3 points);
      * WK_INT8=all for q4_0 and on other sets too, WK_INT8=dec never */
     mode = WK_INT8_AUTO;
     if (env && (strcmp (env, "0") == 0 || strcmp (env, "off") == 0))

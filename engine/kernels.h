@@ -77,11 +77,11 @@ void wk_linear_ex (wk_pool * pool, const wk_tensor * W, const float *bias,
  * WK_LINEAR_GEMM_ROWS rows of X may take the integer result of the few-row
  * products (each row of X quantized per block of 32, see above) where the
  * kernel set has integer matrix products: by default for q8_0 weights
- * where they pay (AVX-512 VNNI, 2-3x the f32 panels), with WK_INT8=all
- * for both types wherever the set has them (AVX2 maddubs too), never with
- * WK_INT8=dec or 0. work holds
- * wk_linear_work_size (n, W->ne[0]) bytes (or is NULL: wk_linear_ex). The
- * result never depends on the thread count. */
+ * where they pay (AVX-512 VNNI and AVX-VNNI, 2-3x the f32 panels), with
+ * WK_INT8=all for both types wherever the set has them (AVX2 maddubs
+ * too), never with WK_INT8=dec or 0. work holds wk_linear_work_size (n,
+ * W->ne[0]) bytes (or is NULL: wk_linear_ex). The result never depends on
+ * the thread count. */
 size_t wk_linear_work_size (int64_t n, int64_t k);
 /* Whether wk_linear_work with these flags (0 or WK_LINEAR_INT8) can take
  * integer products for weights of this type with the kernel set chosen
