@@ -1293,53 +1293,29 @@ q_store (float acc[QMR][QNR], int mr, int nr, float *Y, int64_t ldy,
   store_tile (t, mr, nr, Y, ldy, j, first, last, epi);
 }
 
-/* wk_gemm_ukernel.tile, q8 a constant where it is inlined */
-static inline WK_ALWAYS_INLINE void
-q_tile (const void *a, const int64_t * rows, int mr, int64_t l0, int kc,
-    const void *panel, int nr, float *Y, int64_t ldy, int64_t j, int first,
-    int last, const wk_gemm_epi * epi, int q8)
-{
-  const int8_t *qr[QMR];
-  const float *dr[QMR];
-  const int32_t *cr[QMR];
-  float acc[QMR][QNR] __attribute__((aligned (32))) = { {0} };
-
-  wk_gemm_qrows_at (a, rows, QMR, l0, qr, dr, cr);
-  qkernel_4x16 (q8, kc / WK_QK, qr, dr, cr, panel, acc);
-  q_store (acc, mr, nr, Y, ldy, j, first, last, epi);
-}
-
-/* the same with AVX-VNNI (only these functions may use it) */
-static inline WK_ALWAYS_INLINE TARGET_AVXVNNI void
-q_tile_vnni (const void *a, const int64_t * rows, int mr, int64_t l0,
-    int kc, const void *panel, int nr, float *Y, int64_t ldy, int64_t j,
-    int first, int last, const wk_gemm_epi * epi, int q8)
-{
-  const int8_t *qr[QMR];
-  const float *dr[QMR];
-  const int32_t *cr[QMR];
-  float acc[QMR][QNR] __attribute__((aligned (32))) = { {0} };
-
-  wk_gemm_qrows_at (a, rows, QMR, l0, qr, dr, cr);
-  qkernel_vnni_4x16 (q8, kc / WK_QK, qr, dr, cr, panel, acc);
-  q_store (acc, mr, nr, Y, ldy, j, first, last, epi);
-}
-
-/* The four tiles: q8_0 or q4_0, maddubs or AVX-VNNI. */
-#define Q_TILE_DEFINE(NAME, ATTR, BODY, Q8) \
+/* The four wk_gemm_ukernel.tile functions: q8_0 or q4_0, maddubs or
+ * AVX-VNNI (only the latter may use it: the kernel a function inlines
+ * cannot have more of the ISA than the function). */
+#define Q_TILE_DEFINE(NAME, ATTR, KERNEL, Q8) \
   static ATTR void \
   NAME (const void *a, const int64_t * rows, int mr, int64_t l0, int kc, \
       const void *panel, int nr, float *Y, int64_t ldy, int64_t j, \
       int first, int last, const wk_gemm_epi * epi) \
   { \
-    BODY (a, rows, mr, l0, kc, panel, nr, Y, ldy, j, first, last, epi, Q8); \
+    const int8_t *qr[QMR]; \
+    const float *dr[QMR]; \
+    const int32_t *cr[QMR]; \
+    float acc[QMR][QNR] __attribute__((aligned (32))) = { {0} }; \
+    wk_gemm_qrows_at (a, rows, QMR, l0, qr, dr, cr); \
+    KERNEL (Q8, kc / WK_QK, qr, dr, cr, panel, acc); \
+    q_store (acc, mr, nr, Y, ldy, j, first, last, epi); \
   }
 
 /* *INDENT-OFF* */
-Q_TILE_DEFINE (q8_tile, , q_tile, 1)
-Q_TILE_DEFINE (q4_tile, , q_tile, 0)
-Q_TILE_DEFINE (q8_tile_vnni, TARGET_AVXVNNI, q_tile_vnni, 1)
-Q_TILE_DEFINE (q4_tile_vnni, TARGET_AVXVNNI, q_tile_vnni, 0)
+Q_TILE_DEFINE (q8_tile, , qkernel_4x16, 1)
+Q_TILE_DEFINE (q4_tile, , qkernel_4x16, 0)
+Q_TILE_DEFINE (q8_tile_vnni, TARGET_AVXVNNI, qkernel_vnni_4x16, 1)
+Q_TILE_DEFINE (q4_tile_vnni, TARGET_AVXVNNI, qkernel_vnni_4x16, 0)
 /* *INDENT-ON* */
 
 static const wk_gemm_ukernel q8_panels = {
@@ -1358,18 +1334,29 @@ static const wk_gemm_ukernel q4_panels_vnni = {
   QMR, QNR, QNC, QKC, sizeof (qpanel), q_pack, q4_tile_vnni
 };
 
+/* The integer products over the panels of q8 (q8_0) or q4 (q4_0). */
+static void
+linear_q_panels (const wk_gemm_ukernel * q8, const wk_gemm_ukernel * q4,
+    const wk_tensor * W, const float *bias, const int8_t * q, const float *d,
+    const int32_t * c, int64_t n, float *Y, int64_t ldy, int64_t j0,
+    int64_t j1, unsigned flags)
+{
+  qpanel bp[QNC / QNR] __attribute__((aligned (32)));
+  const wk_gemm_qrows x = { q, d, c, W->ne[0] };
+  const wk_gemm_epi epi = { bias, flags, 1.0f };
+
+  wk_gemm_blocked (W->type == WK_TYPE_Q8_0 ? q8 : q4, &x, W, n, Y, ldy, j0,
+      j1, W->ne[0], &epi, bp);
+}
+
 /* wk_kernel_set.linear_q */
 static void
 avx2_linear_q (const wk_tensor * W, const float *bias, const int8_t * q,
     const float *d, const int32_t * c, int64_t n, float *Y, int64_t ldy,
     int64_t j0, int64_t j1, unsigned flags)
 {
-  qpanel bp[QNC / QNR] __attribute__((aligned (32)));
-  const wk_gemm_qrows x = { q, d, c, W->ne[0] };
-  const wk_gemm_epi epi = { bias, flags, 1.0f };
-
-  wk_gemm_blocked (W->type == WK_TYPE_Q8_0 ? &q8_panels : &q4_panels, &x, W,
-      n, Y, ldy, j0, j1, W->ne[0], &epi, bp);
+  linear_q_panels (&q8_panels, &q4_panels, W, bias, q, d, c, n, Y, ldy, j0,
+      j1, flags);
 }
 
 /* wk_kernel_set.linear_q with AVX-VNNI */
@@ -1378,12 +1365,8 @@ avx2vnni_linear_q (const wk_tensor * W, const float *bias, const int8_t * q,
     const float *d, const int32_t * c, int64_t n, float *Y, int64_t ldy,
     int64_t j0, int64_t j1, unsigned flags)
 {
-  qpanel bp[QNC / QNR] __attribute__((aligned (32)));
-  const wk_gemm_qrows x = { q, d, c, W->ne[0] };
-  const wk_gemm_epi epi = { bias, flags, 1.0f };
-
-  wk_gemm_blocked (W->type == WK_TYPE_Q8_0 ? &q8_panels_vnni :
-      &q4_panels_vnni, &x, W, n, Y, ldy, j0, j1, W->ne[0], &epi, bp);
+  linear_q_panels (&q8_panels_vnni, &q4_panels_vnni, W, bias, q, d, c, n, Y,
+      ldy, j0, j1, flags);
 }
 
 static void
