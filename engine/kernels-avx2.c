@@ -1149,6 +1149,21 @@ q_pack (const void *b, int64_t j, int nr, int64_t l0, int kc, void *panel)
   }
 }
 
+/* Row r's block sums s0, s1 (outputs 0-7, 8-15, exact) into its f32
+ * sums: acc += (s * d_w) * d_x, the step every integer tile shares so
+ * that they give the same bits. */
+static inline WK_ALWAYS_INLINE void
+q_block_add (float acc[QMR][QNR], int r, __m256i s0, __m256i s1, __m256 d0,
+    __m256 d1, float dx)
+{
+  const __m256 vx = _mm256_set1_ps (dx);
+
+  _mm256_store_ps (acc[r], _mm256_fmadd_ps (_mm256_mul_ps (_mm256_cvtepi32_ps
+              (s0), d0), vx, _mm256_load_ps (acc[r])));
+  _mm256_store_ps (acc[r] + 8, _mm256_fmadd_ps (_mm256_mul_ps
+          (_mm256_cvtepi32_ps (s1), d1), vx, _mm256_load_ps (acc[r] + 8)));
+}
+
 /* acc[r][0 .. QNR-1] += per block (sum q_w q_x * d_w) * d_x, rows
  * r < QMR. The sums are kept in memory (an L1 line each) rather than in
  * registers: AVX2 has 16, which the block's 8 int16 or int32 sums, the
@@ -1207,17 +1222,13 @@ qkernel_4x16 (const int q8, int nbk, const int8_t * const *q,
     d1 = _mm256_load_ps (p->d[b] + 8);
 #pragma GCC unroll 4
     for (r = 0; r < QMR; r++) {
-      const __m256 dx = _mm256_set1_ps (d[r][b]);
       __m256i s0 = t[2 * r], s1 = t[2 * r + 1];
       if (!q8) {
         const __m256i c = _mm256_set1_epi32 (cx[r][b]);
         s0 = _mm256_add_epi32 (c, _mm256_madd_epi16 (s0, ones));
         s1 = _mm256_add_epi32 (c, _mm256_madd_epi16 (s1, ones));
       }
-      _mm256_store_ps (acc[r], _mm256_fmadd_ps (_mm256_mul_ps
-              (_mm256_cvtepi32_ps (s0), d0), dx, _mm256_load_ps (acc[r])));
-      _mm256_store_ps (acc[r] + 8, _mm256_fmadd_ps (_mm256_mul_ps
-              (_mm256_cvtepi32_ps (s1), d1), dx, _mm256_load_ps (acc[r] + 8)));
+      q_block_add (acc, r, s0, s1, d0, d1, d[r][b]);
     }
   }
 }
@@ -1266,14 +1277,9 @@ qkernel_vnni_4x16 (const int q8, int nbk, const int8_t * const *q,
     d1 = _mm256_load_ps (p->d[b] + 8);
 #pragma GCC unroll 4
     for (r = 0; r < QMR; r++) {
-      const __m256 dx = _mm256_set1_ps (d[r][b]);
       const __m256i c = _mm256_set1_epi32 (cx[r][b]);
-      const __m256i s0 = _mm256_add_epi32 (c, t[2 * r]);
-      const __m256i s1 = _mm256_add_epi32 (c, t[2 * r + 1]);
-      _mm256_store_ps (acc[r], _mm256_fmadd_ps (_mm256_mul_ps
-              (_mm256_cvtepi32_ps (s0), d0), dx, _mm256_load_ps (acc[r])));
-      _mm256_store_ps (acc[r] + 8, _mm256_fmadd_ps (_mm256_mul_ps
-              (_mm256_cvtepi32_ps (s1), d1), dx, _mm256_load_ps (acc[r] + 8)));
+      q_block_add (acc, r, _mm256_add_epi32 (c, t[2 * r]),
+          _mm256_add_epi32 (c, t[2 * r + 1]), d0, d1, d[r][b]);
     }
   }
 }

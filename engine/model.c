@@ -1392,7 +1392,7 @@ wk_ctx_new (wk_model * model, int n_threads, int n_beams, wk_ctx ** out,
     ctx->enc_scratch = ctx_alloc (ctx, region, sizeof (float), &ok);
     ctx->enc_scratch_floats = region;
     /* NULL (the f32 panels) unless the integer products run by default
-     * (q8_0 with AVX-512 VNNI, or WK_INT8=all); wk_ctx_int8_alloc for
+     * (q8_0 with AVX-512 VNNI or AVX-VNNI, or WK_INT8=all); wk_ctx_int8_alloc for
      * those asked per encode */
     if (enc_takes_q (model, 0))
       ctx->e_qwork = ctx_alloc (ctx, wk_ctx_qwork_size (ctx), 1, &ok);

@@ -583,13 +583,6 @@ test_linear_work (void)
  * the result is known to the bit. Saturating int16 pairs (maddubs) or
  * negating -128 would change it. Then the same with random weights and
  * activations. */
-static uint32_t
-lcg (uint32_t * seed)
-{
-  *seed = *seed * 1664525u + 1013904223u;
-  return *seed;
-}
-
 static void
 test_linear_q_extremes (void)
 {
@@ -600,7 +593,6 @@ test_linear_q_extremes (void)
   float *d = malloc ((size_t) (n * nb) * sizeof (float));
   int32_t *c = malloc ((size_t) (n * nb) * sizeof (int32_t));
   float *Y = malloc ((size_t) (n * m) * sizeof (float));
-  uint32_t seed = 7;
   int t, s, pass;
 
   for (t = 2; t < 4; t++) {
@@ -623,13 +615,13 @@ test_linear_q_extremes (void)
             wk_block_q8_0 *blk = (wk_block_q8_0 *) (wd + j * rb) + b;
             blk->d = wk_fp32_to_fp16 (1.0f);
             for (l = 0; l < WK_QK; l++)
-              blk->qs[l] = pass ? (int8_t) (lcg (&seed) >> 24)
+              blk->qs[l] = pass ? (int8_t) (rng_u32 () >> 24)
                   : wq8[((j + b) * 3 + l / 2) % 8];
           } else {
             wk_block_q4_0 *blk = (wk_block_q4_0 *) (wd + j * rb) + b;
             blk->d = wk_fp32_to_fp16 (1.0f);
             for (l = 0; l < WK_QK / 2; l++)
-              blk->qs[l] = pass ? (uint8_t) (lcg (&seed) >> 24)
+              blk->qs[l] = pass ? (uint8_t) (rng_u32 () >> 24)
                   : (uint8_t) (((j + l) % 4 ? 0x0f : 0x00)
                   | ((j + b + l) % 5 ? 0x00 : 0xf0));
           }
@@ -648,7 +640,7 @@ test_linear_q_extremes (void)
           for (l = 0; l < WK_QK; l++) {
             int8_t v = (i + l) % 4 ? xs[(i + l) % 8] : (int8_t) 127;
             if (pass)
-              v = (int8_t) ((int) (lcg (&seed) >> 24) % 255 - 127);
+              v = (int8_t) ((int) (rng_u32 () >> 24) % 255 - 127);
             else if (b % 2)
               v = (int8_t) - v;
             q[i * k + b * WK_QK + l] = v;
