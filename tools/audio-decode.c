@@ -76,15 +76,22 @@ bus_error (wk_audio_decoder * d, char *err, size_t err_size)
   return TRUE;
 }
 
-/* The next buffer of samples into d->buf (mapped), or d->end. */
-static wk_status
-next_buffer (wk_audio_decoder * d, char *err, size_t err_size)
+/* Lets go of the buffer being read. */
+static void
+release_buffer (wk_audio_decoder * d)
 {
   if (d->buf) {
     gst_buffer_unmap (d->buf, &d->map);
     gst_buffer_unref (d->buf);
     d->buf = NULL;
   }
+}
+
+/* The next buffer of samples into d->buf (mapped), or d->end. */
+static wk_status
+next_buffer (wk_audio_decoder * d, char *err, size_t err_size)
+{
+  release_buffer (d);
   d->off = 0;
   while (!d->end) {
     GstSample *sample = NULL;
@@ -96,26 +103,19 @@ next_buffer (wk_audio_decoder * d, char *err, size_t err_size)
         &sample);
     if (sample) {
       GstBuffer *b = gst_sample_get_buffer (sample);
-      if (b && gst_buffer_map (b, &d->map, GST_MAP_READ)) {
+      if (b && gst_buffer_get_size (b) >= 4
+          && gst_buffer_map (b, &d->map, GST_MAP_READ))
         d->buf = gst_buffer_ref (b);
-        gst_sample_unref (sample);
-        if (d->map.size >= 4)
-          return WK_OK;
-        gst_buffer_unmap (d->buf, &d->map);
-        gst_buffer_unref (d->buf);
-        d->buf = NULL;
-        continue;
-      }
       gst_sample_unref (sample);
+      if (d->buf)
+        return WK_OK;
       continue;
     }
+    /* the end-of-stream flag first: an error posted before it is seen */
+    g_object_get (d->sink, "eos", &eos, NULL);
     if (bus_error (d, err, err_size))
       return WK_ERR_FORMAT;
-    g_object_get (d->sink, "eos", &eos, NULL);
-    if (eos && !bus_error (d, err, err_size))
-      d->end = TRUE;
-    else if (eos)
-      return WK_ERR_FORMAT;
+    d->end = eos;
   }
   return WK_OK;
 }
@@ -125,10 +125,7 @@ wk_audio_decoder_close (wk_audio_decoder * d)
 {
   if (!d)
     return;
-  if (d->buf) {
-    gst_buffer_unmap (d->buf, &d->map);
-    gst_buffer_unref (d->buf);
-  }
+  release_buffer (d);
   if (d->pipeline) {
     gst_element_set_state (d->pipeline, GST_STATE_NULL);
     gst_object_unref (d->pipeline);

@@ -67,6 +67,17 @@ fail (char *err, size_t err_size, wk_status status, const char *fmt, ...)
   return status;
 }
 
+/* err (a parser's message) now starts with "<name>: ". */
+static void
+prefix_name (const char *name, char *err, size_t err_size)
+{
+  if (err && err_size) {
+    char msg[256];
+    snprintf (msg, sizeof msg, "%s", err);
+    snprintf (err, err_size, "%s: %s", name, msg);
+  }
+}
+
 /* One sample of the given encoding at p, in [-1, 1]. */
 static double
 sample_at (const unsigned char *p, int is_float, int bytes)
@@ -393,11 +404,8 @@ wk_wav_read (const char *path, wk_wav * wav, char *err, size_t err_size)
   fclose (f);
 
   status = wk_wav_parse (buf, size, wav, err, err_size);
-  if (status != WK_OK && err && err_size) {
-    char msg[256];
-    snprintf (msg, sizeof msg, "%s", err);
-    snprintf (err, err_size, "%s: %s", path, msg);
-  }
+  if (status != WK_OK)
+    prefix_name (path, err, err_size);
   free (buf);
   return status;
 }
@@ -474,11 +482,8 @@ reader_open (int fd, int own_fd, const char *name, wk_wav_reader ** out,
   while (r->buf) {
     ssize_t rd;
     if (!parse_layout (r->buf, len, r->size, &r->lay, &st, err, err_size)) {
-      if (st != WK_OK && err && err_size) {
-        char msg[256];
-        snprintf (msg, sizeof msg, "%s", err);
-        snprintf (err, err_size, "%s: %s", name, msg);
-      }
+      if (st != WK_OK)
+        prefix_name (name, err, err_size);
       break;
     }
     if (len == r->cap) {
