@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conceal.h"
 #include "whisperknot.h"
 
 typedef struct mark_node
@@ -32,6 +33,15 @@ struct wk_queue
   mark_node *head, *tail;
   bool stopped;
   void (*free_mark) (void *mark);
+  /* the writer's, for a hole (samples announced missing): its length,
+   * the last samples appended before it (newest last), and the first
+   * ones written after it, held back until there are enough of them to
+   * conceal it towards */
+  uint64_t missing;
+  float hist[WK_CONCEAL_CONTEXT];
+  size_t n_hist;
+  float after[WK_CONCEAL_CONTEXT];
+  size_t n_after;
 };
 
 wk_status
@@ -97,38 +107,155 @@ convert (float *out, const unsigned char *data, wk_sample_format fmt, size_t m)
   }
 }
 
+/* Waits (lock held) for room in the ring; the room that follows
+ * `written` without wrapping, or 0 once the queue is stopped. */
+static size_t
+wait_room (wk_queue * q)
+{
+  size_t wpos, m;
+
+  while (!q->stopped && q->written - q->read == q->cap)
+    pthread_cond_wait (&q->cond, &q->lock);
+  if (q->stopped)
+    return 0;
+  wpos = (size_t) (q->written % q->cap);
+  m = q->cap - (size_t) (q->written - q->read);
+  return m < q->cap - wpos ? m : q->cap - wpos;
+}
+
+/* Appends the m samples just written at the ring's write position (lock
+ * held): the count, the history, the worker woken. */
+static void
+appended (wk_queue * q, size_t m)
+{
+  const float *x = q->ring + (size_t) (q->written % q->cap);
+
+  if (m >= WK_CONCEAL_CONTEXT) {
+    memcpy (q->hist, x + m - WK_CONCEAL_CONTEXT, sizeof q->hist);
+    q->n_hist = WK_CONCEAL_CONTEXT;
+  } else {
+    size_t keep = q->n_hist + m > WK_CONCEAL_CONTEXT ?
+        WK_CONCEAL_CONTEXT - m : q->n_hist;
+    memmove (q->hist, q->hist + q->n_hist - keep, keep * sizeof *q->hist);
+    memcpy (q->hist + keep, x, m * sizeof *x);
+    q->n_hist = keep + m;
+  }
+  q->written += m;
+  pthread_cond_broadcast (&q->cond);
+}
+
+/* Appends m samples (lock held): of fmt from data (NULL: silence), or
+ * floats from f when it is not NULL. WK_ERR_STATE when the queue stops
+ * first (the rest is dropped). */
+static wk_status
+append (wk_queue * q, const unsigned char *data, wk_sample_format fmt,
+    const float *f, size_t n)
+{
+  const size_t bps = fmt == WK_SAMPLE_S16LE ? 2 : 4;
+
+  while (n > 0) {
+    size_t m = wait_room (q);
+    float *dst = q->ring + (size_t) (q->written % q->cap);
+
+    if (m == 0)
+      return WK_ERR_STATE;
+    if (m > n)
+      m = n;
+    if (f) {
+      memcpy (dst, f, m * sizeof *f);
+      f += m;
+    } else {
+      convert (dst, data, fmt, m);
+      if (data)
+        data += m * bps;
+    }
+    appended (q, m);
+    n -= m;
+  }
+  return WK_OK;
+}
+
+/* Ends a hole (lock held): its samples concealed between the history and
+ * the samples held back after it (none: no audio follows it), then those.
+ * While the queue is stopped they are dropped: WK_ERR_STATE. */
+static wk_status
+end_hole (wk_queue * q)
+{
+  wk_conceal c;
+  uint64_t j = 0;
+  wk_status st = WK_OK;
+
+  if (q->missing == 0)
+    return WK_OK;
+  wk_conceal_plan (&c, q->hist, q->n_hist, q->after, q->n_after, q->missing);
+  while (j < q->missing) {
+    size_t m = wait_room (q);
+    if (m == 0) {
+      st = WK_ERR_STATE;
+      break;
+    }
+    if (m > q->missing - j)
+      m = (size_t) (q->missing - j);
+    wk_conceal_fill (&c, j, q->ring + (size_t) (q->written % q->cap), m);
+    appended (q, m);
+    j += m;
+  }
+  if (st == WK_OK)
+    st = append (q, NULL, WK_SAMPLE_F32LE, q->after, q->n_after);
+  q->missing = 0;
+  q->n_after = 0;
+  return st;
+}
+
 wk_status
 wk_queue_write (wk_queue * q, const void *data, wk_sample_format fmt, size_t n)
 {
   const unsigned char *src = data;
-  size_t bps = fmt == WK_SAMPLE_S16LE ? 2 : 4;
   wk_status st = WK_OK;
 
   if (!q || (fmt != WK_SAMPLE_F32LE && fmt != WK_SAMPLE_S16LE))
     return WK_ERR_ARG;
   pthread_mutex_lock (&q->lock);
-  while (n > 0) {
-    size_t wpos, m;
+  if (n > 0 && q->stopped) {
+    st = WK_ERR_STATE;
+  } else if (q->missing > 0 && src) {
+    /* after a hole: held back until the hole can be concealed towards
+     * WK_CONCEAL_CONTEXT samples of them */
+    size_t k = WK_CONCEAL_CONTEXT - q->n_after;
 
-    while (!q->stopped && q->written - q->read == q->cap)
-      pthread_cond_wait (&q->cond, &q->lock);
-    if (q->stopped) {
-      st = WK_ERR_STATE;
-      break;
-    }
-    wpos = (size_t) (q->written % q->cap);
-    m = q->cap - (size_t) (q->written - q->read);       /* space */
-    if (m > q->cap - wpos)
-      m = q->cap - wpos;
-    if (m > n)
-      m = n;
-    convert (q->ring + wpos, src, fmt, m);
-    if (src)
-      src += m * bps;
-    q->written += m;
-    n -= m;
-    pthread_cond_broadcast (&q->cond);
+    if (k > n)
+      k = n;
+    convert (q->after + q->n_after, src, fmt, k);
+    q->n_after += k;
+    src += k * (fmt == WK_SAMPLE_S16LE ? 2 : 4);
+    n -= k;
+    if (q->n_after == WK_CONCEAL_CONTEXT)
+      st = end_hole (q);
+  } else if (q->missing > 0 && n > 0) {
+    st = end_hole (q);          /* silence follows it */
   }
+  if (st == WK_OK)
+    st = append (q, src, fmt, NULL, n);
+  pthread_mutex_unlock (&q->lock);
+  return st;
+}
+
+wk_status
+wk_queue_write_missing (wk_queue * q, size_t n)
+{
+  wk_status st = WK_OK;
+
+  if (!q)
+    return WK_ERR_ARG;
+  pthread_mutex_lock (&q->lock);
+  if (q->stopped)
+    st = WK_ERR_STATE;
+  else if (q->n_after > 0)
+    st = end_hole (q);          /* a new hole after a few samples */
+  if (st == WK_OK && n > UINT64_MAX - q->missing)
+    st = WK_ERR_ARG;
+  if (st == WK_OK)
+    q->missing += n;
   pthread_mutex_unlock (&q->lock);
   return st;
 }
@@ -147,6 +274,8 @@ wk_queue_mark (wk_queue * q, void *mark)
   node->mark = mark;
   node->next = NULL;
   pthread_mutex_lock (&q->lock);
+  /* a hole before the mark ends there */
+  end_hole (q);
   node->pos = q->written;
   if (q->tail)
     q->tail->next = node;
@@ -192,6 +321,8 @@ wk_queue_clear (wk_queue * q, void (*take) (void *mark, void *user), void *user)
   node = q->head;
   q->head = q->tail = NULL;
   q->written = q->read = 0;
+  q->missing = 0;
+  q->n_hist = q->n_after = 0;
   pthread_cond_broadcast (&q->cond);
   pthread_mutex_unlock (&q->lock);
   while (node) {

@@ -691,6 +691,7 @@ WK_API size_t wk_stream_stats_list (const wk_stream_stats * stats,
  * one worker at a time; wk_queue_stop and _start from any thread.
  *
  *   writer:  wk_queue_write (q, bytes, WK_SAMPLE_S16LE, n);
+ *            wk_queue_write_missing (q, lost);   // packets that never came
  *            wk_queue_mark (q, event);
  *   worker:  for (;;) {
  *              st = wk_queue_next (q, stream, max, due, user, &mark, &n);
@@ -723,9 +724,22 @@ WK_API void wk_queue_free (wk_queue * queue);
 WK_API wk_status wk_queue_write (wk_queue * queue, const void *data,
     wk_sample_format fmt, size_t n);
 
+/* Announces n samples that never arrived (RTP packets lost, a short GAP)
+ * at this point of the audio. The queue fills them with sound that
+ * continues the audio on both sides of the hole (each side repeated at
+ * its pitch period, cross-faded, fading to silence over 60 ms in a long
+ * hole): the first 30 ms written after the hole wait, unfed, until they
+ * are there to conceal it towards; a new hole, a mark or a write of
+ * silence ends it with what came. The recognizer hears a lost 20 ms
+ * packet far less than as silence (knots/MODEL.md). WK_ERR_STATE while
+ * the queue is stopped. */
+WK_API wk_status wk_queue_write_missing (wk_queue * queue, size_t n);
+
 /* Places a mark after the samples appended so far, stopped or not (a
  * caller that drops what comes while it flushes checks that itself);
- * WK_ERR_NOMEM: the queue did not take it. */
+ * WK_ERR_NOMEM: the queue did not take it. Samples announced missing are
+ * appended first (waiting for room as a write does; dropped while the
+ * queue is stopped). */
 WK_API wk_status wk_queue_mark (wk_queue * queue, void *mark);
 
 /* Stops the queue: wakes a waiting writer and worker, and their calls
