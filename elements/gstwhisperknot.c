@@ -14,7 +14,8 @@
  * The model loads on a thread of its own from NULL to READY; READY to
  * PAUSED waits for it. Recognition runs on the source pad's task, fed
  * through a bounded queue. Input times go through #GstAudioStreamAlign:
- * a hole up to 2 s is transcribed as silence; anything else (a step back,
+ * a hole up to 2 s (lost packets, a short GAP) is filled with sound that
+ * continues the audio on both sides; anything else (a step back,
  * a larger jump, a new segment, EOS) transcribes what came before and
  * restarts at the new time. Properties are read from READY to PAUSED.
  *
@@ -856,15 +857,16 @@ store_sticky (void *mark, void *user)
   marker_free (marker);
 }
 
-/* queues n samples (data NULL: silence), waiting while it is full */
+/* queues n samples (data NULL: lost ones, concealed), waiting while it
+ * is full */
 static GstFlowReturn
 gst_whisperknot_write (GstWhisperKnot * self, const guint8 * data, gsize n)
 {
   GstFlowReturn ret;
 
-  if (wk_queue_write (self->queue, data, self->format ==
-          GST_AUDIO_FORMAT_S16LE ? WK_SAMPLE_S16LE : WK_SAMPLE_F32LE,
-          n) == WK_OK)
+  if ((data ? wk_queue_write (self->queue, data, self->format ==
+              GST_AUDIO_FORMAT_S16LE ? WK_SAMPLE_S16LE : WK_SAMPLE_F32LE,
+              n) : wk_queue_write_missing (self->queue, n)) == WK_OK)
     return GST_FLOW_OK;
   /* stopped: a flush, or the worker paused */
   g_mutex_lock (&self->lock);
@@ -894,8 +896,10 @@ gst_whisperknot_start_anew (GstWhisperKnot * self, gboolean keep_sticky)
 }
 
 /* Times n samples stamped ts with GstAudioStreamAlign: text is timed by
- * samples counted. At a discontinuity a hole up to FILL_MAX is silence,
- * anything else restarts the recognizer at the new time. */
+ * samples counted. At a discontinuity a hole up to FILL_MAX is lost audio
+ * (concealed: wk_queue_write_missing), even one within the alignment
+ * threshold (each lost packet skipped would move the text after it
+ * earlier); anything else restarts the recognizer at the new time. */
 static GstFlowReturn
 gst_whisperknot_align (GstWhisperKnot * self, GstClockTime ts,
     gboolean discont, gsize n)
@@ -912,13 +916,13 @@ gst_whisperknot_align (GstWhisperKnot * self, GstClockTime ts,
     threshold = gst_audio_stream_align_get_alignment_threshold (self->align);
     hole = GST_CLOCK_TIME_IS_VALID (self->in_end) ?
         GST_CLOCK_DIFF (self->in_end, out) : -G_MAXINT64;
-    if (ABS (hole) <= (GstClockTimeDiff) threshold) {
-      /* a DISCONT flag on audio that continues the timeline */
-    } else if (hole > 0 && hole <= FILL_MAX) {
+    if (hole > 0 && hole <= FILL_MAX) {
       GST_DEBUG_OBJECT (self, "filling a hole of %" GST_STIME_FORMAT,
           GST_STIME_ARGS (hole));
       ret = gst_whisperknot_write (self, NULL,
           gst_util_uint64_scale_int_round (hole, WK_SAMPLE_RATE, GST_SECOND));
+    } else if (ABS (hole) <= (GstClockTimeDiff) threshold) {
+      /* a DISCONT flag on audio that continues the timeline */
     } else {
       GST_DEBUG_OBJECT (self, "restarting at %" GST_TIME_FORMAT " (expected %"
           GST_TIME_FORMAT ")", GST_TIME_ARGS (out),
@@ -1046,7 +1050,7 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       gst_event_parse_gap (event, &ts, &dur);
       if (self->negotiated && GST_CLOCK_TIME_IS_VALID (ts) &&
           GST_CLOCK_TIME_IS_VALID (dur) && dur <= FILL_MAX) {
-        /* a short gap is silence */
+        /* a short gap is lost audio, concealed */
         gst_event_unref (event);
         n = gst_util_uint64_scale_int_round (dur, WK_SAMPLE_RATE, GST_SECOND);
         return n == 0 || (gst_whisperknot_align (self, ts, TRUE, n) ==

@@ -980,7 +980,7 @@ GST_START_TEST (test_timestamp_jump_restarts)
 
 GST_END_TEST;
 
-/* A hole of 1 s after lost data (DISCONT) is transcribed as silence: one
+/* A hole of 1 s after lost data (DISCONT) is filled (concealed): one
  * continuous stretch of text and GAPs, no DISCONT after the first. */
 GST_START_TEST (test_short_hole_filled)
 {
@@ -998,6 +998,31 @@ GST_START_TEST (test_short_hole_filled)
   check_coverage (0, eos, 0, 5 * GST_SECOND);
   for (i = first_buffer (0, eos) + 1; i < eos; i++)
     fail_if (rec_item (i)->is_buffer && rec_item (i)->discont);
+  teardown (h);
+}
+
+GST_END_TEST;
+
+/* Lost packets shorter than the alignment threshold (20 ms, each next
+ * buffer DISCONT, as a depayloader marks it): every hole is filled, so
+ * the text keeps the input's time instead of moving 20 ms earlier per
+ * lost packet. */
+GST_START_TEST (test_lost_packets_keep_time)
+{
+  GstHarness *h = setup ();
+  guint64 pos = 0;
+  guint eos, b;
+  const GstClockTime step = 120 * GST_MSECOND;  /* 100 ms, 20 ms lost */
+
+  gst_harness_set_src_caps_str (h, CAPS_S16);
+  for (b = 0; b < 30; b++) {
+    fail_unless_equals_int (push_audio (h, FALSE, b * step, 0.1, &pos, TRUE),
+        GST_FLOW_OK);
+    pos += RATE / 50;           /* the lost samples */
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  eos = rec_wait_event (0, GST_EVENT_EOS);
+  check_coverage (0, eos, 0, 29 * step + GST_SECOND / 10);
   teardown (h);
 }
 
@@ -3131,6 +3156,7 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_request_pad_race);
   tcase_add_test (tc, test_timestamp_jump_restarts);
   tcase_add_test (tc, test_short_hole_filled);
+  tcase_add_test (tc, test_lost_packets_keep_time);
   tcase_add_test (tc, test_jitter_moves_text);
   tcase_add_test (tc, test_new_segment_drains);
   tcase_add_test (tc, test_gaps_while_streaming);
