@@ -566,8 +566,9 @@ def markdown(results, labels, sets, per_voice, meta, compare, timing=None, same_
     L.append("Held-out WER through the C engine (`knots/train/eval.py`), %s." % meta["date"])
     names = {"model": "Model", "step": "Checkpoint step", "training": "Training",
              "n": "Set size", "decoding": "Decoding", "baseline": "Baseline",
-             "normalizer": "Normalizer", "time": "Evaluation time"}
-    for k in ("model", "step", "training", "n", "decoding", "baseline", "normalizer", "time"):
+             "normalizer": "Normalizer", "time": "Evaluation time", "input": "Input"}
+    for k in ("model", "step", "training", "n", "decoding", "input", "baseline", "normalizer",
+              "time"):
         if k in meta:
             L.append("%s: %s  " % (names[k], meta[k]))
     L.append("")
@@ -694,6 +695,12 @@ def main():
     ap.add_argument("--pocketsphinx", action="store_true",
                     help="add a column: Debian's pocketsphinx GStreamer element (en-us) on "
                     "the same WAV files, scored the same way")
+    ap.add_argument("--loss", type=float, default=0.0,
+                    help="element and pocketsphinx: feed the audio as 20 ms packets "
+                    "(appsrc), each lost with this probability (gstasr.py --loss)")
+    ap.add_argument("--loss-as", choices=("gap", "hole"), default="gap",
+                    help="a lost packet: a GAP event (default), or a timestamp hole and DISCONT")
+    ap.add_argument("--loss-seed", type=int, default=1, help="the losses' seed (default 1)")
     ap.add_argument("--jobs", type=int, default=1, help="transcriber processes at once")
     ap.add_argument("--threads", type=int, default=1, help="threads per transcriber process")
     ap.add_argument("--nice", type=int, default=10, help="niceness to run at (default 10)")
@@ -812,6 +819,14 @@ def main():
                             "WAV files (`filesrc ! wavparse ! audioconvert ! audioresample ! "
                             "pocketsphinx`, a fresh decoder per file), its final hypotheses "
                             "joined" % deb_version("gstreamer1.0-pocketsphinx"))
+    if args.loss > 0:
+        if args.via == "tool":
+            sys.exit("eval.py: --loss needs --element (or --pocketsphinx alone)")
+        meta["input"] = ("every file as 20 ms packets from an appsrc, each lost with p = %g "
+                         "(seed %d), sent as %s" % (
+                             args.loss, args.loss_seed,
+                             "a GAP event" if args.loss_as == "gap"
+                             else "a timestamp hole with DISCONT on the next buffer"))
     model_labels = labels
     labels = [c[0] for c in columns]
     meta["normalizer"] = "eval.py normalize() (lowercase, no punctuation, numbers as words)"
@@ -842,6 +857,9 @@ def main():
                     engine, env = "whisperknot", gst_env
                 else:
                     extra, engine, env = [], "pocketsphinx", None
+                if args.loss > 0:
+                    extra += ["--loss", str(args.loss), "--loss-as", args.loss_as,
+                              "--loss-seed", str(args.loss_seed)]
                 hyps, info = run_gst(engine, wavs[s], args.jobs,
                                      os.path.join(out, lb.replace(":", "-"), s + ".gst"),
                                      extra, env)

@@ -22,6 +22,14 @@ Usage (eval.py runs it; by hand for a check):
   gstasr.py pocketsphinx OUT.jsonl FILE.wav...
   GST_PLUGIN_PATH=build/gst-plugin gstasr.py whisperknot --model M.knot OUT.jsonl FILE.wav...
 
+With --loss P the audio instead comes from an appsrc in packets of
+--packet-ms (S16LE, 16 kHz, mono: the files must be), each lost with
+probability P (a generator seeded with --loss-seed and the file's number, so
+every engine and build loses the same packets), as an RTP stream with lost
+packets reaches a decoder: --loss-as gap sends a GAP event for each lost
+packet (rtpjitterbuffer do-lost=true and a depayloader), --loss-as hole skips
+it and flags the next buffer DISCONT (its timestamp shows the hole).
+
 Writes one JSON line per file to OUT.jsonl as it goes: {"i", "wav", "text",
 "seconds", "error"}; the first line is {"startup": seconds}. Requires python3-gi
 and gir1.2-gstreamer-1.0 (Debian packages).
@@ -37,14 +45,53 @@ gi.require_version("Gst", "1.0")
 from gi.repository import Gst  # noqa: E402
 
 HEAD = "filesrc name=src ! wavparse ! audioconvert ! audioresample ! "
+LOSSY_HEAD = ("appsrc name=src format=time caps=audio/x-raw,format=S16LE,"
+              "rate=16000,channels=1,layout=interleaved ! audioconvert ! ")
 
 
-def _wait(pipe, on_element, timeout_s):
-    """Runs pipe to EOS; on_element(structure) for each element message.
+class LossySource:
+    """Plays a 16 kHz mono WAV file into an appsrc in packets, some lost."""
+
+    def __init__(self, args):
+        self.args = args
+
+    def play(self, src, wav, index):
+        import numpy as np
+        import soundfile as sf
+        x, sr = sf.read(wav, dtype="int16")
+        if sr != 16000 or x.ndim != 1:
+            raise ValueError("%s: --loss needs 16 kHz mono audio" % wav)
+        rng = np.random.default_rng([self.args.loss_seed, index])
+        pkt = 16 * self.args.packet_ms
+        discont = True
+        for i in range(0, len(x), pkt):
+            k = min(pkt, len(x) - i)
+            ts, dur = i * Gst.SECOND // 16000, k * Gst.SECOND // 16000
+            if i > 0 and rng.random() < self.args.loss:
+                if self.args.loss_as == "gap":
+                    src.send_event(Gst.Event.new_gap(ts, dur))
+                else:
+                    discont = True
+                continue
+            buf = Gst.Buffer.new_wrapped(x[i:i + k].tobytes())
+            buf.pts, buf.duration = ts, dur
+            if discont:
+                buf.set_flags(Gst.BufferFlags.DISCONT)
+                discont = False
+            if src.emit("push-buffer", buf) != Gst.FlowReturn.OK:
+                break
+        src.emit("end-of-stream")
+
+
+def _wait(pipe, on_element, timeout_s, feed=None):
+    """Runs pipe to EOS (feed(), if given, pushes the input once the
+    pipeline plays); on_element(structure) for each element message.
     Returns None or an error string."""
     bus = pipe.get_bus()
     if pipe.set_state(Gst.State.PLAYING) == Gst.StateChangeReturn.FAILURE:
         return "cannot start the pipeline"
+    if feed is not None:
+        feed()
     deadline = time.time() + timeout_s
     types = Gst.MessageType.ELEMENT | Gst.MessageType.EOS | Gst.MessageType.ERROR
     while True:
@@ -64,28 +111,40 @@ def _wait(pipe, on_element, timeout_s):
             on_element(s)
 
 
+def _feeder(lossy, src, wav, index):
+    """The input of one file: filesrc's location, or an appsrc's feed."""
+    if lossy is None:
+        src.set_property("location", wav)
+        return None
+    return lambda: lossy.play(src, wav, index)
+
+
 class PocketSphinx:
     def __init__(self, args):
-        self.pipe = Gst.parse_launch(HEAD + "pocketsphinx name=asr ! fakesink")
+        self.lossy = LossySource(args) if args.loss else None
+        self.pipe = Gst.parse_launch((LOSSY_HEAD if self.lossy else HEAD) +
+                                     "pocketsphinx name=asr ! fakesink")
         self.src = self.pipe.get_by_name("src")
 
-    def run(self, wav, timeout_s):
+    def run(self, wav, timeout_s, index=0):
         finals = []
 
         def on_element(s):
             if s.get_name() == "pocketsphinx" and s.get_value("final"):
                 finals.append(s.get_value("hypothesis") or "")
 
-        self.src.set_property("location", wav)
-        err = _wait(self.pipe, on_element, timeout_s)
+        err = _wait(self.pipe, on_element, timeout_s,
+                    _feeder(self.lossy, self.src, wav, index))
         self.pipe.set_state(Gst.State.NULL)  # a fresh decoder for the next file
         return " ".join(" ".join(finals).split()), err
 
 
 class WhisperKnot:
     def __init__(self, args):
+        self.lossy = LossySource(args) if args.loss else None
         self.pipe = Gst.parse_launch(
-            HEAD + "whisperknot name=asr text-lines=true ! "
+            (LOSSY_HEAD if self.lossy else HEAD) +
+            "whisperknot name=asr text-lines=true ! "
             "fakesink name=sink signal-handoffs=true sync=false")
         asr = self.pipe.get_by_name("asr")
         if args.model:
@@ -99,10 +158,10 @@ class WhisperKnot:
     def _handoff(self, sink, buf, pad):
         self.chunks.append(buf.extract_dup(0, buf.get_size()))
 
-    def run(self, wav, timeout_s):
+    def run(self, wav, timeout_s, index=0):
         self.chunks = []
-        self.src.set_property("location", wav)
-        err = _wait(self.pipe, lambda s: None, timeout_s)
+        err = _wait(self.pipe, lambda s: None, timeout_s,
+                    _feeder(self.lossy, self.src, wav, index))
         self.pipe.set_state(Gst.State.READY)  # the model stays loaded
         text = b"".join(self.chunks).decode("utf-8", errors="replace")
         return " ".join(text.split()), err
@@ -127,6 +186,12 @@ def main():
     ap.add_argument("--beam-size", type=int, default=0,
                     help="whisperknot: beam width (default 0: the engine's choice)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per file at most")
+    ap.add_argument("--loss", type=float, default=0.0,
+                    help="lose each packet with this probability (appsrc input)")
+    ap.add_argument("--loss-as", choices=("gap", "hole"), default="gap",
+                    help="a lost packet: a GAP event, or a timestamp hole and DISCONT")
+    ap.add_argument("--loss-seed", type=int, default=1, help="the losses' seed")
+    ap.add_argument("--packet-ms", type=int, default=20, help="packet length, ms")
     args = ap.parse_args()
     index = args.index if args.index else list(range(len(args.wavs)))
     if len(index) != len(args.wavs):
@@ -145,7 +210,7 @@ def main():
         f.flush()
         for i, wav in zip(index, args.wavs):
             t1 = time.time()
-            text, err = eng.run(wav, args.timeout)
+            text, err = eng.run(wav, args.timeout, i)
             f.write(json.dumps({"i": i, "wav": wav, "text": text,
                                 "seconds": time.time() - t1, "error": err}) + "\n")
             f.flush()
