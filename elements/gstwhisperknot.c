@@ -835,6 +835,9 @@ gst_whisperknot_queue_mark (GstWhisperKnot * self, GstEvent * event,
   marker->event = event;
   marker->drain = drain;
   marker->base = base;
+  /* a hole before the mark is filled here, not under the lock: filling
+   * may wait for the worker, which takes the lock to pause */
+  wk_queue_end_hole (self->queue);
   g_mutex_lock (&self->lock);
   ok = !self->flushing && wk_queue_mark (self->queue, marker) == WK_OK;
   g_mutex_unlock (&self->lock);

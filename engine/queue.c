@@ -241,6 +241,19 @@ wk_queue_write (wk_queue * q, const void *data, wk_sample_format fmt, size_t n)
 }
 
 wk_status
+wk_queue_end_hole (wk_queue * q)
+{
+  wk_status st;
+
+  if (!q)
+    return WK_ERR_ARG;
+  pthread_mutex_lock (&q->lock);
+  st = end_hole (q);
+  pthread_mutex_unlock (&q->lock);
+  return st;
+}
+
+wk_status
 wk_queue_write_missing (wk_queue * q, size_t n)
 {
   wk_status st = WK_OK;

@@ -735,6 +735,14 @@ WK_API wk_status wk_queue_write (wk_queue * queue, const void *data,
  * the queue is stopped. */
 WK_API wk_status wk_queue_write_missing (wk_queue * queue, size_t n);
 
+/* Ends a hole announced with wk_queue_write_missing now: its samples and
+ * those held back after it are appended (waiting for room as a write
+ * does; WK_ERR_STATE, and they are dropped, while the queue is stopped).
+ * wk_queue_mark does this itself; a writer that places marks under a
+ * lock of its own, one the worker may need, calls this first so that it
+ * never waits for the worker while holding that lock. */
+WK_API wk_status wk_queue_end_hole (wk_queue * queue);
+
 /* Places a mark after the samples appended so far, stopped or not (a
  * caller that drops what comes while it flushes checks that itself);
  * WK_ERR_NOMEM: the queue did not take it. Samples announced missing are

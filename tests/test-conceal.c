@@ -127,8 +127,8 @@ test_no_context (void)
 
 /* The queue: a hole announced between two writes takes exactly its
  * samples in the timeline (what the stream is fed adds up), the samples
- * after it wait for it; a mark ends a hole; a clear drops one; a
- * stopped queue refuses. */
+ * after it wait for it; a mark or wk_queue_end_hole ends a hole; a
+ * clear drops one; a stopped queue refuses. */
 static void
 test_queue_holes (void)
 {
@@ -186,6 +186,15 @@ test_queue_holes (void)
   wk_queue_clear (q, NULL, NULL);
   CHECK (wk_queue_write (q, x, WK_SAMPLE_F32LE, 10) == WK_OK);
   CHECK (wk_queue_next (q, s, N, NULL, NULL, &got, &n) == WK_OK && n == 10);
+  /* wk_queue_end_hole ends one at once (what a mark does first) */
+  CHECK (wk_queue_write (q, x, WK_SAMPLE_F32LE, 500) == WK_OK);
+  CHECK (wk_queue_write_missing (q, 320) == WK_OK);
+  CHECK (wk_queue_write (q, x + 820, WK_SAMPLE_F32LE, 100) == WK_OK);
+  CHECK (wk_queue_end_hole (q) == WK_OK);
+  CHECK (wk_queue_end_hole (q) == WK_OK);       /* none: nothing */
+  CHECK (wk_queue_next (q, s, N, NULL, NULL, &got, &n) == WK_OK && !got);
+  CHECK_MSG (n == 920, "fed %zu", n);
+  CHECK (wk_queue_end_hole (NULL) == WK_ERR_ARG);
   CHECK (wk_queue_write_missing (NULL, 1) == WK_ERR_ARG);
   wk_queue_free (q);
   wk_stream_free (s);
