@@ -63,7 +63,8 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
  * per feed at most, so a backlog goes in one */
 #define FEED_CHUNK (WK_SAMPLE_RATE / 2)
 #define LIVE_FEED_CHUNK (2 * WK_SAMPLE_RATE)
-/* an input hole up to this is silence: a dropout splits no sentence */
+/* an input hole up to this is lost audio (concealed): a dropout splits no
+ * sentence */
 #define FILL_MAX (2 * GST_SECOND)
 #define MIN_TEXT_DURATION (WK_TIME_STEP_SAMPLES * GST_SECOND / WK_SAMPLE_RATE)
 
