@@ -24,7 +24,7 @@ Usage:
   GST_PLUGIN_PATH=build/gst-plugin tools/gst-live-latency.py [--model K] \\
       [--latency MS] [--commit deadline|agreement] [--gap S] [--truth FILE] \\
       [--fast] [--sweep [--latencies MS,...]] [--streams N] [--source live|identity] \\
-      [--sink-sync] [--texts] [-t N] FILE.wav...
+      [--sink-sync] [--texts] [--loss P [--loss-seed S]] [-t N] FILE.wav...
 
 Arrival is timed by a probe on the appsink's pad; --sink-sync makes the
 appsink synchronised (it then holds each buffer until its PTS + latency, and
@@ -38,6 +38,10 @@ waking).
 commit policies (the element's `commit` property): WER against the offline
 text and the truth, late buffers, p95 delay from a word's start to its buffer.
 
+--loss P: each 20 ms piece after the first is lost with probability P and
+sent as a GAP event instead (as rtpjitterbuffer do-lost=true and a
+depayloader report a lost RTP packet); the offline reference hears it all.
+
 --texts: per file, the truth, the offline text and the first pipeline's live text with
 their errors against the truth, to see where a policy or a run loses words (one run, not
 with --sweep).
@@ -48,6 +52,7 @@ normalized as knots/train/eval.py does before scoring.
 """
 import argparse
 import os
+import random
 import statistics
 import sys
 import threading
@@ -110,6 +115,7 @@ class Pipeline:
         self.words, self.partials, self.t0, self.err = [], [], 0.0, None
         self.reported = latency / 1000.0
         self.engine_late = (0, 0.0, 0.0)
+        self.loss, self.loss_seed = 0.0, 1
 
     def run(self):
         self.words, self.partials, self.t0 = run_pipeline(self)
@@ -152,12 +158,19 @@ def run_pipeline(pl):
 
     def push():
         n = len(audio) // 2
+        rng = random.Random(pl.loss_seed)
         for pos in range(0, n, PIECE):
             k = min(PIECE, n - pos)
             if pl.paced:
                 delay = t0 + (pos + k) / SR - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
+            if pos > 0 and pl.loss > 0 and rng.random() < pl.loss:
+                # a lost packet, as rtpjitterbuffer do-lost=true and a
+                # depayloader report it
+                src.send_event(Gst.Event.new_gap(pos * Gst.SECOND // SR,
+                                                 k * Gst.SECOND // SR))
+                continue
             b = Gst.Buffer.new_wrapped(audio[2 * pos:2 * (pos + k)])
             b.pts = pos * Gst.SECOND // SR
             b.duration = k * Gst.SECOND // SR
@@ -217,6 +230,8 @@ def measure(audio, args, latency, commit, off_text, truth_ref):
     PTS + the latency the element reported."""
     pls = [Pipeline(audio, args.model, latency, args.fast, commit, args.source, args.threads,
                     args.sink_sync) for _ in range(args.streams)]
+    for i, p in enumerate(pls):
+        p.loss, p.loss_seed = args.loss, args.loss_seed + i
     ths = [threading.Thread(target=p.run) for p in pls]
     for th in ths:
         th.start()
@@ -270,6 +285,10 @@ def main():
     ap.add_argument("--sink-sync", action="store_true",
                     help="a synchronised appsink (sync=true), which holds each text "
                     "buffer until its PTS + the latency; arrival is still timed at its pad")
+    ap.add_argument("--loss", type=float, default=0.0,
+                    help="lose each 20 ms piece with this probability, sent as a GAP "
+                    "event (RTP packet loss); the offline reference hears all")
+    ap.add_argument("--loss-seed", type=int, default=1, help="the losses' seed (default 1)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-word lines")
     ap.add_argument("--texts", action="store_true",
                     help="per file: the truth, the offline text and the live text (the "
