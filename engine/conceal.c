@@ -106,13 +106,13 @@ wk_conceal_fill (const wk_conceal * c, uint64_t j0, float *out, size_t m)
     const uint64_t j = j0 + i, from_end = c->len - 1 - j;
     /* the share of the side after: 0 at the hole's start, 1 at its end */
     const float u = (float) (((double) j + 0.5) / (double) c->len);
+    const float lb = level (j), la = level (from_end);
     float v = 0.0f;
 
-    if (c->period[0] > 0 && level (j) > 0.0f)
-      v += (c->period[1] > 0 ? 1.0f - u : 1.0f) * level (j) * repeat (c, 0, j);
-    if (c->period[1] > 0 && level (from_end) > 0.0f)
-      v += (c->period[0] > 0 ? u : 1.0f) * level (from_end)
-          * repeat (c, 1, from_end);
+    if (c->period[0] > 0 && lb > 0.0f)
+      v += (c->period[1] > 0 ? 1.0f - u : 1.0f) * lb * repeat (c, 0, j);
+    if (c->period[1] > 0 && la > 0.0f)
+      v += (c->period[0] > 0 ? u : 1.0f) * la * repeat (c, 1, from_end);
     out[i] = v;
   }
 }

@@ -33,13 +33,11 @@ struct wk_queue
   mark_node *head, *tail;
   bool stopped;
   void (*free_mark) (void *mark);
-  /* the writer's, for a hole (samples announced missing): its length,
-   * the last samples appended before it (newest last), and the first
-   * ones written after it, held back until there are enough of them to
-   * conceal it towards */
+  /* the writer's, for a hole (samples announced missing): its length
+   * and the first samples written after it, held back until there are
+   * enough of them to conceal it towards (the side before it is the
+   * ring's last samples) */
   uint64_t missing;
-  float hist[WK_CONCEAL_CONTEXT];
-  size_t n_hist;
   float after[WK_CONCEAL_CONTEXT];
   size_t n_after;
 };
@@ -123,28 +121,7 @@ wait_room (wk_queue * q)
   return m < q->cap - wpos ? m : q->cap - wpos;
 }
 
-/* Appends the m samples just written at the ring's write position (lock
- * held): the count, the history, the worker woken. */
-static void
-appended (wk_queue * q, size_t m)
-{
-  const float *x = q->ring + (size_t) (q->written % q->cap);
-
-  if (m >= WK_CONCEAL_CONTEXT) {
-    memcpy (q->hist, x + m - WK_CONCEAL_CONTEXT, sizeof q->hist);
-    q->n_hist = WK_CONCEAL_CONTEXT;
-  } else {
-    size_t keep = q->n_hist + m > WK_CONCEAL_CONTEXT ?
-        WK_CONCEAL_CONTEXT - m : q->n_hist;
-    memmove (q->hist, q->hist + q->n_hist - keep, keep * sizeof *q->hist);
-    memcpy (q->hist + keep, x, m * sizeof *x);
-    q->n_hist = keep + m;
-  }
-  q->written += m;
-  pthread_cond_broadcast (&q->cond);
-}
-
-/* Appends m samples (lock held): of fmt from data (NULL: silence), or
+/* Appends n samples (lock held): of fmt from data (NULL: silence), or
  * floats from f when it is not NULL. WK_ERR_STATE when the queue stops
  * first (the rest is dropped). */
 static wk_status
@@ -169,36 +146,52 @@ append (wk_queue * q, const unsigned char *data, wk_sample_format fmt,
       if (data)
         data += m * bps;
     }
-    appended (q, m);
+    q->written += m;
     n -= m;
+    pthread_cond_broadcast (&q->cond);
   }
   return WK_OK;
 }
 
-/* Ends a hole (lock held): its samples concealed between the history and
- * the samples held back after it (none: no audio follows it), then those.
- * While the queue is stopped they are dropped: WK_ERR_STATE. */
+/* The last samples appended, at most WK_CONCEAL_CONTEXT, into out (oldest
+ * first; lock held): still in the ring, which only the writer overwrites.
+ * Returns their number. */
+static size_t
+last_appended (const wk_queue * q, float *out)
+{
+  uint64_t n = q->written < WK_CONCEAL_CONTEXT ? q->written :
+      WK_CONCEAL_CONTEXT;
+  size_t i;
+
+  if (n > q->cap)
+    n = q->cap;
+  for (i = 0; i < n; i++)
+    out[i] = q->ring[(size_t) ((q->written - n + i) % q->cap)];
+  return (size_t) n;
+}
+
+#define CONCEAL_PIECE 512       /* samples concealed at a time */
+
+/* Ends a hole (lock held): its samples concealed between the samples
+ * before it and those held back after it (none: no audio follows it),
+ * then those. While the queue is stopped they are dropped: WK_ERR_STATE. */
 static wk_status
 end_hole (wk_queue * q)
 {
+  float before[WK_CONCEAL_CONTEXT], piece[CONCEAL_PIECE];
   wk_conceal c;
-  uint64_t j = 0;
+  uint64_t j;
   wk_status st = WK_OK;
 
   if (q->missing == 0)
     return WK_OK;
-  wk_conceal_plan (&c, q->hist, q->n_hist, q->after, q->n_after, q->missing);
-  while (j < q->missing) {
-    size_t m = wait_room (q);
-    if (m == 0) {
-      st = WK_ERR_STATE;
-      break;
-    }
-    if (m > q->missing - j)
-      m = (size_t) (q->missing - j);
-    wk_conceal_fill (&c, j, q->ring + (size_t) (q->written % q->cap), m);
-    appended (q, m);
-    j += m;
+  wk_conceal_plan (&c, before, last_appended (q, before), q->after,
+      q->n_after, q->missing);
+  for (j = 0; st == WK_OK && j < q->missing; j += CONCEAL_PIECE) {
+    size_t m = q->missing - j < CONCEAL_PIECE ? (size_t) (q->missing - j) :
+        CONCEAL_PIECE;
+    wk_conceal_fill (&c, j, piece, m);
+    st = append (q, NULL, WK_SAMPLE_F32LE, piece, m);
   }
   if (st == WK_OK)
     st = append (q, NULL, WK_SAMPLE_F32LE, q->after, q->n_after);
@@ -211,6 +204,7 @@ wk_status
 wk_queue_write (wk_queue * q, const void *data, wk_sample_format fmt, size_t n)
 {
   const unsigned char *src = data;
+  const size_t bps = fmt == WK_SAMPLE_S16LE ? 2 : 4;
   wk_status st = WK_OK;
 
   if (!q || (fmt != WK_SAMPLE_F32LE && fmt != WK_SAMPLE_S16LE))
@@ -227,7 +221,7 @@ wk_queue_write (wk_queue * q, const void *data, wk_sample_format fmt, size_t n)
       k = n;
     convert (q->after + q->n_after, src, fmt, k);
     q->n_after += k;
-    src += k * (fmt == WK_SAMPLE_S16LE ? 2 : 4);
+    src += k * bps;
     n -= k;
     if (q->n_after == WK_CONCEAL_CONTEXT)
       st = end_hole (q);
@@ -335,7 +329,7 @@ wk_queue_clear (wk_queue * q, void (*take) (void *mark, void *user), void *user)
   q->head = q->tail = NULL;
   q->written = q->read = 0;
   q->missing = 0;
-  q->n_hist = q->n_after = 0;
+  q->n_after = 0;
   pthread_cond_broadcast (&q->cond);
   pthread_mutex_unlock (&q->lock);
   while (node) {
