@@ -1,5 +1,6 @@
-/* whisperknot-convert: whisper.cpp ggml .bin or Hugging Face safetensors
- * -> knot (see FORMAT.md); Silero VAD's ggml file -> VAD knot.
+/* whisperknot-convert: whisper.cpp ggml .bin, Hugging Face safetensors or
+ * OpenAI's PyTorch .pt -> knot (see FORMAT.md); Silero VAD's ggml file ->
+ * VAD knot.
  *
  *   whisperknot-convert [--type f32|f16|q8_0|q4_0] [--keep NAME=TYPE ...]
  *                       [--vocab FILE] INPUT OUTPUT.knot
@@ -29,6 +30,7 @@
 #include "knot-writer.h"
 #include "safetensors.h"
 #include "tokenizer.h"
+#include "torch-pt.h"
 #include "wk-types.h"
 
 #define SRC_BF16 30             /* ggml's id for bfloat16 */
@@ -57,6 +59,7 @@ typedef struct
   /* owners */
   wk_ggml_bin *bin, *vocab_bin;
   wk_safetensors *st;
+  wk_torch_pt *pt;
   wk_hf_vocab hf_vocab;
 } src_model;
 
@@ -189,6 +192,22 @@ is_ggml_vad (const char *path)
   return wk_ggml_vad_probe (b, n);
 }
 
+/* Whether a file starts like a zip archive (torch.save's format). */
+static bool
+is_zip (const char *path)
+{
+  char err[16];
+  FILE *f = open_regular (path, err, sizeof err);
+  uint8_t b[4];
+  size_t n = 0;
+
+  if (f) {
+    n = fread (b, 1, sizeof b, f);
+    fclose (f);
+  }
+  return wk_torch_pt_sniff (b, n);
+}
+
 /* Silero VAD's ggml file -> the VAD knot (FORMAT.md, "Silero VAD knots").
  * Returns the exit status. */
 static int
@@ -247,14 +266,18 @@ could_be_safetensors (const char *path, char *err, size_t err_size)
   fclose (f);
   if (n == sizeof b && b[8] == '{')
     return true;
-  if (n >= 4 && !memcmp (b, "GGUF", 4))
+  if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
+    snprintf (err, err_size, "%s: a PyTorch checkpoint in the format before "
+        "PyTorch 1.6 (a bare pickle): load it and save it again with "
+        "torch.save, which writes the zip format this converter reads", path);
+  else if (n >= 4 && !memcmp (b, "GGUF", 4))
     snprintf (err, err_size, "%s: this is already a knot (GGUF); give a "
         "whisper.cpp .bin or a Hugging Face checkpoint to convert", path);
   else if (n >= 4)
     snprintf (err, err_size, "%s: not a model this converter reads: it "
         "starts with bytes %02x %02x %02x %02x, neither the magic of a "
-        "whisper.cpp ggml .bin (6c 6d 67 67) nor a safetensors header", path,
-        b[0], b[1], b[2], b[3]);
+        "whisper.cpp ggml .bin (6c 6d 67 67), of a PyTorch .pt (a zip, 50 4b "
+        "03 04) nor a safetensors header", path, b[0], b[1], b[2], b[3]);
   else
     snprintf (err, err_size, "%s: %zu bytes, too short for a model", path, n);
   return false;
@@ -522,6 +545,76 @@ load_hf (src_model * m, const char *input, char *err, size_t err_size)
   return 0;
 }
 
+/* OpenAI's checkpoint as openai-whisper saves it: {"dims": {...},
+ * "model_state_dict": {OpenAI name: tensor}}. It holds no vocabulary
+ * (openai-whisper reads its tiktoken files) and no mel filterbank (the
+ * computed one is its mel_filters.npz). */
+static int
+load_pt (src_model * m, const char *path, bool have_vocab, char *err,
+    size_t err_size)
+{
+  /* FORMAT.md's order, as hp_keys; openai-whisper's ModelDimensions */
+  static const char *const dims[10] = { "n_vocab", "n_audio_ctx",
+    "n_audio_state", "n_audio_head", "n_audio_layer", "n_text_ctx",
+    "n_text_state", "n_text_head", "n_text_layer", "n_mels"
+  };
+  wk_torch_pt *pt;
+
+  if (wk_torch_pt_open (path, &pt, err, err_size) != WK_OK)
+    return -1;
+  m->pt = pt;
+  for (int i = 0; i < 10; i++) {
+    int64_t v;
+    if (!wk_torch_pt_dim (pt, dims[i], &v)) {
+      snprintf (err, err_size, "%s: no dims[\"%s\"]: not an openai-whisper "
+          "checkpoint ({\"dims\": ..., \"model_state_dict\": ...})", path,
+          dims[i]);
+      return -1;
+    }
+    if (v < 1 || v > INT32_MAX) {
+      snprintf (err, err_size, "%s: dims[\"%s\"] = %lld", path, dims[i],
+          (long long) v);
+      return -1;
+    }
+    m->hp[i] = (int32_t) v;
+  }
+  if (!have_vocab) {
+    snprintf (err, err_size, "%s: an OpenAI .pt checkpoint holds no "
+        "vocabulary: give --vocab %s (from openai-whisper's whisper/assets/)",
+        path, m->hp[HP_VOCAB] >= 51865 ? "multilingual.tiktoken" :
+        "gpt2.tiktoken");
+    return -1;
+  }
+  m->mel = malloc ((size_t) m->hp[HP_MELS] * 201 * sizeof (float));
+  m->t = calloc (pt->n_tensors ? (size_t) pt->n_tensors : 1, sizeof *m->t);
+  if (!m->mel || !m->t) {
+    snprintf (err, err_size, "out of memory");
+    return -1;
+  }
+  wk_mel_filters_slaney (m->hp[HP_MELS], 400, 16000, m->mel);
+  for (int64_t i = 0; i < pt->n_tensors; i++) {
+    const wk_st_tensor *s = &pt->tensors[i];
+    src_tensor *t = &m->t[m->n++];
+    if (strlen (s->name) >= sizeof t->name) {
+      snprintf (err, err_size, "%s: tensor name '%.40s...' too long", path,
+          s->name);
+      return -1;
+    }
+    strcpy (t->name, s->name);
+    t->type = s->dtype == WK_ST_F32 ? WK_TYPE_F32 : s->dtype == WK_ST_F16 ?
+        WK_TYPE_F16 : SRC_BF16;
+    t->n_dims = s->n_dims;
+    for (int d = 0; d < WK_MAX_DIMS; d++)
+      t->ne[d] = d < s->n_dims ? s->shape[s->n_dims - 1 - d] : 1;
+    t->data = s->data;
+    t->nbytes = s->nbytes;
+  }
+  if (pt->n_skipped)
+    fprintf (stderr, "note: skipping %lld tensors that are neither f32, f16 "
+        "nor bf16, or have no dimensions\n", (long long) pt->n_skipped);
+  return 0;
+}
+
 static int
 load_vocab_override (src_model * m, const char *path, char *err,
     size_t err_size)
@@ -641,6 +734,7 @@ src_free (src_model * m)
   wk_ggml_bin_free (m->bin);
   wk_ggml_bin_free (m->vocab_bin);
   wk_safetensors_free (m->st);
+  wk_torch_pt_free (m->pt);
 }
 
 /* ---- checks ---------------------------------------------------------------- */
@@ -1142,7 +1236,11 @@ usage (FILE * f)
       "tokenizer.json, as\n"
       "transformers saves it (the special-token ids of added_tokens.json "
       "and\n"
-      "generation_config.json, if present, must be Whisper's); or Silero "
+      "generation_config.json, if present, must be Whisper's); or OpenAI's "
+      "checkpoint as\n"
+      "openai-whisper downloads it (~/.cache/whisper/base.en.pt, with --vocab "
+      "gpt2.tiktoken\n"
+      "or multilingual.tiktoken from its whisper/assets/); or Silero "
       "VAD's ggml\n"
       "file (ggml-silero-v6.2.0.bin), which becomes the VAD knot the engine "
       "reads\n"
@@ -1343,6 +1441,9 @@ main (int argc, char **argv)
   if (S_ISREG (sb.st_mode) && is_ggml_bin (input)) {
     if (load_bin (&m, input, err, sizeof err))
       goto fail;
+  } else if (S_ISREG (sb.st_mode) && is_zip (input)) {
+    if (load_pt (&m, input, vocab_path != NULL, err, sizeof err))
+      goto fail;
   } else if (!S_ISDIR (sb.st_mode)
       && !could_be_safetensors (input, err, sizeof err))
     goto fail;
@@ -1386,8 +1487,10 @@ main (int argc, char **argv)
     while (base > input && base[-1] != '/')
       base--;
     bl = (size_t) (input + end - base);
-    if (bl > 4 && !strcmp (base + bl - 4, ".bin"))
+    if (bl > 4 && !strncmp (base + bl - 4, ".bin", 4))
       bl -= 4;
+    else if (bl > 3 && !strncmp (base + bl - 3, ".pt", 3))
+      bl -= 3;
     wk_knot_writer_set_str (w, "general.architecture", "whisper", 7);
     wk_knot_writer_set_str (w, "general.name", base, bl);
     if (pad_window)

@@ -1,4 +1,4 @@
-/* Converter: ggml .bin and Hugging Face safetensors -> knot.
+/* Converter: ggml .bin, Hugging Face safetensors and OpenAI .pt -> knot.
  *
  * Models come from $WK_MAKE_TEST_MODEL (small-test dims unless stated);
  * the converter is $WK_CONVERT. Checks: every tensor of an f32/f16/q8_0/
@@ -39,6 +39,7 @@
 #include "tokenizer.h"
 #include "wav.h"
 #include "safetensors.h"
+#include "torch-pt.h"
 #include "wk-test.h"
 
 static double
@@ -1666,6 +1667,379 @@ test_safetensors_checkpoint (void)
   unlink (knot);
 }
 
+/* ---- OpenAI's .pt checkpoints ---- */
+
+static const char *
+test_data_path (const char *name)
+{
+  static char p[4200];
+  const char *dir = getenv ("WK_TEST_DATA");
+
+  snprintf (p, sizeof p, "%s/%s", dir ? dir : "tests/data", name);
+  return p;
+}
+
+/* A checkpoint parsed from a damaged copy keeps its tensors inside it. */
+static bool
+pt_inside (const wk_torch_pt * pt, const char *buf, size_t len)
+{
+  for (int64_t i = 0; i < pt->n_tensors; i++) {
+    const char *d = pt->tensors[i].data;
+    if (d < buf || pt->tensors[i].nbytes > len
+        || (size_t) (d - buf) > len - pt->tensors[i].nbytes)
+      return false;
+  }
+  return true;
+}
+
+/* torch.save's own files (tests/data/gen-torch-pt.py, torch 1.13): every
+ * kind of tensor openai-whisper's checkpoints can hold, with their
+ * values; a transposed view refused; every truncation refused and every
+ * byte flipped either refused or parsed inside the buffer. */
+static void
+test_torch_pt_reader (void)
+{
+  static const struct
+  {
+    const char *name;
+    wk_st_dtype dtype;
+    int n_dims;
+    int64_t shape[2];
+    float first, step;          /* value i = first + i step */
+  } want[] = {
+    {"a.weight", WK_ST_F16, 2, {3, 4}, 0.0f, 0.125f},
+    {"b.bias", WK_ST_F32, 1, {3, 1}, 1.5f, 0.0f},
+    {"c.weight", WK_ST_BF16, 2, {2, 3}, -2.0f, 1.0f},
+    {"p", WK_ST_F32, 2, {1, 2}, 0.25f, 0.25f},
+    {"view.first", WK_ST_F32, 1, {4, 1}, 0.0f, 1.0f},
+    {"view.later", WK_ST_F32, 2, {2, 2}, 5.0f, 1.0f},
+  };
+  static const float bias[3] = { 1.5f, -2.0f, 3.0f };
+  wk_torch_pt *pt = NULL;
+  char err[512], *buf;
+  size_t len = 0;
+  int64_t v;
+  int accepted = 0, flipped_ok = 0, outside = 0;
+
+  CHECK_MSG (wk_torch_pt_open (test_data_path ("torch-mix.pt"), &pt, err,
+          sizeof err) == WK_OK, "%s", err);
+  if (!pt)
+    return;
+  CHECK (pt->n_tensors == 6 && pt->n_skipped == 2);
+  CHECK (wk_torch_pt_dim (pt, "n_mels", &v) && v == 80);
+  CHECK (wk_torch_pt_dim (pt, "n_vocab", &v) && v == 51864);
+  CHECK (wk_torch_pt_dim (pt, "n_audio_head", &v) && v == 6);
+  CHECK (!wk_torch_pt_dim (pt, "n_text_head", &v));
+  for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+    const wk_st_tensor *t = NULL;
+    int64_t n = want[w].shape[0] * want[w].shape[1];
+    float x[16];
+    int bad = 0;
+    for (int64_t i = 0; i < pt->n_tensors; i++)
+      if (!strcmp (pt->tensors[i].name, want[w].name))
+        t = &pt->tensors[i];
+    CHECK_MSG (t != NULL, "%s missing", want[w].name);
+    if (!t)
+      continue;
+    CHECK_MSG (t->dtype == want[w].dtype && t->n_dims == want[w].n_dims
+        && t->shape[0] == want[w].shape[0] && (t->n_dims == 1
+            || t->shape[1] == want[w].shape[1])
+        && t->nbytes == (size_t) n * (t->dtype == WK_ST_F32 ? 4 : 2),
+        "%s: dtype %d, %d dims, shape %lld x %lld, %zu bytes", t->name,
+        t->dtype, t->n_dims, (long long) t->shape[0],
+        (long long) t->shape[1], t->nbytes);
+    if (t->nbytes != (size_t) n * (t->dtype == WK_ST_F32 ? 4 : 2))
+      continue;
+    wk_st_to_f32 (t->dtype, t->data, x, (size_t) n);
+    for (int64_t i = 0; i < n; i++)
+      bad += x[i] != (w == 1 ? bias[i] : want[w].first + want[w].step
+          * (float) i);
+    CHECK_MSG (bad == 0, "%s: %d values differ", t->name, bad);
+  }
+  wk_torch_pt_free (pt);
+  pt = NULL;
+
+  CHECK (wk_torch_pt_open (test_data_path ("torch-transposed.pt"), &pt, err,
+          sizeof err) != WK_OK && pt == NULL);
+  CHECK_MSG (strstr (err, "contiguous") != NULL, "%s", err);
+
+  buf = slurp (test_data_path ("torch-mix.pt"), &len);
+  CHECK (buf != NULL && len > 1000);
+  if (!buf)
+    return;
+  for (size_t n = 0; n < len; n++) {
+    char *c = malloc (n + 1);
+    memcpy (c, buf, n);
+    if (wk_torch_pt_open_memory (c, n, &pt, err, sizeof err) == WK_OK) {
+      accepted++;
+      wk_torch_pt_free (pt);
+    }
+    free (c);
+  }
+  CHECK_MSG (accepted == 0, "%d truncated copies accepted", accepted);
+  for (size_t i = 0; i < len; i++) {
+    char *c = malloc (len);
+    memcpy (c, buf, len);
+    c[i] ^= (char) 0xff;
+    if (wk_torch_pt_open_memory (c, len, &pt, err, sizeof err) == WK_OK) {
+      flipped_ok++;
+      outside += !pt_inside (pt, c, len);
+      wk_torch_pt_free (pt);
+    }
+    free (c);
+  }
+  /* (a flip inside a storage, a name or a field the reader does not use
+   * still parses) */
+  CHECK_MSG (flipped_ok < (int) len && outside == 0, "%d of %zu flipped "
+      "copies parsed, %d with a tensor outside", flipped_ok, len, outside);
+  printf ("# .pt reader: %d of %zu copies with one byte flipped parse\n",
+      flipped_ok, len);
+  free (buf);
+}
+
+static void
+put_u16 (FILE * f, unsigned v)
+{
+  fputc ((int) (v & 0xff), f);
+  fputc ((int) (v >> 8 & 0xff), f);
+}
+
+static void
+put_u32 (FILE * f, uint32_t v)
+{
+  put_u16 (f, v & 0xffff);
+  put_u16 (f, v >> 16);
+}
+
+static uint32_t
+crc32_of (const void *data, size_t n)
+{
+  const uint8_t *p = data;
+  uint32_t c = 0xffffffffu;
+
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++)
+      c = c >> 1 ^ (0xedb88320u & (0u - (c & 1)));
+  }
+  return ~c;
+}
+
+static void
+pk_str (FILE * f, const char *s)
+{
+  fputc ('X', f);
+  put_u32 (f, (uint32_t) strlen (s));
+  fputs (s, f);
+}
+
+static void
+pk_int (FILE * f, int64_t v)
+{
+  fputc ('J', f);
+  put_u32 (f, (uint32_t) v);
+}
+
+/* Writes b's weights (f32) as path, a zip archive laid out as torch.save
+ * writes openai-whisper's checkpoints (the opcodes and entries of
+ * tests/data/torch-mix.pt): NAME/data.pkl holding {"dims": {...},
+ * "model_state_dict": OrderedDict (name: _rebuild_tensor_v2 (storage
+ * KEY, 0, shape, strides, False, OrderedDict ()))}, storage KEY stored
+ * as NAME/data/KEY, and NAME/version. */
+static void
+write_pt_checkpoint (const wk_ggml_bin * b, const char *path)
+{
+  static const char *const dims[10] = { "n_vocab", "n_audio_ctx",
+    "n_audio_state", "n_audio_head", "n_audio_layer", "n_text_ctx",
+    "n_text_state", "n_text_head", "n_text_layer", "n_mels"
+  };
+  const int32_t *hp = &b->hp.n_vocab;
+  int64_t n_ent = b->n_tensors + 2;
+  char **names = calloc ((size_t) n_ent, sizeof *names);
+  const void **data = calloc ((size_t) n_ent, sizeof *data);
+  size_t *size = calloc ((size_t) n_ent, sizeof *size);
+  uint32_t *off = calloc ((size_t) n_ent, sizeof *off);
+  char *pkl = NULL;
+  size_t pkl_len = 0;
+  FILE *p = open_memstream (&pkl, &pkl_len), *f;
+  uint32_t cd;
+
+  fputs ("\x80\x02}(", p);
+  pk_str (p, "dims");
+  fputs ("}(", p);
+  for (int i = 0; i < 10; i++) {
+    pk_str (p, dims[i]);
+    pk_int (p, hp[i]);
+  }
+  fputc ('u', p);
+  pk_str (p, "model_state_dict");
+  fputs ("ccollections\nOrderedDict\n)R(", p);
+  for (int64_t i = 0; i < b->n_tensors; i++) {
+    const wk_ggml_tensor *g = &b->tensors[i];
+    int nd = strstr (g->name, "conv") && strstr (g->name, ".bias") ? 1 :
+        g->n_dims;
+    int64_t numel = g->ne[0] * g->ne[1] * g->ne[2] * g->ne[3], stride = 1;
+    int64_t st[WK_MAX_DIMS];
+    char key[32];
+
+    snprintf (key, sizeof key, "%lld", (long long) i);
+    pk_str (p, g->name);
+    fputs ("ctorch._utils\n_rebuild_tensor_v2\n((", p);
+    pk_str (p, "storage");
+    fputs ("ctorch\nFloatStorage\n", p);
+    pk_str (p, key);
+    pk_str (p, "cpu");
+    pk_int (p, numel);
+    fputs ("tQ", p);
+    pk_int (p, 0);
+    /* PyTorch order: ggml's ne reversed (a conv bias {1, d} is 1-D) */
+    fputc ('(', p);
+    for (int d = nd - 1; d >= 0; d--)
+      pk_int (p, nd == 1 ? numel : g->ne[d]);
+    fputs ("t(", p);
+    for (int d = 0; d < nd; d++) {
+      st[d] = stride;
+      stride *= nd == 1 ? numel : g->ne[d];
+    }
+    for (int d = nd - 1; d >= 0; d--)
+      pk_int (p, st[d]);
+    fputs ("t\x89" "ccollections\nOrderedDict\n)RtR", p);
+    {
+      char entry[48];
+      snprintf (entry, sizeof entry, "ck/data/%s", key);
+      names[i + 1] = strdup (entry);
+    }
+    data[i + 1] = g->data;
+    size[i + 1] = g->nbytes;
+  }
+  fputs ("uu.", p);
+  fclose (p);
+  names[0] = strdup ("ck/data.pkl");
+  data[0] = pkl;
+  size[0] = pkl_len;
+  names[n_ent - 1] = strdup ("ck/version");
+  data[n_ent - 1] = "3\n";
+  size[n_ent - 1] = 2;
+
+  f = fopen (path, "wb");
+  for (int64_t i = 0; i < n_ent; i++) {
+    off[i] = (uint32_t) ftell (f);
+    put_u32 (f, 0x04034b50);
+    put_u16 (f, 20);
+    put_u16 (f, 0);             /* flags */
+    put_u16 (f, 0);             /* stored */
+    put_u32 (f, 0);             /* time, date */
+    put_u32 (f, crc32_of (data[i], size[i]));
+    put_u32 (f, (uint32_t) size[i]);
+    put_u32 (f, (uint32_t) size[i]);
+    put_u16 (f, (unsigned) strlen (names[i]));
+    put_u16 (f, 0);
+    fputs (names[i], f);
+    fwrite (data[i], 1, size[i], f);
+  }
+  cd = (uint32_t) ftell (f);
+  for (int64_t i = 0; i < n_ent; i++) {
+    put_u32 (f, 0x02014b50);
+    put_u16 (f, 20);
+    put_u16 (f, 20);
+    put_u16 (f, 0);
+    put_u16 (f, 0);
+    put_u32 (f, 0);
+    put_u32 (f, crc32_of (data[i], size[i]));
+    put_u32 (f, (uint32_t) size[i]);
+    put_u32 (f, (uint32_t) size[i]);
+    put_u16 (f, (unsigned) strlen (names[i]));
+    put_u16 (f, 0);             /* extra */
+    put_u16 (f, 0);             /* comment */
+    put_u16 (f, 0);             /* disk */
+    put_u16 (f, 0);
+    put_u32 (f, 0);
+    put_u32 (f, off[i]);
+    fputs (names[i], f);
+  }
+  {
+    uint32_t cd_size = (uint32_t) ftell (f) - cd;
+    put_u32 (f, 0x06054b50);
+    put_u16 (f, 0);
+    put_u16 (f, 0);
+    put_u16 (f, (unsigned) n_ent);
+    put_u16 (f, (unsigned) n_ent);
+    put_u32 (f, cd_size);
+    put_u32 (f, cd);
+    put_u16 (f, 0);
+  }
+  fclose (f);
+  for (int64_t i = 0; i < n_ent; i++)
+    free (names[i]);
+  free (names);
+  free ((void *) data);
+  free (size);
+  free (off);
+  free (pkl);
+}
+
+/* OpenAI's checkpoint layout (write_pt_checkpoint) converts to the
+ * tensors of the .bin it was written from; without --vocab it is a clear
+ * error naming the file to give, and leaves nothing. */
+static void
+test_pt_checkpoint (void)
+{
+  const char *bin = wpath ("pt.bin"), *pt = wpath ("pt.pt"), *knot =
+      wpath ("pt.knot");
+  wk_ggml_bin *b = NULL;
+  char err[512];
+
+  if (make_model ("small-test", "f32", "11", bin))
+    return;
+  CHECK (wk_ggml_bin_open (bin, &b, err, sizeof err) == WK_OK);
+  if (!b)
+    return;
+  write_pt_checkpoint (b, pt);
+  {
+    char *argv[] = { (char *) conv, (char *) "--vocab", (char *) bin,
+      (char *) pt, (char *) knot, NULL
+    };
+    CHECK_MSG (run (argv) == 0, "%s", out_text);
+  }
+  check_bit_identical (bin, knot);
+  unlink (knot);
+  /* a storage that claims one element more than its entry holds (its
+   * tensor still inside the entry) */
+  {
+    size_t len = 0;
+    char *buf = slurp (pt, &len), *at;
+    static const char pat[] = "X\003\0\0\0cpuJ";
+    CHECK (buf != NULL);
+    at = buf ? memmem (buf, len, pat, sizeof pat - 1) : NULL;
+    CHECK (at != NULL);
+    if (at) {
+      char *argv[] = { (char *) conv, (char *) "--vocab", (char *) bin,
+        (char *) pt, (char *) knot, NULL
+      };
+      FILE *f;
+      at[sizeof pat - 1]++;
+      f = fopen (pt, "wb");
+      fwrite (buf, 1, len, f);
+      fclose (f);
+      CHECK (run (argv) != 0);
+      CHECK_MSG (strstr (out_text, "claims") != NULL, "%s", out_text);
+      CHECK (access (knot, F_OK) != 0);
+      at[sizeof pat - 1]--;
+      f = fopen (pt, "wb");
+      fwrite (buf, 1, len, f);
+      fclose (f);
+    }
+    free (buf);
+  }
+  CHECK (convert (NULL, NULL, pt, knot) != 0);
+  CHECK_MSG (strstr (out_text, "--vocab gpt2.tiktoken") != NULL, "%s",
+      out_text);
+  CHECK (access (knot, F_OK) != 0);
+  wk_ggml_bin_free (b);
+  unlink (bin);
+  unlink (pt);
+}
+
 /* Writes text to dir/name. */
 static void
 write_text (const char *dir, const char *name, const char *text)
@@ -2541,6 +2915,7 @@ main (void)
   RUN (test_ggml_block_layouts);
   RUN (test_shared_bin_files);
   RUN (test_tiktoken_reader);
+  RUN (test_torch_pt_reader);
   if (!gen || !conv || !vocab_bin || access (vocab_bin, R_OK) != 0) {
     printf ("# WK_MAKE_TEST_MODEL, WK_CONVERT or the shared data missing: "
         "skipping the converter runs\n");
@@ -2555,6 +2930,7 @@ main (void)
   RUN (test_bin_to_knot_bit_identical);
   RUN (test_requantize_and_keep);
   RUN (test_safetensors_checkpoint);
+  RUN (test_pt_checkpoint);
   RUN (test_transformers_layout);
   RUN (test_short_vocab_refused);
   RUN (test_bad_inputs_fail_cleanly);
