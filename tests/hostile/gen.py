@@ -16,7 +16,7 @@ vocabulary), vad (the Silero VAD knot through whisperknot-transcribe
 --vad, the shipped one damaged in the same ways, and Silero's ggml file
 through the converter and, refused, the transcriber), path (FIFO, directory, device, a file that shrinks while
 mapped), ggml (.bin input of the converter), safetensors (Hugging Face
-checkpoint directories), wav (the transcriber's input) and element (caps,
+checkpoint directories), torch-pt (OpenAI's .pt checkpoints), wav (the transcriber's input) and element (caps,
 appsrc buffers, models through the element). Bases: a small random-weight
 knot and .bin made with the build's wk-make-test-model and converter
 (ctx.small_knot, ctx.small_bin), the default model, and jfk.wav.
@@ -1077,37 +1077,47 @@ def openai_to_hf(name):
     return "model." + name
 
 
+def read_f32_bin(b):
+    """The small .bin's hyper-parameters, tokens and tensors: (OpenAI name,
+    PyTorch shape, f32 bytes), conv biases 1-D as PyTorch holds them."""
+    hp = struct.unpack_from("<11i", b, 4)
+    o = 48
+    n_mel, n_fft = rd32(b, o), rd32(b, o + 4)
+    o += 8 + 4 * n_mel * n_fft
+    n_tok = rd32(b, o)
+    o += 4
+    tokens = []
+    for _ in range(n_tok):
+        ln = rd32(b, o)
+        tokens.append(b[o + 4:o + 4 + ln])
+        o += 4 + ln
+    tensors = []
+    while o < len(b):
+        nd, nl, tt = struct.unpack_from("<3i", b, o)
+        ne = list(struct.unpack_from("<%di" % nd, b, o + 12))
+        o += 12 + 4 * nd
+        name = b[o:o + nl].decode()
+        o += nl
+        n = tensor_nbytes(tt, ne)
+        data = b[o:o + n]
+        o += n
+        assert tt == TYPE_F32, "the base .bin must be f32"
+        shape = list(reversed(ne))
+        if "conv" in name and name.endswith(".bias"):
+            shape = [ne[0] * ne[1]]
+        tensors.append((name, shape, data))
+    return hp, tokens, tensors
+
+
 class HfCheckpoint:
     """A Hugging Face directory made from the small .bin (f32): its
     tensors, config and vocabulary, each part editable before writing."""
 
     def __init__(self, b):
-        hp = struct.unpack_from("<11i", b, 4)
+        hp, self.tokens, tensors = read_f32_bin(b)
         self.hp = hp
-        o = 48
-        n_mel, n_fft = rd32(b, o), rd32(b, o + 4)
-        o += 8 + 4 * n_mel * n_fft
-        n_tok = rd32(b, o)
-        o += 4
-        self.tokens = []
-        for _ in range(n_tok):
-            ln = rd32(b, o)
-            self.tokens.append(b[o + 4:o + 4 + ln])
-            o += 4 + ln
         self.tensors = {}       # hf name -> [dtype, shape, data]
-        while o < len(b):
-            nd, nl, tt = struct.unpack_from("<3i", b, o)
-            ne = list(struct.unpack_from("<%di" % nd, b, o + 12))
-            o += 12 + 4 * nd
-            name = b[o:o + nl].decode()
-            o += nl
-            n = tensor_nbytes(tt, ne)
-            data = b[o:o + n]
-            o += n
-            assert tt == TYPE_F32, "the base .bin must be f32"
-            shape = list(reversed(ne))
-            if "conv" in name and name.endswith(".bias"):
-                shape = [ne[0] * ne[1]]
+        for name, shape, data in tensors:
             self.tensors[openai_to_hf(name)] = ["F32", shape, data]
         self.config = {
             "vocab_size": hp[0], "max_source_positions": hp[1],
@@ -1145,6 +1155,231 @@ class HfCheckpoint:
         if vocab is not False:
             write(d, "vocab.json", vocab if vocab is not None
                   else json.dumps(self.vocab, ensure_ascii=False).encode())
+
+
+# ---- OpenAI .pt checkpoints ---------------------------------------------------
+
+PT_DIMS = ("n_vocab", "n_audio_ctx", "n_audio_state", "n_audio_head",
+           "n_audio_layer", "n_text_ctx", "n_text_state", "n_text_head",
+           "n_text_layer", "n_mels")
+
+
+def pk_str(s):
+    b = s.encode() if isinstance(s, str) else s
+    return b"X" + u32(len(b)) + b
+
+
+def pk_int(v):
+    return b"J" + struct.pack("<i", v)
+
+
+class PtCheckpoint:
+    """The small .bin's weights as torch.save writes openai-whisper's
+    checkpoints (a zip of NAME/data.pkl, NAME/data/KEY per storage and
+    NAME/version; the pickle's opcodes as in tests/data/torch-mix.pt),
+    each part editable before writing."""
+
+    def __init__(self, b):
+        hp, _, tensors = read_f32_bin(b)
+        self.dims = dict(zip(PT_DIMS, hp[:10]))
+        # name -> storage class, key, numel, offset, shape, strides, bytes
+        self.tensors = {}
+        for i, (name, shape, data) in enumerate(tensors):
+            strides, st = [], 1
+            for x in reversed(shape):
+                strides.insert(0, st)
+                st *= x
+            self.tensors[name] = dict(cls="FloatStorage", key=str(i),
+                                      numel=len(data) // 4, offset=0,
+                                      shape=shape, strides=strides,
+                                      data=data)
+
+    def pickle(self, dims=None, tensors=None, rebuild=None):
+        dims = self.dims if dims is None else dims
+        tensors = self.tensors if tensors is None else tensors
+        rebuild = rebuild or b"ctorch._utils\n_rebuild_tensor_v2\n"
+        out = b"\x80\x02}(" + pk_str("dims") + b"}("
+        for k, v in dims.items():
+            out += pk_str(k) + (pk_int(v) if isinstance(v, int) else pk_str(v))
+        out += b"u" + pk_str("model_state_dict")
+        out += b"ccollections\nOrderedDict\n)R("
+        for name, t in tensors.items():
+            out += pk_str(name) + rebuild + b"((" + pk_str("storage")
+            out += b"ctorch\n" + t["cls"].encode() + b"\n" + pk_str(t["key"])
+            out += pk_str("cpu") + pk_int(t["numel"]) + b"tQ" + pk_int(t["offset"])
+            out += b"(" + b"".join(pk_int(x) for x in t["shape"]) + b"t("
+            out += b"".join(pk_int(x) for x in t["strides"])
+            out += b"t\x89ccollections\nOrderedDict\n)RtR"
+        return out + b"uu."
+
+    def zip(self, pkl=None, entries=None, compress=(), extra=()):
+        """The archive; entries: name -> bytes (default: the storages)."""
+        import io
+        import zipfile
+        if entries is None:
+            entries = {"data/" + t["key"]: t["data"]
+                       for t in self.tensors.values()}
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+            items = [("data.pkl", self.pickle() if pkl is None else pkl)]
+            items += list(entries.items()) + [("version", b"3\n")]
+            items += list(extra)
+            for name, data in items:
+                # ("/NAME": at the archive's top, outside ckpt/)
+                z.writestr(name[1:] if name[0] == "/" else "ckpt/" + name,
+                           data, zipfile.ZIP_DEFLATED if name in compress
+                           else zipfile.ZIP_STORED)
+        return buf.getvalue()
+
+
+def torch_pt_cases(ctx):
+    pt = PtCheckpoint(ctx.small_bin)
+    cases = []
+    vocab_tok = os.path.join(os.path.dirname(ctx.jfk), "gpt2.tiktoken")
+
+    def add(name, data_fn, expect="error", want=None, vocab=True):
+        def make(d):
+            src = write(d, "ckpt.pt", data_fn())
+            argv = ["convert", "--quiet"]
+            if vocab:
+                argv += ["--vocab", vocab_tok]
+            return argv + [src, os.path.join(d, "out.knot")]
+        cases.append(Case("torch-pt", name, make, expect, want,
+                          no_output="out.knot", check=loads(ctx)))
+
+    def edited(fn, **kw):
+        """The archive with a deep copy of the tensors edited by fn."""
+        def data():
+            t = {k: dict(v) for k, v in pt.tensors.items()}
+            fn(t)
+            return pt.zip(pkl=pt.pickle(tensors=t, **kw), entries={
+                "data/" + v["key"]: v["data"] for v in t.values()})
+        return data
+
+    first = next(iter(pt.tensors))
+    z = pt.zip()
+    eocd = z.rfind(b"PK\x05\x06")
+    cd = z.rfind(b"PK\x01\x02")
+    add("control", pt.zip, "ok")
+    add("no-vocab", pt.zip, want="--vocab gpt2.tiktoken", vocab=False)
+    add("empty", lambda: b"", want="empty|short|non-empty")
+    add("legacy-format", lambda: b"\x80\x02\x8a\x0alZ\xfc\x9cF\xf9 j\xa8P\x19."
+        + b"\0" * 64, want="PyTorch 1.6|legacy|save it again")
+    add("zip-magic-only", lambda: b"PK\x03\x04" + b"\0" * 40,
+        want="zip|truncat|end")
+    add("truncated-half", lambda: z[:len(z) // 2], want="zip|truncat|end")
+    add("truncated-in-eocd", lambda: z[:-10], want="zip|truncat|end")
+    add("cd-offset-past-end", lambda: patch(z, eocd + 16, u32(len(z) + 100)),
+        want="directory|outside")
+    add("entries-zip64-without-locator",
+        lambda: patch(z, eocd + 10, b"\xff\xff"), want="zip64")
+    add("entries-more-than-fit", lambda: patch(z, eocd + 10, b"\xfe\xff"),
+        want="directory|entries|damaged")
+    add("local-header-offset-bad", lambda: patch(z, cd + 42, u32(len(z) - 8)),
+        want="local header|past|truncat")
+    add("encrypted-entry", lambda: patch(z, cd + 8, b"\x01\x00"),
+        want="encrypted")
+    add("pickle-compressed", lambda: pt.zip(compress=("data.pkl",)),
+        want="compressed")
+    add("storage-compressed",
+        lambda: pt.zip(compress=("data/" + pt.tensors[first]["key"],)),
+        want="compressed")
+    add("storage-missing", lambda: pt.zip(entries={
+        "data/" + t["key"]: t["data"] for n, t in pt.tensors.items()
+        if n != first}), want="not in the archive")
+    add("two-pickles", lambda: pt.zip(extra=(("/other/data.pkl", b"."),)),
+        want="two pickles")
+    add("byteorder-big", lambda: pt.zip(extra=(("byteorder", b"big"),)),
+        want="byte order")
+    add("byteorder-little", lambda: pt.zip(extra=(("byteorder", b"little"),)),
+        "ok")
+    add("zip64-extra-fields", lambda: zip64(pt), "ok")
+    add("storage-numel-inflated",
+        edited(lambda t: t[first].update(numel=t[first]["numel"] + 1)),
+        want="claims")
+    add("shape-past-storage",
+        edited(lambda t: t[first].update(shape=[t[first]["shape"][0] + 1]
+                                         + t[first]["shape"][1:])),
+        want="runs past|storage")
+    add("offset-past-storage", edited(lambda t: t[first].update(offset=1)),
+        want="runs past|storage")
+    add("shape-negative", edited(lambda t: t[first].update(shape=[-1, 3, 3])),
+        want="size|dimension")
+    add("shape-5d", edited(lambda t: t[first].update(shape=[1] * 5,
+                                                     strides=[1] * 5)),
+        want="dimensions")
+    add("transposed",
+        edited(lambda t: t[first].update(strides=list(reversed(
+            t[first]["strides"])))), want="contiguous")
+    # (a dtype a knot cannot take: the tensor is skipped, so missing)
+    add("storage-f64", edited(lambda t: t[first].update(
+        cls="DoubleStorage", data=t[first]["data"] * 2)),
+        want="conv1.weight' is missing")
+    add("storage-unknown", edited(lambda t: t[first].update(
+        cls="QUInt8Storage")), want="storage type")
+    add("storage-bf16", edited(lambda t: [v.update(
+        cls="BFloat16Storage", data=bf16_bytes(v["data"]))
+        for v in t.values()]), "ok")
+    add("rebuild-os-system", edited(lambda t: None,
+                                    rebuild=b"cposix\nsystem\n"),
+        want="does not hold")
+    add("rebuild-eval", edited(lambda t: None, rebuild=b"cbuiltins\neval\n"),
+        want="does not hold")
+    add("duplicate-name", lambda: pt.zip(pkl=pt.pickle().replace(
+        pk_str("encoder.conv1.bias"), pk_str("encoder.conv1.weight"))),
+        want="twice")
+    pk = pt.pickle()
+    for tag, raw, want in (
+            ("protocol-9", b"\x80\x09" + pk[2:], "protocol"),
+            ("opcode-text-int", pk[:-1] + b"I1\n.", "opcode"),
+            ("no-stop", pk[:-1], "ends"),
+            ("cut-in-string", pk[:len(pk) // 3], "ends"),
+            ("stop-at-start", pk[:2] + b".", "STOP"),
+            ("memo-get-unset", pk[:2] + b"h\x05" + pk[2:], "memo"),
+            ("memo-put-huge", pk[:3] + b"r\xff\xff\xff\x7f" + pk[3:], "memo"),
+            ("setitems-without-mark", pk[:2] + b"}u" + pk[2:], "mark"),
+            ("tuple-of-nothing", b"\x80\x02\x85.", "stack|more values"),
+            ("marks-without-end", b"\x80\x02" + b"(" * 2000000 + b".",
+             "marks|STOP"),
+            ("string-length-huge", b"\x80\x02X\xff\xff\xff\x7f", "ends"),
+            ("not-a-dict", b"\x80\x02K\x05.", "not a dict"),
+            ("state-dict-not-tensors", b"\x80\x02}(X\x01\0\0\0aK\x01u.",
+             "tensor"),
+            ("reduce-list", pk[:2] + b"]]R" + pk[2:], "REDUCE|callable")):
+        add("pickle-" + tag, lambda raw=raw: pt.zip(pkl=raw), want=want)
+    for tag, dims, want in (
+            ("missing", {}, "dims"),
+            ("negative", dict(pt.dims, n_mels=-80), "n_mels"),
+            ("string", dict(pt.dims, n_mels="80"), "n_mels"),
+            ("huge", dict(pt.dims, n_audio_state=1 << 30), "n_audio_state|"
+             "width|shape|expected")):
+        add("dims-" + tag, lambda dims=dims: pt.zip(pkl=pt.pickle(dims=dims)),
+            want=want)
+    add("tensor-missing", lambda: pt.zip(pkl=pt.pickle(tensors={
+        k: v for k, v in pt.tensors.items() if k != first})),
+        want="conv1")
+    return cases
+
+
+def bf16_bytes(f32):
+    """f32 values as bfloat16, truncated (each value's upper 16 bits)."""
+    return b"".join(f32[i + 2:i + 4] for i in range(0, len(f32), 4))
+
+
+def zip64(pt):
+    """The checkpoint with zip64 extra fields on every entry (as a writer
+    that does not know the sizes ahead writes them)."""
+    import io
+    import zipfile
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        items = [("data.pkl", pt.pickle())]
+        items += [("data/" + t["key"], t["data"]) for t in pt.tensors.values()]
+        for name, data in items:
+            with z.open(zipfile.ZipInfo("ckpt/" + name), "w",
+                        force_zip64=True) as f:
+                f.write(data)
+    return buf.getvalue()
 
 
 def safetensors_cases(ctx):
@@ -1585,7 +1820,8 @@ def element_cases(ctx):
 
 CLASSES = (("knot", knot_cases), ("vad", vad_cases), ("path", path_cases),
            ("ggml", ggml_cases),
-           ("safetensors", safetensors_cases), ("wav", wav_cases),
+           ("safetensors", safetensors_cases), ("torch-pt", torch_pt_cases),
+           ("wav", wav_cases),
            ("element", element_cases))
 
 
