@@ -58,8 +58,10 @@ typedef struct
   uint64_t src_bytes;
   /* owners */
   wk_ggml_bin *bin, *vocab_bin;
-  wk_safetensors *st;
-  wk_torch_pt *pt;
+  wk_safetensors **st;          /* a Hugging Face checkpoint's files */
+  int n_st;
+  wk_torch_pt **pt;             /* its pytorch_model*.bin, or OpenAI's .pt */
+  int n_pt;
   wk_hf_vocab hf_vocab;
 } src_model;
 
@@ -206,6 +208,29 @@ is_zip (const char *path)
     fclose (f);
   }
   return wk_torch_pt_sniff (b, n);
+}
+
+/* Whether a PyTorch zip is a transformers pytorch_model.bin (a bare state
+ * dict with config.json beside it) rather than OpenAI's checkpoint (with
+ * its "dims"). A file that does not parse goes to load_pt, which says
+ * why. */
+static bool
+is_hf_pytorch_bin (const char *path)
+{
+  char err[256], cfg[4200];
+  const char *slash = strrchr (path, '/');
+  wk_torch_pt *pt;
+  bool hf;
+
+  if (wk_torch_pt_open (path, &pt, err, sizeof err) != WK_OK)
+    return false;
+  hf = pt->n_dims == 0;
+  wk_torch_pt_free (pt);
+  if (slash)
+    snprintf (cfg, sizeof cfg, "%.*s/config.json", (int) (slash - path), path);
+  else
+    snprintf (cfg, sizeof cfg, "config.json");
+  return hf && access (cfg, R_OK) == 0;
 }
 
 /* Silero VAD's ggml file -> the VAD knot (FORMAT.md, "Silero VAD knots").
@@ -454,6 +479,129 @@ check_hf_special_ids (const src_model * m, const char *dir, char *err,
   return rc;
 }
 
+/* A checkpoint file's tensors (Hugging Face names) into m->t. */
+static int
+add_hf_tensors (src_model * m, const char *path, const wk_st_tensor * ts,
+    int64_t n, char *err, size_t err_size)
+{
+  src_tensor *nt = realloc (m->t, (size_t) (m->n + n + 1) * sizeof *m->t);
+
+  if (!nt) {
+    snprintf (err, err_size, "out of memory");
+    return -1;
+  }
+  m->t = nt;
+  for (int64_t i = 0; i < n; i++) {
+    const wk_st_tensor *s = &ts[i];
+    src_tensor *t = &m->t[m->n];
+    memset (t, 0, sizeof *t);
+    if (!wk_hf_name_to_openai (s->name, t->name, sizeof t->name)) {
+      if (strcmp (s->name, "proj_out.weight") != 0)
+        fprintf (stderr, "note: skipping tensor '%s' (no Whisper "
+            "counterpart)\n", s->name);
+      continue;
+    }
+    for (int64_t j = 0; j < m->n; j++)
+      if (!strcmp (m->t[j].name, t->name)) {
+        snprintf (err, err_size, "%s: tensor '%s' again (a second file of "
+            "the checkpoint holds it too)", path, s->name);
+        return -1;
+      }
+    t->type = s->dtype == WK_ST_F32 ? WK_TYPE_F32 : s->dtype == WK_ST_F16 ?
+        WK_TYPE_F16 : SRC_BF16;
+    t->n_dims = s->n_dims;
+    for (int d = 0; d < WK_MAX_DIMS; d++)
+      t->ne[d] = d < s->n_dims ? s->shape[s->n_dims - 1 - d] : 1;
+    t->data = s->data;
+    t->nbytes = s->nbytes;
+    m->n++;
+  }
+  return 0;
+}
+
+/* One weight file of a Hugging Face checkpoint: safetensors, or PyTorch's
+ * zip (pytorch_model.bin, as transformers saved checkpoints before
+ * safetensors). */
+static int
+load_hf_file (src_model * m, const char *path, char *err, size_t err_size)
+{
+  struct stat sb;
+
+  if (stat (path, &sb) == 0)
+    m->src_bytes += (uint64_t) sb.st_size;
+  if (is_zip (path)) {
+    wk_torch_pt **np = realloc (m->pt, (size_t) (m->n_pt + 1) * sizeof *np);
+    if (!np) {
+      snprintf (err, err_size, "out of memory");
+      return -1;
+    }
+    m->pt = np;
+    if (wk_torch_pt_open (path, &m->pt[m->n_pt], err, err_size) != WK_OK)
+      return -1;
+    m->n_pt++;
+    return add_hf_tensors (m, path, m->pt[m->n_pt - 1]->tensors,
+        m->pt[m->n_pt - 1]->n_tensors, err, err_size);
+  } else {
+    wk_safetensors **ns = realloc (m->st, (size_t) (m->n_st + 1) * sizeof *ns);
+    if (!ns) {
+      snprintf (err, err_size, "out of memory");
+      return -1;
+    }
+    m->st = ns;
+    if (wk_safetensors_open (path, &m->st[m->n_st], err, err_size) != WK_OK)
+      return -1;
+    m->n_st++;
+    return add_hf_tensors (m, path, m->st[m->n_st - 1]->tensors,
+        m->st[m->n_st - 1]->n_tensors, err, err_size);
+  }
+}
+
+/* The weights of a checkpoint directory, as transformers saves them: the
+ * first of model.safetensors, the shards model.safetensors.index.json
+ * names, pytorch_model.bin and the shards pytorch_model.bin.index.json
+ * names. */
+static int
+load_hf_weights (src_model * m, const char *dir, char *err, size_t err_size)
+{
+  static const char *const single[] = { "model.safetensors",
+    "pytorch_model.bin"
+  };
+  char path[4200];
+
+  for (int k = 0; k < 2; k++) {
+    wk_hf_shards sh;
+    char *json;
+    size_t len;
+    int rc = 0;
+
+    snprintf (path, sizeof path, "%s/%s", dir, single[k]);
+    if (file_exists (path))
+      return load_hf_file (m, path, err, err_size);
+    snprintf (path, sizeof path, "%s/%s.index.json", dir, single[k]);
+    if (!file_exists (path))
+      continue;
+    json = read_file (path, &len, err, err_size);
+    if (!json)
+      return -1;
+    if (wk_hf_shards_parse (json, len, &sh, err, err_size) != WK_OK) {
+      prefix_err (err, err_size, path);
+      free (json);
+      return -1;
+    }
+    free (json);
+    for (int32_t i = 0; i < sh.n && rc == 0; i++) {
+      snprintf (path, sizeof path, "%s/%s", dir, sh.files[i]);
+      rc = load_hf_file (m, path, err, err_size);
+    }
+    wk_hf_shards_clear (&sh);
+    return rc;
+  }
+  snprintf (err, err_size, "%.900s: no model.safetensors, "
+      "model.safetensors.index.json, pytorch_model.bin or "
+      "pytorch_model.bin.index.json", dir);
+  return -1;
+}
+
 static int
 load_hf (src_model * m, const char *input, char *err, size_t err_size)
 {
@@ -462,22 +610,20 @@ load_hf (src_model * m, const char *input, char *err, size_t err_size)
   char *json;
   size_t len;
   wk_hf_config cfg;
-  wk_safetensors *st;
 
   if (stat (input, &sb) == 0 && S_ISDIR (sb.st_mode)) {
     snprintf (dir, sizeof dir, "%s", input);
-    snprintf (path, sizeof path, "%s/model.safetensors", dir);
+    if (load_hf_weights (m, dir, err, err_size))
+      return -1;
   } else {
     const char *slash = strrchr (input, '/');
     if (slash)
       snprintf (dir, sizeof dir, "%.*s", (int) (slash - input), input);
     else
       snprintf (dir, sizeof dir, ".");
-    snprintf (path, sizeof path, "%s", input);
+    if (load_hf_file (m, input, err, err_size))
+      return -1;
   }
-  if (wk_safetensors_open (path, &st, err, err_size) != WK_OK)
-    return -1;
-  m->st = st;
 
   snprintf (path, sizeof path, "%s/config.json", dir);
   json = read_file (path, &len, err, err_size);
@@ -516,33 +662,7 @@ load_hf (src_model * m, const char *input, char *err, size_t err_size)
     m->tokens = (const char **) m->hf_vocab.tokens;
     m->token_lens = m->hf_vocab.lens;
   }
-  if (check_hf_special_ids (m, dir, err, err_size))
-    return -1;
-
-  m->t = calloc (st->n_tensors ? (size_t) st->n_tensors : 1, sizeof *m->t);
-  if (!m->t) {
-    snprintf (err, err_size, "out of memory");
-    return -1;
-  }
-  for (int64_t i = 0; i < st->n_tensors; i++) {
-    const wk_st_tensor *s = &st->tensors[i];
-    src_tensor *t = &m->t[m->n];
-    if (!wk_hf_name_to_openai (s->name, t->name, sizeof t->name)) {
-      if (strcmp (s->name, "proj_out.weight") != 0)
-        fprintf (stderr, "note: skipping tensor '%s' (no Whisper "
-            "counterpart)\n", s->name);
-      continue;
-    }
-    t->type = s->dtype == WK_ST_F32 ? WK_TYPE_F32 : s->dtype == WK_ST_F16 ?
-        WK_TYPE_F16 : SRC_BF16;
-    t->n_dims = s->n_dims;
-    for (int d = 0; d < WK_MAX_DIMS; d++)
-      t->ne[d] = d < s->n_dims ? s->shape[s->n_dims - 1 - d] : 1;
-    t->data = s->data;
-    t->nbytes = s->nbytes;
-    m->n++;
-  }
-  return 0;
+  return check_hf_special_ids (m, dir, err, err_size);
 }
 
 /* OpenAI's checkpoint as openai-whisper saves it: {"dims": {...},
@@ -560,9 +680,15 @@ load_pt (src_model * m, const char *path, bool have_vocab, char *err,
   };
   wk_torch_pt *pt;
 
-  if (wk_torch_pt_open (path, &pt, err, err_size) != WK_OK)
+  m->pt = calloc (1, sizeof *m->pt);
+  if (!m->pt) {
+    snprintf (err, err_size, "out of memory");
     return -1;
-  m->pt = pt;
+  }
+  if (wk_torch_pt_open (path, &m->pt[0], err, err_size) != WK_OK)
+    return -1;
+  m->n_pt = 1;
+  pt = m->pt[0];
   for (int i = 0; i < 10; i++) {
     int64_t v;
     if (!wk_torch_pt_dim (pt, dims[i], &v)) {
@@ -733,8 +859,12 @@ src_free (src_model * m)
   wk_hf_vocab_clear (&m->hf_vocab);
   wk_ggml_bin_free (m->bin);
   wk_ggml_bin_free (m->vocab_bin);
-  wk_safetensors_free (m->st);
-  wk_torch_pt_free (m->pt);
+  for (int i = 0; i < m->n_st; i++)
+    wk_safetensors_free (m->st[i]);
+  free (m->st);
+  for (int i = 0; i < m->n_pt; i++)
+    wk_torch_pt_free (m->pt[i]);
+  free (m->pt);
 }
 
 /* ---- checks ---------------------------------------------------------------- */
@@ -1232,7 +1362,9 @@ usage (FILE * f)
       "                           INPUT OUTPUT.knot\n\n"
       "INPUT: a whisper.cpp ggml .bin, or a Hugging Face model directory "
       "(or its\n"
-      "model.safetensors) with config.json and vocab.json or "
+      "model.safetensors; its weights may be sharded, with an .index.json, "
+      "or in\n"
+      "pytorch_model.bin) with config.json and vocab.json or "
       "tokenizer.json, as\n"
       "transformers saves it (the special-token ids of added_tokens.json "
       "and\n"
@@ -1441,20 +1573,16 @@ main (int argc, char **argv)
   if (S_ISREG (sb.st_mode) && is_ggml_bin (input)) {
     if (load_bin (&m, input, err, sizeof err))
       goto fail;
-  } else if (S_ISREG (sb.st_mode) && is_zip (input)) {
+  } else if (S_ISREG (sb.st_mode) && is_zip (input)
+      && !is_hf_pytorch_bin (input)) {
     if (load_pt (&m, input, vocab_path != NULL, err, sizeof err))
       goto fail;
-  } else if (!S_ISDIR (sb.st_mode)
+  } else if (!S_ISDIR (sb.st_mode) && !is_zip (input)
       && !could_be_safetensors (input, err, sizeof err))
     goto fail;
   else if (load_hf (&m, input, err, sizeof err))
     goto fail;
-  if (S_ISDIR (sb.st_mode)) {
-    char p[4200];
-    struct stat s2;
-    snprintf (p, sizeof p, "%s/model.safetensors", input);
-    m.src_bytes = stat (p, &s2) == 0 ? (uint64_t) s2.st_size : 0;
-  } else
+  if (!S_ISDIR (sb.st_mode) && m.src_bytes == 0)
     m.src_bytes = (uint64_t) sb.st_size;
   if (vocab_path && load_vocab_override (&m, vocab_path, err, sizeof err))
     goto fail;

@@ -1202,6 +1202,79 @@ wk_hf_json_ids (const char *json, size_t len, const char *const *keys,
   return WK_OK;
 }
 
+/* ---- shard indexes ----------------------------------------------------- */
+
+#define HF_MAX_SHARDS 4096
+
+void
+wk_hf_shards_clear (wk_hf_shards * sh)
+{
+  for (int32_t i = 0; sh && i < sh->n; i++)
+    free (sh->files[i]);
+  if (sh) {
+    free (sh->files);
+    memset (sh, 0, sizeof *sh);
+  }
+}
+
+wk_status
+wk_hf_shards_parse (const char *json, size_t len, wk_hf_shards * sh,
+    char *err, size_t err_size)
+{
+  const jnode *map;
+  jdoc d;
+
+  memset (sh, 0, sizeof *sh);
+  if (!jdoc_parse (&d, json, len, err, err_size))
+    return WK_ERR_FORMAT;
+  map = d.nodes[0].t == J_OBJ ? j_member (&d, &d.nodes[0], "weight_map") : NULL;
+  if (!map || map->t != J_OBJ || map->first < 0) {
+    wk_set_err (err, err_size, "no \"weight_map\" object naming the "
+        "tensors' files");
+    goto fail;
+  }
+  for (int64_t c = map->first; c >= 0; c = d.nodes[c].next) {
+    const jnode *v = &d.nodes[c];
+    const char *f = d.arena + v->str;
+    int32_t i;
+    if (v->t != J_STR || v->len == 0 || v->len > 255
+        || memchr (f, '/', v->len) || memchr (f, '\\', v->len)
+        || memchr (f, '\0', v->len) || (v->len <= 2 && f[0] == '.'
+            && f[v->len - 1] == '.')) {
+      wk_set_err (err, err_size, "a weight_map value that is not a file "
+          "name beside the index");
+      goto fail;
+    }
+    for (i = 0; i < sh->n; i++)
+      if (strlen (sh->files[i]) == v->len && !memcmp (sh->files[i], f, v->len))
+        break;
+    if (i < sh->n)
+      continue;
+    if (sh->n == HF_MAX_SHARDS) {
+      wk_set_err (err, err_size, "more than %d shards", HF_MAX_SHARDS);
+      goto fail;
+    }
+    if (sh->n % 16 == 0) {
+      char **nf = realloc (sh->files, (size_t) (sh->n + 16) * sizeof *nf);
+      if (!nf)
+        goto nomem;
+      sh->files = nf;
+    }
+    if (!(sh->files[sh->n] = malloc (v->len + 1)))
+      goto nomem;
+    memcpy (sh->files[sh->n], f, v->len);
+    sh->files[sh->n++][v->len] = '\0';
+  }
+  jdoc_free (&d);
+  return WK_OK;
+nomem:
+  wk_set_err (err, err_size, "out of memory");
+fail:
+  jdoc_free (&d);
+  wk_hf_shards_clear (sh);
+  return WK_ERR_FORMAT;
+}
+
 /* ---- tiktoken rank files ---------------------------------------------- */
 
 /* Value of a base64 digit (standard alphabet), or -1. */

@@ -121,6 +121,22 @@ wk_status wk_hf_json_ids (const char *json, size_t len,
 wk_status wk_tiktoken_parse (const char *text, size_t len, int32_t max_ranks,
     wk_hf_vocab * vocab, char *err, size_t err_size);
 
+/* ---- shard indexes ---------------------------------------------------- */
+
+/* The weight files a sharded checkpoint's index (model.safetensors.index.
+ * json, pytorch_model.bin.index.json) names in its "weight_map", each
+ * once, in order of first mention. Each must be a bare file name (no
+ * path: the shards lie beside the index). */
+typedef struct
+{
+  int32_t n;
+  char **files;                 /* NUL-terminated */
+} wk_hf_shards;
+
+wk_status wk_hf_shards_parse (const char *json, size_t len,
+    wk_hf_shards * shards, char *err, size_t err_size);
+void wk_hf_shards_clear (wk_hf_shards * shards);
+
 /* ---- mel filterbank --------------------------------------------------- */
 
 /* Whisper's filterbank: librosa.filters.mel(sr, n_fft, n_mels) with the

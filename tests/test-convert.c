@@ -1538,24 +1538,22 @@ json_str (FILE * f, const char *s, size_t len, bool byte_level)
   fputc ('"', f);
 }
 
-/* Writes b's weights as dir/model.safetensors (F32, Hugging Face names,
- * plus the tied proj_out.weight that must be skipped) and dir/config.json
- * as transformers writes them. */
+/* Writes b's tensors i0 .. i1-1 as the safetensors file path (F32,
+ * Hugging Face names, plus the tied proj_out.weight that must be
+ * skipped). */
 static void
-write_hf_checkpoint (const wk_ggml_bin * b, const char *dir)
+write_st_file (const wk_ggml_bin * b, const char *path, int64_t i0, int64_t i1)
 {
-  char p[4300];
   FILE *f;
   uint64_t off = 0;
   char *hdr = NULL;
   size_t hdr_len = 0;
 
-  mkdir (dir, 0755);
   {
     FILE *h = open_memstream (&hdr, &hdr_len);
     fputc ('{', h);
     fprintf (h, "\"__metadata__\":{\"format\":\"pt\"},");
-    for (int64_t i = 0; i < b->n_tensors; i++) {
+    for (int64_t i = i0; i < i1; i++) {
       const wk_ggml_tensor *g = &b->tensors[i];
       char hf[200];
       int nd = g->n_dims;
@@ -1576,8 +1574,7 @@ write_hf_checkpoint (const wk_ggml_bin * b, const char *dir)
         (unsigned long long) (off + 4));
     fclose (h);
   }
-  snprintf (p, sizeof p, "%s/model.safetensors", dir);
-  f = fopen (p, "wb");
+  f = fopen (path, "wb");
   {
     uint64_t n = hdr_len;
     uint8_t le[8];
@@ -1586,12 +1583,21 @@ write_hf_checkpoint (const wk_ggml_bin * b, const char *dir)
       le[i] = (uint8_t) (n >> (8 * i));
     fwrite (le, 1, 8, f);
     fwrite (hdr, 1, hdr_len, f);
-    for (int64_t i = 0; i < b->n_tensors; i++)
+    for (int64_t i = i0; i < i1; i++)
       fwrite (b->tensors[i].data, 1, b->tensors[i].nbytes, f);
     fwrite (&zero, 4, 1, f);
     fclose (f);
   }
   free (hdr);
+}
+
+/* dir/config.json for b's hyper-parameters, as transformers writes it. */
+static void
+write_hf_config (const wk_ggml_bin * b, const char *dir)
+{
+  char p[4300];
+  FILE *f;
+
   snprintf (p, sizeof p, "%s/config.json", dir);
   f = fopen (p, "w");
   fprintf (f, "{\n  \"vocab_size\": %d, \"max_source_positions\": %d,\n"
@@ -1604,6 +1610,18 @@ write_hf_checkpoint (const wk_ggml_bin * b, const char *dir)
       b->hp.n_audio_state, b->hp.n_audio_head, b->hp.n_audio_layer,
       b->hp.n_text_ctx, b->hp.n_text_head, b->hp.n_text_layer, b->hp.n_mels);
   fclose (f);
+}
+
+/* Writes b's weights as dir/model.safetensors and dir/config.json. */
+static void
+write_hf_checkpoint (const wk_ggml_bin * b, const char *dir)
+{
+  char p[4300];
+
+  mkdir (dir, 0755);
+  snprintf (p, sizeof p, "%s/model.safetensors", dir);
+  write_st_file (b, p, 0, b->n_tensors);
+  write_hf_config (b, dir);
 }
 
 static void
@@ -1840,21 +1858,59 @@ pk_int (FILE * f, int64_t v)
   put_u32 (f, (uint32_t) v);
 }
 
+/* One state-dict entry: name -> _rebuild_tensor_v2 over storage key,
+ * holding ggml tensor g (f32) in PyTorch's shape and strides. */
+static void
+pk_tensor (FILE * p, const char *name, const char *key,
+    const wk_ggml_tensor * g)
+{
+  int nd = strstr (g->name, "conv") && strstr (g->name, ".bias") ? 1 :
+      g->n_dims;
+  int64_t numel = g->ne[0] * g->ne[1] * g->ne[2] * g->ne[3], stride = 1;
+  int64_t st[WK_MAX_DIMS];
+
+  pk_str (p, name);
+  fputs ("ctorch._utils\n_rebuild_tensor_v2\n((", p);
+  pk_str (p, "storage");
+  fputs ("ctorch\nFloatStorage\n", p);
+  pk_str (p, key);
+  pk_str (p, "cpu");
+  pk_int (p, numel);
+  fputs ("tQ", p);
+  pk_int (p, 0);
+  /* PyTorch order: ggml's ne reversed (a conv bias {1, d} is 1-D) */
+  fputc ('(', p);
+  for (int d = nd - 1; d >= 0; d--)
+    pk_int (p, nd == 1 ? numel : g->ne[d]);
+  fputs ("t(", p);
+  for (int d = 0; d < nd; d++) {
+    st[d] = stride;
+    stride *= nd == 1 ? numel : g->ne[d];
+  }
+  for (int d = nd - 1; d >= 0; d--)
+    pk_int (p, st[d]);
+  fputs ("t\x89" "ccollections\nOrderedDict\n)RtR", p);
+}
+
 /* Writes b's weights (f32) as path, a zip archive laid out as torch.save
  * writes openai-whisper's checkpoints (the opcodes and entries of
  * tests/data/torch-mix.pt): NAME/data.pkl holding {"dims": {...},
  * "model_state_dict": OrderedDict (name: _rebuild_tensor_v2 (storage
  * KEY, 0, shape, strides, False, OrderedDict ()))}, storage KEY stored
- * as NAME/data/KEY, and NAME/version. */
+ * as NAME/data/KEY, and NAME/version. hf: as transformers saves
+ * pytorch_model.bin instead, the bare OrderedDict of tensors i0 .. i1-1
+ * under Hugging Face names, the token embedding's storage also
+ * proj_out.weight's (tied). */
 static void
-write_pt_checkpoint (const wk_ggml_bin * b, const char *path)
+write_pt_file (const wk_ggml_bin * b, const char *path, bool hf, int64_t i0,
+    int64_t i1)
 {
   static const char *const dims[10] = { "n_vocab", "n_audio_ctx",
     "n_audio_state", "n_audio_head", "n_audio_layer", "n_text_ctx",
     "n_text_state", "n_text_head", "n_text_layer", "n_mels"
   };
   const int32_t *hp = &b->hp.n_vocab;
-  int64_t n_ent = b->n_tensors + 2;
+  int64_t n_ent = b->n_tensors + 2, n_written = 0;
   char **names = calloc ((size_t) n_ent, sizeof *names);
   const void **data = calloc ((size_t) n_ent, sizeof *data);
   size_t *size = calloc ((size_t) n_ent, sizeof *size);
@@ -1864,46 +1920,32 @@ write_pt_checkpoint (const wk_ggml_bin * b, const char *path)
   FILE *p = open_memstream (&pkl, &pkl_len), *f;
   uint32_t cd;
 
-  fputs ("\x80\x02}(", p);
-  pk_str (p, "dims");
-  fputs ("}(", p);
-  for (int i = 0; i < 10; i++) {
-    pk_str (p, dims[i]);
-    pk_int (p, hp[i]);
+  fputs ("\x80\x02", p);
+  if (!hf) {
+    fputs ("}(", p);
+    pk_str (p, "dims");
+    fputs ("}(", p);
+    for (int i = 0; i < 10; i++) {
+      pk_str (p, dims[i]);
+      pk_int (p, hp[i]);
+    }
+    fputc ('u', p);
+    pk_str (p, "model_state_dict");
   }
-  fputc ('u', p);
-  pk_str (p, "model_state_dict");
   fputs ("ccollections\nOrderedDict\n)R(", p);
   for (int64_t i = 0; i < b->n_tensors; i++) {
     const wk_ggml_tensor *g = &b->tensors[i];
-    int nd = strstr (g->name, "conv") && strstr (g->name, ".bias") ? 1 :
-        g->n_dims;
-    int64_t numel = g->ne[0] * g->ne[1] * g->ne[2] * g->ne[3], stride = 1;
-    int64_t st[WK_MAX_DIMS];
+    bool tied = hf && !strcmp (g->name, "decoder.token_embedding.weight");
+    char hfname[200];
     char key[32];
 
+    if (i < i0 || i >= i1)
+      continue;
     snprintf (key, sizeof key, "%lld", (long long) i);
-    pk_str (p, g->name);
-    fputs ("ctorch._utils\n_rebuild_tensor_v2\n((", p);
-    pk_str (p, "storage");
-    fputs ("ctorch\nFloatStorage\n", p);
-    pk_str (p, key);
-    pk_str (p, "cpu");
-    pk_int (p, numel);
-    fputs ("tQ", p);
-    pk_int (p, 0);
-    /* PyTorch order: ggml's ne reversed (a conv bias {1, d} is 1-D) */
-    fputc ('(', p);
-    for (int d = nd - 1; d >= 0; d--)
-      pk_int (p, nd == 1 ? numel : g->ne[d]);
-    fputs ("t(", p);
-    for (int d = 0; d < nd; d++) {
-      st[d] = stride;
-      stride *= nd == 1 ? numel : g->ne[d];
-    }
-    for (int d = nd - 1; d >= 0; d--)
-      pk_int (p, st[d]);
-    fputs ("t\x89" "ccollections\nOrderedDict\n)RtR", p);
+    openai_to_hf (g->name, hfname, sizeof hfname);
+    pk_tensor (p, hf ? hfname : g->name, key, g);
+    if (tied)                   /* proj_out.weight: the same storage */
+      pk_tensor (p, "proj_out.weight", key, g);
     {
       char entry[48];
       snprintf (entry, sizeof entry, "ck/data/%s", key);
@@ -1912,7 +1954,7 @@ write_pt_checkpoint (const wk_ggml_bin * b, const char *path)
     data[i + 1] = g->data;
     size[i + 1] = g->nbytes;
   }
-  fputs ("uu.", p);
+  fputs (hf ? "u." : "uu.", p);
   fclose (p);
   names[0] = strdup ("ck/data.pkl");
   data[0] = pkl;
@@ -1923,6 +1965,9 @@ write_pt_checkpoint (const wk_ggml_bin * b, const char *path)
 
   f = fopen (path, "wb");
   for (int64_t i = 0; i < n_ent; i++) {
+    if (!names[i])              /* a tensor outside i0 .. i1-1 */
+      continue;
+    n_written++;
     off[i] = (uint32_t) ftell (f);
     put_u32 (f, 0x04034b50);
     put_u16 (f, 20);
@@ -1939,6 +1984,8 @@ write_pt_checkpoint (const wk_ggml_bin * b, const char *path)
   }
   cd = (uint32_t) ftell (f);
   for (int64_t i = 0; i < n_ent; i++) {
+    if (!names[i])
+      continue;
     put_u32 (f, 0x02014b50);
     put_u16 (f, 20);
     put_u16 (f, 20);
@@ -1962,8 +2009,8 @@ write_pt_checkpoint (const wk_ggml_bin * b, const char *path)
     put_u32 (f, 0x06054b50);
     put_u16 (f, 0);
     put_u16 (f, 0);
-    put_u16 (f, (unsigned) n_ent);
-    put_u16 (f, (unsigned) n_ent);
+    put_u16 (f, (unsigned) n_written);
+    put_u16 (f, (unsigned) n_written);
     put_u32 (f, cd_size);
     put_u32 (f, cd);
     put_u16 (f, 0);
@@ -1994,7 +2041,7 @@ test_pt_checkpoint (void)
   CHECK (wk_ggml_bin_open (bin, &b, err, sizeof err) == WK_OK);
   if (!b)
     return;
-  write_pt_checkpoint (b, pt);
+  write_pt_file (b, pt, false, 0, b->n_tensors);
   {
     char *argv[] = { (char *) conv, (char *) "--vocab", (char *) bin,
       (char *) pt, (char *) knot, NULL
@@ -2038,6 +2085,124 @@ test_pt_checkpoint (void)
   wk_ggml_bin_free (b);
   unlink (bin);
   unlink (pt);
+}
+
+/* Writes dir/NAME.index.json naming each tensor's file: tensors before
+ * split in file 1, the rest (and proj_out.weight) in file 2. */
+static void
+write_shard_index (const wk_ggml_bin * b, const char *dir, const char *name,
+    const char *f1, const char *f2, int64_t split)
+{
+  char p[4300], hf[200];
+  FILE *f;
+
+  snprintf (p, sizeof p, "%s/%s.index.json", dir, name);
+  f = fopen (p, "w");
+  fprintf (f, "{\"metadata\": {\"total_size\": 1}, \"weight_map\": {");
+  for (int64_t i = 0; i < b->n_tensors; i++) {
+    openai_to_hf (b->tensors[i].name, hf, sizeof hf);
+    fprintf (f, "\"%s\": \"%s\", ", hf, i < split ? f1 : f2);
+  }
+  fprintf (f, "\"proj_out.weight\": \"%s\"}}\n", f2);
+  fclose (f);
+}
+
+/* Runs the converter on in with the .bin's vocabulary. */
+static int
+convert_with_vocab (const char *vocab, const char *in, const char *out)
+{
+  char *argv[] = { (char *) conv, (char *) "--vocab", (char *) vocab,
+    (char *) in, (char *) out, NULL
+  };
+  return run (argv);
+}
+
+/* Checkpoints as transformers saves them besides one model.safetensors:
+ * sharded safetensors (model.safetensors.index.json), pytorch_model.bin
+ * (PyTorch's zip, Hugging Face names, proj_out.weight tied to the token
+ * embedding's storage; the directory or the file given) and sharded
+ * pytorch_model-*.bin; each converts to the .bin's tensors bit for bit.
+ * An index naming a path outside the directory, or two shards holding
+ * one tensor, are errors. */
+static void
+test_hf_shards_and_pytorch_bin (void)
+{
+  const char *bin = wpath ("sh.bin"), *knot = wpath ("sh.knot");
+  const char *dir = wpath ("sh");
+  wk_ggml_bin *b = NULL;
+  char err[512], p[4300], q[4300];
+  int64_t half;
+
+  if (make_model ("small-test", "f32", "13", bin))
+    return;
+  CHECK (wk_ggml_bin_open (bin, &b, err, sizeof err) == WK_OK);
+  if (!b)
+    return;
+  half = b->n_tensors / 2;
+  mkdir (dir, 0755);
+  write_hf_config (b, dir);
+
+  /* sharded safetensors */
+  snprintf (p, sizeof p, "%s/model-00001-of-00002.safetensors", dir);
+  write_st_file (b, p, 0, half);
+  snprintf (p, sizeof p, "%s/model-00002-of-00002.safetensors", dir);
+  write_st_file (b, p, half, b->n_tensors);
+  write_shard_index (b, dir, "model.safetensors",
+      "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+      half);
+  CHECK_MSG (convert_with_vocab (bin, dir, knot) == 0, "%s", out_text);
+  check_bit_identical (bin, knot);
+  unlink (knot);
+  /* one tensor in both shards */
+  write_st_file (b, p, half - 1, b->n_tensors);
+  CHECK (convert_with_vocab (bin, dir, knot) != 0);
+  CHECK_MSG (strstr (out_text, "again") != NULL, "%s", out_text);
+  CHECK (access (knot, F_OK) != 0);
+  /* a shard outside the directory */
+  write_shard_index (b, dir, "model.safetensors",
+      "model-00001-of-00002.safetensors", "../sh.bin", half);
+  CHECK (convert_with_vocab (bin, dir, knot) != 0);
+  CHECK_MSG (strstr (out_text, "file name") != NULL, "%s", out_text);
+  unlink (p);
+  snprintf (p, sizeof p, "%s/model-00001-of-00002.safetensors", dir);
+  unlink (p);
+  snprintf (p, sizeof p, "%s/model.safetensors.index.json", dir);
+  unlink (p);
+
+  /* pytorch_model.bin: the directory, and the file itself */
+  snprintf (p, sizeof p, "%s/pytorch_model.bin", dir);
+  write_pt_file (b, p, true, 0, b->n_tensors);
+  CHECK_MSG (convert_with_vocab (bin, dir, knot) == 0, "%s", out_text);
+  check_bit_identical (bin, knot);
+  unlink (knot);
+  CHECK_MSG (convert_with_vocab (bin, p, knot) == 0, "%s", out_text);
+  check_bit_identical (bin, knot);
+  unlink (knot);
+  unlink (p);
+
+  /* sharded pytorch_model-*.bin */
+  snprintf (p, sizeof p, "%s/pytorch_model-00001-of-00002.bin", dir);
+  write_pt_file (b, p, true, 0, half);
+  snprintf (q, sizeof q, "%s/pytorch_model-00002-of-00002.bin", dir);
+  write_pt_file (b, q, true, half, b->n_tensors);
+  write_shard_index (b, dir, "pytorch_model.bin",
+      "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin",
+      half);
+  CHECK_MSG (convert_with_vocab (bin, dir, knot) == 0, "%s", out_text);
+  check_bit_identical (bin, knot);
+  unlink (knot);
+  unlink (p);
+  unlink (q);
+  snprintf (p, sizeof p, "%s/pytorch_model.bin.index.json", dir);
+  unlink (p);
+  /* nothing left to read */
+  CHECK (convert_with_vocab (bin, dir, knot) != 0);
+  CHECK_MSG (strstr (out_text, "pytorch_model.bin") != NULL, "%s", out_text);
+  snprintf (p, sizeof p, "%s/config.json", dir);
+  unlink (p);
+  rmdir (dir);
+  wk_ggml_bin_free (b);
+  unlink (bin);
 }
 
 /* Writes text to dir/name. */
@@ -2931,6 +3096,7 @@ main (void)
   RUN (test_requantize_and_keep);
   RUN (test_safetensors_checkpoint);
   RUN (test_pt_checkpoint);
+  RUN (test_hf_shards_and_pytorch_bin);
   RUN (test_transformers_layout);
   RUN (test_short_vocab_refused);
   RUN (test_bad_inputs_fail_cleanly);

@@ -1,8 +1,8 @@
 /* libFuzzer target: the Hugging Face readers. The first byte (mod 8)
  * picks the reader: safetensors (0 strict, 1 skipping other dtypes), 2
- * config.json, 3 vocab.json / tokenizer.json, 5 added_tokens.json /
- * tokenizer.json's added_tokens, 6 generation_config.json's token ids,
- * else the tensor-name mapping. */
+ * config.json, 3 vocab.json / tokenizer.json, 4 a shard index's file
+ * names, 5 added_tokens.json / tokenizer.json's added_tokens, 6
+ * generation_config.json's token ids, else the tensor-name mapping. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +55,19 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
           if (v.lens[i])
             sink ^= (uint8_t) v.tokens[i][v.lens[i] - 1];
         wk_hf_vocab_clear (&v);
+      }
+      break;
+    }
+    case 4:{
+      wk_hf_shards sh;
+      if (wk_hf_shards_parse ((const char *) data + 1, size - 1, &sh, err,
+              sizeof err) == WK_OK) {
+        for (int32_t i = 0; i < sh.n; i++)
+          if (!sh.files[i][0] || strchr (sh.files[i], '/'))
+            abort ();
+        wk_hf_shards_clear (&sh);
+      } else if (sh.n || sh.files) {
+        abort ();
       }
       break;
     }

@@ -204,6 +204,12 @@ def safetensors_json_seeds():
           b"\"forced_decoder_ids\": [[1, null], [2, 50359]]}")
     write("safetensors", "seed-vocab-model-token.json",
           b"\x03{\"model\": 2, \"version\": 0, \"added_tokens\": 1}")
+    # 4: a shard index (model.safetensors.index.json)
+    write("safetensors", "seed-shard-index.json",
+          b"\x04{\"metadata\": {\"total_size\": 10}, \"weight_map\": "
+          b"{\"model.encoder.conv1.weight\": "
+          b"\"model-00001-of-00002.safetensors\", \"proj_out.weight\": "
+          b"\"model-00002-of-00002.safetensors\"}}")
 
 
 def main():

@@ -1194,23 +1194,29 @@ class PtCheckpoint:
                                       shape=shape, strides=strides,
                                       data=data)
 
-    def pickle(self, dims=None, tensors=None, rebuild=None):
+    def pickle(self, dims=None, tensors=None, rebuild=None, hf=False):
+        """hf: transformers' pytorch_model.bin instead, the bare state dict
+        under Hugging Face names."""
         dims = self.dims if dims is None else dims
         tensors = self.tensors if tensors is None else tensors
         rebuild = rebuild or b"ctorch._utils\n_rebuild_tensor_v2\n"
-        out = b"\x80\x02}(" + pk_str("dims") + b"}("
-        for k, v in dims.items():
-            out += pk_str(k) + (pk_int(v) if isinstance(v, int) else pk_str(v))
-        out += b"u" + pk_str("model_state_dict")
+        out = b"\x80\x02"
+        if not hf:
+            out += b"}(" + pk_str("dims") + b"}("
+            for k, v in dims.items():
+                out += pk_str(k) + (pk_int(v) if isinstance(v, int)
+                                    else pk_str(v))
+            out += b"u" + pk_str("model_state_dict")
         out += b"ccollections\nOrderedDict\n)R("
         for name, t in tensors.items():
-            out += pk_str(name) + rebuild + b"((" + pk_str("storage")
+            out += pk_str(openai_to_hf(name) if hf else name)
+            out += rebuild + b"((" + pk_str("storage")
             out += b"ctorch\n" + t["cls"].encode() + b"\n" + pk_str(t["key"])
             out += pk_str("cpu") + pk_int(t["numel"]) + b"tQ" + pk_int(t["offset"])
             out += b"(" + b"".join(pk_int(x) for x in t["shape"]) + b"t("
             out += b"".join(pk_int(x) for x in t["strides"])
             out += b"t\x89ccollections\nOrderedDict\n)RtR"
-        return out + b"uu."
+        return out + (b"u." if hf else b"uu.")
 
     def zip(self, pkl=None, entries=None, compress=(), extra=()):
         """The archive; entries: name -> bytes (default: the storages)."""
@@ -1478,6 +1484,46 @@ def safetensors_cases(ctx):
         want="model.safetensors|director|regular|cannot")
     add("empty-directory", lambda d: None,
         want="safetensors|config|no such|cannot|empty")
+
+    # sharded checkpoints (model.safetensors.index.json) and
+    # pytorch_model.bin, as transformers also saves them
+    names = list(hf.tensors)
+    half = len(names) // 2
+    shard = ("model-00001-of-00002.safetensors",
+             "model-00002-of-00002.safetensors")
+
+    def shards(d, edit=None, raw=None, second=half):
+        hf.write(d)
+        os.unlink(os.path.join(d, "model.safetensors"))
+        write(d, shard[0], hf.safetensors(order=names[:half]))
+        write(d, shard[1], hf.safetensors(order=names[second:]))
+        wm = {n: shard[i >= half] for i, n in enumerate(names)}
+        if edit:
+            edit(wm)
+        write(d, "model.safetensors.index.json", raw if raw is not None
+              else json.dumps({"metadata": {}, "weight_map": wm}).encode())
+    add("shards", shards, "ok")
+    add("shards-path-outside", lambda d: shards(d, edit=lambda wm: wm.update(
+        {names[0]: "../" + shard[0]})), want="file name")
+    add("shards-absolute-path", lambda d: shards(d, edit=lambda wm: wm.update(
+        {names[0]: "/etc/passwd"})), want="file name")
+    add("shards-file-missing", lambda d: (shards(d), os.unlink(
+        os.path.join(d, shard[1]))), want="model-00002|cannot|no such")
+    add("shards-tensor-twice", lambda d: shards(d, second=half - 1),
+        want="again")
+    add("shards-index-no-weight-map", lambda d: shards(d, raw=b"{}"),
+        want="weight_map")
+    add("shards-index-not-json", lambda d: shards(d, raw=b"{weight_map"),
+        want="JSON|json|expected")
+    pt = PtCheckpoint(ctx.small_bin)
+    add("pytorch-model-bin", lambda d: (
+        hf.write(d), os.unlink(os.path.join(d, "model.safetensors")),
+        write(d, "pytorch_model.bin", pt.zip(pkl=pt.pickle(hf=True)))), "ok")
+    add("pytorch-model-bin-unknown-names", lambda d: (
+        hf.write(d), os.unlink(os.path.join(d, "model.safetensors")),
+        write(d, "pytorch_model.bin", pt.zip(pkl=pt.pickle(tensors={
+            "x." + k: v for k, v in pt.tensors.items()}, hf=True)))),
+        want="missing|tensor")
 
     # config.json
     cfgs = (("missing", None), ("not-json", b"{vocab_size: 5"),
