@@ -161,20 +161,28 @@ read_file (const char *path, size_t *len, char *err, size_t err_size)
   return buf;
 }
 
-static bool
-is_ggml_bin (const char *path)
+/* The first bytes of a regular file (up to n) into b; how many. */
+static size_t
+read_head (const char *path, uint8_t * b, size_t n)
 {
   char err[16];
   FILE *f = open_regular (path, err, sizeof err);
-  uint8_t m[4];
-  bool yes = false;
+  size_t got = 0;
 
-  if (f && fread (m, 1, 4, f) == 4)
-    yes = (m[0] | m[1] << 8 | m[2] << 16 | (uint32_t) m[3] << 24)
-        == WK_GGML_MAGIC;
-  if (f)
+  if (f) {
+    got = fread (b, 1, n, f);
     fclose (f);
-  return yes;
+  }
+  return got;
+}
+
+static bool
+is_ggml_bin (const char *path)
+{
+  uint8_t m[4];
+
+  return read_head (path, m, 4) == 4 && (m[0] | m[1] << 8 | m[2] << 16 |
+      (uint32_t) m[3] << 24) == WK_GGML_MAGIC;
 }
 
 /* Whether a ggml file is Silero VAD's (the type string "silero-..."
@@ -182,32 +190,18 @@ is_ggml_bin (const char *path)
 static bool
 is_ggml_vad (const char *path)
 {
-  char err[16];
-  FILE *f = open_regular (path, err, sizeof err);
   uint8_t b[16];
-  size_t n = 0;
 
-  if (f) {
-    n = fread (b, 1, sizeof b, f);
-    fclose (f);
-  }
-  return wk_ggml_vad_probe (b, n);
+  return wk_ggml_vad_probe (b, read_head (path, b, sizeof b));
 }
 
 /* Whether a file starts like a zip archive (torch.save's format). */
 static bool
 is_zip (const char *path)
 {
-  char err[16];
-  FILE *f = open_regular (path, err, sizeof err);
   uint8_t b[4];
-  size_t n = 0;
 
-  if (f) {
-    n = fread (b, 1, sizeof b, f);
-    fclose (f);
-  }
-  return wk_torch_pt_sniff (b, n);
+  return wk_torch_pt_sniff (b, read_head (path, b, sizeof b));
 }
 
 /* Whether a PyTorch zip is a transformers pytorch_model.bin (a bare state
