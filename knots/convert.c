@@ -34,6 +34,7 @@
 #include "wk-types.h"
 
 #define SRC_BF16 30             /* ggml's id for bfloat16 */
+#define WK_CONVERT_MAX_HEADS 1024
 #define N_ORDINARY_TOKENS 50257
 
 typedef struct
@@ -62,6 +63,9 @@ typedef struct
   int n_st;
   wk_torch_pt **pt;             /* its pytorch_model*.bin, or OpenAI's .pt */
   int n_pt;
+  /* generation_config.json's alignment_heads (pairs), n_heads -1: none */
+  uint32_t heads[2 * WK_CONVERT_MAX_HEADS];
+  int n_heads;
   wk_hf_vocab hf_vocab;
 } src_model;
 
@@ -656,7 +660,24 @@ load_hf (src_model * m, const char *input, char *err, size_t err_size)
     m->tokens = (const char **) m->hf_vocab.tokens;
     m->token_lens = m->hf_vocab.lens;
   }
-  return check_hf_special_ids (m, dir, err, err_size);
+  if (check_hf_special_ids (m, dir, err, err_size))
+    return -1;
+  /* the checkpoint's own word-timing heads (distilled and fine-tuned
+   * models publish theirs there) */
+  snprintf (path, sizeof path, "%s/generation_config.json", dir);
+  if (file_exists (path)) {
+    json = read_file (path, &len, err, err_size);
+    if (!json)
+      return -1;
+    if (wk_hf_alignment_heads (json, len, m->heads, WK_CONVERT_MAX_HEADS,
+            &m->n_heads, err, err_size) != WK_OK) {
+      prefix_err (err, err_size, path);
+      free (json);
+      return -1;
+    }
+    free (json);
+  }
+  return 0;
 }
 
 /* OpenAI's checkpoint as openai-whisper saves it: {"dims": {...},
@@ -1258,20 +1279,38 @@ ahead_set_for (const int32_t * hp)
   return NULL;
 }
 
-/* --alignment-heads SPEC for the model hp into v[0..2 *n - 1] (room for
- * 2 * WK_CONVERT_MAX_HEADS): "auto" (the model's published set, if any:
- * *n = -1 when none, no key written), "none" (an empty set: byte-share
+/* --alignment-heads SPEC for the model m into v[0..2 *n - 1] (room for
+ * 2 * WK_CONVERT_MAX_HEADS): "auto" (the checkpoint's own set from its
+ * generation_config.json when every head is inside the decoder, else the
+ * published set of the OpenAI model it is shaped as, if any: *n = -1
+ * when none, no key written), "none" (an empty set: byte-share
  * word times), a set's name (which must fit the model), or a list
  * "L:H,L:H,..." of pairs inside the decoder, none repeated. Non-zero
  * with a message in err when SPEC is wrong for this model. */
-#define WK_CONVERT_MAX_HEADS 1024
 static int
-parse_heads (const char *spec, const int32_t * hp, uint32_t * v, int *n,
+parse_heads (const char *spec, const src_model * m, uint32_t * v, int *n,
     char *err, size_t err_size)
 {
+  const int32_t *hp = m->hp;
   const char *p = spec;
 
   *n = 0;
+  if (!strcmp (spec, "auto") && m->n_heads > 0) {
+    int k;
+    for (k = 0; k < m->n_heads; k++)
+      if (m->heads[2 * k] >= (uint32_t) hp[HP_TLAYER]
+          || m->heads[2 * k + 1] >= (uint32_t) hp[HP_THEAD])
+        break;
+    if (k == m->n_heads) {
+      memcpy (v, m->heads, 2 * (size_t) k * sizeof *v);
+      *n = k;
+      return 0;
+    }
+    fprintf (stderr, "note: generation_config.json's alignment_heads name "
+        "%u:%u, outside the decoder's %d layers x %d heads (a set of another "
+        "model?): not used\n", m->heads[2 * k], m->heads[2 * k + 1],
+        (int) hp[HP_TLAYER], (int) hp[HP_THEAD]);
+  }
   if (!strcmp (spec, "auto")) {
     const ahead_set *a = ahead_set_for (hp);
     if (!a) {
@@ -1415,11 +1454,13 @@ usage (FILE * f)
       "policy's context\n"
       "--alignment-heads SPEC  the decoder heads word times are taken "
       "from\n"
-      "               (whisperknot.alignment_heads): auto (the default: "
-      "OpenAI's\n"
-      "               published set when the model is shaped as one of "
-      "its models,\n"
-      "               else no key), none (no heads: word times shared out "
+      "               (whisperknot.alignment_heads): auto (the default: a "
+      "Hugging Face\n"
+      "               checkpoint's own set, generation_config.json's "
+      "alignment_heads,\n"
+      "               else OpenAI's published set when the model is shaped "
+      "as one of its\n"
+      "               models, else no key), none (no heads: word times shared out "
       "by bytes),\n"
       "               a model's name (tiny.en, tiny, base.en, base, "
       "small.en, small,\n"
@@ -1460,6 +1501,7 @@ main (int argc, char **argv)
   struct stat sb;
 
   memset (&m, 0, sizeof m);
+  m.n_heads = -1;
   if (!keep)
     return 1;
   for (int i = 1; i < argc; i++) {
@@ -1583,7 +1625,7 @@ main (int argc, char **argv)
   if (check_model (&m, err, sizeof err))
     goto fail;
   warn_lossy_vocab (&m, vocab_path ? vocab_path : input);
-  if (parse_heads (heads_spec, m.hp, heads, &n_heads, err, sizeof err)) {
+  if (parse_heads (heads_spec, &m, heads, &n_heads, err, sizeof err)) {
     rc = 2;
     goto fail;
   }

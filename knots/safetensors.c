@@ -1202,6 +1202,53 @@ wk_hf_json_ids (const char *json, size_t len, const char *const *keys,
   return WK_OK;
 }
 
+/* ---- generation_config.json's alignment heads -------------------------- */
+
+wk_status
+wk_hf_alignment_heads (const char *json, size_t len, uint32_t * pairs,
+    int max, int *n, char *err, size_t err_size)
+{
+  const jnode *list;
+  jdoc d;
+  int k = 0;
+
+  *n = -1;
+  if (!jdoc_parse (&d, json, len, err, err_size))
+    return WK_ERR_FORMAT;
+  list = d.nodes[0].t == J_OBJ ? j_member (&d, &d.nodes[0],
+      "alignment_heads") : NULL;
+  if (!list || list->t == J_NULL) {
+    jdoc_free (&d);
+    return WK_OK;
+  }
+  if (list->t != J_ARR)
+    goto bad;
+  for (int64_t c = list->first; c >= 0; c = d.nodes[c].next) {
+    const jnode *pr = &d.nodes[c];
+    uint64_t l, h;
+    if (pr->t != J_ARR || pr->len != 2 || !j_u64 (&d, &d.nodes[pr->first], &l)
+        || !j_u64 (&d, &d.nodes[d.nodes[pr->first].next], &h)
+        || l > 0xffff || h > 0xffff)
+      goto bad;
+    if (k == max) {
+      wk_set_err (err, err_size, "more than %d alignment heads", max);
+      jdoc_free (&d);
+      return WK_ERR_FORMAT;
+    }
+    pairs[2 * k] = (uint32_t) l;
+    pairs[2 * k + 1] = (uint32_t) h;
+    k++;
+  }
+  *n = k;
+  jdoc_free (&d);
+  return WK_OK;
+bad:
+  wk_set_err (err, err_size, "\"alignment_heads\" is not a list of "
+      "[layer, head] pairs");
+  jdoc_free (&d);
+  return WK_ERR_FORMAT;
+}
+
 /* ---- shard indexes ----------------------------------------------------- */
 
 #define HF_MAX_SHARDS 4096

@@ -121,6 +121,14 @@ wk_status wk_hf_json_ids (const char *json, size_t len,
 wk_status wk_tiktoken_parse (const char *text, size_t len, int32_t max_ranks,
     wk_hf_vocab * vocab, char *err, size_t err_size);
 
+/* generation_config.json's "alignment_heads" ([[layer, head], ...], the
+ * decoder heads whose cross-attention times words) into pairs (layer,
+ * head, ...; at most max heads). *n = -1 when the member is absent or
+ * null; an error when it is anything but a list of pairs of integers in
+ * 0 .. 65535 (the range against the model is the caller's). */
+wk_status wk_hf_alignment_heads (const char *json, size_t len,
+    uint32_t * pairs, int max, int *n, char *err, size_t err_size);
+
 /* ---- shard indexes ---------------------------------------------------- */
 
 /* The weight files a sharded checkpoint's index (model.safetensors.index.

@@ -2221,6 +2221,78 @@ write_text (const char *dir, const char *name, const char *text)
   }
 }
 
+/* The alignment heads a knot carries: n (-1: no key) and the pairs. */
+static int
+knot_heads (const char *knot, uint32_t * v, size_t max)
+{
+  wk_knot *k = NULL;
+  char err[512];
+  size_t n = 0;
+  int r = -1;
+
+  CHECK_MSG (wk_knot_open (knot, &k, err, sizeof err) == WK_OK, "%s", err);
+  if (!k)
+    return -2;
+  if (wk_knot_get_arr_len (k, AH_KEY, &n))
+    r = n <= max && wk_knot_copy_u32_arr (k, AH_KEY, v, n) ? (int) n : -2;
+  wk_knot_close (k);
+  return r;
+}
+
+/* A Hugging Face checkpoint's generation_config.json alignment_heads
+ * (what distilled and fine-tuned models publish) become the knot's by
+ * default; a set outside the decoder is not used (with a note), --alignment-heads
+ * still overrides, and a malformed member is an error. */
+static void
+test_hf_alignment_heads (void)
+{
+  const char *bin = wpath ("gh.bin"), *knot = wpath ("gh.knot");
+  const char *dir = wpath ("gh");
+  wk_ggml_bin *b = NULL;
+  char err[512], p[4300];
+  uint32_t v[8];
+
+  if (make_model ("small-test", "f32", "17", bin))
+    return;
+  CHECK (wk_ggml_bin_open (bin, &b, err, sizeof err) == WK_OK);
+  if (!b)
+    return;
+  write_hf_checkpoint (b, dir);
+  write_text (dir, "generation_config.json",
+      "{\"alignment_heads\": [[1, 0], [0, 1]], \"max_length\": 448}");
+  CHECK_MSG (convert_with_vocab (bin, dir, knot) == 0, "%s", out_text);
+  CHECK (knot_heads (knot, v, 8) == 4 && v[0] == 1 && v[1] == 0 && v[2] == 0
+      && v[3] == 1);
+  {
+    char *argv[] = { (char *) conv, (char *) "--vocab", (char *) bin,
+      (char *) "--alignment-heads", (char *) "none", (char *) dir,
+      (char *) knot, NULL
+    };
+    CHECK_MSG (run (argv) == 0, "%s", out_text);
+    CHECK (knot_heads (knot, v, 8) == 0);
+  }
+  /* another model's heads (this decoder has 2 layers of 2 heads) */
+  write_text (dir, "generation_config.json",
+      "{\"alignment_heads\": [[1, 0], [7, 0]]}");
+  CHECK_MSG (convert_with_vocab (bin, dir, knot) == 0, "%s", out_text);
+  CHECK_MSG (strstr (out_text, "7:0") != NULL, "%s", out_text);
+  CHECK (knot_heads (knot, v, 8) == -1);
+  unlink (knot);
+  write_text (dir, "generation_config.json", "{\"alignment_heads\": [[1]]}");
+  CHECK (convert_with_vocab (bin, dir, knot) != 0);
+  CHECK_MSG (strstr (out_text, "alignment_heads") != NULL, "%s", out_text);
+  CHECK (access (knot, F_OK) != 0);
+  snprintf (p, sizeof p, "%s/generation_config.json", dir);
+  unlink (p);
+  snprintf (p, sizeof p, "%s/model.safetensors", dir);
+  unlink (p);
+  snprintf (p, sizeof p, "%s/config.json", dir);
+  unlink (p);
+  rmdir (dir);
+  wk_ggml_bin_free (b);
+  unlink (bin);
+}
+
 static void
 unlink_in (const char *dir, const char *name)
 {
@@ -3097,6 +3169,7 @@ main (void)
   RUN (test_safetensors_checkpoint);
   RUN (test_pt_checkpoint);
   RUN (test_hf_shards_and_pytorch_bin);
+  RUN (test_hf_alignment_heads);
   RUN (test_transformers_layout);
   RUN (test_short_vocab_refused);
   RUN (test_bad_inputs_fail_cleanly);

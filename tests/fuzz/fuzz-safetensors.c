@@ -2,7 +2,8 @@
  * picks the reader: safetensors (0 strict, 1 skipping other dtypes), 2
  * config.json, 3 vocab.json / tokenizer.json, 4 a shard index's file
  * names, 5 added_tokens.json / tokenizer.json's added_tokens, 6
- * generation_config.json's token ids, else the tensor-name mapping. */
+ * generation_config.json's token ids and alignment heads, else the
+ * tensor-name mapping. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,10 +92,19 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
         "eos_token_id", "no_timestamps_token_id", "prev_sot_token_id"
       };
       int64_t v[4];
+      uint32_t heads[2 * 64];
+      int n_heads;
       if (wk_hf_json_ids ((const char *) data + 1, size - 1, keys, 4, v, err,
               sizeof err) == WK_OK)
         for (int i = 0; i < 4; i++)
           if (v[i] < -1 || v[i] > INT32_MAX)
+            abort ();
+      /* the same file's alignment_heads */
+      if (wk_hf_alignment_heads ((const char *) data + 1, size - 1, heads,
+              64, &n_heads, err, sizeof err) == WK_OK)
+        for (int i = 0; i < n_heads; i++)
+          if (n_heads > 64 || heads[2 * i] > 0xffff
+              || heads[2 * i + 1] > 0xffff)
             abort ();
       break;
     }

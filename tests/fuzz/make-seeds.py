@@ -201,7 +201,8 @@ def safetensors_json_seeds():
     write("safetensors", "seed-generation-config.json",
           b"\x06{\"decoder_start_token_id\": 50258, \"eos_token_id\": 50257, "
           b"\"no_timestamps_token_id\": 50363, \"pad_token_id\": null, "
-          b"\"forced_decoder_ids\": [[1, null], [2, 50359]]}")
+          b"\"forced_decoder_ids\": [[1, null], [2, 50359]], "
+          b"\"alignment_heads\": [[1, 0], [2, 0], [2, 5], [3, 0]]}")
     write("safetensors", "seed-vocab-model-token.json",
           b"\x03{\"model\": 2, \"version\": 0, \"added_tokens\": 1}")
     # 4: a shard index (model.safetensors.index.json)

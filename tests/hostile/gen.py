@@ -1515,6 +1515,18 @@ def safetensors_cases(ctx):
         want="weight_map")
     add("shards-index-not-json", lambda d: shards(d, raw=b"{weight_map"),
         want="JSON|json|expected")
+    # generation_config.json's alignment_heads: another model's set is
+    # not used (a note), a malformed one is an error
+    for tag, raw, expect in (
+            ("outside-decoder", b'{"alignment_heads": [[31, 19], [0, 0]]}',
+             "ok"),
+            ("not-pairs", b'{"alignment_heads": [[1, 0, 3]]}', "error"),
+            ("negative", b'{"alignment_heads": [[-1, 0]]}', "error"),
+            ("strings", b'{"alignment_heads": [["1", "0"]]}', "error"),
+            ("object", b'{"alignment_heads": {"1": 0}}', "error")):
+        add("alignment-heads-" + tag, lambda d, raw=raw: (
+            hf.write(d), write(d, "generation_config.json", raw)), expect,
+            want="alignment_heads" if expect == "error" else None)
     pt = PtCheckpoint(ctx.small_bin)
     add("pytorch-model-bin", lambda d: (
         hf.write(d), os.unlink(os.path.join(d, "model.safetensors")),
