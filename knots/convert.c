@@ -540,7 +540,11 @@ load_hf_file (src_model * m, const char *path, char *err, size_t err_size)
     return add_hf_tensors (m, path, m->pt[m->n_pt - 1]->tensors,
         m->pt[m->n_pt - 1]->n_tensors, err, err_size);
   } else {
-    wk_safetensors **ns = realloc (m->st, (size_t) (m->n_st + 1) * sizeof *ns);
+    wk_safetensors **ns;
+    /* (what it is when not safetensors: a pre-1.6 PyTorch file, ...) */
+    if (!could_be_safetensors (path, err, err_size))
+      return -1;
+    ns = realloc (m->st, (size_t) (m->n_st + 1) * sizeof *ns);
     if (!ns) {
       snprintf (err, err_size, "out of memory");
       return -1;

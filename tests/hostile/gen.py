@@ -1531,6 +1531,10 @@ def safetensors_cases(ctx):
     add("pytorch-model-bin", lambda d: (
         hf.write(d), os.unlink(os.path.join(d, "model.safetensors")),
         write(d, "pytorch_model.bin", pt.zip(pkl=pt.pickle(hf=True)))), "ok")
+    add("pytorch-model-bin-legacy-format", lambda d: (
+        hf.write(d), os.unlink(os.path.join(d, "model.safetensors")),
+        write(d, "pytorch_model.bin", b"\x80\x02\x8a\x0alZ\xfc\x9cF\xf9 j"
+              + b"\0" * 64)), want="PyTorch 1.6")
     add("pytorch-model-bin-unknown-names", lambda d: (
         hf.write(d), os.unlink(os.path.join(d, "model.safetensors")),
         write(d, "pytorch_model.bin", pt.zip(pkl=pt.pickle(tensors={
