@@ -97,6 +97,30 @@ wk_map_file (const char *path, bool shared, const void **data, size_t *size,
   return wk_map_file_fd (path, shared, data, size, NULL, NULL, err, err_size);
 }
 
+wk_status
+wk_map_parse (const char *path, wk_map_parser parse, void *out,
+    const void **data, size_t *size, char *err, size_t err_size)
+{
+  const void *map;
+  size_t len;
+  wk_status st;
+  char inner[512] = "";
+
+  st = wk_map_file (path, false, &map, &len, err, err_size);
+  if (st != WK_OK)
+    return st;
+  st = parse (map, len, out, inner, sizeof inner);
+  if (st != WK_OK || !data) {
+    wk_unmap_file (map, len);
+    if (st != WK_OK)
+      wk_set_err (err, err_size, "%s: %s", path, inner);
+    return st;
+  }
+  *data = map;
+  *size = len;
+  return WK_OK;
+}
+
 void
 wk_unmap_file (const void *data, size_t size)
 {

@@ -36,6 +36,18 @@ wk_status wk_map_file_fd (const char *path, bool shared, const void **data,
 wk_status wk_map_file (const char *path, bool shared, const void **data,
     size_t *size, char *err, size_t err_size);
 
+/* Parses a mapped file's bytes into *out (a reader's _open_memory). */
+typedef wk_status (*wk_map_parser) (const void *data, size_t size,
+    void *out, char *err, size_t err_size);
+
+/* Maps path privately (wk_map_file) and parses the mapping with parse.
+ * When parse fails the mapping is released and err holds "<path>: " and
+ * parse's message. On success, with data NULL the mapping is released
+ * (a parser that copies what it keeps); else *data and *size describe it
+ * and the caller keeps it while the parsed object points into it. */
+wk_status wk_map_parse (const char *path, wk_map_parser parse, void *out,
+    const void **data, size_t *size, char *err, size_t err_size);
+
 /* Releases a mapping from wk_map_file; NULL data does nothing. */
 void wk_unmap_file (const void *data, size_t size);
 

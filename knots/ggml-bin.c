@@ -440,6 +440,13 @@ wk_ggml_bin_open_memory (const void *data, size_t size, wk_ggml_bin ** out,
   return WK_OK;
 }
 
+static wk_status
+parse_mapped (const void *data, size_t size, void *out, char *err,
+    size_t err_size)
+{
+  return wk_ggml_bin_open_memory (data, size, out, err, err_size);
+}
+
 wk_status
 wk_ggml_bin_open (const char *path, wk_ggml_bin ** out, char *err,
     size_t err_size)
@@ -447,23 +454,16 @@ wk_ggml_bin_open (const char *path, wk_ggml_bin ** out, char *err,
   const void *map;
   size_t size;
   wk_status st;
-  char inner[512] = "";
 
   if (!out || !path)
     return WK_ERR_ARG;
   *out = NULL;
-  st = wk_map_file (path, false, &map, &size, err, err_size);
-  if (st != WK_OK)
-    return st;
-  st = wk_ggml_bin_open_memory (map, size, out, inner, sizeof inner);
-  if (st != WK_OK) {
-    wk_unmap_file (map, size);
-    wk_set_err (err, err_size, "%s: %s", path, inner);
-    return st;
+  st = wk_map_parse (path, parse_mapped, out, &map, &size, err, err_size);
+  if (st == WK_OK) {
+    (*out)->map_ = map;
+    (*out)->map_size_ = size;
   }
-  (*out)->map_ = map;
-  (*out)->map_size_ = size;
-  return WK_OK;
+  return st;
 }
 
 const wk_ggml_tensor *

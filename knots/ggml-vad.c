@@ -416,24 +416,20 @@ format_m:
   return WK_ERR_FORMAT;
 }
 
+static wk_status
+parse_mapped (const void *data, size_t size, void *out, char *err,
+    size_t err_size)
+{
+  return wk_ggml_vad_parse (data, size, out, err, err_size);
+}
+
 wk_status
 wk_ggml_vad_open (const char *path, wk_ggml_vad ** out, char *err,
     size_t err_size)
 {
-  const void *map;
-  size_t size;
-  wk_status st;
-  char inner[512] = "";
-
   *out = NULL;
-  st = wk_map_file (path, false, &map, &size, err, err_size);
-  if (st != WK_OK)
-    return st;
-  st = wk_ggml_vad_parse (map, size, out, inner, sizeof inner);
-  wk_unmap_file (map, size);
-  if (st != WK_OK)
-    wk_set_err (err, err_size, "%s: %s", path, inner);
-  return st;
+  /* the parser copies the weights: the mapping is released at once */
+  return wk_map_parse (path, parse_mapped, out, NULL, NULL, err, err_size);
 }
 
 static wk_status

@@ -753,35 +753,30 @@ out:
   return WK_OK;
 }
 
+static wk_status
+parse_mapped (const void *data, size_t size, void *out, char *err,
+    size_t err_size)
+{
+  return wk_safetensors_open_memory (data, size, true, out, err, err_size);
+}
+
 wk_status
 wk_safetensors_open (const char *path, wk_safetensors ** out, char *err,
     size_t err_size)
 {
   const void *map;
   size_t size;
-  wk_status status;
-  char inner[512] = "";
+  wk_status st;
 
   if (!out || !path)
     return WK_ERR_ARG;
   *out = NULL;
-  status = wk_map_file (path, false, &map, &size, err, err_size);
-  if (status == WK_ERR_FORMAT) {
-    wk_set_err (err, err_size, "%s: not a regular, non-empty file", path);
-    return WK_ERR_IO;
+  st = wk_map_parse (path, parse_mapped, out, &map, &size, err, err_size);
+  if (st == WK_OK) {
+    (*out)->map_ = (void *) map;
+    (*out)->map_size_ = size;
   }
-  if (status != WK_OK)
-    return status;
-  status = wk_safetensors_open_memory (map, size, true, out, inner,
-      sizeof inner);
-  if (status != WK_OK) {
-    wk_unmap_file (map, size);
-    wk_set_err (err, err_size, "%s: %s", path, inner);
-    return status;
-  }
-  (*out)->map_ = (void *) map;
-  (*out)->map_size_ = size;
-  return WK_OK;
+  return st;
 }
 
 const wk_st_tensor *
