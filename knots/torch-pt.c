@@ -349,13 +349,15 @@ pop_mark (pvm * vm)
   return vm->marks[--vm->n_marks];
 }
 
+/* Steps past an opcode's n bytes of argument, if the pickle holds them. */
 static bool
-need (pvm * vm, uint64_t n)
+take (pvm * vm, uint64_t n)
 {
   if ((uint64_t) (vm->end - vm->p) < n) {
     wk_set_err (vm->err, vm->es, "the pickle ends inside an opcode");
     return false;
   }
+  vm->p += n;
   return true;
 }
 
@@ -396,14 +398,13 @@ new_str (pvm * vm, const uint8_t * s, uint64_t len)
 {
   int32_t i;
 
-  if (!need (vm, len))
+  if (!take (vm, len))
     return -1;
   i = new_node (vm, P_STR);
   if (i >= 0) {
     vm->nodes[i].s = (const char *) s;
     vm->nodes[i].len = (uint32_t) len;
   }
-  vm->p += len;
   return i;
 }
 
@@ -679,18 +680,16 @@ run (pvm * vm)
     b = vm->p;
     switch (op) {
       case 0x80:               /* PROTO */
-        if (!need (vm, 1))
+        if (!take (vm, 1))
           return -1;
-        if (*vm->p > 5) {
-          wk_set_err (vm->err, vm->es, "pickle protocol %d", *vm->p);
+        if (*b > 5) {
+          wk_set_err (vm->err, vm->es, "pickle protocol %d", *b);
           return -1;
         }
-        vm->p++;
         break;
       case 0x95:               /* FRAME */
-        if (!need (vm, 8))
+        if (!take (vm, 8))
           return -1;
-        vm->p += 8;
         break;
       case '}':
         if (!push (vm, new_node (vm, P_DICT)))
@@ -724,25 +723,18 @@ run (pvm * vm)
       case 'X':                /* BINUNICODE */
       case 'T':                /* BINSTRING */
       case 'B':                /* BINBYTES */
-        if (!need (vm, 4))
-          return -1;
-        vm->p += 4;
-        if (!push (vm, new_str (vm, vm->p, rd32 (b))))
+        if (!take (vm, 4) || !push (vm, new_str (vm, vm->p, rd32 (b))))
           return -1;
         break;
       case 0x8c:               /* SHORT_BINUNICODE */
       case 'U':                /* SHORT_BINSTRING */
       case 'C':                /* SHORT_BINBYTES */
-        if (!need (vm, 1))
-          return -1;
-        vm->p += 1;
-        if (!push (vm, new_str (vm, vm->p, *b)))
+        if (!take (vm, 1) || !push (vm, new_str (vm, vm->p, *b)))
           return -1;
         break;
       case 0x8d:               /* BINUNICODE8 */
-        if (!need (vm, 8))
+        if (!take (vm, 8))
           return -1;
-        vm->p += 8;
         if (rd64 (b) > (uint64_t) (vm->end - vm->p)) {
           wk_set_err (vm->err, vm->es, "the pickle ends inside a string");
           return -1;
@@ -751,66 +743,48 @@ run (pvm * vm)
           return -1;
         break;
       case 'K':                /* BININT1 */
-        if (!need (vm, 1))
-          return -1;
-        vm->p += 1;
-        if (!push (vm, new_int (vm, P_INT, *b)))
+        if (!take (vm, 1) || !push (vm, new_int (vm, P_INT, *b)))
           return -1;
         break;
       case 'M':                /* BININT2 */
-        if (!need (vm, 2))
-          return -1;
-        vm->p += 2;
-        if (!push (vm, new_int (vm, P_INT, rd16 (b))))
+        if (!take (vm, 2) || !push (vm, new_int (vm, P_INT, rd16 (b))))
           return -1;
         break;
       case 'J':                /* BININT */
-        if (!need (vm, 4))
-          return -1;
-        vm->p += 4;
-        if (!push (vm, new_int (vm, P_INT, (int32_t) rd32 (b))))
+        if (!take (vm, 4)
+            || !push (vm, new_int (vm, P_INT, (int32_t) rd32 (b))))
           return -1;
         break;
       case 0x8a:{              /* LONG1: little-endian two's complement */
         uint64_t u = 0;
         int n;
-        if (!need (vm, 1))
+        if (!take (vm, 1))
           return -1;
-        n = *vm->p++;
+        n = *b++;
         if (n > 8) {
           wk_set_err (vm->err, vm->es, "pickle: an integer of %d bytes", n);
           return -1;
         }
-        if (!need (vm, n))
+        if (!take (vm, n))
           return -1;
         for (int k = 0; k < n; k++)
-          u |= (uint64_t) vm->p[k] << (8 * k);
-        if (n > 0 && n < 8 && (vm->p[n - 1] & 0x80))
+          u |= (uint64_t) b[k] << (8 * k);
+        if (n > 0 && n < 8 && (b[n - 1] & 0x80))
           u |= ~UINT64_C (0) << (8 * n);
-        vm->p += n;
         if (!push (vm, new_int (vm, P_INT, (int64_t) u)))
           return -1;
         break;
       }
       case 'G':                /* BINFLOAT: the value is never used */
-        if (!need (vm, 8))
-          return -1;
-        vm->p += 8;
-        if (!push (vm, new_node (vm, P_FLOAT)))
+        if (!take (vm, 8) || !push (vm, new_node (vm, P_FLOAT)))
           return -1;
         break;
       case 'q':                /* BINPUT */
-        if (!need (vm, 1))
-          return -1;
-        vm->p++;
-        if (!memo_put (vm, *b))
+        if (!take (vm, 1) || !memo_put (vm, *b))
           return -1;
         break;
       case 'r':                /* LONG_BINPUT */
-        if (!need (vm, 4))
-          return -1;
-        vm->p += 4;
-        if (!memo_put (vm, rd32 (b)))
+        if (!take (vm, 4) || !memo_put (vm, rd32 (b)))
           return -1;
         break;
       case 0x94:               /* MEMOIZE */
@@ -818,17 +792,11 @@ run (pvm * vm)
           return -1;
         break;
       case 'h':                /* BINGET */
-        if (!need (vm, 1))
-          return -1;
-        vm->p++;
-        if (!memo_get (vm, *b))
+        if (!take (vm, 1) || !memo_get (vm, *b))
           return -1;
         break;
       case 'j':                /* LONG_BINGET */
-        if (!need (vm, 4))
-          return -1;
-        vm->p += 4;
-        if (!memo_get (vm, rd32 (b)))
+        if (!take (vm, 4) || !memo_get (vm, rd32 (b)))
           return -1;
         break;
       case 't':                /* TUPLE */
