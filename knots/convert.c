@@ -47,6 +47,13 @@ typedef struct
   size_t nbytes;
 } src_tensor;
 
+/* One weight file's reader: exactly one of the two. */
+typedef struct
+{
+  wk_safetensors *st;
+  wk_torch_pt *pt;
+} src_file;
+
 typedef struct
 {
   int32_t hp[10];               /* n_vocab .. n_mels, FORMAT.md order */
@@ -59,10 +66,8 @@ typedef struct
   uint64_t src_bytes;
   /* owners */
   wk_ggml_bin *bin, *vocab_bin;
-  wk_safetensors **st;          /* a Hugging Face checkpoint's files */
-  int n_st;
-  wk_torch_pt **pt;             /* its pytorch_model*.bin, or OpenAI's .pt */
-  int n_pt;
+  src_file *files;              /* a checkpoint's files (or OpenAI's .pt) */
+  int n_files;
   /* generation_config.json's alignment_heads (pairs), n_heads -1: none */
   uint32_t heads[2 * WK_CONVERT_MAX_HEADS];
   int n_heads;
@@ -208,27 +213,20 @@ is_zip (const char *path)
   return wk_torch_pt_sniff (b, read_head (path, b, sizeof b));
 }
 
-/* Whether a PyTorch zip is a transformers pytorch_model.bin (a bare state
- * dict with config.json beside it) rather than OpenAI's checkpoint (with
- * its "dims"). A file that does not parse goes to load_pt, which says
- * why. */
+/* Whether config.json lies beside path: a PyTorch zip holding a bare
+ * state dict is then a transformers pytorch_model.bin rather than
+ * OpenAI's checkpoint (with its "dims"). */
 static bool
-is_hf_pytorch_bin (const char *path)
+config_beside (const char *path)
 {
-  char err[256], cfg[4200];
+  char cfg[4200];
   const char *slash = strrchr (path, '/');
-  wk_torch_pt *pt;
-  bool hf;
 
-  if (wk_torch_pt_open (path, &pt, err, sizeof err) != WK_OK)
-    return false;
-  hf = pt->n_dims == 0;
-  wk_torch_pt_free (pt);
   if (slash)
     snprintf (cfg, sizeof cfg, "%.*s/config.json", (int) (slash - path), path);
   else
     snprintf (cfg, sizeof cfg, "config.json");
-  return hf && access (cfg, R_OK) == 0;
+  return access (cfg, R_OK) == 0;
 }
 
 /* Silero VAD's ggml file -> the VAD knot (FORMAT.md, "Silero VAD knots").
@@ -477,10 +475,11 @@ check_hf_special_ids (const src_model * m, const char *dir, char *err,
   return rc;
 }
 
-/* A checkpoint file's tensors (Hugging Face names) into m->t. */
+/* A checkpoint file's tensors into m->t, renamed from Hugging Face's
+ * names when hf (OpenAI's .pt uses the names a knot keeps). */
 static int
-add_hf_tensors (src_model * m, const char *path, const wk_st_tensor * ts,
-    int64_t n, char *err, size_t err_size)
+add_tensors (src_model * m, const char *path, const wk_st_tensor * ts,
+    int64_t n, bool hf, char *err, size_t err_size)
 {
   src_tensor *nt = realloc (m->t, (size_t) (m->n + n + 1) * sizeof *m->t);
 
@@ -493,7 +492,14 @@ add_hf_tensors (src_model * m, const char *path, const wk_st_tensor * ts,
     const wk_st_tensor *s = &ts[i];
     src_tensor *t = &m->t[m->n];
     memset (t, 0, sizeof *t);
-    if (!wk_hf_name_to_openai (s->name, t->name, sizeof t->name)) {
+    if (!hf) {
+      if (strlen (s->name) >= sizeof t->name) {
+        snprintf (err, err_size, "%s: tensor name '%.40s...' too long", path,
+            s->name);
+        return -1;
+      }
+      strcpy (t->name, s->name);
+    } else if (!wk_hf_name_to_openai (s->name, t->name, sizeof t->name)) {
       if (strcmp (s->name, "proj_out.weight") != 0)
         fprintf (stderr, "note: skipping tensor '%s' (no Whisper "
             "counterpart)\n", s->name);
@@ -501,8 +507,8 @@ add_hf_tensors (src_model * m, const char *path, const wk_st_tensor * ts,
     }
     for (int64_t j = 0; j < m->n; j++)
       if (!strcmp (m->t[j].name, t->name)) {
-        snprintf (err, err_size, "%s: tensor '%s' again (a second file of "
-            "the checkpoint holds it too)", path, s->name);
+        snprintf (err, err_size, "%s: tensor '%s' again (the checkpoint "
+            "holds it twice)", path, s->name);
         return -1;
       }
     t->type = s->dtype == WK_ST_F32 ? WK_TYPE_F32 : s->dtype == WK_ST_F16 ?
@@ -517,45 +523,55 @@ add_hf_tensors (src_model * m, const char *path, const wk_st_tensor * ts,
   return 0;
 }
 
+/* Keeps a file's reader (st or pt, the other NULL; freed here on
+ * failure) and adds its tensors (see add_tensors). */
+static int
+add_file (src_model * m, const char *path, wk_safetensors * st,
+    wk_torch_pt * pt, bool hf, char *err, size_t err_size)
+{
+  src_file *nf = realloc (m->files, (size_t) (m->n_files + 1) * sizeof *nf);
+
+  if (!nf) {
+    wk_safetensors_free (st);
+    wk_torch_pt_free (pt);
+    snprintf (err, err_size, "out of memory");
+    return -1;
+  }
+  m->files = nf;
+  m->files[m->n_files].st = st;
+  m->files[m->n_files].pt = pt;
+  m->n_files++;
+  if (st)
+    return add_tensors (m, path, st->tensors, st->n_tensors, hf, err, err_size);
+  if (pt->n_skipped)
+    fprintf (stderr, "note: skipping %lld tensors that are neither f32, f16 "
+        "nor bf16, or have no dimensions\n", (long long) pt->n_skipped);
+  return add_tensors (m, path, pt->tensors, pt->n_tensors, hf, err, err_size);
+}
+
 /* One weight file of a Hugging Face checkpoint: safetensors, or PyTorch's
  * zip (pytorch_model.bin, as transformers saved checkpoints before
- * safetensors). */
+ * safetensors); pt, when not NULL, is path's zip already read (and is
+ * kept or freed here). */
 static int
-load_hf_file (src_model * m, const char *path, char *err, size_t err_size)
+load_hf_file (src_model * m, const char *path, wk_torch_pt * pt, char *err,
+    size_t err_size)
 {
+  wk_safetensors *st;
   struct stat sb;
 
   if (stat (path, &sb) == 0)
     m->src_bytes += (uint64_t) sb.st_size;
-  if (is_zip (path)) {
-    wk_torch_pt **np = realloc (m->pt, (size_t) (m->n_pt + 1) * sizeof *np);
-    if (!np) {
-      snprintf (err, err_size, "out of memory");
+  if (pt || is_zip (path)) {
+    if (!pt && wk_torch_pt_open (path, &pt, err, err_size) != WK_OK)
       return -1;
-    }
-    m->pt = np;
-    if (wk_torch_pt_open (path, &m->pt[m->n_pt], err, err_size) != WK_OK)
-      return -1;
-    m->n_pt++;
-    return add_hf_tensors (m, path, m->pt[m->n_pt - 1]->tensors,
-        m->pt[m->n_pt - 1]->n_tensors, err, err_size);
-  } else {
-    wk_safetensors **ns;
-    /* (what it is when not safetensors: a pre-1.6 PyTorch file, ...) */
-    if (!could_be_safetensors (path, err, err_size))
-      return -1;
-    ns = realloc (m->st, (size_t) (m->n_st + 1) * sizeof *ns);
-    if (!ns) {
-      snprintf (err, err_size, "out of memory");
-      return -1;
-    }
-    m->st = ns;
-    if (wk_safetensors_open (path, &m->st[m->n_st], err, err_size) != WK_OK)
-      return -1;
-    m->n_st++;
-    return add_hf_tensors (m, path, m->st[m->n_st - 1]->tensors,
-        m->st[m->n_st - 1]->n_tensors, err, err_size);
+    return add_file (m, path, NULL, pt, true, err, err_size);
   }
+  /* (what it is when not safetensors: a pre-1.6 PyTorch file, ...) */
+  if (!could_be_safetensors (path, err, err_size)
+      || wk_safetensors_open (path, &st, err, err_size) != WK_OK)
+    return -1;
+  return add_file (m, path, st, NULL, true, err, err_size);
 }
 
 /* The weights of a checkpoint directory, as transformers saves them: the
@@ -578,7 +594,7 @@ load_hf_weights (src_model * m, const char *dir, char *err, size_t err_size)
 
     snprintf (path, sizeof path, "%s/%s", dir, single[k]);
     if (file_exists (path))
-      return load_hf_file (m, path, err, err_size);
+      return load_hf_file (m, path, NULL, err, err_size);
     snprintf (path, sizeof path, "%s/%s.index.json", dir, single[k]);
     if (!file_exists (path))
       continue;
@@ -593,7 +609,7 @@ load_hf_weights (src_model * m, const char *dir, char *err, size_t err_size)
     free (json);
     for (int32_t i = 0; i < sh.n && rc == 0; i++) {
       snprintf (path, sizeof path, "%s/%s", dir, sh.files[i]);
-      rc = load_hf_file (m, path, err, err_size);
+      rc = load_hf_file (m, path, NULL, err, err_size);
     }
     wk_hf_shards_clear (&sh);
     return rc;
@@ -604,8 +620,11 @@ load_hf_weights (src_model * m, const char *dir, char *err, size_t err_size)
   return -1;
 }
 
+/* A Hugging Face checkpoint: its directory, or one weight file in it
+ * (pt: that file's zip already read, kept or freed here, or NULL). */
 static int
-load_hf (src_model * m, const char *input, char *err, size_t err_size)
+load_hf (src_model * m, const char *input, wk_torch_pt * pt, char *err,
+    size_t err_size)
 {
   char dir[4096], path[4200];
   struct stat sb;
@@ -623,7 +642,7 @@ load_hf (src_model * m, const char *input, char *err, size_t err_size)
       snprintf (dir, sizeof dir, "%.*s", (int) (slash - input), input);
     else
       snprintf (dir, sizeof dir, ".");
-    if (load_hf_file (m, input, err, err_size))
+    if (load_hf_file (m, input, pt, err, err_size))
       return -1;
   }
 
@@ -689,25 +708,17 @@ load_hf (src_model * m, const char *input, char *err, size_t err_size)
  * (openai-whisper reads its tiktoken files) and no mel filterbank (the
  * computed one is its mel_filters.npz). */
 static int
-load_pt (src_model * m, const char *path, bool have_vocab, char *err,
-    size_t err_size)
+load_pt (src_model * m, const char *path, wk_torch_pt * pt, bool have_vocab,
+    char *err, size_t err_size)
 {
   /* FORMAT.md's order, as hp_keys; openai-whisper's ModelDimensions */
   static const char *const dims[10] = { "n_vocab", "n_audio_ctx",
     "n_audio_state", "n_audio_head", "n_audio_layer", "n_text_ctx",
     "n_text_state", "n_text_head", "n_text_layer", "n_mels"
   };
-  wk_torch_pt *pt;
 
-  m->pt = calloc (1, sizeof *m->pt);
-  if (!m->pt) {
-    snprintf (err, err_size, "out of memory");
+  if (add_file (m, path, NULL, pt, false, err, err_size))
     return -1;
-  }
-  if (wk_torch_pt_open (path, &m->pt[0], err, err_size) != WK_OK)
-    return -1;
-  m->n_pt = 1;
-  pt = m->pt[0];
   for (int i = 0; i < 10; i++) {
     int64_t v;
     if (!wk_torch_pt_dim (pt, dims[i], &v)) {
@@ -731,32 +742,11 @@ load_pt (src_model * m, const char *path, bool have_vocab, char *err,
     return -1;
   }
   m->mel = malloc ((size_t) m->hp[HP_MELS] * 201 * sizeof (float));
-  m->t = calloc (pt->n_tensors ? (size_t) pt->n_tensors : 1, sizeof *m->t);
-  if (!m->mel || !m->t) {
+  if (!m->mel) {
     snprintf (err, err_size, "out of memory");
     return -1;
   }
   wk_mel_filters_slaney (m->hp[HP_MELS], 400, 16000, m->mel);
-  for (int64_t i = 0; i < pt->n_tensors; i++) {
-    const wk_st_tensor *s = &pt->tensors[i];
-    src_tensor *t = &m->t[m->n++];
-    if (strlen (s->name) >= sizeof t->name) {
-      snprintf (err, err_size, "%s: tensor name '%.40s...' too long", path,
-          s->name);
-      return -1;
-    }
-    strcpy (t->name, s->name);
-    t->type = s->dtype == WK_ST_F32 ? WK_TYPE_F32 : s->dtype == WK_ST_F16 ?
-        WK_TYPE_F16 : SRC_BF16;
-    t->n_dims = s->n_dims;
-    for (int d = 0; d < WK_MAX_DIMS; d++)
-      t->ne[d] = d < s->n_dims ? s->shape[s->n_dims - 1 - d] : 1;
-    t->data = s->data;
-    t->nbytes = s->nbytes;
-  }
-  if (pt->n_skipped)
-    fprintf (stderr, "note: skipping %lld tensors that are neither f32, f16 "
-        "nor bf16, or have no dimensions\n", (long long) pt->n_skipped);
   return 0;
 }
 
@@ -878,12 +868,11 @@ src_free (src_model * m)
   wk_hf_vocab_clear (&m->hf_vocab);
   wk_ggml_bin_free (m->bin);
   wk_ggml_bin_free (m->vocab_bin);
-  for (int i = 0; i < m->n_st; i++)
-    wk_safetensors_free (m->st[i]);
-  free (m->st);
-  for (int i = 0; i < m->n_pt; i++)
-    wk_torch_pt_free (m->pt[i]);
-  free (m->pt);
+  for (int i = 0; i < m->n_files; i++) {
+    wk_safetensors_free (m->files[i].st);
+    wk_torch_pt_free (m->files[i].pt);
+  }
+  free (m->files);
 }
 
 /* ---- checks ---------------------------------------------------------------- */
@@ -1613,14 +1602,20 @@ main (int argc, char **argv)
   if (S_ISREG (sb.st_mode) && is_ggml_bin (input)) {
     if (load_bin (&m, input, err, sizeof err))
       goto fail;
-  } else if (S_ISREG (sb.st_mode) && is_zip (input)
-      && !is_hf_pytorch_bin (input)) {
-    if (load_pt (&m, input, vocab_path != NULL, err, sizeof err))
+  } else if (S_ISREG (sb.st_mode) && is_zip (input)) {
+    /* OpenAI's .pt, or a transformers pytorch_model.bin (no "dims", its
+     * config.json beside it) */
+    wk_torch_pt *pt;
+    if (wk_torch_pt_open (input, &pt, err, sizeof err) != WK_OK)
       goto fail;
-  } else if (!S_ISDIR (sb.st_mode) && !is_zip (input)
+    if (pt->n_dims == 0 && config_beside (input) ?
+        load_hf (&m, input, pt, err, sizeof err) :
+        load_pt (&m, input, pt, vocab_path != NULL, err, sizeof err))
+      goto fail;
+  } else if (!S_ISDIR (sb.st_mode)
       && !could_be_safetensors (input, err, sizeof err))
     goto fail;
-  else if (load_hf (&m, input, err, sizeof err))
+  else if (load_hf (&m, input, NULL, err, sizeof err))
     goto fail;
   if (!S_ISDIR (sb.st_mode) && m.src_bytes == 0)
     m.src_bytes = (uint64_t) sb.st_size;
