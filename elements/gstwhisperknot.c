@@ -6,7 +6,7 @@
  *
  * whisperknot transcribes mono 16 kHz speech with a Whisper-architecture
  * model mapped read-only from a knot file (`whisperknot-convert` makes one
- * from whisper.cpp or Hugging Face weights). Each `text/x-raw,
+ * from whisper.cpp, OpenAI or Hugging Face weights). Each `text/x-raw,
  * format=utf8` buffer is one recognized segment or, with a
  * #GstWhisperKnot:latency, one committed word or phrase, timed as its
  * speech; GAP events cover the time no more text can come for.
@@ -69,9 +69,9 @@ GST_DEBUG_CATEGORY_STATIC (whisperknot_debug);
 #define MIN_TEXT_DURATION (WK_TIME_STEP_SAMPLES * GST_SECOND / WK_SAMPLE_RATE)
 
 #define SRC_CAPS "text/x-raw, format = (string) utf8"
-#define MODEL_HINT "Convert a Whisper model (a whisper.cpp ggml .bin or a " \
-    "Hugging Face model.safetensors) with whisperknot-convert and set the " \
-    "model property to the .knot file, see the README"
+#define MODEL_HINT "Convert a Whisper model (whisper.cpp's ggml .bin, " \
+    "OpenAI's .pt or a Hugging Face checkpoint) with whisperknot-convert " \
+    "and set the model property to the .knot file, see the README"
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS ("audio/x-raw, "

@@ -430,25 +430,46 @@ tensor_nbytes (const wk_tensor * t, size_t *nbytes, char *err, size_t err_size)
   return WK_OK;
 }
 
+/* A file that is not a knot but one whisperknot-convert reads: what it
+ * is and what to do (from its first bytes), or NULL. */
+static const char *
+what_file (const uint8_t * d, size_t size)
+{
+  uint64_t n = 0;
+
+  if (size >= 4 && memcmp (d, "lmgg", 4) == 0)  /* ggml's 0x67676d6c */
+    return "a whisper.cpp ggml file (magic \"lmgg\"), not a knot: convert "
+        "it with whisperknot-convert";
+  if (size >= 4 && memcmp (d, "PK\3\4", 4) == 0)
+    return "a PyTorch checkpoint (OpenAI's .pt or a pytorch_model.bin), "
+        "not a knot: convert it with whisperknot-convert";
+  if (size >= 2 && d[0] == 0x80 && d[1] >= 2 && d[1] <= 5)
+    return "a PyTorch file saved before PyTorch 1.6, not a knot: save it "
+        "again with torch.save, then convert it with whisperknot-convert";
+  for (int i = 0; i < 8 && size >= 9; i++)
+    n |= (uint64_t) d[i] << (8 * i);
+  /* safetensors: the JSON header's length, then the header */
+  if (size >= 9 && d[8] == '{' && n >= 2 && n <= size - 8)
+    return "a safetensors file, not a knot: convert its Hugging Face "
+        "checkpoint directory with whisperknot-convert";
+  return NULL;
+}
+
 static wk_status
 parse (wk_knot * k, char *err, size_t err_size)
 {
   cursor c = { k->data, k->size, 0, err, err_size };
+  const char *what;
   uint32_t version;
   uint64_t n_tensors, n_kv;
   uint64_t *offsets = NULL;
   size_t names_len = 0, names_cap;
   wk_status st = WK_ERR_FORMAT;
 
-  if (k->size >= 4 && memcmp (k->data, "lmgg", 4) == 0) {
-    /* ggml's magic 0x67676d6c, little-endian */
-    wk_set_err (err, err_size, "knot: a whisper.cpp ggml file (magic "
-        "\"lmgg\"), not a knot: convert it with whisperknot-convert");
-    return WK_ERR_FORMAT;
-  }
   if (k->size < 4 || memcmp (k->data, "GGUF", 4) != 0) {
-    wk_set_err (err, err_size, "knot: not a knot/GGUF file (magic is not "
-        "\"GGUF\")");
+    what = what_file (k->data, k->size);
+    wk_set_err (err, err_size, "knot: %s", what ? what : "not a knot/GGUF "
+        "file (magic is not \"GGUF\")");
     return WK_ERR_FORMAT;
   }
   c.off = 4;

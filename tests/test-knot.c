@@ -394,6 +394,27 @@ test_zero_tensors_and_empty (void)
   CHECK (expect_error ((const uint8_t *) "GGUF", 4, "truncated"));
 }
 
+/* The files whisperknot-convert reads, given as a knot, are named with
+ * what to do; other bytes get the magic error. */
+static void
+test_foreign_files_are_named (void)
+{
+  static const uint8_t zip[] = { 'P', 'K', 3, 4, 20, 0, 0, 0, 0, 0 };
+  static const uint8_t pickle[] = { 0x80, 2, 0x8a, 10, 0x6c, 0xfc, 0x9c };
+  static const uint8_t st[] = { 4, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ' };
+  uint8_t big[sizeof st];
+
+  CHECK (expect_error ((const uint8_t *) "lmgg\1\0\0\0", 8, "whisper.cpp"));
+  CHECK (expect_error (zip, sizeof zip, "PyTorch checkpoint"));
+  CHECK (expect_error (pickle, sizeof pickle, "before PyTorch 1.6"));
+  CHECK (expect_error (st, sizeof st, "safetensors"));
+  /* a header longer than the file, a pickle of protocol 1: the magic */
+  memcpy (big, st, sizeof st);
+  big[0] = 5;
+  CHECK (expect_error (big, sizeof big, "magic is not"));
+  CHECK (expect_error ((const uint8_t *) "\x80\x01K\x01.", 5, "magic is not"));
+}
+
 static void
 test_open_file (void)
 {
@@ -568,6 +589,7 @@ main (void)
   RUN (test_duplicate_tensor_names_rejected);
   RUN (test_duplicate_key_rejected);
   RUN (test_zero_tensors_and_empty);
+  RUN (test_foreign_files_are_named);
   RUN (test_open_file);
   RUN (test_special_files_fail_fast);
   RUN (test_check_file_after_open);

@@ -447,6 +447,20 @@ def knot_cases(ctx):
     for v in (0, 2, 4, 0xFFFFFFFF):
         add("version-%d" % v, lambda v=v: patch(b, 4, u32(v)),
             want="version")
+    # what whisperknot-convert reads, given as the model: named, with what
+    # to do (the same weights as an OpenAI .pt, a pytorch_model.bin, a
+    # model.safetensors, a pre-1.6 pickle, whisper.cpp's .bin)
+    add("foreign-openai-pt", lambda: PtCheckpoint(ctx.small_bin).zip(),
+        want="PyTorch checkpoint.*whisperknot-convert")
+    add("foreign-pytorch-model-bin", lambda: PtCheckpoint(ctx.small_bin).zip(
+        pkl=PtCheckpoint(ctx.small_bin).pickle(hf=True)),
+        want="PyTorch checkpoint.*whisperknot-convert")
+    add("foreign-safetensors", lambda: HfCheckpoint(ctx.small_bin)
+        .safetensors(), want="safetensors file.*whisperknot-convert")
+    add("foreign-legacy-pickle", lambda: PtCheckpoint(ctx.small_bin)
+        .pickle(), want="before PyTorch 1.6")
+    add("foreign-ggml-bin", lambda: ctx.small_bin,
+        want="whisper.cpp ggml.*whisperknot-convert")
 
     # truncated at every section boundary: the header fields, each key/value
     # (its start, after the key length, after the key, after the type), each
