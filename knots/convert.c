@@ -334,14 +334,20 @@ static int
 load_bin (src_model * m, const char *path, char *err, size_t err_size)
 {
   wk_ggml_bin *b;
-  const int32_t *hp;
 
   if (wk_ggml_bin_open (path, &b, err, err_size) != WK_OK)
     return -1;
   m->bin = b;
-  hp = &b->hp.n_vocab;
-  for (int i = 0; i < 10; i++)
-    m->hp[i] = hp[i];
+  m->hp[HP_VOCAB] = b->hp.n_vocab;
+  m->hp[HP_ACTX] = b->hp.n_audio_ctx;
+  m->hp[HP_ASTATE] = b->hp.n_audio_state;
+  m->hp[HP_AHEAD] = b->hp.n_audio_head;
+  m->hp[HP_ALAYER] = b->hp.n_audio_layer;
+  m->hp[HP_TCTX] = b->hp.n_text_ctx;
+  m->hp[HP_TSTATE] = b->hp.n_text_state;
+  m->hp[HP_THEAD] = b->hp.n_text_head;
+  m->hp[HP_TLAYER] = b->hp.n_text_layer;
+  m->hp[HP_MELS] = b->hp.n_mels;
   m->n_tokens = b->n_tokens;
   m->tokens = b->tokens;
   m->token_lens = b->token_lens;
