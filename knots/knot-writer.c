@@ -190,23 +190,24 @@ wk_knot_writer_add_tensor (wk_knot_writer * w, const char *name,
   wtensor *t;
   uint64_t rows = 1;
   size_t rb;
+  wk_status st = WK_ERR_ARG;
 
   if (!wk_type_is_known ((int) type)) {
     wk_set_err (err, err_size, "tensor '%s': unknown type %d", name,
         (int) type);
-    return WK_ERR_ARG;
+    goto fail;
   }
   if (n_dims < 1 || n_dims > WK_MAX_DIMS || strlen (name) == 0
       || strlen (name) > 256) {
     wk_set_err (err, err_size, "tensor '%s': bad name or %d dimensions", name,
         n_dims);
-    return WK_ERR_ARG;
+    goto fail;
   }
   for (int d = 0; d < n_dims; d++)
     if (ne[d] < 1) {
       wk_set_err (err, err_size, "tensor '%s': dimension %d is %lld", name, d,
           (long long) ne[d]);
-      return WK_ERR_ARG;
+      goto fail;
     }
   rb = wk_type_row_bytes (type, ne[0]);
   for (int d = 1; d < n_dims; d++)
@@ -215,7 +216,7 @@ wk_knot_writer_add_tensor (wk_knot_writer * w, const char *name,
     wk_set_err (err, err_size, "tensor '%s': %zu bytes do not match type %s "
         "with ne[0]=%lld", name, nbytes, wk_type_name (type),
         (long long) ne[0]);
-    return WK_ERR_ARG;
+    goto fail;
   }
   if (w->n_tensors == w->tensors_cap) {
     size_t cap = w->tensors_cap ? 2 * w->tensors_cap : 64;
@@ -242,9 +243,11 @@ wk_knot_writer_add_tensor (wk_knot_writer * w, const char *name,
 
 nomem:
   wk_set_err (err, err_size, "out of memory");
+  st = WK_ERR_NOMEM;
+fail:
   if (owned)
     free ((void *) data);
-  return WK_ERR_NOMEM;
+  return st;
 }
 
 static uint64_t

@@ -35,7 +35,8 @@ wk_status wk_knot_writer_set_str_array (wk_knot_writer * w, const char *key,
     const char *const *strs, const size_t *lens, size_t n);
 
 /* Adds a tensor; nbytes must equal the size its type and shape imply.
- * With owned, the writer free()s data when it is freed. */
+ * With owned, the writer takes data whatever happens: it free()s it when
+ * it is freed, or at once when the tensor is refused. */
 wk_status wk_knot_writer_add_tensor (wk_knot_writer * w, const char *name,
     wk_type type, int n_dims, const int64_t * ne, const void *data,
     size_t nbytes, bool owned, char *err, size_t err_size);

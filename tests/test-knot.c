@@ -394,6 +394,29 @@ test_zero_tensors_and_empty (void)
   CHECK (expect_error ((const uint8_t *) "GGUF", 4, "truncated"));
 }
 
+/* An owned tensor the writer refuses is freed there (the leak checker of
+ * the ASan build sees it otherwise); the caller never frees it. */
+static void
+test_writer_frees_refused_owned_data (void)
+{
+  wk_knot_writer *w = wk_knot_writer_new (64);
+  int64_t ne[2] = { 4, 1 }, bad[2] = { 0, 1 };
+  char err[256];
+
+  CHECK (w != NULL);
+  CHECK (wk_knot_writer_add_tensor (w, "a", WK_TYPE_F32, 1, ne,
+          malloc (16), 12, true, err, sizeof err) == WK_ERR_ARG);
+  CHECK (wk_knot_writer_add_tensor (w, "", WK_TYPE_F32, 1, ne,
+          malloc (16), 16, true, err, sizeof err) == WK_ERR_ARG);
+  CHECK (wk_knot_writer_add_tensor (w, "a", WK_TYPE_F32, 1, bad,
+          malloc (16), 16, true, err, sizeof err) == WK_ERR_ARG);
+  CHECK (wk_knot_writer_add_tensor (w, "a", (wk_type) 99, 1, ne,
+          malloc (16), 16, true, err, sizeof err) == WK_ERR_ARG);
+  CHECK (wk_knot_writer_add_tensor (w, "a", WK_TYPE_F32, 1, ne,
+          malloc (16), 16, true, err, sizeof err) == WK_OK);
+  wk_knot_writer_free (w);
+}
+
 /* The files whisperknot-convert reads, given as a knot, are named with
  * what to do; other bytes get the magic error. */
 static void
@@ -589,6 +612,7 @@ main (void)
   RUN (test_duplicate_tensor_names_rejected);
   RUN (test_duplicate_key_rejected);
   RUN (test_zero_tensors_and_empty);
+  RUN (test_writer_frees_refused_owned_data);
   RUN (test_foreign_files_are_named);
   RUN (test_open_file);
   RUN (test_special_files_fail_fast);

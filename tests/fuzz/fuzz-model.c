@@ -147,10 +147,9 @@ add (gen * g, const char *name, int64_t ne0, int64_t ne1)
     else
       memcpy (row + (size_t) (c / WK_QK) * wk_type_block_bytes (type), &h, 2);
   }
-  /* the writer owns buf only once it has taken the tensor */
-  if (wk_knot_writer_add_tensor (g->w, name, type, n_dims, ne, buf, nbytes,
-          true, err, sizeof err) != WK_OK)
-    free (buf);
+  /* the writer owns buf from here, taken or refused */
+  wk_knot_writer_add_tensor (g->w, name, type, n_dims, ne, buf, nbytes, true,
+      err, sizeof err);
 }
 
 static void
