@@ -435,24 +435,23 @@ tensor_nbytes (const wk_tensor * t, size_t *nbytes, char *err, size_t err_size)
 static const char *
 what_file (const uint8_t * d, size_t size)
 {
-  uint64_t n = 0;
-
-  if (size >= 4 && memcmp (d, "lmgg", 4) == 0)  /* ggml's 0x67676d6c */
-    return "a whisper.cpp ggml file (magic \"lmgg\"), not a knot: convert "
-        "it with whisperknot-convert";
-  if (size >= 4 && memcmp (d, "PK\3\4", 4) == 0)
-    return "a PyTorch checkpoint (OpenAI's .pt or a pytorch_model.bin), "
-        "not a knot: convert it with whisperknot-convert";
-  if (size >= 2 && d[0] == 0x80 && d[1] >= 2 && d[1] <= 5)
-    return "a PyTorch file saved before PyTorch 1.6, not a knot: save it "
-        "again with torch.save, then convert it with whisperknot-convert";
-  for (int i = 0; i < 8 && size >= 9; i++)
-    n |= (uint64_t) d[i] << (8 * i);
-  /* safetensors: the JSON header's length, then the header */
-  if (size >= 9 && d[8] == '{' && n >= 2 && n <= size - 8)
-    return "a safetensors file, not a knot: convert its Hugging Face "
-        "checkpoint directory with whisperknot-convert";
-  return NULL;
+  switch (wk_file_kind_of (d, size < WK_FILE_HEAD_BYTES ? size :
+          WK_FILE_HEAD_BYTES, size)) {
+    case WK_FILE_GGML:
+      return "a whisper.cpp ggml file (magic \"lmgg\"), not a knot: convert "
+          "it with whisperknot-convert";
+    case WK_FILE_TORCH_ZIP:
+      return "a PyTorch checkpoint (OpenAI's .pt or a pytorch_model.bin), "
+          "not a knot: convert it with whisperknot-convert";
+    case WK_FILE_TORCH_PICKLE:
+      return "a PyTorch file saved before PyTorch 1.6, not a knot: save it "
+          "again with torch.save, then convert it with whisperknot-convert";
+    case WK_FILE_SAFETENSORS:
+      return "a safetensors file, not a knot: convert its Hugging Face "
+          "checkpoint directory with whisperknot-convert";
+    default:                   /* a damaged safetensors head: too unsure */
+      return NULL;
+  }
 }
 
 static wk_status

@@ -158,3 +158,27 @@ wk_file_check (int fd, const wk_file_id * id, const char *path, char *err,
   }
   return WK_OK;
 }
+
+wk_file_kind
+wk_file_kind_of (const void *head, size_t n, uint64_t file_size)
+{
+  const uint8_t *d = head;
+  uint64_t len = 0;
+
+  if (n >= 4 && memcmp (d, "GGUF", 4) == 0)
+    return WK_FILE_KNOT;
+  if (n >= 4 && memcmp (d, "lmgg", 4) == 0)     /* 0x67676d6c, little-endian */
+    return WK_FILE_GGML;
+  if (n >= 4 && memcmp (d, "PK\3\4", 4) == 0)
+    return WK_FILE_TORCH_ZIP;
+  for (int i = 0; i < 8 && n >= 9; i++)
+    len |= (uint64_t) d[i] << (8 * i);
+  if (n >= 9 && d[8] == '{' && len >= 2 && file_size >= 8
+      && len <= file_size - 8)
+    return WK_FILE_SAFETENSORS;
+  if (n >= 2 && d[0] == 0x80 && d[1] >= 2 && d[1] <= 5)
+    return WK_FILE_TORCH_PICKLE;
+  if (n >= 9 && d[8] == '{')
+    return WK_FILE_SAFETENSORS_DAMAGED;
+  return WK_FILE_OTHER;
+}

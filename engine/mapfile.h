@@ -48,6 +48,32 @@ typedef wk_status (*wk_map_parser) (const void *data, size_t size,
 wk_status wk_map_parse (const char *path, wk_map_parser parse, void *out,
     const void **data, size_t *size, char *err, size_t err_size);
 
+/* What a file given as a model is, from its first bytes. */
+typedef enum
+{
+  WK_FILE_OTHER,
+  WK_FILE_KNOT,                 /* "GGUF" */
+  WK_FILE_GGML,                 /* whisper.cpp's .bin (or Silero VAD's) */
+  /* torch.save since PyTorch 1.6: a zip (OpenAI's .pt, pytorch_model.bin) */
+  WK_FILE_TORCH_ZIP,
+  /* torch.save before 1.6: a bare pickle (protocol 2 to 5) */
+  WK_FILE_TORCH_PICKLE,
+  /* an 8-byte header length (at least 2, within the file), then '{' */
+  WK_FILE_SAFETENSORS,
+  /* '{' after a header length the file cannot hold (truncated, damaged,
+   * or other bytes that happen to have '{' there) */
+  WK_FILE_SAFETENSORS_DAMAGED,
+} wk_file_kind;
+
+/* Bytes of a file's head that wk_file_kind_of reads at most. */
+#define WK_FILE_HEAD_BYTES 9
+
+/* The kind of a file of file_size bytes whose first n bytes are head
+ * (n < WK_FILE_HEAD_BYTES: the file is that short, or only the kinds
+ * those bytes tell). The safetensors test comes before the pickle's: a
+ * header length of 640 starts with the bytes 0x80 0x02 of a pickle. */
+wk_file_kind wk_file_kind_of (const void *head, size_t n, uint64_t file_size);
+
 /* Releases a mapping from wk_map_file; NULL data does nothing. */
 void wk_unmap_file (const void *data, size_t size);
 

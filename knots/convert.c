@@ -28,6 +28,7 @@
 #include "ggml-bin.h"
 #include "ggml-vad.h"
 #include "knot-writer.h"
+#include "mapfile.h"
 #include "safetensors.h"
 #include "tokenizer.h"
 #include "torch-pt.h"
@@ -170,47 +171,36 @@ read_file (const char *path, size_t *len, char *err, size_t err_size)
   return buf;
 }
 
-/* The first bytes of a regular file (up to n) into b; how many. */
-static size_t
-read_head (const char *path, uint8_t * b, size_t n)
+/* A regular file's first bytes and what they say it is. */
+typedef struct
 {
-  char err[16];
-  FILE *f = open_regular (path, err, sizeof err);
-  size_t got = 0;
+  uint8_t b[16];                /* wk_ggml_vad_probe reads 14 */
+  size_t n;
+  wk_file_kind kind;
+} file_head;
 
-  if (f) {
-    got = fread (b, 1, n, f);
-    fclose (f);
-  }
-  return got;
+/* Reads path's head into h; false (err set) when it cannot be read. */
+static bool
+read_head (const char *path, file_head * h, char *err, size_t err_size)
+{
+  FILE *f = open_regular (path, err, err_size);
+  struct stat sb;
+
+  if (!f)
+    return false;
+  h->n = fread (h->b, 1, sizeof h->b, f);
+  h->kind = wk_file_kind_of (h->b, h->n, fstat (fileno (f), &sb) == 0 ?
+      (uint64_t) sb.st_size : 0);
+  fclose (f);
+  return true;
 }
 
+/* Whether the safetensors reader takes a file of this kind: a damaged
+ * header too, so that its own message says what is wrong. */
 static bool
-is_ggml_bin (const char *path)
+is_safetensors (wk_file_kind kind)
 {
-  uint8_t m[4];
-
-  return read_head (path, m, 4) == 4 && (m[0] | m[1] << 8 | m[2] << 16 |
-      (uint32_t) m[3] << 24) == WK_GGML_MAGIC;
-}
-
-/* Whether a ggml file is Silero VAD's (the type string "silero-..."
- * follows the magic) rather than a whisper model. */
-static bool
-is_ggml_vad (const char *path)
-{
-  uint8_t b[16];
-
-  return wk_ggml_vad_probe (b, read_head (path, b, sizeof b));
-}
-
-/* Whether a file starts like a zip archive (torch.save's format). */
-static bool
-is_zip (const char *path)
-{
-  uint8_t b[4];
-
-  return wk_torch_pt_sniff (b, read_head (path, b, sizeof b));
+  return kind == WK_FILE_SAFETENSORS || kind == WK_FILE_SAFETENSORS_DAMAGED;
 }
 
 /* Whether config.json lies beside path: a PyTorch zip holding a bare
@@ -271,37 +261,27 @@ out:
   return rc;
 }
 
-/* For an input file that is not a ggml .bin: false (with a message that
- * says what the file is) unless it could be a .safetensors file, whose
- * 8-byte header length is followed by a JSON object. */
-static bool
-could_be_safetensors (const char *path, char *err, size_t err_size)
+/* err: what a file none of the readers here takes is (h: its head). */
+static void
+explain_head (const char *path, const file_head * h, char *err, size_t err_size)
 {
-  FILE *f = open_regular (path, err, err_size);
-  uint8_t b[9];
-  size_t n;
+  const uint8_t *b = h->b;
 
-  if (!f)
-    return false;
-  n = fread (b, 1, sizeof b, f);
-  fclose (f);
-  if (n == sizeof b && b[8] == '{')
-    return true;
-  if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
+  if (h->kind == WK_FILE_TORCH_PICKLE)
     snprintf (err, err_size, "%s: a PyTorch checkpoint in the format before "
         "PyTorch 1.6 (a bare pickle): load it and save it again with "
         "torch.save, which writes the zip format this converter reads", path);
-  else if (n >= 4 && !memcmp (b, "GGUF", 4))
+  else if (h->kind == WK_FILE_KNOT)
     snprintf (err, err_size, "%s: this is already a knot (GGUF); give a "
         "whisper.cpp .bin or a Hugging Face checkpoint to convert", path);
-  else if (n >= 4)
+  else if (h->n >= 4)
     snprintf (err, err_size, "%s: not a model this converter reads: it "
         "starts with bytes %02x %02x %02x %02x, neither the magic of a "
         "whisper.cpp ggml .bin (6c 6d 67 67), of a PyTorch .pt (a zip, 50 4b "
         "03 04) nor a safetensors header", path, b[0], b[1], b[2], b[3]);
   else
-    snprintf (err, err_size, "%s: %zu bytes, too short for a model", path, n);
-  return false;
+    snprintf (err, err_size, "%s: %zu bytes, too short for a model", path,
+        h->n);
 }
 
 static bool
@@ -565,17 +545,22 @@ load_hf_file (src_model * m, const char *path, wk_torch_pt * pt, char *err,
 {
   wk_safetensors *st;
   struct stat sb;
+  file_head h;
 
   if (stat (path, &sb) == 0)
     m->src_bytes += (uint64_t) sb.st_size;
-  if (pt || is_zip (path)) {
+  if (!pt && !read_head (path, &h, err, err_size))
+    return -1;
+  if (pt || h.kind == WK_FILE_TORCH_ZIP) {
     if (!pt && wk_torch_pt_open (path, &pt, err, err_size) != WK_OK)
       return -1;
     return add_file (m, path, NULL, pt, true, err, err_size);
   }
-  /* (what it is when not safetensors: a pre-1.6 PyTorch file, ...) */
-  if (!could_be_safetensors (path, err, err_size)
-      || wk_safetensors_open (path, &st, err, err_size) != WK_OK)
+  if (!is_safetensors (h.kind)) {
+    explain_head (path, &h, err, err_size);
+    return -1;
+  }
+  if (wk_safetensors_open (path, &st, err, err_size) != WK_OK)
     return -1;
   return add_file (m, path, st, NULL, true, err, err_size);
 }
@@ -760,7 +745,10 @@ static int
 load_vocab_override (src_model * m, const char *path, char *err,
     size_t err_size)
 {
-  if (is_ggml_bin (path)) {
+  file_head h;
+
+  /* (a file that cannot be read: read_file's message below) */
+  if (read_head (path, &h, err, err_size) && h.kind == WK_FILE_GGML) {
     wk_ggml_bin *b;
     if (wk_ggml_bin_open (path, &b, err, err_size) != WK_OK)
       return -1;
@@ -1498,6 +1486,7 @@ main (int argc, char **argv)
   int n_quant = 0, n_copied = 0, n_converted = 0;
   double tot_err2 = 0, tot_ref2 = 0;
   struct stat sb;
+  file_head head;
 
   memset (&m, 0, sizeof m);
   m.n_heads = -1;
@@ -1593,7 +1582,10 @@ main (int argc, char **argv)
     snprintf (err, sizeof err, "%s: %s", input, strerror (errno));
     goto fail;
   }
-  if (S_ISREG (sb.st_mode) && is_ggml_bin (input) && is_ggml_vad (input)) {
+  head.kind = WK_FILE_OTHER;
+  if (!S_ISDIR (sb.st_mode) && !read_head (input, &head, err, sizeof err))
+    goto fail;
+  if (head.kind == WK_FILE_GGML && wk_ggml_vad_probe (head.b, head.n)) {
     if (target >= 0 || n_keep || vocab_path || pad_window || ts_rule
         || live_ctx || max_text_ctx >= 0 || strcmp (heads_spec, "auto")) {
       fprintf (stderr, "whisperknot-convert: %s is a Silero VAD model: the "
@@ -1605,10 +1597,10 @@ main (int argc, char **argv)
     free (keep);
     return convert_vad (input, output, quiet);
   }
-  if (S_ISREG (sb.st_mode) && is_ggml_bin (input)) {
+  if (head.kind == WK_FILE_GGML) {
     if (load_bin (&m, input, err, sizeof err))
       goto fail;
-  } else if (S_ISREG (sb.st_mode) && is_zip (input)) {
+  } else if (head.kind == WK_FILE_TORCH_ZIP) {
     /* OpenAI's .pt, or a transformers pytorch_model.bin (no "dims", its
      * config.json beside it) */
     wk_torch_pt *pt;
@@ -1618,10 +1610,10 @@ main (int argc, char **argv)
         load_hf (&m, input, pt, err, sizeof err) :
         load_pt (&m, input, pt, vocab_path != NULL, err, sizeof err))
       goto fail;
-  } else if (!S_ISDIR (sb.st_mode)
-      && !could_be_safetensors (input, err, sizeof err))
+  } else if (!S_ISDIR (sb.st_mode) && !is_safetensors (head.kind)) {
+    explain_head (input, &head, err, sizeof err);
     goto fail;
-  else if (load_hf (&m, input, NULL, err, sizeof err))
+  } else if (load_hf (&m, input, NULL, err, sizeof err))
     goto fail;
   if (!S_ISDIR (sb.st_mode) && m.src_bytes == 0)
     m.src_bytes = (uint64_t) sb.st_size;

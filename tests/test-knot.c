@@ -425,7 +425,7 @@ test_foreign_files_are_named (void)
   static const uint8_t zip[] = { 'P', 'K', 3, 4, 20, 0, 0, 0, 0, 0 };
   static const uint8_t pickle[] = { 0x80, 2, 0x8a, 10, 0x6c, 0xfc, 0x9c };
   static const uint8_t st[] = { 4, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ' };
-  uint8_t big[sizeof st];
+  uint8_t big[sizeof st], st640[8 + 640];
 
   CHECK (expect_error ((const uint8_t *) "lmgg\1\0\0\0", 8, "whisper.cpp"));
   CHECK (expect_error (zip, sizeof zip, "PyTorch checkpoint"));
@@ -436,6 +436,14 @@ test_foreign_files_are_named (void)
   big[0] = 5;
   CHECK (expect_error (big, sizeof big, "magic is not"));
   CHECK (expect_error ((const uint8_t *) "\x80\x01K\x01.", 5, "magic is not"));
+  /* a safetensors header of 640 bytes starts as a pickle would (0x80 2) */
+  memset (st640, ' ', sizeof st640);
+  memset (st640, 0, 8);
+  st640[0] = 0x80;
+  st640[1] = 2;
+  st640[8] = '{';
+  st640[sizeof st640 - 1] = '}';
+  CHECK (expect_error (st640, sizeof st640, "safetensors file"));
 }
 
 static void
