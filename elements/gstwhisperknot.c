@@ -149,6 +149,7 @@ struct _GstWhisperKnot
   gboolean qos_warned;          /* the lateness warning was posted */
   GstPad *partial_srcpad;       /* the requested partial_src, or NULL */
   gboolean partial_requested;   /* a request_new_pad is making it */
+  GstClockTime run_latency;     /* this run's own latency, NONE: no run */
 
   /* shared by the streaming thread and the worker (the src pad task) */
   GMutex lock;
@@ -295,6 +296,15 @@ gst_whisperknot_start_load (GstWhisperKnot * self)
   return FALSE;
 }
 
+/* What the element adds to a live pipeline's latency: the latency and
+ * the lateness, or a window and the lateness offline. */
+static GstClockTime
+own_latency (guint latency_ms, GstClockTime lateness)
+{
+  return (latency_ms ? latency_ms * GST_MSECOND :
+      samples_to_time (WK_WINDOW_SAMPLES)) + lateness;
+}
+
 /* the engine stream, input timing and statistics of this run */
 static gboolean
 gst_whisperknot_open_stream (GstWhisperKnot * self)
@@ -361,6 +371,8 @@ gst_whisperknot_open_stream (GstWhisperKnot * self)
   /* the stats property shows the new stream's state at once */
   GST_OBJECT_LOCK (self);
   wk_stream_get_stats (self->stream, &self->stats);
+  self->run_latency = own_latency (self->stream_latency_ms,
+      self->stream_lateness);
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
@@ -510,7 +522,7 @@ gst_whisperknot_push_event (GstWhisperKnot * self, GstEvent * event)
 }
 
 /* Live, when they change: the words not committed yet as a message and
- * on partial_src (PTS never going back; a GAP once nothing is partial). */
+ * on partial_src (PTS never going back; GAPs while nothing is partial). */
 static void
 gst_whisperknot_post_partial (GstWhisperKnot * self)
 {
@@ -522,20 +534,27 @@ gst_whisperknot_post_partial (GstWhisperKnot * self)
   GstPad *pad;
   GstBuffer *buf;
 
-  if (serial == self->partial_serial)
-    return;
-  self->partial_serial = serial;
-  gst_element_post_message (GST_ELEMENT (self),
-      gst_message_new_element (GST_OBJECT (self),
-          gst_structure_new ("whisperknot-partial",
-              "text", G_TYPE_STRING, cue.text,
-              "timestamp", G_TYPE_UINT64, start,
-              "duration", G_TYPE_UINT64, end > start ? end - start : 0,
-              "stability", G_TYPE_DOUBLE, cue.p,
-              "words", G_TYPE_UINT, (guint) n, NULL)));
+  if (serial != self->partial_serial) {
+    self->partial_serial = serial;
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_element (GST_OBJECT (self),
+            gst_structure_new ("whisperknot-partial",
+                "text", G_TYPE_STRING, cue.text,
+                "timestamp", G_TYPE_UINT64, start,
+                "duration", G_TYPE_UINT64, end > start ? end - start : 0,
+                "stability", G_TYPE_DOUBLE, cue.p,
+                "words", G_TYPE_UINT, (guint) n, NULL)));
+  } else if (cue.text[0]) {
+    return;                     /* these words went out already */
+  }
 
   if (!(pad = gst_whisperknot_get_partial_pad (self)))
     return;
+  /* nothing partial (offline: ever): the pad's time keeps up with the
+   * audio fed, so that a sink after it prerolls and a queue before the
+   * other pad's sink does not fill while this one waits */
+  if (!cue.text[0] && !GST_CLOCK_TIME_IS_VALID (self->partial_pos))
+    self->partial_pos = self->base;
   if (cue.text[0]) {
     buf = gst_buffer_new_memdup (cue.text, strlen (cue.text));
     if (GST_CLOCK_TIME_IS_VALID (self->partial_pos))
@@ -1022,8 +1041,9 @@ gst_whisperknot_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
       self->format = GST_AUDIO_INFO_FORMAT (&info);
       self->negotiated = TRUE;
       caps = gst_static_pad_template_get_caps (&src_template);
-      return gst_whisperknot_queue_mark (self, gst_event_new_caps (caps),
-          FALSE, 0);
+      event = gst_event_new_caps (caps);
+      gst_caps_unref (caps);
+      return gst_whisperknot_queue_mark (self, event, FALSE, 0);
     }
     case GST_EVENT_SEGMENT:
     {
@@ -1099,12 +1119,11 @@ gst_whisperknot_src_query (GstPad * pad, GstObject * parent, GstQuery * query)
     return gst_pad_query_default (pad, parent, query);
   if (!gst_pad_peer_query (self->sinkpad, query))
     return FALSE;
-  /* ours: the latency and the lateness, or a whole window offline */
+  /* ours: the running stream's (the properties change the next run) */
   GST_OBJECT_LOCK (self);
-  ours = PROP_GET (self, uint, PROP_LATENCY) * GST_MSECOND;
-  if (ours == 0)
-    ours = samples_to_time (WK_WINDOW_SAMPLES);
-  ours += PROP_GET (self, uint, PROP_LATENESS) * GST_MSECOND;
+  ours = GST_CLOCK_TIME_IS_VALID (self->run_latency) ? self->run_latency :
+      own_latency (PROP_GET (self, uint, PROP_LATENCY),
+      PROP_GET (self, uint, PROP_LATENESS) * GST_MSECOND);
   GST_OBJECT_UNLOCK (self);
   gst_query_parse_latency (query, &live, &min, &max);
   min += ours;
@@ -1176,6 +1195,9 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
       /* the pads are inactive: the worker has stopped */
       wk_queue_clear (self->queue, NULL, NULL);
       g_clear_pointer (&self->stream, wk_stream_free);
+      GST_OBJECT_LOCK (self);
+      self->run_latency = GST_CLOCK_TIME_NONE;
+      GST_OBJECT_UNLOCK (self);
       break;
     case GST_STATE_CHANGE_READY_TO_NULL:
       gst_whisperknot_join_load (self, FALSE);
@@ -1220,6 +1242,7 @@ gst_whisperknot_request_new_pad (GstElement * element, GstPadTemplate * templ,
 
   pad = gst_object_ref_sink (gst_pad_new_from_template (templ, "partial_src"));
   gst_pad_use_fixed_caps (pad);
+  gst_pad_set_query_function (pad, gst_whisperknot_src_query);
   gst_pad_set_active (pad, TRUE);
   /* what src announced so far goes out before the first partial */
   gst_pad_sticky_events_foreach (self->srcpad, copy_sticky, pad);
@@ -1459,5 +1482,5 @@ gst_whisperknot_init (GstWhisperKnot * self)
   self->align = gst_audio_stream_align_new (WK_SAMPLE_RATE,
       DEFAULT_ALIGNMENT_THRESHOLD, DEFAULT_DISCONT_WAIT);
   self->in_end = self->base = self->out_pos = self->partial_pos =
-      GST_CLOCK_TIME_NONE;
+      self->run_latency = GST_CLOCK_TIME_NONE;
 }

@@ -1124,6 +1124,8 @@ GST_START_TEST (test_latency_query)
     GstQuery *query;
     gboolean live;
     GstClockTime min, max;
+    GstPad *partial, *psink;
+    guint k;
 
     gst_harness_set_live (h, TRUE);
     gst_harness_set_upstream_latency (h, 20 * GST_MSECOND);
@@ -1139,6 +1141,23 @@ GST_START_TEST (test_latency_query)
     /* the harness reports no upstream maximum */
     fail_unless (max == GST_CLOCK_TIME_NONE ||
         max >= 20 * GST_MSECOND + cases[i].ours);
+
+    /* the running stream's latency, not the properties' next one; the
+     * same on partial_src */
+    g_object_set (h->element, "latency", 5000, "lateness", 300, NULL);
+    partial = gst_element_request_pad_simple (h->element, "partial_src");
+    psink = gst_pad_new ("psink", GST_PAD_SINK);
+    fail_unless_equals_int (gst_pad_link (partial, psink), GST_PAD_LINK_OK);
+    for (k = 0; k < 2; k++) {
+      query = gst_query_new_latency ();
+      fail_unless (gst_pad_peer_query (k ? psink : h->sinkpad, query));
+      gst_query_parse_latency (query, &live, &min, &max);
+      gst_query_unref (query);
+      fail_unless_equals_uint64 (min, 20 * GST_MSECOND + cases[i].ours);
+    }
+    gst_element_release_request_pad (h->element, partial);
+    gst_object_unref (partial);
+    gst_object_unref (psink);
     teardown (h);
   }
 }
@@ -2386,6 +2405,12 @@ partial_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
         " %.*s", GST_BUFFER_PTS (buf), GST_BUFFER_DURATION (buf),
         (gint) map.size, (const gchar *) map.data);
     gst_buffer_unmap (buf, &map);
+  } else if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_GAP) {
+    GstClockTime ts, dur;
+
+    gst_event_parse_gap (GST_PAD_PROBE_INFO_EVENT (info), &ts, &dur);
+    item = g_strdup_printf ("gap %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
+        ts, dur);
   } else {
     item = g_strdup (GST_EVENT_TYPE_NAME (GST_PAD_PROBE_INFO_EVENT (info)));
   }
@@ -2488,6 +2513,81 @@ GST_START_TEST (test_partial_src)
   g_mutex_unlock (&partial_lock);
 
 done:
+  gst_element_set_state (h->element, GST_STATE_NULL);
+  gst_element_release_request_pad (h->element, partial);
+  gst_object_unref (partial);
+  gst_object_unref (sink);
+  teardown (h);
+  g_ptr_array_unref (partial_items);
+  partial_items = NULL;
+}
+
+GST_END_TEST;
+
+/* Where the GAPs on partial_src have brought its time (0: none yet). */
+static GstClockTime
+partial_gap_end (void)
+{
+  GstClockTime end = 0;
+  guint i;
+
+  g_mutex_lock (&partial_lock);
+  for (i = 0; i < partial_items->len; i++) {
+    const gchar *item = g_ptr_array_index (partial_items, i);
+    gchar *rest;
+
+    if (g_str_has_prefix (item, "gap ")) {
+      guint64 ts = g_ascii_strtoull (item + 4, &rest, 10);
+      end = MAX (end, ts + g_ascii_strtoull (rest, NULL, 10));
+    }
+  }
+  g_mutex_unlock (&partial_lock);
+  return end;
+}
+
+/* Offline there is never a partial result, yet partial_src's time keeps
+ * up with the audio fed: GAPs before EOS. Without them a sink after it
+ * never prerolled, and in a pipeline with a queue on each pad the other
+ * queue filled and stopped the element's thread: the pipeline hung. */
+GST_START_TEST (test_partial_src_keeps_time)
+{
+  GstHarness *h = setup_full (model_path, 0, FALSE);
+  GstPad *partial, *sink;
+  GstClockTime t0 = 2 * GST_SECOND;
+  gint64 until;
+  guint i;
+
+  partial_items = g_ptr_array_new_with_free_func (g_free);
+  partial = gst_element_request_pad_simple (h->element, "partial_src");
+  sink = gst_pad_new ("psink", GST_PAD_SINK);
+  gst_pad_set_chain_function (sink, partial_chain);
+  gst_pad_set_active (sink, TRUE);
+  fail_unless_equals_int (gst_pad_link (partial, sink), GST_PAD_LINK_OK);
+  gst_pad_add_probe (partial, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      partial_probe, NULL, NULL);
+  fail_unless_equals_int (gst_element_set_state (h->element,
+          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  gst_harness_push_event (h, gst_event_new_stream_start ("keeps-time"));
+  gst_harness_set_src_caps_str (h, CAPS_F32);
+  /* 10 s of silence in 0.5 s buffers, less than a window: no text yet */
+  for (i = 0; i < 20; i++) {
+    GstBuffer *buf = gst_buffer_new_and_alloc (4 * RATE / 2);
+
+    gst_buffer_memset (buf, 0, 0, 4 * RATE / 2);
+    GST_BUFFER_PTS (buf) = t0 + i * GST_SECOND / 2;
+    GST_BUFFER_DURATION (buf) = GST_SECOND / 2;
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  until = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+  while (partial_gap_end () < t0 + 5 * GST_SECOND &&
+      g_get_monotonic_time () < until)
+    g_usleep (10000);
+  fail_unless (partial_gap_end () >= t0 + 5 * GST_SECOND,
+      "partial_src's GAPs reach %" GST_TIME_FORMAT " of 12 s before EOS",
+      GST_TIME_ARGS (partial_gap_end ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  rec_wait_event (0, GST_EVENT_EOS);
+
   gst_element_set_state (h->element, GST_STATE_NULL);
   gst_element_release_request_pad (h->element, partial);
   gst_object_unref (partial);
@@ -3188,6 +3288,7 @@ whisperknot_suite (void)
   tcase_add_test (tc, test_delay_warning);
   tcase_add_test (tc, test_deadline_live);
   tcase_add_test (tc, test_partial_src);
+  tcase_add_test (tc, test_partial_src_keeps_time);
   tcase_add_test (tc, test_ten_elements_share_model);
   return s;
 }
