@@ -573,6 +573,10 @@ wk_live_new (wk_ctx * ctx, const wk_stream_params * p, int *lang,
   l->step = (int64_t) p->latency_ms * WK_SAMPLE_RATE / 3000;
   if (l->step < LIVE_MIN_STEP)
     l->step = LIVE_MIN_STEP;
+  /* forced commits keep a window under 24 s + a step: within the audio
+   * kept (31 s) only with steps this short */
+  if (l->step > LIVE_MAX_STEP)
+    l->step = LIVE_MAX_STEP;
   wk_live_reset (l);
   *out = l;
   return WK_OK;
@@ -1597,6 +1601,11 @@ step_run (wk_live * l)
     l->win_start = (l->total - 4 * WK_SAMPLE_RATE) / LIVE_HOP * LIVE_HOP;
     unanchor (l);
   }
+  /* words a forced move of the window left behind: no run hears their
+   * start again, so they are neither partial nor ever committed (and
+   * settled, never before the window, stays before every partial word) */
+  for (i = 0; i < cur->n_w && cur->w[i].start < l->win_start; i++);
+  hyp_drop_words (cur, i);
   set_partial (l, cur);
   l->cur ^= 1;                  /* this run's rest is the next one's prev */
   return WK_OK;
@@ -1879,6 +1888,12 @@ wk_live_finish (wk_live * l)
   l->finished = true;
   advance_settled (l);
   return st;
+}
+
+int64_t
+wk_live_fed (const wk_live * l)
+{
+  return l->total;
 }
 
 int64_t

@@ -41,6 +41,8 @@ size_t wk_live_take_max (const wk_live * live);
 /* The bytes of the partial result's words' text, NULs included, at most. */
 size_t wk_live_partial_bytes_max (const wk_live * live);
 int64_t wk_live_settled (const wk_live * live);
+/* Samples fed since the last reset (a failed feed counts what it took). */
+int64_t wk_live_fed (const wk_live * live);
 size_t wk_live_partial (wk_live * live, const wk_segment ** segs,
     uint64_t * serial);
 

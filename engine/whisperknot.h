@@ -329,7 +329,7 @@ typedef struct
    * the last committed word. A voice activity detector (Silero VAD) runs
    * on every 32 ms of audio; while it hears no speech nothing else runs
    * and the window is trimmed. During speech the model re-runs on the
-   * window every step (latency_ms / 3, at least 200 ms of audio; for
+   * window every step (latency_ms / 3, from 200 ms to 4 s of audio; for
    * audio fed with capture times (wk_stream_feed_at), longer when a run
    * takes longer than that, so the stream keeps up with real time without
    * dropping audio, and sooner when a word's deadline needs it, see

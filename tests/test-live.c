@@ -460,6 +460,46 @@ test_no_vad (void)
   wk_stream_free (s);
 }
 
+/* A latency longer than the window (60 s) still runs the model every few
+ * seconds: runs every latency / 3 = 20 s let the window outgrow the audio
+ * kept (31 s), and the stream ended an utterance in the middle of the
+ * speech, leaving the second past 30 s untranscribed. */
+static void
+test_long_latency (void)
+{
+  wk_stream_params p = live_params (60000);
+  wk_stream *s;
+  wk_stream_stats st;
+  size_t n = 40 * SR, i;
+  float *buf;
+  seen v;
+
+  p.use_vad = false;
+  s = new_stream (&p);
+  buf = malloc (n * sizeof *buf);
+  if (!s || !buf) {
+    CHECK (buf != NULL);
+    free (buf);
+    wk_stream_free (s);
+    return;
+  }
+  for (i = 0; i < n; i++)
+    buf[i] = jfk[i % jfk_n];
+  seen_init (&v);
+  CHECK (feed_pieces (s, buf, n, &v) == WK_OK);
+  wk_stream_get_stats (s, &st);
+  CHECK_MSG (v.n_markers == 0 && st.n_utterances == 0, "%d utterance ends "
+      "before the end of 40 s of speech", v.n_markers);
+  CHECK (st.step_seconds <= 4.0);
+  CHECK (wk_stream_finish (s) == WK_OK);
+  collect (s, &v);
+  CHECK (v.marker_last && v.n_markers == 1);
+  CHECK_MSG (v.order_ok && v.settled_ok && v.words_ok, "order %d settled %d "
+      "words %d", v.order_ok, v.settled_ok, v.words_ok);
+  free (buf);
+  wk_stream_free (s);
+}
+
 /* End of stream in the middle of a word: the tail is committed. */
 static void
 test_finish_mid_word (void)
@@ -1577,6 +1617,7 @@ main (void)
   RUN (test_silence);
   RUN (test_speech);
   RUN (test_no_vad);
+  RUN (test_long_latency);
   RUN (test_finish_mid_word);
   RUN (test_flush_reset);
   RUN (test_hour);
