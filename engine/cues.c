@@ -158,7 +158,9 @@ wk_cues_make (wk_cues * c, const wk_segment * segs, size_t n, int64_t fed,
       c->cap = 3 * n + 2;
     }
   }
-  for (i = 0; i < n && c->n + 3 <= c->cap; i++) {
+  /* (room for a segment's three cues and the two after the loop: fewer
+   * segments only when growing failed) */
+  for (i = 0; i < n && c->n + 5 <= c->cap; i++) {
     if (segs[i].utterance_end) {
       int64_t at = segs[i].start < fed ? segs[i].start : fed;
 

@@ -278,7 +278,10 @@ wk_gate_enter (wk_gate * g, double deadline, const atomic_bool * cancel)
   }
   for (pp = &g->waiting; *pp != &me; pp = &(*pp)->next);
   *pp = me.next;
-  if (others < 0)               /* the next in line may be free to go */
+  /* the next in line may be free to go: after a cancel, or when a slot
+   * is still free (two slots freed at once woke a waiter that was not
+   * first, which went back to sleep for a poll) */
+  if (g->waiting && (others < 0 || g->active < g->slots))
     pthread_cond_broadcast (&g->cond);
   pthread_mutex_unlock (&g->lock);
   return others;

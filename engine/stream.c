@@ -728,9 +728,14 @@ wk_stream_feed_at (wk_stream * s, const float *pcm, size_t n, double due_s)
     return WK_ERR_STATE;
   begin_call (s);
   if (s->live) {
-    s->total += (int64_t) n;
-    s->stats.audio_seconds += (double) n / WK_SAMPLE_RATE;
-    return wk_live_feed (s->live, pcm, n, due_s);
+    /* what the policy took: a feed a cancel stopped took part of it */
+    int64_t before = wk_live_fed (s->live);
+    wk_status st = wk_live_feed (s->live, pcm, n, due_s);
+    int64_t took = wk_live_fed (s->live) - before;
+
+    s->total += took;
+    s->stats.audio_seconds += (double) took / WK_SAMPLE_RATE;
+    return st;
   }
   while (n > 0) {
     size_t space, k;
