@@ -66,6 +66,7 @@ function showStats(s, extra = {}, live = true) {
 worker.onmessage = ({ data: m }) => {
   if (m.type === 'ready') {
     $('mic').disabled = false;
+    $('file').disabled = false;
     const i = m.info;
     $('modelinfo').textContent = `${(i.fileBytes / 1e6).toFixed(1)} MB, ${i.nAudioLayer}+${i.nTextLayer} layers, ` +
       `width ${i.nAudioState}, ${i.multilingual ? 'multilingual' : 'English'}; kernels ${m.kernels}, ${m.threads} thread${m.threads > 1 ? 's' : ''}`;
@@ -137,33 +138,58 @@ async function startMic() {
   document.body.dataset.listening = '1';
 }
 
-function stopMic() {
+// the capture's pieces, as far as they were made
+function releaseMic() {
   source?.disconnect();
   node?.disconnect();
   stream?.getTracks().forEach((t) => t.stop());
   ctx?.close();
   ctx = source = node = stream = null;
+}
+
+function stopMic() {
+  releaseMic();
   worker.postMessage({ type: 'stop' });
   $('mic').textContent = 'Start microphone';
 }
 
-$('mic').onclick = () => (ctx ? stopMic() : startMic().catch((e) => status(`Microphone: ${e.message}`)));
+// ctx is set only once the permission prompt is answered: until then a
+// second click would start a second capture
+let starting = false;
+$('mic').onclick = () => {
+  if (starting) return;
+  if (ctx) return stopMic();
+  starting = true;
+  $('mic').disabled = true;
+  startMic().catch((e) => {
+    releaseMic();
+    status(`Microphone: ${e.message}`);
+  }).finally(() => {
+    starting = false;
+    $('mic').disabled = false;
+  });
+};
 
 $('file').onchange = async (ev) => {
   const f = ev.target.files[0];
   if (!f) return;
   status(`Decoding ${f.name}…`);
-  // the browser decodes any format it knows and resamples to 16 kHz
-  const tmp = new AudioContext();
-  const buf = await tmp.decodeAudioData(await f.arrayBuffer());
-  tmp.close();
-  const off = new OfflineAudioContext(1, Math.ceil(buf.duration * 16000), 16000);
-  const src = off.createBufferSource();
-  src.buffer = buf;
-  src.connect(off.destination);
-  src.start();
-  const samples = (await off.startRendering()).getChannelData(0);
-  newLine();
-  status(`Transcribing ${f.name} (${buf.duration.toFixed(1)} s)…`);
-  worker.postMessage({ type: 'file', samples }, [samples.buffer]);
+  try {
+    // the browser decodes any format it knows and resamples to 16 kHz
+    const bytes = await f.arrayBuffer();
+    const tmp = new AudioContext();
+    const buf = await tmp.decodeAudioData(bytes).finally(() => tmp.close());
+    const off = new OfflineAudioContext(1, Math.ceil(buf.duration * 16000), 16000);
+    const src = off.createBufferSource();
+    src.buffer = buf;
+    src.connect(off.destination);
+    src.start();
+    const samples = (await off.startRendering()).getChannelData(0);
+    newLine();
+    status(`Transcribing ${f.name} (${buf.duration.toFixed(1)} s)…`);
+    worker.postMessage({ type: 'file', samples }, [samples.buffer]);
+  } catch (e) {
+    // a file the browser cannot decode (or an empty one)
+    status(`Cannot transcribe ${f.name}: ${e.message}`);
+  }
 };

@@ -99,7 +99,12 @@ export interface Token {
   p: number;
   start: number;
   end: number;
+  /** The token's text; a token may hold part of a UTF-8 sequence (BPE
+   * splits characters), which shows here as U+FFFD. */
   text: string;
+  /** A copy of the token's raw UTF-8 bytes: those of a segment's tokens,
+   * joined, decode to its text (before trimming). */
+  bytes: Uint8Array;
 }
 
 /** wk_segment */
@@ -189,6 +194,8 @@ export class Stream {
   partial(): Segment[] & { serial: number };
   readonly language: string | null;
   stats(): StreamStats;
+  /** Frees the stream; nothing once its instance is closed (close()
+   * freed it). */
   free(): void;
 }
 
@@ -196,7 +203,12 @@ export class Stream {
 export class Model {
   private constructor();
   readonly info: ModelInfo;
+  /** The Whisperknot instance the model belongs to (its loadVad(),
+   * close()). */
+  readonly engine: Whisperknot;
   createStream(params?: StreamParams): Stream;
+  /** Drops this handle's reference (streams keep their own); nothing
+   * once its instance is closed. */
   free(): void;
 }
 
@@ -211,16 +223,20 @@ export class Whisperknot {
   readonly memoryBytes: number;
   /** Threads new streams compute on. */
   readonly threads: number;
-  /** Ends a threaded instance's workers; the instance is unusable
-   * afterwards. */
+  /** Ends this instance's use: frees the streams still open (in any
+   * order: a threaded instance's streams need its workers), then ends the
+   * workers of a threaded instance. Later calls through the instance, its
+   * models and streams throw WhisperknotError (status 6; 7 where a worker
+   * trapped, which closes the instance); Stream.free() and Model.free()
+   * do nothing. */
   close(): void;
   /** Copies the knot once, into WebAssembly memory. */
   loadModel(source: Source): Promise<Model>;
   /** The Silero VAD model the live policy needs (default: the one in
    * knots/vad of this tree, or next to whisperknot.mjs). */
   loadVad(source?: Source): Promise<void>;
-  /** A WAV file's samples as the native tools read it (16 kHz, mixed to
-   * mono). */
+  /** A WAV file's samples as the native tools read it (mixed to mono),
+   * at the file's rate, not resampled: feed() needs rate 16000. */
   parseWav(bytes: ArrayBuffer | Uint8Array): {
     samples: Float32Array;
     rate: number;
@@ -228,5 +244,6 @@ export class Whisperknot {
   };
 }
 
-/** Whisperknot.create(opts), then loadModel(source). */
+/** Whisperknot.create(opts), then loadModel(source): a new instance each
+ * call, the model's engine (model.engine.loadVad(), .close()). */
 export function loadModel(source: Source, opts?: CreateOptions): Promise<Model>;

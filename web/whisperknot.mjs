@@ -476,12 +476,48 @@ export class Whisperknot {
   /** Threads new streams compute on. */
   get threads() { return this.#workers.length + 1; }
 
-  /** Ends the workers of a threaded instance; the instance is unusable
-   * afterwards (a stream would wait for them forever). */
+  /** Ends this instance's use: frees the streams still open, ends the
+   * workers of a threaded instance; later calls through it throw, and
+   * Stream.free() and Model.free() do nothing. */
   close() {
+    if (this.#closed) return;
+    // an open stream holds the engine's thread pool, whose end joins its
+    // threads: free the streams while the workers still run (those of a
+    // broken instance are dropped: every wait of it would trap). A worker
+    // that traps meanwhile breaks the instance, which closes it.
+    for (const s of this.#streams) {
+      if (this.#broken) break;
+      try {
+        s.free();
+      } catch {
+        // #broken is set: the rest are dropped
+      }
+    }
+    this.#streams.clear();
+    this.#closed = true;
     for (const w of this.#workers) w.terminate();
     this.#workers = [];
     if (!this.#broken) this.#x?.wkw_set_threads(1);
+  }
+
+  #closed = false;
+  /** the streams not freed yet, which close() frees */
+  #streams = new Set();
+
+  // The exports, or why this instance cannot be used any more.
+  #usable() {
+    if (this.#broken) throw new WhisperknotError(this.#broken, 7);
+    if (this.#closed) throw new WhisperknotError('this Whisperknot instance was closed (close()): create another', 6);
+    return this.#x;
+  }
+
+  /** @internal whether close() ended this instance's use */
+  get closed() { return this.#closed; }
+
+  /** @internal Model.createStream and Stream.free keep the open streams */
+  trackStream(stream, open) {
+    if (open) this.#streams.add(stream);
+    else this.#streams.delete(stream);
   }
 
   #wasi;
@@ -512,14 +548,15 @@ export class Whisperknot {
     return out.length;
   }
 
-  /** @internal */ get exports() { return this.#x; }
+  /** @internal the exports; throws once the instance is closed */
+  get exports() { return this.#usable(); }
   /** @internal */ get u8() { return new Uint8Array(this.#x.memory.buffer); }
   /** @internal */ get dv() { return new DataView(this.#x.memory.buffer); }
   /** @internal */ get layout() { return this.#layout; }
   /** @internal */ get scratch() { return this.#scratch; }
 
   /** The name of the kernel set the engine runs ("wasm" or "ref"). */
-  get kernels() { return this.cstr(this.#x.wkw_kernels_name()); }
+  get kernels() { return this.cstr(this.#usable().wkw_kernels_name()); }
 
   /** Bytes of WebAssembly memory (it only grows). */
   get memoryBytes() { return this.#x.memory.buffer.byteLength; }
@@ -531,6 +568,14 @@ export class Whisperknot {
     let end = ptr;
     while (u8[end]) end++;
     return decodeUtf8(u8, ptr, end);
+  }
+
+  /** @internal a copy of the NUL-terminated bytes at ptr (empty for 0) */
+  cbytes(ptr) {
+    const u8 = this.u8;
+    let end = ptr;
+    if (ptr) while (u8[end]) end++;
+    return u8.slice(ptr, end);
   }
 
   /** @internal a NUL-terminated copy of s in wasm memory (free it) */
@@ -556,14 +601,15 @@ export class Whisperknot {
    * @returns {Promise<Model>}
    */
   async loadModel(source) {
+    this.#usable();
     const bytes = await readSource(source);
     // the engine's messages name the file: keep its name where it has one
     const name = typeof source === 'string' || source instanceof URL
       ? String(source instanceof URL ? source.pathname : source).split('/').pop() || 'model.knot'
       : 'model.knot';
+    const x = this.#usable(); // closed while the bytes came
     const path = `${FS_ROOT}${this.#nextId++}/${name.replace(/[^\w.-]/g, '_')}`;
     this.#wasi.addFile(path, bytes);
-    const x = this.#x;
     const p = this.allocStr(path);
     try {
       this.u8.fill(0, this.#err, this.#err + 1);
@@ -585,6 +631,7 @@ export class Whisperknot {
    * silero-v6.2.0.knot next to this file).
    */
   async loadVad(source) {
+    this.#usable();
     if (this.#vadLoaded && source === undefined) return;
     const bytes = source !== undefined ? await readSource(source)
       : await readSource(new URL(`../knots/vad/${VAD_FILE}`, import.meta.url))
@@ -596,12 +643,14 @@ export class Whisperknot {
   /** @internal */ get vadLoaded() { return this.#vadLoaded; }
 
   /**
-   * A 16 kHz WAV file's samples, mixed down to mono, by the engine's own
-   * reader (tools/wav.c): PCM s16/s24/s32 or float.
+   * A WAV file's samples, mixed down to mono, by the engine's own reader
+   * (tools/wav.c): PCM 8/16/24/32 bits or float 32/64. The samples are at
+   * the file's rate, not resampled: feed() needs rate 16000 (the native
+   * tools refuse other rates).
    * @returns {{samples: Float32Array, rate: number, channels: number}}
    */
   parseWav(bytes) {
-    const x = this.#x;
+    const x = this.#usable();
     const data = bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes;
     const p = x.malloc(data.byteLength || 1);
     if (!p) throw new WhisperknotError('out of memory', 4);
@@ -641,6 +690,10 @@ export class Model {
     };
   }
 
+  /** The Whisperknot instance the model belongs to (loadVad(),
+   * close()). */
+  get engine() { return this.#wk; }
+
   /** @internal */ get ptr() {
     if (!this.#ptr) throw new WhisperknotError('the model was freed', 6);
     return this.#ptr;
@@ -669,16 +722,19 @@ export class Model {
         bool(params.noTimestamps), bool(params.suppressBlank), bool(params.wordTimes),
         bool(params.textLines), 0, wk.scratch, wk.errPtr, 1024);
       if (st !== 0) wk.fail(st, true);
-      return new Stream(wk, wk.dv.getUint32(wk.scratch, true), lang);
+      const stream = new Stream(wk, wk.dv.getUint32(wk.scratch, true), lang);
+      wk.trackStream(stream, true);
+      return stream;
     } catch (e) {
       if (lang) x.free(lang);
       throw e;
     }
   }
 
-  /** Drops this handle's reference (streams keep their own). */
+  /** Drops this handle's reference (streams keep their own); nothing
+   * once its instance is closed (cleanup code need not ask). */
   free() {
-    if (this.#ptr) this.#wk.exports.wk_model_unref(this.#ptr);
+    if (this.#ptr && !this.#wk.closed) this.#wk.exports.wk_model_unref(this.#ptr);
     this.#ptr = 0;
   }
 }
@@ -747,13 +803,16 @@ export class Stream {
       const tokens = [];
       const tp = dv.getUint32(s + L[4], true), nt = dv.getInt32(s + L[5], true);
       for (let j = 0; j < nt; j++) {
-        const t = tp + j * L[10];
+        const t = tp + j * L[10], text = dv.getUint32(t + L[15], true);
         tokens.push({
           id: dv.getInt32(t + L[11], true),
           p: dv.getFloat32(t + L[12], true),
           start: Number(dv.getBigInt64(t + L[13], true)),
           end: Number(dv.getBigInt64(t + L[14], true)),
-          text: wk.cstr(dv.getUint32(t + L[15], true)),
+          text: wk.cstr(text),
+          // a token may hold part of a character (BPE splits UTF-8
+          // sequences), which text shows as U+FFFD: joined bytes decode
+          bytes: wk.cbytes(text),
         });
       }
       out.push({
@@ -834,18 +893,23 @@ export class Stream {
     return Object.fromEntries(names.map((k, i) => [k, v[i]]));
   }
 
-  /** Frees the stream and its buffers. */
+  /** Frees the stream and its buffers; nothing once its instance is
+   * closed (close() freed it). */
   free() {
-    const x = this.#wk.exports;
+    const wk = this.#wk;
+    if (wk.closed) return;
+    const x = wk.exports;
     if (this.#ptr) x.wk_stream_free(this.#ptr);
     if (this.#buf) x.free(this.#buf);
     if (this.#lang) x.free(this.#lang);
     this.#ptr = this.#buf = this.#lang = 0;
     this.#bufLen = 0;
+    wk.trackStream(this, false);
   }
 }
 
-/** Loads a model on a shared default engine instance. */
+/** Loads a model on a new engine instance, Whisperknot.create(opts): it is
+ * the model's engine (for loadVad() and close()). */
 export async function loadModel(source, opts) {
   const wk = await Whisperknot.create(opts);
   return wk.loadModel(source);

@@ -48,6 +48,9 @@ self.onmessage = async ({ data: m }) => {
       warm.take();
       warm.free();
       post('ready', { info: model.info, kernels: wk.kernels, threads: wk.threads, memory: wk.memoryBytes });
+    } else if ((m.type === 'live' || m.type === 'file') && !model) {
+      // the page enables its controls once ready: a message before that
+      throw new Error('the model is not loaded yet');
     } else if (m.type === 'live') {
       if (live) live.free();
       live = model.createStream({ latencyMs: m.latencyMs ?? 2000, textLines: true });

@@ -6,7 +6,10 @@
 // deadlock fails instead of hanging CI.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Whisperknot, WhisperknotError } from '../whisperknot.mjs';
 import { decodeFile, defaultModel, jfkWav, sampleWav } from './helpers.mjs';
 
@@ -41,6 +44,21 @@ for (const [name, wav] of [['sample.wav', sampleWav], ['jfk.wav', jfkWav]]) {
       });
   }
 }
+
+// A token's text may be part of a UTF-8 sequence (whisperknot.h: BPE
+// splits characters), so a segment's text is rebuilt from its tokens'
+// bytes: joined they decode to the engine's text of the segment, before
+// it trims the ASCII white space around it (space_before: a leading one).
+test('default model, sample.wav: the bytes of a segment\'s tokens decode to its text', { timeout: TIMEOUT }, async () => {
+  const segs = await decodeFile(one, defaultModel, sampleWav, 1);
+  assert.ok(segs.some((g) => g.tokens.length > 0));
+  for (const g of segs) {
+    assert.ok(g.tokens.every((t) => t.bytes instanceof Uint8Array && t.bytes.length > 0));
+    const text = new TextDecoder().decode(Buffer.concat(g.tokens.map((t) => t.bytes)));
+    assert.equal(text.replace(/^[ \t\n\r\v\f]+|[ \t\n\r\v\f]+$/g, ''), g.text);
+    assert.equal(/^[ \t\n\r\v\f]/.test(text), g.spaceBefore, g.text);
+  }
+});
 
 test('two streams at once on the threaded instance: each as alone', { timeout: TIMEOUT }, async () => {
   const m = await three.loadModel(defaultModel);
@@ -124,6 +142,62 @@ test('a browser that cannot reserve 2 GiB: a smaller shared memory, the same seg
   wk.close();
 });
 
+// A stream holds the engine's thread pool, whose end joins the pool's
+// threads: close() used to end the workers first, and a stream freed
+// after it then waited forever for them. That wait blocks its thread, so
+// no timer of this process could end it: the steps run in a child
+// process, killed if it hangs.
+test('close() with a stream open: the stream and model free afterwards, later calls throw', { timeout: TIMEOUT }, async () => {
+  // a file, not --eval: the workers would inherit --input-type
+  const dir = mkdtempSync(path.join(tmpdir(), 'wk-close-')), file = path.join(dir, 'close.mjs');
+  writeFileSync(file, `
+    import { readFileSync } from 'node:fs';
+    import { Whisperknot } from ${JSON.stringify(new URL('../whisperknot.mjs', import.meta.url).href)};
+    const wk = await Whisperknot.create({ threads: 2, relaxedSimd: false });
+    const m = await wk.loadModel(${JSON.stringify(defaultModel)});
+    const s = m.createStream({ beamSize: 1 });
+    s.feed(wk.parseWav(readFileSync(${JSON.stringify(sampleWav)})).samples.subarray(0, 16000 * 3));
+    s.flush();
+    wk.close();
+    s.free();
+    m.free();
+    wk.close();
+    const err = (f) => { try { f(); return null; } catch (e) { return { name: e.name, status: e.status, message: e.message }; } };
+    console.log(JSON.stringify({ threads: wk.threads, create: err(() => m.createStream()), feed: err(() => s.feed(new Float32Array(16))) }));
+  `);
+  const child = spawn(process.execPath, [file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '', err = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { err += d; });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 120000);
+  const [code, signal] = await new Promise((resolve) => child.on('exit', (c, s) => resolve([c, s])));
+  clearTimeout(timer);
+  rmSync(dir, { recursive: true });
+  assert.equal(signal, null, `the child hung (killed after 120 s): close() then free() never returned\n${err}`);
+  assert.equal(code, 0, out + err);
+  const r = JSON.parse(out);
+  assert.equal(r.threads, 1);
+  for (const e of [r.create, r.feed]) {
+    assert.equal(e?.name, 'WhisperknotError', JSON.stringify(e));
+    assert.equal(e.status, 6);
+    assert.match(e.message, /closed/);
+  }
+
+  // a single-threaded instance: close() frees what is open and ends its use
+  const wk = await Whisperknot.create({ relaxedSimd: false });
+  const m = await wk.loadModel(defaultModel);
+  const s = m.createStream({ beamSize: 1 });
+  s.feed(new Float32Array(16000));
+  wk.close();
+  s.free();
+  m.free();
+  const closed = (e) => e instanceof WhisperknotError && e.status === 6 && /closed/.test(e.message);
+  assert.throws(() => m.createStream(), closed);
+  assert.throws(() => s.take(), closed);
+  assert.throws(() => wk.parseWav(readFileSync(sampleWav)), closed);
+  await assert.rejects(wk.loadModel(defaultModel), closed);
+});
+
 // A worker that traps (a bug of the engine) never finishes its function,
 // and the threads waiting for it used to wait forever. Its script sets the
 // module's failure flag (wkw_failed_flag) and says so on its console;
@@ -175,6 +249,9 @@ test('a worker that traps: the instance throws WhisperknotError, now and after, 
   }
   assert.ok(trapped(threw), String(threw));
   assert.throws(() => m.createStream(), trapped);
-  assert.throws(() => m.free(), trapped);
+  // the broken instance closed itself: freeing is then nothing to do
+  // (cleanup in a finally block must not throw)
+  m.free();
+  s.free();
   wk.close();
 });

@@ -19,7 +19,9 @@ export async function useAll(bytes: ArrayBuffer): Promise<string> {
   s.free();
   model.free();
   const m2 = await loadModel(new URL('file:///x.knot'));
+  await m2.engine.loadVad();
   m2.free();
+  m2.engine.close();
   const wk2 = await Whisperknot.create({ threads: 2 });
   wk2.close();
   const relaxed: boolean = hasRelaxedSimd();
@@ -32,5 +34,5 @@ export async function useAll(bytes: ArrayBuffer): Promise<string> {
   } catch (e) {
     if (e instanceof WhisperknotError) return `${e.status} ${e.message}`;
   }
-  return `${n} ${segs.map((g) => g.text + g.tokens.map((t) => t.id).join()).join()} ${serial} ${st.encoderSeconds} ${lang} ${wav.samples.length} ${wk.kernels} ${wk.memoryBytes} ${wk.threads}`;
+  return `${n} ${segs.map((g) => g.text + g.tokens.map((t) => t.id + t.bytes.length).join()).join()} ${serial} ${st.encoderSeconds} ${lang} ${wav.samples.length} ${wk.kernels} ${wk.memoryBytes} ${wk.threads}`;
 }
