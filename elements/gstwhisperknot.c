@@ -500,6 +500,30 @@ gst_whisperknot_get_partial_pad (GstWhisperKnot * self)
   return pad;
 }
 
+/* event for partial_src: the same, but for its own stream-id (two pads
+ * of one id would be one stream to playsink or a stream collection) */
+static GstEvent *
+partial_event (GstEvent * event)
+{
+  const gchar *id = NULL;
+  GstStreamFlags flags;
+  GstEvent *start;
+  guint group;
+  gchar *pid;
+
+  if (GST_EVENT_TYPE (event) != GST_EVENT_STREAM_START)
+    return gst_event_ref (event);
+  gst_event_parse_stream_start (event, &id);
+  pid = g_strconcat (id ? id : "", "/partial", NULL);
+  start = gst_event_new_stream_start (pid);
+  g_free (pid);
+  gst_event_parse_stream_flags (event, &flags);
+  gst_event_set_stream_flags (start, flags);
+  if (gst_event_parse_group_id (event, &group))
+    gst_event_set_group_id (start, group);
+  return start;
+}
+
 /* event on src and, when it frames a stream, a copy on partial_src */
 static gboolean
 gst_whisperknot_push_event (GstWhisperKnot * self, GstEvent * event)
@@ -515,7 +539,7 @@ gst_whisperknot_push_event (GstWhisperKnot * self, GstEvent * event)
   if (pad) {
     if (type == GST_EVENT_FLUSH_STOP || type == GST_EVENT_SEGMENT)
       self->partial_pos = GST_CLOCK_TIME_NONE;
-    gst_pad_push_event (pad, gst_event_ref (event));
+    gst_pad_push_event (pad, partial_event (event));
     gst_object_unref (pad);
   }
   return gst_pad_push_event (self->srcpad, event);
@@ -1217,8 +1241,13 @@ gst_whisperknot_change_state (GstElement * element, GstStateChange transition)
 static gboolean
 copy_sticky (GstPad * pad, GstEvent ** event, gpointer partial)
 {
-  if (GST_EVENT_TYPE (*event) != GST_EVENT_EOS)
-    gst_pad_store_sticky_event (partial, *event);
+  GstEvent *copy;
+
+  if (GST_EVENT_TYPE (*event) != GST_EVENT_EOS) {
+    copy = partial_event (*event);
+    gst_pad_store_sticky_event (partial, copy);
+    gst_event_unref (copy);
+  }
   return TRUE;
 }
 

@@ -2511,6 +2511,22 @@ GST_START_TEST (test_partial_src)
   fail_unless (caps_at < tag_at && tag_at < first_buf);
   fail_unless (eos_at == partial_items->len - 1);
   g_mutex_unlock (&partial_lock);
+  /* a stream of its own: src's stream-id and "/partial" */
+  {
+    GstEvent *a = gst_pad_get_sticky_event (h->srcpad, GST_EVENT_STREAM_START,
+        0), *b = gst_pad_get_sticky_event (sink, GST_EVENT_STREAM_START, 0);
+    const gchar *ida = NULL, *idb = NULL;
+    gchar *want;
+
+    fail_unless (a != NULL && b != NULL);
+    gst_event_parse_stream_start (a, &ida);
+    gst_event_parse_stream_start (b, &idb);
+    want = g_strconcat (ida, "/partial", NULL);
+    fail_unless_equals_string (idb, want);
+    g_free (want);
+    gst_event_unref (a);
+    gst_event_unref (b);
+  }
 
 done:
   gst_element_set_state (h->element, GST_STATE_NULL);
