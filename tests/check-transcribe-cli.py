@@ -27,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import shutil
 import tempfile
 import wave
 
@@ -119,6 +120,16 @@ def main():
           "two files, json: a document per file",
           out[:300] + err)
 
+    # -o naming the audio file: refused before anything is written
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "jfk.wav")
+        shutil.copyfile(wav, copy)
+        rc, out, err = run(["-o", copy, copy])
+        check(rc == 2 and os.path.getsize(copy) == os.path.getsize(wav)
+              and "overwrite" in err,
+              "-o naming the audio file: exit 2, the file kept",
+              "rc %d, %d bytes: %s" % (rc, os.path.getsize(copy), err))
+
     # --vad: 5 s of silence, then the speech: times are the file's
     with tempfile.TemporaryDirectory() as tmp:
         padded = os.path.join(tmp, "padded.wav")
@@ -176,6 +187,21 @@ def main():
         check(rc == 0 and abs(dur - 11.0) < 0.1 and out2 == out,
               name + " on standard input decodes to 11 s, the same text",
               "rc %d, %.3f s: %s\n%r\n%r" % (rc, dur, err[-300:], out, out2))
+        # a pipe given by name is read once too (its first bytes, read to
+        # look for a WAV header, were lost: the text of a shorter file)
+        with open(path, "rb") as f:
+            raw = f.read()
+        p = subprocess.run([TRANSCRIBE, "-m", MODEL, "-t", "1", "--stats",
+                            "/dev/stdin"], input=raw, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        err = p.stderr.decode("utf-8", "replace")
+        out3 = p.stdout.decode("utf-8", "replace")
+        secs = [l for l in err.splitlines() if l.startswith("audio_seconds:")]
+        dur = float(secs[0].split()[1]) if secs else -1
+        check(p.returncode == 0 and abs(dur - 11.0) < 0.1 and out3 == out,
+              name + " through a pipe named /dev/stdin: 11 s, the same text",
+              "rc %d, %.3f s: %s\n%r\n%r" % (p.returncode, dur, err[-300:],
+                                               out, out3))
     with tempfile.TemporaryFile() as f:
         f.write(b"these bytes are no audio file at all\n" * 20)
         f.seek(0)

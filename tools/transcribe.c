@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -542,21 +543,23 @@ join_errors (char *err, size_t err_size, const char *wav_err, const char *name)
 }
 
 /* Reads the job's audio into wav: a WAV file, or anything GStreamer
- * decodes (from standard input too, whose first head_len bytes are at
- * head, malloc'd and taken over). Prints what went wrong. */
+ * decodes; from in when not NULL (standard input or a pipe given by
+ * name, read once: its first head_len bytes are at head, malloc'd and
+ * taken over). Prints what went wrong. */
 static int
-read_audio (const job * jb, unsigned char *head, size_t head_len, wk_wav * wav)
+read_audio (const job * jb, FILE * in, unsigned char *head, size_t head_len,
+    wk_wav * wav)
 {
   char err[512] = "";
   wk_status st;
-  bool from_stdin = !strcmp (jb->path, "-");
-  const char *name = from_stdin ? "standard input" : jb->path;
-  unsigned char *data = NULL;   /* standard input's bytes */
+  bool from_stdin = in != NULL;
+  const char *name = in == stdin ? "standard input" : jb->path;
+  unsigned char *data = NULL;   /* the stream's bytes */
   size_t size = 0;
 
   if (from_stdin) {
-    if (read_all (stdin, head, head_len, &data, &size) < 0) {
-      fprintf (stderr, PROGRAM ": cannot read standard input: %s\n",
+    if (read_all (in, head, head_len, &data, &size) < 0) {
+      fprintf (stderr, PROGRAM ": cannot read %s: %s\n", name,
           strerror (errno));
       return -1;
     }
@@ -580,9 +583,10 @@ read_audio (const job * jb, unsigned char *head, size_t head_len, wk_wav * wav)
   free (data);
   if (st != WK_OK) {
     /* the readers' messages name the file already */
-    fprintf (stderr, PROGRAM ": %s%s\n", !from_stdin
-        || !strncmp (err, "standard input: ", 16) ? "" : "standard input: ",
-        err);
+    bool named = !from_stdin || !strncmp (err, name, strlen (name));
+
+    fprintf (stderr, PROGRAM ": %s%s%s\n", named ? "" : name,
+        named ? "" : ": ", err);
     return -1;
   }
   if (wav->rate != WK_SAMPLE_RATE) {
@@ -636,13 +640,13 @@ source_next (source * src, size_t n, const float **out, size_t *got)
 
 /* Opens jb's file to be read piecewise, where nothing needs all of it at
  * once (--vad does): a 16 kHz WAV file, or else anything GStreamer
- * decodes; from standard input, a 16 kHz WAV stream. Returns 0 and src
- * set, or -1: read it whole (read_audio says what is wrong, if anything),
- * after the *head_len bytes at *head (malloc'd) read from standard input
- * already. */
+ * decodes; from in (not NULL: standard input or a pipe given by name),
+ * a 16 kHz WAV stream. Returns 0 and src set, or -1: read it whole
+ * (read_audio says what is wrong, if anything), after the *head_len
+ * bytes at *head (malloc'd) read from in already. */
 static int
-open_piecewise (const job * jb, source * src, unsigned char **head,
-    size_t *head_len)
+open_piecewise (const job * jb, FILE * in, source * src,
+    unsigned char **head, size_t *head_len)
 {
   char err[512];
   wk_status st;
@@ -654,11 +658,11 @@ open_piecewise (const job * jb, source * src, unsigned char **head,
   src->chunk = malloc (CHUNK * sizeof (float));
   if (!src->chunk)
     return -1;
-  if (!strcmp (jb->path, "-")) {
+  if (in) {
     /* a 16 kHz WAV stream as it comes (live audio from a pipe), else
-     * the bytes read so far go to read_audio */
-    st = wk_wav_open_fd (0, "standard input", &src->reader, head, head_len,
-        err, sizeof err);
+     * the bytes read so far go to read_audio: a pipe is read once */
+    st = wk_wav_open_fd (fileno (in), in == stdin ? "standard input" :
+        jb->path, &src->reader, head, head_len, err, sizeof err);
     if (st == WK_OK && wk_wav_reader_rate (src->reader) == WK_SAMPLE_RATE)
       return 0;
     if (st == WK_OK)
@@ -701,17 +705,28 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
   wk_status st = WK_OK;
   float *speech = NULL;
   piece *map = NULL;
+  FILE *in = NULL;
+  struct stat sb;
+  bool begun = false;           /* the document is open (write_begin) */
   int ret = 1;
 
   first = (size_t) jb->offset_ms * (WK_SAMPLE_RATE / 1000);
-  if (open_piecewise (jb, &src, &head, &head_len) == 0) {
+  /* standard input, or a pipe (or device) given by name: read once */
+  if (!strcmp (jb->path, "-"))
+    in = stdin;
+  else if (stat (jb->path, &sb) == 0 && !S_ISREG (sb.st_mode)
+      && !S_ISDIR (sb.st_mode) && !(in = fopen (jb->path, "rb"))) {
+    fprintf (stderr, PROGRAM ": %s: %s\n", jb->path, strerror (errno));
+    return 1;
+  }
+  if (open_piecewise (jb, in, &src, &head, &head_len) == 0) {
     int64_t n = src.reader ? wk_wav_reader_length (src.reader) : -1;
     int64_t est = src.decoder ? wk_audio_decoder_length (src.decoder) : n;
     last = n >= 0 ? (size_t) n : SIZE_MAX;
     shown = est >= 0 ? (size_t) est : 0;
   } else {
-    if (read_audio (jb, head, head_len, &wav) < 0)
-      return 1;
+    if (read_audio (jb, in, head, head_len, &wav) < 0)
+      goto done;
     last = shown = wav.n_samples;
   }
   t0 = now_seconds ();
@@ -764,6 +779,7 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
   w->word_len = 0;
 
   write_begin (w, jb->several ? jb->path : NULL);
+  begun = true;
   for (pos = 0; pos < len;) {
     const float *pcm;
     size_t n;
@@ -792,6 +808,7 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
     fputs ("\r\033[K", stderr); /* the progress line goes */
   write_results (w, stream);
   write_end (w, stream);
+  begun = false;
   t_done = now_seconds ();
 
   if (fflush (w->f) != 0 || ferror (w->f)) {
@@ -853,9 +870,16 @@ engine_failed:
   fprintf (stderr, PROGRAM ": %s: transcription failed: %s\n", jb->path,
       wk_status_str (st));
 done:
+  /* a JSON document the failure cut short still parses (and says so),
+   * so the files after it can be read too */
+  if (begun && w->format == FORMAT_JSON)
+    fputs ("\n  ],\n  \"error\": \"the transcription of this file "
+        "failed\"\n}\n", w->f);
   wk_wav_clear (&wav);
   wk_wav_close (src.reader);
   wk_audio_decoder_close (src.decoder);
+  if (in && in != stdin)
+    fclose (in);
   free (src.chunk);
   free (speech);
   free (map);
@@ -1011,11 +1035,21 @@ main (int argc, char **argv)
         "a time\n");
     return 2;
   }
-  /* a typo in a file's name should not wait for a model */
+  /* a typo in a file's name should not wait for a model; -o must not
+   * empty the file it is to transcribe */
   for (i = optind; i < argc; i++) {
+    struct stat in_sb, out_sb;
+
     if (strcmp (argv[i], "-") && access (argv[i], R_OK) != 0) {
       fprintf (stderr, PROGRAM ": %s: %s\n", argv[i], strerror (errno));
       return 1;
+    }
+    if (out_path && stat (out_path, &out_sb) == 0 && strcmp (argv[i], "-")
+        && stat (argv[i], &in_sb) == 0 && in_sb.st_dev == out_sb.st_dev
+        && in_sb.st_ino == out_sb.st_ino) {
+      fprintf (stderr, PROGRAM ": -o %s is the audio file %s: the text "
+          "would overwrite it\n", out_path, argv[i]);
+      return 2;
     }
   }
   t_start = now_seconds ();
@@ -1051,16 +1085,6 @@ main (int argc, char **argv)
         "whisperknot.max_text_ctx = 0)\n");
   t_loaded = now_seconds ();
 
-  if (out_path) {
-    w.f = fopen (out_path, "w");
-    if (!w.f) {
-      fprintf (stderr, PROGRAM ": cannot write '%s': %s\n", out_path,
-          strerror (errno));
-      goto done;
-    }
-  } else {
-    w.f = stdout;
-  }
   w.live = sp.latency_ms > 0;
   if (use_vad) {
     wk_vad_params vp = wk_vad_default_params ();
@@ -1072,6 +1096,17 @@ main (int argc, char **argv)
       rc = 1;
       goto done;
     }
+  }
+  /* -o is emptied only once everything before the audio worked */
+  if (out_path) {
+    w.f = fopen (out_path, "w");
+    if (!w.f) {
+      fprintf (stderr, PROGRAM ": cannot write '%s': %s\n", out_path,
+          strerror (errno));
+      goto done;
+    }
+  } else {
+    w.f = stdout;
   }
 
   rc = 0;
