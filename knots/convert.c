@@ -895,11 +895,15 @@ expect (const src_model * m, const char *name, int64_t ne0, int64_t ne1,
   }
   /* compare ignoring leading 1s (whisper.cpp's {1, d} conv biases) */
   for (int d = 0; d < t->n_dims; d++)
-    if (!(t->ne[d] == 1 && k == 0 && d + 1 < t->n_dims && ne1 == 1 && ne2 == 1))
-      got[k < 3 ? k : 2] = t->ne[d], k++;
+    if (!(t->ne[d] == 1 && k == 0 && d + 1 < t->n_dims && ne1 == 1 && ne2 == 1)) {
+      if (k == 3 && t->ne[d] != 1)
+        k = 4;                  /* a dimension too many: no match */
+      else if (k < 3)
+        got[k++] = t->ne[d];
+    }
   while (k < 3)
     got[k++] = 1;
-  if (got[0] != e[0] || got[1] != e[1] || got[2] != e[2]) {
+  if (k > 3 || got[0] != e[0] || got[1] != e[1] || got[2] != e[2]) {
     snprintf (err, err_size, "tensor '%s' has shape {%lld, %lld, %lld}, "
         "expected {%lld, %lld, %lld}", name, (long long) t->ne[0],
         (long long) t->ne[1], (long long) t->ne[2], (long long) ne0,
@@ -981,7 +985,8 @@ check_model (const src_model * m, char *err, size_t err_size)
         for (int k = 0; k < 4; k++) {
           snprintf (n, sizeof n, "%s.blocks.%d.%s.%s.weight", p, i, attn[a],
               w[k]);
-          EXPECT (n, d, d, 1);
+          /* cross-attention's keys and values are of the audio's width */
+          EXPECT (n, a == 1 && (k == 1 || k == 2) ? da : d, d, 1);
           if (k != 1) {
             snprintf (n, sizeof n, "%s.blocks.%d.%s.%s.bias", p, i, attn[a],
                 w[k]);
@@ -1283,14 +1288,22 @@ parse_heads (const char *spec, const src_model * m, uint32_t * v, int *n,
 
   *n = 0;
   if (!strcmp (spec, "auto") && m->n_heads > 0) {
-    int k;
+    int k, j;
     for (k = 0; k < m->n_heads; k++)
       if (m->heads[2 * k] >= (uint32_t) hp[HP_TLAYER]
           || m->heads[2 * k + 1] >= (uint32_t) hp[HP_THEAD])
         break;
     if (k == m->n_heads) {
-      memcpy (v, m->heads, 2 * (size_t) k * sizeof *v);
-      *n = k;
+      /* each pair once (the engine refuses a knot that repeats one) */
+      for (*n = 0, k = 0; k < m->n_heads; k++) {
+        for (j = 0; j < *n && (v[2 * j] != m->heads[2 * k]
+                || v[2 * j + 1] != m->heads[2 * k + 1]); j++);
+        if (j == *n) {
+          v[2 * j] = m->heads[2 * k];
+          v[2 * j + 1] = m->heads[2 * k + 1];
+          (*n)++;
+        }
+      }
       return 0;
     }
     fprintf (stderr, "note: generation_config.json's alignment_heads name "
@@ -1626,11 +1639,27 @@ main (int argc, char **argv)
     rc = 2;
     goto fail;
   }
-  for (int i = 0; i < n_keep; i++)
-    if (!find (&m, keep[i].name)) {
+  for (int i = 0; i < n_keep; i++) {
+    const src_tensor *t = find (&m, keep[i].name);
+    int flat;
+
+    if (!t) {
       snprintf (err, sizeof err, "--keep: no tensor named '%s'", keep[i].name);
       goto fail;
     }
+    /* the engine reads vectors (norms, biases) as f32 only */
+    if (kind_of (t, &flat) == K_1D && keep[i].type != WK_TYPE_F32) {
+      snprintf (err, sizeof err, "--keep: '%s' is a vector, which a knot "
+          "stores as f32 only", keep[i].name);
+      goto fail;
+    }
+  }
+  if (max_text_ctx > m.hp[HP_TCTX] / 2) {
+    snprintf (err, sizeof err, "--max-text-ctx %d: at most half the text "
+        "context (%lld), which the prompt shares with the text",
+        max_text_ctx, (long long) m.hp[HP_TCTX] / 2);
+    goto fail;
+  }
 
   /* metadata */
   w = wk_knot_writer_new (64);

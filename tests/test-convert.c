@@ -350,6 +350,10 @@ test_requantize_and_keep (void)
   CHECK (convert ("q3_k", NULL, bin, wpath ("x.knot")) != 0);
   CHECK (convert (NULL, "no.such.tensor=f16", bin, wpath ("x.knot")) != 0);
   CHECK (strstr (out_text, "no.such.tensor") != NULL);
+  /* a vector (a norm, a bias) is f32 in a knot: the engine reads no other */
+  CHECK (convert (NULL, "encoder.ln_post.weight=f16", bin,
+          wpath ("x.knot")) != 0);
+  CHECK_MSG (strstr (out_text, "vector") != NULL, "%s", out_text);
   CHECK (access (wpath ("x.knot"), F_OK) != 0);
   wk_ggml_bin_free (b);
   unlink (bin);
@@ -703,12 +707,18 @@ test_pad_window (void)
       CHECK (m->max_text_ctx == 0);
       wk_model_unref (m);
     }
+    /* more than half the text context: refused by the converter (it was
+     * written, then refused at load), the knot before it kept */
     mc[2] = (char *) "60000";
-    CHECK_MSG (run (mc) == 0, "%s", out_text);
+    CHECK_MSG (run (mc) == 1, "%s", out_text);
+    CHECK_MSG (strstr (out_text, "--max-text-ctx") != NULL, "%s", out_text);
     m = NULL;
-    CHECK (wk_model_load (zk, &mp, &m, err, sizeof err) == WK_ERR_FORMAT);
-    CHECK (m == NULL);
-    CHECK_MSG (strstr (err, "max_text_ctx") != NULL, "%s", err);
+    CHECK_MSG (wk_model_load (zk, &mp, &m, err, sizeof err) == WK_OK, "%s",
+        err);
+    if (m) {
+      CHECK (m->max_text_ctx == 0);
+      wk_model_unref (m);
+    }
     mc[2] = (char *) "-1";
     CHECK (run (mc) == 2);
   }

@@ -1534,6 +1534,8 @@ def safetensors_cases(ctx):
     for tag, raw, expect in (
             ("outside-decoder", b'{"alignment_heads": [[31, 19], [0, 0]]}',
              "ok"),
+            # a pair named twice is used once (a knot may not repeat one)
+            ("repeated", b'{"alignment_heads": [[0, 0], [0, 0]]}', "ok"),
             ("not-pairs", b'{"alignment_heads": [[1, 0, 3]]}', "error"),
             ("negative", b'{"alignment_heads": [[-1, 0]]}', "error"),
             ("strings", b'{"alignment_heads": [["1", "0"]]}', "error"),
