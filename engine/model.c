@@ -7,6 +7,7 @@
  * one more reference.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -715,49 +716,37 @@ read_align_heads (wk_model * m, char *err, size_t err_size)
   return WK_OK;
 }
 
-static wk_status
-read_hparams (wk_model * m, char *err, size_t err_size)
+/* The hyper-parameters' knot keys and their largest values. */
+static const struct
 {
-  static const struct
-  {
-    const char *key;
-    size_t off;
-    uint32_t max;
-  } keys[] = {
-    {"whisper.n_vocab", offsetof (wk_hparams, n_vocab), 51866},
-    {"whisper.n_audio_ctx", offsetof (wk_hparams, n_audio_ctx), 1 << 14},
-    {"whisper.n_audio_state", offsetof (wk_hparams, n_audio_state), 1 << 14},
-    {"whisper.n_audio_head", offsetof (wk_hparams, n_audio_head), 1024},
-    {"whisper.n_audio_layer", offsetof (wk_hparams, n_audio_layer), 1024},
-    {"whisper.n_text_ctx", offsetof (wk_hparams, n_text_ctx), 1 << 14},
-    {"whisper.n_text_state", offsetof (wk_hparams, n_text_state), 1 << 14},
-    {"whisper.n_text_head", offsetof (wk_hparams, n_text_head), 1024},
-    {"whisper.n_text_layer", offsetof (wk_hparams, n_text_layer), 1024},
-    {"whisper.n_mels", offsetof (wk_hparams, n_mels), 128},
-  };
-  wk_hparams *hp = &m->hp;
-  const char *arch;
-  size_t arch_len, i;
+  const char *key;
+  size_t off;
+  uint32_t max;
+} hp_keys[] = {
+  {"whisper.n_vocab", offsetof (wk_hparams, n_vocab), 51866},
+  {"whisper.n_audio_ctx", offsetof (wk_hparams, n_audio_ctx), 1 << 14},
+  {"whisper.n_audio_state", offsetof (wk_hparams, n_audio_state), 1 << 14},
+  {"whisper.n_audio_head", offsetof (wk_hparams, n_audio_head), 1024},
+  {"whisper.n_audio_layer", offsetof (wk_hparams, n_audio_layer), 1024},
+  {"whisper.n_text_ctx", offsetof (wk_hparams, n_text_ctx), 1 << 14},
+  {"whisper.n_text_state", offsetof (wk_hparams, n_text_state), 1 << 14},
+  {"whisper.n_text_head", offsetof (wk_hparams, n_text_head), 1024},
+  {"whisper.n_text_layer", offsetof (wk_hparams, n_text_layer), 1024},
+  {"whisper.n_mels", offsetof (wk_hparams, n_mels), 128},
+};
 
-  if (!wk_knot_get_str (m->knot, "general.architecture", &arch, &arch_len)
-      || arch_len != 7 || memcmp (arch, "whisper", 7) != 0) {
-    wk_set_err (err, err_size,
-        "model: general.architecture is missing or not \"whisper\"");
-    return WK_ERR_FORMAT;
-  }
-  for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-    uint32_t v;
-    if (!wk_knot_get_u32 (m->knot, keys[i].key, &v)) {
-      wk_set_err (err, err_size, "model: metadata key %s is missing",
-          keys[i].key);
+wk_status
+wk_hparams_check (const wk_hparams * hp, char *err, size_t err_size)
+{
+  size_t i;
+
+  for (i = 0; i < sizeof hp_keys / sizeof hp_keys[0]; i++) {
+    int v = *(const int *) ((const char *) hp + hp_keys[i].off);
+    if (v < 1 || (uint32_t) v > hp_keys[i].max) {
+      wk_set_err (err, err_size, "model: %s = %d is out of range (1..%u)",
+          hp_keys[i].key, v, hp_keys[i].max);
       return WK_ERR_FORMAT;
     }
-    if (v == 0 || v > keys[i].max) {
-      wk_set_err (err, err_size, "model: %s = %u is out of range (1..%u)",
-          keys[i].key, v, keys[i].max);
-      return WK_ERR_FORMAT;
-    }
-    *(int *) ((char *) hp + keys[i].off) = (int) v;
   }
   if (hp->n_vocab != 51864 && hp->n_vocab != 51865 && hp->n_vocab != 51866) {
     wk_set_err (err, err_size, "model: n_vocab %d is not a Whisper vocabulary "
@@ -797,6 +786,35 @@ read_hparams (wk_model * m, char *err, size_t err_size)
         hp->n_text_ctx);
     return WK_ERR_UNSUPPORTED;
   }
+  return WK_OK;
+}
+
+static wk_status
+read_hparams (wk_model * m, char *err, size_t err_size)
+{
+  wk_hparams *hp = &m->hp;
+  const char *arch;
+  size_t arch_len, i;
+  wk_status st;
+
+  if (!wk_knot_get_str (m->knot, "general.architecture", &arch, &arch_len)
+      || arch_len != 7 || memcmp (arch, "whisper", 7) != 0) {
+    wk_set_err (err, err_size,
+        "model: general.architecture is missing or not \"whisper\"");
+    return WK_ERR_FORMAT;
+  }
+  for (i = 0; i < sizeof hp_keys / sizeof hp_keys[0]; i++) {
+    uint32_t v;
+    if (!wk_knot_get_u32 (m->knot, hp_keys[i].key, &v)) {
+      wk_set_err (err, err_size, "model: metadata key %s is missing",
+          hp_keys[i].key);
+      return WK_ERR_FORMAT;
+    }
+    /* (out of range: wk_hparams_check says so) */
+    *(int *) ((char *) hp + hp_keys[i].off) = v > INT_MAX ? INT_MAX : (int) v;
+  }
+  if ((st = wk_hparams_check (hp, err, err_size)) != WK_OK)
+    return st;
   m->max_text_ctx = hp->n_text_ctx / 2;
   {
     uint32_t v;

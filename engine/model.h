@@ -48,6 +48,12 @@ typedef struct
   int n_text_layer;
 } wk_hparams;
 
+/* Whether the engine runs a model of these hyper-parameters (each in its
+ * range, heads dividing the widths, a Whisper vocabulary, ...): the
+ * loader's rule, which whisperknot-convert applies before writing a knot.
+ * The message starts "model: ". */
+wk_status wk_hparams_check (const wk_hparams * hp, char *err, size_t err_size);
+
 typedef struct
 {
   const float *attn_ln_w, *attn_ln_b;   /* [d] */

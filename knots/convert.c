@@ -29,6 +29,7 @@
 #include "ggml-vad.h"
 #include "knot-writer.h"
 #include "mapfile.h"
+#include "model.h"
 #include "safetensors.h"
 #include "tokenizer.h"
 #include "torch-pt.h"
@@ -919,18 +920,14 @@ check_model (const src_model * m, char *err, size_t err_size)
   const int32_t *h = m->hp;
   int64_t da = h[HP_ASTATE], dt = h[HP_TSTATE];
   char n[200];
+  /* the engine's own rule: a knot it would not load is not written */
+  const wk_hparams hp = { h[HP_VOCAB], h[HP_MELS], h[HP_ACTX], h[HP_ASTATE],
+    h[HP_AHEAD], h[HP_ALAYER], h[HP_TCTX], h[HP_TSTATE], h[HP_THEAD],
+    h[HP_TLAYER]
+  };
 
-  for (int i = 0; i < 10; i++)
-    if (h[i] < 1) {
-      snprintf (err, err_size, "hyper-parameter %s = %d", hp_keys[i], h[i]);
-      return -1;
-    }
-  if (da % h[HP_AHEAD] || dt % h[HP_THEAD]) {
-    snprintf (err, err_size, "widths %lld/%lld are not multiples of the "
-        "head counts %d/%d", (long long) da, (long long) dt, h[HP_AHEAD],
-        h[HP_THEAD]);
+  if (wk_hparams_check (&hp, err, err_size) != WK_OK)
     return -1;
-  }
   if (m->n_tokens < 1 || !m->tokens) {
     snprintf (err, err_size, "no vocabulary: give --vocab FILE (a whisper.cpp "
         ".bin, vocab.json, tokenizer.json or a .tiktoken file)");
