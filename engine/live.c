@@ -1188,9 +1188,10 @@ build_hyp (wk_live * l, live_hyp * h, int n_pre, const wk_window_result * r,
 
 /* Every word of h at least one timestamp step (20 ms) long, after the
  * previous one and not past h's audio, its tokens inside it: a word of
- * no length would be a caption cue of no length. */
+ * no length would be a caption cue of no length. New words (from
+ * h->n_emitted) never start before floor (committed words, settled). */
 static void
-hyp_space_words (live_hyp * h)
+hyp_space_words (live_hyp * h, int64_t floor)
 {
   int64_t prev_end = INT64_MIN;
   int i, t;
@@ -1210,6 +1211,9 @@ hyp_space_words (live_hyp * h)
         w->start = w->end - LIVE_TS_SAMPLES;
       if (w->start < prev_start)
         w->start = prev_start;
+      /* but not into a committed word or settled time: shorter then */
+      if (i >= h->n_emitted && w->start < floor)
+        w->start = floor < w->end ? floor : w->end;
     }
     for (t = w->tok0; t < w->tok0 + w->n_tok; t++) {
       if (h->t0[t] < w->start)
@@ -1432,7 +1436,7 @@ have_result:
           h->t1[t] = h->t0[t];
       }
     }
-    hyp_space_words (h);
+    hyp_space_words (h, floor);
   }
   if (r->temperature > 0.5f)
     l->n_prompt = 0;
