@@ -66,6 +66,8 @@ typedef struct
    * back to the file's through these pieces (NULL: no --vad) */
   const struct piece *map;
   size_t n_map;
+  /* a progress line is on the terminal the text goes to: cleared first */
+  int clear_progress;
 } writer;
 
 /* --vad: samples [orig, orig + len) of the input (from --offset on) are
@@ -106,9 +108,9 @@ usage (FILE * f)
       "usage: " PROGRAM " [OPTION...] FILE...\n"
       "\n"
       "Transcribes an audio file: WAV, or anything GStreamer decodes (FLAC,\n"
-      "MP3, Opus, ...; \"-\" reads any of them from standard input, and\n"
-      "transcribes a 16 kHz WAV stream there as it comes, live audio from\n"
-      "a pipe).\n"
+      "MP3, Opus, ...; \"-\" reads any of them from standard input, as a\n"
+      "named pipe is read, and transcribes a 16 kHz WAV stream there as it\n"
+      "comes, live audio from a pipe).\n"
       "Several files are transcribed one after the other with one model\n"
       "load, as txt (each after a \"==> FILE <==\" line) or json (one\n"
       "document per file, with \"file\"). On a terminal a progress line\n"
@@ -413,8 +415,13 @@ write_results (writer * w, wk_stream * stream)
   size_t n = wk_stream_take_cues (stream, &cues), i;
 
   for (i = 0; i < n; i++)
-    if (cues[i].kind == WK_CUE_TEXT && cues[i].segment)
+    if (cues[i].kind == WK_CUE_TEXT && cues[i].segment) {
+      if (w->clear_progress) {
+        fputs ("\r\033[K", stderr);
+        w->clear_progress = 0;  /* until the next progress line */
+      }
       write_cue (w, &cues[i]);
+    }
 }
 
 /* Reads a whole stream (standard input) into memory, after the head_len
@@ -792,7 +799,10 @@ transcribe_file (const job * jb, wk_model * model, wk_stream * stream,
     if (st != WK_OK)
       goto engine_failed;
     pos += n;
+    /* (both on one terminal: the text does not follow the progress) */
+    w->clear_progress = jb->progress && isatty (fileno (w->f));
     write_results (w, stream);
+    w->clear_progress = 0;
     if (jb->progress && shown >= pos)
       fprintf (stderr, "\r%s: %.0f of %.0f s (%.0f%%)", jb->path,
           (double) pos / WK_SAMPLE_RATE, (double) shown / WK_SAMPLE_RATE,
