@@ -2427,6 +2427,40 @@ partial_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   return GST_FLOW_OK;
 }
 
+/* Requests partial_src, links it to a new sink pad (*sink) whose items
+ * partial_probe records, and starts the element. */
+static GstPad *
+partial_start (GstHarness * h, GstPad ** sink)
+{
+  GstPad *partial = gst_element_request_pad_simple (h->element,
+      "partial_src");
+
+  partial_items = g_ptr_array_new_with_free_func (g_free);
+  fail_unless (partial != NULL);
+  fail_unless_equals_string (GST_PAD_NAME (partial), "partial_src");
+  *sink = gst_pad_new ("psink", GST_PAD_SINK);
+  gst_pad_set_chain_function (*sink, partial_chain);
+  gst_pad_set_active (*sink, TRUE);
+  fail_unless_equals_int (gst_pad_link (partial, *sink), GST_PAD_LINK_OK);
+  gst_pad_add_probe (partial, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, partial_probe, NULL, NULL);
+  fail_unless_equals_int (gst_element_set_state (h->element,
+          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  return partial;
+}
+
+static void
+partial_stop (GstHarness * h, GstPad * partial, GstPad * sink)
+{
+  gst_element_set_state (h->element, GST_STATE_NULL);
+  gst_element_release_request_pad (h->element, partial);
+  gst_object_unref (partial);
+  gst_object_unref (sink);
+  teardown (h);
+  g_ptr_array_unref (partial_items);
+  partial_items = NULL;
+}
+
 /* partial_src: every partial result with text as a buffer (PTS at its
  * start, inside the input), after stream-start, caps and segment, and EOS
  * at the end; the element messages stay. */
@@ -2440,18 +2474,7 @@ GST_START_TEST (test_partial_src)
       G_MAXUINT, eos_at = G_MAXUINT, tag_at = G_MAXUINT, eos;
   guint64 last_pts = 0;
 
-  partial_items = g_ptr_array_new_with_free_func (g_free);
-  partial = gst_element_request_pad_simple (h->element, "partial_src");
-  fail_unless (partial != NULL);
-  fail_unless_equals_string (GST_PAD_NAME (partial), "partial_src");
-  sink = gst_pad_new ("psink", GST_PAD_SINK);
-  gst_pad_set_chain_function (sink, partial_chain);
-  gst_pad_set_active (sink, TRUE);
-  fail_unless_equals_int (gst_pad_link (partial, sink), GST_PAD_LINK_OK);
-  gst_pad_add_probe (partial, GST_PAD_PROBE_TYPE_BUFFER |
-      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, partial_probe, NULL, NULL);
-  fail_unless_equals_int (gst_element_set_state (h->element,
-          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  partial = partial_start (h, &sink);
   gst_harness_push_event (h, gst_event_new_stream_start ("partial"));
   if (!push_jfk (h, t0, GST_CLOCK_TIME_NONE, &end)) {
     GST_WARNING ("no jfk.wav: skipped");
@@ -2529,13 +2552,7 @@ GST_START_TEST (test_partial_src)
   }
 
 done:
-  gst_element_set_state (h->element, GST_STATE_NULL);
-  gst_element_release_request_pad (h->element, partial);
-  gst_object_unref (partial);
-  gst_object_unref (sink);
-  teardown (h);
-  g_ptr_array_unref (partial_items);
-  partial_items = NULL;
+  partial_stop (h, partial, sink);
 }
 
 GST_END_TEST;
@@ -2573,16 +2590,7 @@ GST_START_TEST (test_partial_src_keeps_time)
   gint64 until;
   guint i;
 
-  partial_items = g_ptr_array_new_with_free_func (g_free);
-  partial = gst_element_request_pad_simple (h->element, "partial_src");
-  sink = gst_pad_new ("psink", GST_PAD_SINK);
-  gst_pad_set_chain_function (sink, partial_chain);
-  gst_pad_set_active (sink, TRUE);
-  fail_unless_equals_int (gst_pad_link (partial, sink), GST_PAD_LINK_OK);
-  gst_pad_add_probe (partial, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
-      partial_probe, NULL, NULL);
-  fail_unless_equals_int (gst_element_set_state (h->element,
-          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  partial = partial_start (h, &sink);
   gst_harness_push_event (h, gst_event_new_stream_start ("keeps-time"));
   gst_harness_set_src_caps_str (h, CAPS_F32);
   /* 10 s of silence in 0.5 s buffers, less than a window: no text yet */
@@ -2603,14 +2611,7 @@ GST_START_TEST (test_partial_src_keeps_time)
       GST_TIME_ARGS (partial_gap_end ()));
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
   rec_wait_event (0, GST_EVENT_EOS);
-
-  gst_element_set_state (h->element, GST_STATE_NULL);
-  gst_element_release_request_pad (h->element, partial);
-  gst_object_unref (partial);
-  gst_object_unref (sink);
-  teardown (h);
-  g_ptr_array_unref (partial_items);
-  partial_items = NULL;
+  partial_stop (h, partial, sink);
 }
 
 GST_END_TEST;
