@@ -284,6 +284,36 @@ test_jfk_segments (void)
   wk_vad_free (v);
 }
 
+/* A NaN or infinite sample (the API asks for [-1, 1], a caller may not
+ * clean its input) stays out of the LSTM's state: the encoder's ReLUs
+ * give 0 for the NaN the STFT makes of it, so the probabilities after it
+ * stay numbers and the speech after it is still found. (A NaN that got
+ * into the state would stay there: every later probability NaN, no END.) */
+static void
+test_non_finite_samples (void)
+{
+  wk_vad *v = new_vad (NULL);
+  size_t n_chunks = (jfk_n + WK_VAD_CHUNK - 1) / WK_VAD_CHUNK, c;
+  float *probs = malloc (n_chunks * sizeof *probs);
+  float *x = malloc (jfk_n * sizeof *x);
+  wk_vad_segment *segs = NULL;
+  size_t n_segs = 0;
+  int finite = 1;
+
+  memcpy (x, jfk, jfk_n * sizeof *x);
+  x[SR / 2] = NAN;              /* before the first word */
+  x[SR / 2 + 100] = INFINITY;
+  CHECK (wk_vad_detect (v, x, jfk_n, probs, &segs, &n_segs) == WK_OK);
+  for (c = 0; c < n_chunks; c++)
+    finite &= isfinite (probs[c]) != 0;
+  CHECK (finite);
+  CHECK_MSG (n_segs == 4, "%zu segments", n_segs);
+  free (segs);
+  free (probs);
+  free (x);
+  wk_vad_free (v);
+}
+
 /* Speech in white noise (jfk.wav is at about -17 dBFS RMS): still found
  * where it is, and nothing is found away from it. */
 static void
@@ -1316,6 +1346,7 @@ main (void)
   RUN (test_probs_match_whispercpp);
   RUN (test_probs_match_silero_reference);
   RUN (test_jfk_segments);
+  RUN (test_non_finite_samples);
   RUN (test_speech_in_noise);
   RUN (test_segments_match_whispercpp_on_mix);
   RUN (test_segmenter_matches_reference);
