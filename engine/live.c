@@ -1198,20 +1198,20 @@ hyp_space_words (live_hyp * h, int64_t floor)
 
   for (i = 0; i < h->n_w; i++) {
     live_word *w = &h->w[i];
-    int64_t prev_start = i > 0 ? h->w[i - 1].start : INT64_MIN;
     if (w->start < prev_end)
       w->start = prev_end;
     if (w->end < w->start + LIVE_TS_SAMPLES)
       w->end = w->start + LIVE_TS_SAMPLES;
-    /* never past the audio: at its very end a word keeps its 20 ms by
-     * starting earlier (overlapping the one before rather than empty) */
+    /* never past the audio: at its very end a word keeps up to 20 ms by
+     * starting earlier, but after the one before (and, new, not into a
+     * committed word or settled time): shorter then, as short as none,
+     * which the cues stretch to a step as they do any text */
     if (w->end > h->end) {
       w->end = h->end;
       if (w->start > w->end - LIVE_TS_SAMPLES)
         w->start = w->end - LIVE_TS_SAMPLES;
-      if (w->start < prev_start)
-        w->start = prev_start;
-      /* but not into a committed word or settled time: shorter then */
+      if (w->start < prev_end)
+        w->start = prev_end < w->end ? prev_end : w->end;
       if (i >= h->n_emitted && w->start < floor)
         w->start = floor < w->end ? floor : w->end;
     }
@@ -1605,11 +1605,6 @@ step_run (wk_live * l)
     l->win_start = (l->total - 4 * WK_SAMPLE_RATE) / LIVE_HOP * LIVE_HOP;
     unanchor (l);
   }
-  /* words a forced move of the window left behind: no run hears their
-   * start again, so they are neither partial nor ever committed (and
-   * settled, never before the window, stays before every partial word) */
-  for (i = 0; i < cur->n_w && cur->w[i].start < l->win_start; i++);
-  hyp_drop_words (cur, i);
   set_partial (l, cur);
   l->cur ^= 1;                  /* this run's rest is the next one's prev */
   return WK_OK;
